@@ -1,0 +1,28 @@
+//! The contract every Quiver node shares.
+//!
+//! - [`pb`]: the `quiver.v1` protobuf services and messages (compiled with protox).
+//! - The canonical manifest model: tool identity ([`ToolId`]), canonical JSON of a
+//!   definition ([`canonical`]), deterministic TypeScript stubs ([`stub`]) and their
+//!   SHA-256 hashes ([`hash`]), exposed names ([`naming`]) and whole manifests
+//!   ([`manifest`]). The same manifest must give byte-identical stubs and hashes on
+//!   every node, platform and run; nothing here may depend on time, locale, hashing
+//!   seeds or map iteration order.
+//! - Catalog files ([`catalog`]): tool catalogues in the formats Quiver accepts.
+
+pub mod canonical;
+pub mod catalog;
+pub mod hash;
+pub mod manifest;
+pub mod naming;
+pub mod stub;
+pub mod tool;
+
+pub use hash::StubHash;
+pub use manifest::{Manifest, ManifestTool, ServerEntry};
+pub use tool::{ToolDef, ToolId};
+
+/// Generated `quiver.v1` protobuf types and tonic services.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod pb {
+    tonic::include_proto!("quiver.v1");
+}
