@@ -1,1 +1,54 @@
-fn main() {}
+//! `quiver`: one binary for every role of the Quiver MCP gateway.
+
+mod cli;
+mod config;
+mod demo;
+
+use clap::{Parser, Subcommand};
+
+/// Quiver: a distributed gateway for the Model Context Protocol.
+#[derive(Parser)]
+#[command(name = "quiver", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a whole gateway on this machine (control plane, executor and edge in one process).
+    Dev(cli::dev::DevArgs),
+    /// Serve tools from a catalog file as an MCP server (deterministic answers).
+    MockUpstream(cli::mock_upstream::MockUpstreamArgs),
+    /// Print the token cost of what a client loads up front, per mode.
+    Tokens(cli::tokens::TokensArgs),
+    /// Benchmarks (release builds for numbers).
+    #[command(subcommand)]
+    Bench(cli::bench::BenchCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Dev(args) => cli::dev::run(args).await,
+            Command::MockUpstream(args) => cli::mock_upstream::run(args).await,
+            Command::Tokens(args) => cli::tokens::run(args).await,
+            Command::Bench(command) => cli::bench::run(command).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

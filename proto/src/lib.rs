@@ -17,7 +17,7 @@ pub mod naming;
 pub mod stub;
 pub mod tool;
 
-pub use hash::StubHash;
+pub use hash::{ParseStubHashError, StubHash};
 pub use manifest::{Manifest, ManifestTool, ServerEntry};
 pub use tool::{ToolDef, ToolId};
 

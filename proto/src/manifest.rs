@@ -31,8 +31,44 @@ pub struct ServerEntry {
     /// Operator group.
     #[serde(default)]
     pub group: String,
+    /// How the edge validates call arguments for this server's tools.
+    #[serde(default)]
+    pub validation: ValidationMode,
     /// Tools as the server listed them.
     pub tools: Vec<ToolDef>,
+}
+
+/// How call arguments are checked against a tool's `inputSchema` before forwarding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValidationMode {
+    /// Validate against the schema as written.
+    #[default]
+    Schema,
+    /// Validate, and also reject properties the schema does not declare.
+    Strict,
+    /// Forward without checking.
+    Off,
+}
+
+impl ValidationMode {
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValidationMode::Schema => "schema",
+            ValidationMode::Strict => "strict",
+            ValidationMode::Off => "off",
+        }
+    }
+
+    /// Parses the configuration spelling (unknown values mean `schema`).
+    pub fn parse(text: &str) -> ValidationMode {
+        match text {
+            "strict" => ValidationMode::Strict,
+            "off" => ValidationMode::Off,
+            _ => ValidationMode::Schema,
+        }
+    }
 }
 
 /// A server as it appears in a built manifest.
@@ -50,6 +86,8 @@ pub struct ManifestServer {
     pub tags: Vec<String>,
     /// Operator group.
     pub group: String,
+    /// Argument validation mode.
+    pub validation: ValidationMode,
     /// Indices into [`Manifest::tools`] of this server's tools, in tool-name order.
     pub tools: Vec<usize>,
     /// Hash over this server's tool stub hashes, in order.
@@ -124,6 +162,7 @@ impl Manifest {
                 namespace: e.namespace.clone(),
                 tags: e.tags.clone(),
                 group: e.group.clone(),
+                validation: e.validation,
                 tools: Vec::new(),
                 stub_hash: StubHash([0; 32]),
             })
@@ -208,6 +247,7 @@ impl Manifest {
                 namespace: s.namespace.clone(),
                 tags: s.tags.clone(),
                 group: s.group.clone(),
+                validation: s.validation,
                 tools: s.tools.iter().map(|&i| (*self.tools[i].def).clone()).collect(),
             })
             .collect()
@@ -226,6 +266,7 @@ impl Manifest {
                     namespace: s.namespace.clone(),
                     tags: s.tags.clone(),
                     group: s.group.clone(),
+                    validation: s.validation.as_str().to_string(),
                 })
                 .collect(),
             tools: self
@@ -254,6 +295,7 @@ impl Manifest {
                 namespace: s.namespace.clone(),
                 tags: s.tags.clone(),
                 group: s.group.clone(),
+                validation: ValidationMode::parse(&s.validation),
                 tools: Vec::new(),
             })
             .collect();

@@ -1,0 +1,100 @@
+//! The edge's configuration (`[edge]` in `quiver.toml`).
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::mode::Mode;
+
+/// How the edge serves MCP.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeConfig {
+    /// Address of the MCP Streamable HTTP listener. Default `127.0.0.1:8080`.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// Mode served at `/mcp` (the other paths pick their own). Default `code`.
+    #[serde(default)]
+    pub default_mode: Mode,
+    /// `Host` values accepted (DNS-rebinding protection). Default: loopback names
+    /// plus the listen address. Add your public host names when not on loopback.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted (scheme://host:port, `:*` for any port). Default:
+    /// `http://localhost:*`, `http://127.0.0.1:*`, `https://localhost:*`.
+    /// Requests without an `Origin` header (non-browser clients) are always accepted.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Largest request body accepted, in bytes. Default 4 MiB.
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+    /// Serve HTTPS with these PEM files.
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
+    /// Default number of search results. Default 5.
+    #[serde(default = "default_search_limit")]
+    pub search_limit: usize,
+}
+
+/// Certificate and key for the HTTPS listener.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8080))
+}
+fn default_max_body() -> usize {
+    4 * 1024 * 1024
+}
+fn default_search_limit() -> usize {
+    5
+}
+
+impl Default for EdgeConfig {
+    fn default() -> Self {
+        EdgeConfig {
+            listen: default_listen(),
+            default_mode: Mode::default(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: default_max_body(),
+            tls: None,
+            search_limit: default_search_limit(),
+        }
+    }
+}
+
+impl EdgeConfig {
+    /// `Host` values accepted, defaults filled in.
+    pub fn effective_allowed_hosts(&self, bound: SocketAddr) -> Vec<String> {
+        let mut hosts = self.allowed_hosts.clone();
+        if hosts.is_empty() {
+            hosts = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into(), "::1".into()];
+            let ip = bound.ip();
+            if !ip.is_unspecified() {
+                hosts.push(ip.to_string());
+            }
+        }
+        hosts
+    }
+
+    /// `Origin` values accepted, defaults filled in.
+    pub fn effective_allowed_origins(&self) -> Vec<String> {
+        if self.allowed_origins.is_empty() {
+            vec![
+                "http://localhost:*".into(),
+                "http://127.0.0.1:*".into(),
+                "https://localhost:*".into(),
+                "https://127.0.0.1:*".into(),
+            ]
+        } else {
+            self.allowed_origins.clone()
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! The MCP Streamable HTTP listener: `/mcp` (default mode), `/mcp/passthrough`,
+//! `/mcp/search`, `/mcp/code`, plus `/healthz` and `/status`. Plain TCP or
+//! rustls TLS. Host and Origin are checked against DNS rebinding; bodies over
+//! the limit are refused without touching a session.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use anyhow::Context as _;
+use axum::{Json, Router, routing::get};
+use rmcp::transport::{
+    StreamableHttpServerConfig, StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
+};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::{gateway::Gateway, mode::Mode, tls};
+
+/// Extra JSON merged into `/status` (e.g. upstream health), supplied by the binary.
+pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// The axum router serving every mode.
+pub fn router(gateway: Arc<Gateway>, bound: SocketAddr, shutdown: CancellationToken, status: Option<StatusProvider>) -> Router {
+    let config = gateway.config().clone();
+    let mut hosts = config.effective_allowed_hosts(bound);
+    // Clients send the port in Host; accept `name:port` for every allowed name.
+    let with_ports: Vec<String> = hosts.iter().map(|h| format!("{h}:{}", bound.port())).collect();
+    hosts.extend(with_ports);
+    let http_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(config.effective_allowed_origins())
+        .with_max_request_body_bytes(config.max_body_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service_for = |mode: Mode| {
+        let gateway = gateway.clone();
+        StreamableHttpService::new(move || Ok(gateway.session(mode)), sessions.clone(), http_config.clone())
+    };
+    let mut router = Router::new().nest_service("/mcp", service_for(config.default_mode));
+    for mode in Mode::ALL {
+        router = router.nest_service(&format!("/mcp/{mode}"), service_for(mode));
+    }
+    let status_gateway = gateway.clone();
+    router
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/status",
+            get(move || {
+                let gateway = status_gateway.clone();
+                let status = status.clone();
+                async move {
+                    let view = gateway.view();
+                    let manifest = view.manifest();
+                    let mut body = json!({
+                        "manifest_version": manifest.version,
+                        "stub_hash": manifest.stub_hash.to_hex(),
+                        "servers": manifest.servers.len(),
+                        "tools": manifest.tools.len(),
+                        "default_mode": gateway.config().default_mode,
+                    });
+                    if let (Some(extra), Some(obj)) = (status.map(|s| s()), body.as_object_mut()) {
+                        if let serde_json::Value::Object(more) = extra {
+                            obj.extend(more);
+                        }
+                    }
+                    Json(body)
+                }
+            }),
+        )
+}
+
+/// Serves `router` on `listener` (TLS when configured) until `shutdown`.
+pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener, shutdown: CancellationToken, status: Option<StatusProvider>) -> anyhow::Result<()> {
+    let bound = listener.local_addr().context("reading the listener's address")?;
+    let app = router(gateway.clone(), bound, shutdown.clone(), status);
+    match &gateway.config().tls {
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                .await
+                .context("serving HTTP")?;
+        }
+        Some(tls_config) => {
+            let acceptor = tls::acceptor(tls_config)?;
+            tls::serve(listener, acceptor, app, shutdown).await;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! Tool search (placeholder, being written).

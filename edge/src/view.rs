@@ -1,0 +1,154 @@
+//! A tenant's view of a manifest: the tools its policy lets it see, their search
+//! index and argument checks. Hidden tools are simply absent here, so no list,
+//! search result, description or error built from a view can mention them.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, OnceLock},
+};
+
+use quiver_proto::{Manifest, ManifestTool, manifest::ManifestServer};
+
+use crate::{
+    search::{SearchDoc, SearchIndex, SearchParam},
+    validate::ArgumentCheck,
+};
+
+/// The tools one tenant may see in one manifest version. Immutable; rebuilt per version.
+pub struct ToolView {
+    manifest: Arc<Manifest>,
+    /// Manifest tool indices, in manifest order.
+    tools: Vec<usize>,
+    by_exposed: HashMap<String, usize>,
+    servers: Vec<usize>,
+    search: SearchIndex,
+    checks: Vec<OnceLock<ArgumentCheck>>,
+}
+
+/// A tool as seen through a view.
+#[derive(Clone, Copy)]
+pub struct ViewTool<'a> {
+    /// Position in the view.
+    pub index: usize,
+    /// The manifest entry.
+    pub tool: &'a ManifestTool,
+    /// Its server.
+    pub server: &'a ManifestServer,
+}
+
+impl ToolView {
+    /// The view of every tool in `manifest` (no tenant policy yet narrows it).
+    pub fn all(manifest: Arc<Manifest>) -> ToolView {
+        let tools: Vec<usize> = (0..manifest.tools.len()).collect();
+        ToolView::with_tools(manifest, tools)
+    }
+
+    /// The view of the given manifest tool indices.
+    pub fn with_tools(manifest: Arc<Manifest>, tools: Vec<usize>) -> ToolView {
+        let by_exposed = tools.iter().enumerate().map(|(i, &t)| (manifest.tools[t].exposed_name.clone(), i)).collect();
+        let mut servers: Vec<usize> = tools.iter().map(|&t| manifest.tools[t].server_index).collect();
+        servers.dedup();
+        let docs: Vec<SearchDoc> = tools.iter().map(|&t| search_doc(&manifest, &manifest.tools[t])).collect();
+        let search = SearchIndex::build(&docs);
+        let checks = tools.iter().map(|_| OnceLock::new()).collect();
+        ToolView { manifest, tools, by_exposed, servers, search, checks }
+    }
+
+    /// The manifest this view is of.
+    pub fn manifest(&self) -> &Arc<Manifest> {
+        &self.manifest
+    }
+
+    /// Number of visible tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True when nothing is visible.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The visible tool at view position `index`.
+    pub fn get(&self, index: usize) -> ViewTool<'_> {
+        let tool = &self.manifest.tools[self.tools[index]];
+        ViewTool { index, tool, server: &self.manifest.servers[tool.server_index] }
+    }
+
+    /// Every visible tool, in manifest order.
+    pub fn iter(&self) -> impl Iterator<Item = ViewTool<'_>> {
+        (0..self.tools.len()).map(|i| self.get(i))
+    }
+
+    /// The visible tool exposed as `name`.
+    pub fn by_exposed(&self, name: &str) -> Option<ViewTool<'_>> {
+        self.by_exposed.get(name).map(|&i| self.get(i))
+    }
+
+    /// Servers with at least one visible tool, in id order.
+    pub fn servers(&self) -> impl Iterator<Item = &ManifestServer> {
+        self.servers.iter().map(|&s| &self.manifest.servers[s])
+    }
+
+    /// A visible server by id or JavaScript name.
+    pub fn server(&self, name: &str) -> Option<&ManifestServer> {
+        self.servers().find(|s| s.id == name || s.js == name)
+    }
+
+    /// Visible tools of one server.
+    pub fn tools_of<'a>(&'a self, server: &'a ManifestServer) -> impl Iterator<Item = ViewTool<'a>> + 'a {
+        self.iter().filter(move |t| t.server.id == server.id)
+    }
+
+    /// A visible tool by exposed name, `server.tool` (JS names) or `server/tool`.
+    pub fn resolve(&self, name: &str) -> Option<ViewTool<'_>> {
+        let name = name.trim().trim_start_matches("tools.");
+        if let Some(t) = self.by_exposed(name) {
+            return Some(t);
+        }
+        let (server, tool) = name.split_once('.').or_else(|| name.split_once('/'))?;
+        let server = self.server(server)?;
+        self.tools_of(server).find(|t| t.tool.js == tool || t.tool.def.name == tool)
+    }
+
+    /// Ranked matches for `query`.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<(ViewTool<'_>, f32)> {
+        self.search.search(query, limit).into_iter().map(|hit| (self.get(hit.doc), hit.score)).collect()
+    }
+
+    /// The compiled argument check of the tool at view position `index` (compiled on first use).
+    pub fn check(&self, index: usize) -> &ArgumentCheck {
+        self.checks[index].get_or_init(|| ArgumentCheck::compile(&self.get(index).tool.def.input_schema))
+    }
+
+    /// Names every visible tool could be called by (for "did you mean").
+    pub fn exposed_names(&self) -> impl Iterator<Item = &str> {
+        self.iter().map(|t| t.tool.exposed_name.as_str())
+    }
+}
+
+fn search_doc(manifest: &Manifest, tool: &ManifestTool) -> SearchDoc {
+    let server = &manifest.servers[tool.server_index];
+    let params = tool
+        .def
+        .input_schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, p)| SearchParam {
+                    name: name.clone(),
+                    description: p.get("description").and_then(serde_json::Value::as_str).unwrap_or("").to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    SearchDoc {
+        name: tool.def.name.clone(),
+        server: server.id.clone(),
+        server_description: server.description.clone(),
+        description: tool.def.description.clone(),
+        params,
+    }
+}

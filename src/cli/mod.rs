@@ -1,0 +1,7 @@
+//! The subcommands of `quiver`.
+
+pub mod bench;
+pub mod dev;
+pub mod logging;
+pub mod mock_upstream;
+pub mod tokens;

@@ -1,0 +1,203 @@
+//! `quiver.toml`: the configuration of `quiver dev` (an `[edge]` table and
+//! `[[upstream]]` entries). `${VAR}` and `${VAR:-default}` in string values are
+//! expanded from the environment; `QUIVER_DEV_LISTEN` and
+//! `QUIVER_DEV_DEFAULT_MODE` override the file. Errors name the key and the fix.
+
+use std::{collections::BTreeSet, path::Path};
+
+use anyhow::{Context as _, bail};
+use quiver_edge::EdgeConfig;
+use quiver_upstream::UpstreamConfig;
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevConfig {
+    /// The edge.
+    #[serde(default)]
+    pub edge: EdgeConfig,
+    /// Downstream MCP servers.
+    #[serde(default, rename = "upstream")]
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+impl DevConfig {
+    /// Reads, expands, parses and validates `path`.
+    pub fn load(path: &Path) -> anyhow::Result<DevConfig> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses config text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<DevConfig> {
+        let mut value: toml::Value = toml::from_str(text).with_context(|| format!("{origin}: not valid TOML"))?;
+        expand_env(&mut value, &mut Vec::new()).with_context(|| format!("{origin}: expanding environment variables"))?;
+        let mut config: DevConfig = value.try_into().with_context(|| format!("{origin}: invalid configuration"))?;
+        config.apply_env_overrides()?;
+        config.validate().with_context(|| format!("{origin}: invalid configuration"))?;
+        Ok(config)
+    }
+
+    fn apply_env_overrides(&mut self) -> anyhow::Result<()> {
+        if let Ok(listen) = std::env::var("QUIVER_DEV_LISTEN") {
+            self.edge.listen = listen.parse().with_context(|| format!("QUIVER_DEV_LISTEN: `{listen}` is not HOST:PORT"))?;
+        }
+        if let Ok(mode) = std::env::var("QUIVER_DEV_DEFAULT_MODE") {
+            self.edge.default_mode = mode.parse().map_err(|e: String| anyhow::anyhow!("QUIVER_DEV_DEFAULT_MODE: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Checks what serde cannot: upstream fields and unique ids.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let mut ids = BTreeSet::new();
+        for (i, upstream) in self.upstreams.iter().enumerate() {
+            upstream.validate().with_context(|| format!("upstream[{i}]"))?;
+            if !ids.insert(upstream.id.as_str()) {
+                bail!("upstream[{i}].id: `{}` is used twice; every upstream needs its own id", upstream.id);
+            }
+        }
+        if self.edge.max_body_bytes < 1024 {
+            bail!("edge.max_body_bytes: {} is too small; use at least 1024", self.edge.max_body_bytes);
+        }
+        if self.edge.search_limit == 0 || self.edge.search_limit > 50 {
+            bail!("edge.search_limit: must be between 1 and 50");
+        }
+        Ok(())
+    }
+}
+
+fn expand_env(value: &mut toml::Value, path: &mut Vec<String>) -> anyhow::Result<()> {
+    match value {
+        toml::Value::String(s) => {
+            *s = expand_str(s).with_context(|| format!("at `{}`", path.join(".")))?;
+        }
+        toml::Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push(format!("[{i}]"));
+                expand_env(item, path)?;
+                path.pop();
+            }
+        }
+        toml::Value::Table(table) => {
+            for (key, item) in table.iter_mut() {
+                path.push(key.clone());
+                expand_env(item, path)?;
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`.
+fn expand_str(text: &str) -> anyhow::Result<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(stripped) = after.strip_prefix('$') {
+            out.push('$');
+            rest = stripped;
+        } else if let Some(inner) = after.strip_prefix('{') {
+            let end = inner.find('}').with_context(|| format!("unclosed `${{` in `{text}`"))?;
+            let spec = &inner[..end];
+            let (name, default) = match spec.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (spec, None),
+            };
+            match (std::env::var(name), default) {
+                (Ok(v), _) => out.push_str(&v),
+                (Err(_), Some(d)) => out.push_str(d),
+                (Err(_), None) => bail!("environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"),
+            }
+            rest = &inner[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_config() {
+        let config = DevConfig::parse(
+            r#"
+            [edge]
+            listen = "127.0.0.1:9000"
+            default_mode = "search"
+
+            [[upstream]]
+            id = "files"
+            transport = "stdio"
+            command = "mcp-files"
+            args = ["--root", "/tmp"]
+
+            [[upstream]]
+            id = "remote"
+            transport = "http"
+            url = "https://mcp.example.com/mcp"
+            headers = { Authorization = "Bearer ${QUIVER_TEST_UNSET_TOKEN:-t0ken}" }
+            validation = "strict"
+            "#,
+            "test",
+        )
+        .unwrap();
+        assert_eq!(config.edge.listen.port(), 9000);
+        assert_eq!(config.upstreams.len(), 2);
+        match &config.upstreams[1].transport {
+            quiver_upstream::Transport::Http { headers, .. } => assert_eq!(headers["Authorization"], "Bearer t0ken"),
+            other => panic!("unexpected transport {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = DevConfig::parse("[edge]\nlisten_addr = \"x\"\n", "quiver.toml").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("listen_addr"), "{text}");
+    }
+
+    #[test]
+    fn missing_env_var_is_named_with_its_key() {
+        let err = DevConfig::parse(
+            "[[upstream]]\nid = \"a\"\ntransport = \"http\"\nurl = \"${QUIVER_TEST_SURELY_UNSET}\"\n",
+            "quiver.toml",
+        )
+        .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("QUIVER_TEST_SURELY_UNSET") && text.contains("upstream.[0].url"), "{text}");
+    }
+
+    #[test]
+    fn duplicate_ids_are_rejected() {
+        let err = DevConfig::parse(
+            "[[upstream]]\nid = \"a\"\ntransport = \"stdio\"\ncommand = \"x\"\n[[upstream]]\nid = \"a\"\ntransport = \"stdio\"\ncommand = \"y\"\n",
+            "quiver.toml",
+        )
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("used twice"));
+    }
+
+    #[test]
+    fn bad_urls_and_ids_are_explained() {
+        let err = DevConfig::parse("[[upstream]]\nid = \"a b\"\ntransport = \"stdio\"\ncommand = \"x\"\n", "q").unwrap_err();
+        assert!(format!("{err:#}").contains("[a-zA-Z0-9_-]"));
+        let err = DevConfig::parse("[[upstream]]\nid = \"a\"\ntransport = \"http\"\nurl = \"ftp://x\"\n", "q").unwrap_err();
+        assert!(format!("{err:#}").contains("http://"));
+    }
+
+    #[test]
+    fn dollar_escapes() {
+        assert_eq!(expand_str("a$$b$c").unwrap(), "a$b$c");
+    }
+}

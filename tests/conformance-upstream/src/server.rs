@@ -1,0 +1,218 @@
+//! `ConformanceServer`: the rmcp `ServerHandler` that routes each MCP method to the
+//! module owning that feature (tools, resources, prompts). It holds only per-session
+//! state (log level, resource subscriptions); the catalogue itself is static.
+
+// The suite tests the 2025-06-18/2025-11-25 protocol, whose logging, sampling and
+// resources/subscribe rmcp marks deprecated in favour of the 2026-07-28 revision.
+#![allow(deprecated)]
+
+use std::{
+    borrow::Cow,
+    collections::BTreeSet,
+    sync::{Mutex, PoisonError},
+};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+        ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        UnsubscribeRequestParams,
+    },
+    service::RequestContext,
+};
+
+use crate::{prompts, resources, tools};
+
+/// One MCP session's worth of the fixture. The HTTP transport builds one per session;
+/// stdio serves exactly one.
+#[derive(Debug, Default)]
+pub struct ConformanceServer {
+    /// Minimum level set by `logging/setLevel`; `None` until the client sets one, in
+    /// which case every message is sent.
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// URIs the client subscribed to with `resources/subscribe`.
+    subscriptions: Mutex<BTreeSet<String>>,
+}
+
+impl ConformanceServer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether a log message at `level` passes the client's `logging/setLevel` filter.
+    pub fn should_log(&self, level: LoggingLevel) -> bool {
+        let minimum = *self.log_level.lock().unwrap_or_else(PoisonError::into_inner);
+        minimum.is_none_or(|minimum| severity(level) >= severity(minimum))
+    }
+
+    pub fn subscriptions(&self) -> &Mutex<BTreeSet<String>> {
+        &self.subscriptions
+    }
+}
+
+/// RFC 5424 order, lowest first.
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+impl ServerHandler for ConformanceServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "quiver-conformance-upstream",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Fixture for the MCP conformance suite: every tool, resource and prompt \
+                 is named after the scenario that calls it.",
+            )
+    }
+
+    /// The scenarios rely on server-to-client requests (sampling, elicitation) and
+    /// logging, which the 2026-07-28 revision removed; stop at 2025-11-25.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::catalogue()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        tools::call(self, request, context).await.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::catalogue()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(&request.uri).map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        resources::subscribe(self, request.uri)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        resources::unsubscribe(self, &request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts::catalogue()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        prompts::complete(&request)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_everything_until_a_level_is_set_then_filters_below_it() {
+        let server = ConformanceServer::new();
+        assert!(server.should_log(LoggingLevel::Debug));
+        *server.log_level.lock().unwrap() = Some(LoggingLevel::Warning);
+        assert!(!server.should_log(LoggingLevel::Info));
+        assert!(server.should_log(LoggingLevel::Warning));
+        assert!(server.should_log(LoggingLevel::Emergency));
+    }
+
+    #[test]
+    fn advertises_every_capability_the_scenarios_use() {
+        let caps = ConformanceServer::new().get_info().capabilities;
+        assert!(caps.tools.is_some());
+        assert!(caps.prompts.is_some());
+        assert!(caps.logging.is_some());
+        assert!(caps.completions.is_some());
+        let resources = caps.resources.expect("resources capability");
+        assert_eq!(resources.subscribe, Some(true));
+    }
+}

@@ -1,0 +1,184 @@
+//! The rmcp client handler of one upstream connection: routes what the upstream
+//! sends during a call (progress, logging, sampling, elicitation) back to the
+//! caller that started the call, and reports `tools/list_changed`.
+//!
+//! Sampling and logging are deprecated after protocol 2025-11-25 but current in the
+//! versions Quiver serves (2025-06-18, 2025-11-25), so they are relayed.
+#![allow(deprecated)]
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use futures::future::BoxFuture;
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient,
+    model::{
+        ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+        ElicitRequestParams, ElicitResult, Implementation, LoggingMessageNotificationParam,
+        NumberOrString, ProgressNotificationParam, ProgressToken,
+    },
+    service::{NotificationContext, RequestContext},
+};
+use tokio::sync::mpsc;
+
+/// A boxed future returned by [`CallSink`] methods.
+pub type SinkFuture<'a, T> = BoxFuture<'a, T>;
+
+/// Where an upstream's messages about one call go: usually the MCP session of the
+/// client that made the call. Implemented by the edge.
+pub trait CallSink: Send + Sync {
+    /// Progress of the call (`progress`, `total`, `message` as the upstream sent them).
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) -> SinkFuture<'_, ()>;
+    /// A log message the upstream emitted while the call ran.
+    fn log(&self, params: LoggingMessageNotificationParam) -> SinkFuture<'_, ()>;
+    /// A sampling request (`sampling/createMessage`) the upstream made while the call ran.
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> SinkFuture<'_, Result<CreateMessageResult, ErrorData>>;
+    /// An elicitation request the upstream made while the call ran.
+    fn elicit(&self, params: ElicitRequestParams) -> SinkFuture<'_, Result<ElicitResult, ErrorData>>;
+}
+
+/// The calls in flight on one connection, keyed by the progress token Quiver sent.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    next: AtomicU64,
+    calls: Mutex<HashMap<u64, Arc<dyn CallSink>>>,
+}
+
+impl InFlight {
+    /// Registers a call; the guard removes it when dropped.
+    pub(crate) fn register(self: &Arc<Self>, sink: Arc<dyn CallSink>) -> InFlightGuard {
+        let key = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.lock().insert(key, sink);
+        InFlightGuard { key, in_flight: self.clone() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<dyn CallSink>>> {
+        self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn CallSink>> {
+        let key = match &token.0 {
+            NumberOrString::String(s) => s.strip_prefix("quiver-")?.parse().ok()?,
+            NumberOrString::Number(_) => return None,
+        };
+        self.lock().get(&key).cloned()
+    }
+
+    /// The single caller a message without a token can be attributed to. With
+    /// several calls in flight the message cannot be attributed safely (it could
+    /// leak one caller's data to another), so there is none.
+    fn sole(&self) -> Option<Arc<dyn CallSink>> {
+        let calls = self.lock();
+        let mut sinks = calls.values();
+        let first = sinks.next()?;
+        sinks.all(|s| Arc::ptr_eq(s, first)).then(|| first.clone())
+    }
+}
+
+/// Keeps a call registered while it runs.
+pub(crate) struct InFlightGuard {
+    key: u64,
+    in_flight: Arc<InFlight>,
+}
+
+impl InFlightGuard {
+    /// The progress token to send with the call.
+    pub(crate) fn token(&self) -> ProgressToken {
+        ProgressToken(NumberOrString::String(format!("quiver-{}", self.key).into()))
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.in_flight.lock().remove(&self.key);
+    }
+}
+
+/// What the handler tells the connection owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClientSignal {
+    /// The upstream said its tool list changed.
+    ToolsChanged,
+}
+
+/// The rmcp client handler for one upstream connection.
+pub(crate) struct UpstreamClient {
+    pub(crate) in_flight: Arc<InFlight>,
+    pub(crate) signals: mpsc::UnboundedSender<ClientSignal>,
+}
+
+fn unattributable(kind: &str) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("{kind} can only be relayed while exactly one caller has a call in flight on this connection"),
+        None,
+    )
+}
+
+impl ClientHandler for UpstreamClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.sampling = Some(Default::default());
+        capabilities.elicitation = Some(Default::default());
+        let mut info = ClientConfig::default();
+        info.capabilities = capabilities;
+        info.client_info = Implementation::new("quiver", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let sink = context
+            .meta
+            .get_progress_token()
+            .and_then(|t| self.in_flight.by_token(&t))
+            .or_else(|| self.in_flight.sole())
+            .ok_or_else(|| unattributable("sampling/createMessage"))?;
+        sink.create_message(params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let sink = context
+            .meta
+            .get_progress_token()
+            .and_then(|t| self.in_flight.by_token(&t))
+            .or_else(|| self.in_flight.sole())
+            .ok_or_else(|| unattributable("elicitation/create"))?;
+        sink.elicit(params).await
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        if let Some(sink) = self.in_flight.by_token(&params.progress_token) {
+            sink.progress(params.progress, params.total, params.message).await;
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        match self.in_flight.sole() {
+            Some(sink) => sink.log(params).await,
+            None => tracing::debug!(logger = ?params.logger, "upstream log message not attributable to one caller"),
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.signals.send(ClientSignal::ToolsChanged);
+    }
+}

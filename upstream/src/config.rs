@@ -1,0 +1,177 @@
+//! How an upstream is configured.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+/// One downstream MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// Unique id, `[a-zA-Z0-9_-]{1,48}`; the default namespace of its tools.
+    pub id: String,
+    /// Prefix of exposed tool names (`<namespace>__<tool>`). Default: the id.
+    /// An empty string exposes the tools under their own names.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// One-line description shown in code mode's `list` (default: the server's own
+    /// `instructions`/name as reported at initialize).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// How to reach it.
+    #[serde(flatten)]
+    pub transport: Transport,
+    /// Time limit of one tool call, in milliseconds. Default 30 000.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// Time limit of connecting and initializing, in milliseconds. Default 10 000.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// How often to re-list tools, in seconds (0 = only on `list_changed` and on demand). Default 60.
+    #[serde(default = "default_refresh_secs")]
+    pub refresh_interval_secs: u64,
+    /// Argument validation before forwarding: `schema` (default), `strict` (also
+    /// rejects unknown fields) or `off`.
+    #[serde(default)]
+    pub validation: quiver_proto::manifest::ValidationMode,
+    /// Operator tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Operator group.
+    #[serde(default)]
+    pub group: String,
+}
+
+/// The transport of an upstream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "transport", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Transport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// Program to run (a path or a name on `PATH`).
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+        /// Environment given to it (the child otherwise inherits only `PATH`, `HOME`, `LANG`).
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        /// Working directory.
+        #[serde(default)]
+        cwd: Option<String>,
+    },
+    /// MCP Streamable HTTP.
+    Http {
+        /// Endpoint URL, e.g. `https://mcp.example.com/mcp`.
+        url: String,
+        /// Extra headers (e.g. `Authorization`), sent on every request.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// A configuration mistake, naming the upstream and key.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("upstream `{id}`: {key}: {message}")]
+pub struct ConfigError {
+    /// Upstream id (or its position when the id itself is bad).
+    pub id: String,
+    /// The offending key.
+    pub key: &'static str,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+fn default_call_timeout_ms() -> u64 {
+    30_000
+}
+fn default_connect_timeout_ms() -> u64 {
+    10_000
+}
+fn default_refresh_secs() -> u64 {
+    60
+}
+
+impl UpstreamConfig {
+    /// A stdio upstream with defaults for everything else.
+    pub fn stdio(id: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        Self::with_transport(
+            id,
+            Transport::Stdio { command: command.into(), args, env: BTreeMap::new(), cwd: None },
+        )
+    }
+
+    /// An HTTP upstream with defaults for everything else.
+    pub fn http(id: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(id, Transport::Http { url: url.into(), headers: BTreeMap::new() })
+    }
+
+    fn with_transport(id: impl Into<String>, transport: Transport) -> Self {
+        UpstreamConfig {
+            id: id.into(),
+            namespace: None,
+            description: None,
+            transport,
+            call_timeout_ms: default_call_timeout_ms(),
+            connect_timeout_ms: default_connect_timeout_ms(),
+            refresh_interval_secs: default_refresh_secs(),
+            validation: Default::default(),
+            tags: Vec::new(),
+            group: String::new(),
+        }
+    }
+
+    /// The namespace its tools are exposed under.
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Call time limit.
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
+    }
+
+    /// Connect time limit.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// Checks the values serde cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |key, message: String| ConfigError { id: self.id.clone(), key, message };
+        let valid_name = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if self.id.is_empty() || self.id.len() > 48 || !valid_name(&self.id) {
+            return Err(err("id", "must be 1-48 characters of [a-zA-Z0-9_-], e.g. `github`".into()));
+        }
+        if let Some(ns) = &self.namespace {
+            if ns.len() > 32 || !valid_name(ns) {
+                return Err(err("namespace", "must be at most 32 characters of [a-zA-Z0-9_-] (or \"\" for none)".into()));
+            }
+        }
+        if self.call_timeout_ms == 0 {
+            return Err(err("call_timeout_ms", "must be greater than 0".into()));
+        }
+        if self.connect_timeout_ms == 0 {
+            return Err(err("connect_timeout_ms", "must be greater than 0".into()));
+        }
+        match &self.transport {
+            Transport::Stdio { command, .. } if command.trim().is_empty() => {
+                Err(err("command", "must name the program to run".into()))
+            }
+            Transport::Http { url, headers } => {
+                let parsed = url.parse::<http::Uri>().map_err(|e| err("url", format!("`{url}` is not a URL: {e}")))?;
+                if !matches!(parsed.scheme_str(), Some("http" | "https")) {
+                    return Err(err("url", format!("`{url}` must start with http:// or https://")));
+                }
+                for (name, value) in headers {
+                    http::HeaderName::try_from(name.as_str())
+                        .map_err(|_| err("headers", format!("`{name}` is not a valid header name")))?;
+                    http::HeaderValue::try_from(value.as_str())
+                        .map_err(|_| err("headers", format!("the value of `{name}` is not a valid header value")))?;
+                }
+                Ok(())
+            }
+            Transport::Stdio { .. } => Ok(()),
+        }
+    }
+}

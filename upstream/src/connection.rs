@@ -1,0 +1,436 @@
+//! One upstream: connects on demand, notices when the connection dies, lists
+//! tools with pagination and calls tools at most once.
+
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::{Duration, SystemTime},
+};
+
+use quiver_proto::ToolDef;
+use rmcp::{
+    RoleClient, ServiceError, ServiceExt,
+    model::{
+        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, CallToolResult, ClientRequest, JsonObject, ListToolsRequest,
+        PaginatedRequestParams, RequestMetaObject, ServerResult,
+    },
+    service::{PeerRequestOptions, RunningServiceCancellationToken},
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    client::{CallSink, ClientSignal, InFlight, UpstreamClient},
+    config::{Transport, UpstreamConfig},
+    error::UpstreamError,
+};
+
+type Peer = rmcp::service::Peer<RoleClient>;
+
+/// Pages of `tools/list` followed before giving up (a server that never stops paging).
+const MAX_LIST_PAGES: usize = 1000;
+
+/// What happened to an upstream, for whoever watches it (discovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamEvent {
+    /// A connection was (re-)established.
+    Connected,
+    /// The connection ended (process exit, network failure).
+    Disconnected,
+    /// The upstream sent `notifications/tools/list_changed`.
+    ToolsChanged,
+}
+
+/// Health of an upstream as last observed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UpstreamStatus {
+    /// Upstream id.
+    pub id: String,
+    /// `connected`, `connecting`, `down` or `idle` (never tried).
+    pub state: &'static str,
+    /// The last error, if the last attempt failed.
+    pub last_error: Option<String>,
+    /// Consecutive failed connection attempts.
+    pub failures: u32,
+    /// When the state last changed (seconds since the Unix epoch).
+    pub since: u64,
+    /// Tools listed at the last successful refresh.
+    pub tools: usize,
+}
+
+/// Per-call options.
+pub struct CallOptions {
+    /// Time limit (default: the upstream's configured `call_timeout_ms`).
+    pub timeout: Option<Duration>,
+    /// Cancelled by the caller (e.g. the MCP client sent `notifications/cancelled`).
+    pub cancel: CancellationToken,
+    /// Where progress, logs and server-to-client requests of this call go.
+    pub sink: Option<Arc<dyn CallSink>>,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions { timeout: None, cancel: CancellationToken::new(), sink: None }
+    }
+}
+
+struct Live {
+    peer: Peer,
+    stop: RunningServiceCancellationToken,
+    description: String,
+}
+
+/// One downstream MCP server.
+pub struct Upstream {
+    config: UpstreamConfig,
+    live: tokio::sync::Mutex<Option<Live>>,
+    status: Mutex<UpstreamStatus>,
+    events: broadcast::Sender<UpstreamEvent>,
+    in_flight: Arc<InFlight>,
+    shutdown: CancellationToken,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl Upstream {
+    /// A new, not yet connected upstream.
+    pub fn new(config: UpstreamConfig) -> Arc<Upstream> {
+        let (events, _) = broadcast::channel(64);
+        let status = UpstreamStatus {
+            id: config.id.clone(),
+            state: "idle",
+            last_error: None,
+            failures: 0,
+            since: now_secs(),
+            tools: 0,
+        };
+        Arc::new(Upstream {
+            config,
+            live: tokio::sync::Mutex::new(None),
+            status: Mutex::new(status),
+            events,
+            in_flight: Arc::default(),
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// Its id.
+    pub fn id(&self) -> &str {
+        &self.config.id
+    }
+
+    /// Subscribes to its events.
+    pub fn subscribe(&self) -> broadcast::Receiver<UpstreamEvent> {
+        self.events.subscribe()
+    }
+
+    /// Current status.
+    pub fn status(&self) -> UpstreamStatus {
+        self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_status(&self, update: impl FnOnce(&mut UpstreamStatus)) {
+        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        let before = status.state;
+        update(&mut status);
+        if status.state != before {
+            status.since = now_secs();
+        }
+    }
+
+    /// The server's description as it introduced itself (instructions or name), once connected.
+    pub async fn description(&self) -> Option<String> {
+        self.live.lock().await.as_ref().map(|l| l.description.clone())
+    }
+
+    /// Closes the connection (and its child process) and stops reconnecting.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        if let Some(live) = self.live.lock().await.take() {
+            live.stop.cancel();
+        }
+    }
+
+    /// The live peer, connecting first if needed. Nothing is sent to the server
+    /// before this returns, so a failure here never loses a call.
+    async fn peer(self: &Arc<Self>) -> Result<Peer, UpstreamError> {
+        let mut live = self.live.lock().await;
+        if let Some(l) = live.as_ref() {
+            if !l.peer.is_transport_closed() {
+                return Ok(l.peer.clone());
+            }
+            *live = None;
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(self.unavailable("shutting down".into()));
+        }
+        self.set_status(|s| s.state = "connecting");
+        let connected = tokio::time::timeout(self.config.connect_timeout(), self.connect()).await;
+        let result = match connected {
+            Ok(Ok(l)) => l,
+            Ok(Err(reason)) => return Err(self.failed(reason)),
+            Err(_) => {
+                return Err(self.failed(format!(
+                    "no answer to initialize within {} ms",
+                    self.config.connect_timeout_ms
+                )));
+            }
+        };
+        let peer = result.peer.clone();
+        *live = Some(result);
+        self.set_status(|s| {
+            s.state = "connected";
+            s.last_error = None;
+            s.failures = 0;
+        });
+        let _ = self.events.send(UpstreamEvent::Connected);
+        tracing::info!(upstream = %self.config.id, "connected");
+        Ok(peer)
+    }
+
+    fn unavailable(&self, reason: String) -> UpstreamError {
+        UpstreamError::Unavailable { id: self.config.id.clone(), reason }
+    }
+
+    fn failed(&self, reason: String) -> UpstreamError {
+        tracing::warn!(upstream = %self.config.id, %reason, "connection failed");
+        self.set_status(|s| {
+            s.state = "down";
+            s.failures += 1;
+            s.last_error = Some(reason.clone());
+        });
+        self.unavailable(reason)
+    }
+
+    async fn connect(self: &Arc<Self>) -> Result<Live, String> {
+        let (signals, mut signal_rx) = mpsc::unbounded_channel();
+        let handler = UpstreamClient { in_flight: self.in_flight.clone(), signals };
+        let service = match &self.config.transport {
+            Transport::Stdio { command, args, env, cwd } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).env_clear();
+                for key in ["PATH", "HOME", "LANG", "TMPDIR", "RUST_LOG"] {
+                    if let Ok(value) = std::env::var(key) {
+                        cmd.env(key, value);
+                    }
+                }
+                cmd.envs(env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                if let Some(stderr) = stderr {
+                    let id = self.config.id.clone();
+                    tokio::spawn(forward_stderr(id, stderr));
+                }
+                handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+            }
+            Transport::Http { url, headers } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                for (name, value) in headers {
+                    if name.eq_ignore_ascii_case("authorization") {
+                        let token = value.strip_prefix("Bearer ").unwrap_or(value);
+                        config = config.auth_header(token.to_string());
+                    } else if let (Ok(n), Ok(v)) =
+                        (http::HeaderName::try_from(name.as_str()), http::HeaderValue::try_from(value.as_str()))
+                    {
+                        config.custom_headers.insert(n, v);
+                    }
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+            }
+        };
+        let peer = service.peer().clone();
+        let description = peer
+            .peer_info()
+            .map(|info| {
+                info.instructions
+                    .clone()
+                    .filter(|i| !i.trim().is_empty())
+                    .or_else(|| info.server_info.as_ref().and_then(|s| s.description.clone()))
+                    .or_else(|| info.server_info.as_ref().and_then(|s| s.title.clone()))
+                    .or_else(|| info.server_info.as_ref().map(|s| s.name.clone()))
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        let stop = service.cancellation_token();
+
+        // Own the service in a task: when it ends, the upstream is disconnected.
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let reason = service.waiting().await;
+            if let Some(upstream) = this.upgrade() {
+                tracing::warn!(upstream = %upstream.config.id, ?reason, "connection ended");
+                upstream.set_status(|s| {
+                    if s.state == "connected" {
+                        s.state = "down";
+                        s.last_error = Some("connection ended".into());
+                    }
+                });
+                let _ = upstream.events.send(UpstreamEvent::Disconnected);
+            }
+        });
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            while let Some(signal) = signal_rx.recv().await {
+                match signal {
+                    ClientSignal::ToolsChanged => {
+                        let _ = events.send(UpstreamEvent::ToolsChanged);
+                    }
+                }
+            }
+        });
+        Ok(Live { peer, stop, description })
+    }
+
+    /// Lists every tool, following pagination. Listing has no side effects, so a
+    /// broken connection is re-opened once.
+    pub async fn list_tools(self: &Arc<Self>) -> Result<Vec<ToolDef>, UpstreamError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let peer = self.peer().await?;
+            match self.list_pages(&peer).await {
+                Ok(tools) => {
+                    self.set_status(|s| s.tools = tools.len());
+                    return Ok(tools);
+                }
+                Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) if attempt < 2 => continue,
+                Err(e) => return Err(self.service_error(e, self.config.call_timeout())),
+            }
+        }
+    }
+
+    async fn list_pages(&self, peer: &Peer) -> Result<Vec<ToolDef>, ServiceError> {
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+                PaginatedRequestParams::default().with_cursor(cursor.take()),
+            ));
+            let options = PeerRequestOptions::with_timeout(self.config.call_timeout());
+            let response = peer.send_request_with_option(request, options).await?.await_response().await?;
+            let ServerResult::ListToolsResult(page) = response else {
+                return Err(ServiceError::UnexpectedResponse);
+            };
+            for tool in page.tools {
+                match serde_json::to_value(&tool).and_then(serde_json::from_value::<ToolDef>) {
+                    Ok(def) => tools.push(def),
+                    Err(e) => tracing::warn!(upstream = %self.config.id, tool = %tool.name, "skipping tool: {e}"),
+                }
+            }
+            match page.next_cursor {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok(tools),
+            }
+        }
+        tracing::warn!(upstream = %self.config.id, "tools/list paged more than {MAX_LIST_PAGES} times; keeping what was listed");
+        Ok(tools)
+    }
+
+    /// Calls `tool` once. Never retried: a failure after the request was sent says so.
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let timeout = options.timeout.unwrap_or_else(|| self.config.call_timeout());
+        let peer = tokio::select! {
+            peer = self.peer() => peer?,
+            () = options.cancel.cancelled() => return Err(UpstreamError::Cancelled { id: self.config.id.clone() }),
+        };
+        let guard = options.sink.map(|sink| self.in_flight.register(sink));
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        if let Some(guard) = &guard {
+            params.meta = Some(RequestMetaObject::with_progress_token(guard.token()));
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| match e {
+                // The request never left: safe to report as unavailable.
+                ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                    self.unavailable("connection closed before the call was sent".into())
+                }
+                other => self.service_error(other, timeout),
+            })?;
+        let id = handle.id.clone();
+        let response = tokio::select! {
+            response = tokio::time::timeout(timeout, handle.await_response()) => response,
+            () = options.cancel.cancelled() => {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some("cancelled by the caller".into())))
+                    .await;
+                return Err(UpstreamError::Cancelled { id: self.config.id.clone() });
+            }
+        };
+        drop(guard);
+        match response {
+            Err(_) => {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some(format!("timed out after {timeout:?}")),
+                    ))
+                    .await;
+                Err(UpstreamError::Timeout { id: self.config.id.clone(), timeout })
+            }
+            Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+            Ok(Ok(other)) => Err(UpstreamError::Protocol {
+                id: self.config.id.clone(),
+                detail: format!("expected a tools/call result, got {}", response_kind(&other)),
+            }),
+            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                Err(UpstreamError::LostDuringCall { id: self.config.id.clone() })
+            }
+            Ok(Err(e)) => Err(self.service_error(e, timeout)),
+        }
+    }
+
+    fn service_error(&self, error: ServiceError, timeout: Duration) -> UpstreamError {
+        let id = self.config.id.clone();
+        match error {
+            ServiceError::McpError(e) => UpstreamError::Remote { id, code: e.code.0, message: e.message.to_string() },
+            ServiceError::Timeout { .. } => UpstreamError::Timeout { id, timeout },
+            ServiceError::Cancelled { .. } => UpstreamError::Cancelled { id },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                self.unavailable("connection closed".into())
+            }
+            other => UpstreamError::Protocol { id, detail: other.to_string() },
+        }
+    }
+}
+
+fn response_kind(result: &ServerResult) -> String {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")))
+        .unwrap_or_else(|| "an unknown result".into())
+}
+
+async fn forward_stderr(id: String, stderr: tokio::process::ChildStderr) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(upstream = %id, "stderr: {line}");
+    }
+}

@@ -1,0 +1,58 @@
+//! What can go wrong talking to an upstream.
+
+use std::time::Duration;
+
+/// An upstream failure, worded for the operator; the edge redacts before a client sees it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// No upstream has this id.
+    #[error("unknown upstream `{0}`")]
+    Unknown(String),
+    /// The upstream could not be reached; nothing was sent.
+    #[error("upstream `{id}` is unavailable: {reason}")]
+    Unavailable {
+        /// Upstream id.
+        id: String,
+        /// Why (last connection error).
+        reason: String,
+    },
+    /// The connection broke after the call was sent: it may or may not have run.
+    #[error("upstream `{id}` connection lost during the call; it may or may not have run and was not retried")]
+    LostDuringCall {
+        /// Upstream id.
+        id: String,
+    },
+    /// The call did not finish in time (a cancellation was sent upstream).
+    #[error("upstream `{id}` did not answer within {timeout:?}; the call was cancelled and not retried")]
+    Timeout {
+        /// Upstream id.
+        id: String,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// The caller cancelled the call.
+    #[error("call to upstream `{id}` was cancelled by the caller")]
+    Cancelled {
+        /// Upstream id.
+        id: String,
+    },
+    /// The upstream answered with a JSON-RPC error.
+    #[error("upstream `{id}` returned an error: {message}")]
+    Remote {
+        /// Upstream id.
+        id: String,
+        /// JSON-RPC error code.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+    /// The upstream answered with something that is not a valid response.
+    #[error("upstream `{id}` sent an unexpected response: {detail}")]
+    Protocol {
+        /// Upstream id.
+        id: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
