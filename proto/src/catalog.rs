@@ -72,7 +72,10 @@ impl Catalog {
     /// Reads a catalogue file; `default_server` names the server of a plain tool list.
     pub fn load(path: &Path, default_server: &str) -> Result<Catalog, CatalogError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io { path: origin.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io {
+            path: origin.clone(),
+            source,
+        })?;
         Catalog::parse(&text, &origin, default_server)
     }
 
@@ -86,17 +89,21 @@ impl Catalog {
     /// assert_eq!(catalog.servers[0].tools[0].input_schema, serde_json::json!({"type": "object"}));
     /// ```
     pub fn parse(text: &str, origin: &str, default_server: &str) -> Result<Catalog, CatalogError> {
-        let format_error = |message: String| CatalogError::Format { path: origin.to_string(), message };
-        let document: Document =
-            serde_json::from_str(text).map_err(|e| format_error(format!("not a JSON catalogue: {e}")))?;
+        let format_error = |message: String| CatalogError::Format {
+            path: origin.to_string(),
+            message,
+        };
+        let document: Document = serde_json::from_str(text)
+            .map_err(|e| format_error(format!("not a JSON catalogue: {e}")))?;
         let raw = match document {
             Document::List(entries) if entries.is_empty() => Ok(Vec::new()),
             Document::List(entries) if entries[0].get("tools").is_some() => server_list(&entries),
-            Document::List(entries) => tool_list(&entries, "").map(|tools| vec![plain_server(default_server, tools)]),
+            Document::List(entries) => {
+                tool_list(&entries, "").map(|tools| vec![plain_server(default_server, tools)])
+            }
             Document::Map(entries) => match entries.iter().find(|(key, _)| key == "tools") {
-                Some((_, Value::Array(tools))) => {
-                    tool_list(tools, "tools ").map(|tools| vec![plain_server(default_server, tools)])
-                }
+                Some((_, Value::Array(tools))) => tool_list(tools, "tools ")
+                    .map(|tools| vec![plain_server(default_server, tools)]),
                 _ => servers_by_id(&entries),
             },
         }
@@ -128,7 +135,11 @@ struct RawServer {
 }
 
 fn plain_server(name: &str, tools: Vec<ToolDef>) -> RawServer {
-    RawServer { name: name.to_string(), description: String::new(), tools }
+    RawServer {
+        name: name.to_string(),
+        description: String::new(),
+        tools,
+    }
 }
 
 /// livemcpbench: `[{name, description, tools: {<key>: {tools: [tool…]}} | [tool…]}]`.
@@ -170,9 +181,12 @@ fn servers_by_id(entries: &[(String, Value)]) -> Result<Vec<RawServer>, String> 
         .iter()
         .map(|(name, server)| {
             let at = format!("server `{name}`: ");
-            let expected = || format!("{at}expected an object with a `tools` list (servers by id, as oslook)");
+            let expected =
+                || format!("{at}expected an object with a `tools` list (servers by id, as oslook)");
             let server = server.as_object().ok_or_else(expected)?;
-            let Some(Value::Array(tools)) = server.get("tools") else { return Err(expected()) };
+            let Some(Value::Array(tools)) = server.get("tools") else {
+                return Err(expected());
+            };
             let tools = tool_list(tools, &at)?;
             let description = match server.get("description") {
                 Some(Value::String(text)) => text.clone(),
@@ -183,13 +197,21 @@ fn servers_by_id(entries: &[(String, Value)]) -> Result<Vec<RawServer>, String> 
                     .unwrap_or("")
                     .to_string(),
             };
-            Ok(RawServer { name: name.clone(), description, tools })
+            Ok(RawServer {
+                name: name.clone(),
+                description,
+                tools,
+            })
         })
         .collect()
 }
 
 fn tool_list(tools: &[Value], at: &str) -> Result<Vec<ToolDef>, String> {
-    tools.iter().enumerate().map(|(i, tool)| tool_def(tool).map_err(|e| format!("{at}tool {i}: {e}"))).collect()
+    tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| tool_def(tool).map_err(|e| format!("{at}tool {i}: {e}")))
+        .collect()
 }
 
 fn tool_def(tool: &Value) -> Result<ToolDef, String> {
@@ -201,7 +223,11 @@ fn tool_def(tool: &Value) -> Result<ToolDef, String> {
     };
     let title = map.get("title").and_then(Value::as_str).map(str::to_string);
     let description = optional_string(map, "description")?;
-    let schema = |keys: [&str; 2]| keys.iter().find_map(|k| map.get(*k).filter(|v| !v.is_null())).cloned();
+    let schema = |keys: [&str; 2]| {
+        keys.iter()
+            .find_map(|k| map.get(*k).filter(|v| !v.is_null()))
+            .cloned()
+    };
     Ok(ToolDef {
         name,
         title,
@@ -238,7 +264,11 @@ pub fn sanitise_server_id(name: &str) -> String {
             separator = true;
         }
     }
-    if id.is_empty() { "server".to_string() } else { id }
+    if id.is_empty() {
+        "server".to_string()
+    } else {
+        id
+    }
 }
 
 /// `id`, or `id-2`, `id-3`, … when taken.
@@ -335,7 +365,10 @@ mod tests {
         assert_eq!(first.tools[0].description, "");
         assert_eq!(first.tools[0].annotations, None);
         assert_eq!(first.tools[1].input_schema, json!({"type": "object"}));
-        assert_eq!(first.tools[1].output_schema, Some(json!({"type": "object"})));
+        assert_eq!(
+            first.tools[1].output_schema,
+            Some(json!({"type": "object"}))
+        );
         assert_eq!(catalog.servers[1].id, "Bing-CN-MCP-2");
         assert_eq!(catalog.tool_count(), 3);
     }
@@ -351,7 +384,10 @@ mod tests {
         let ids: Vec<&str> = catalog.servers.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["zeta", "alpha-server", "mid"]);
         assert_eq!(catalog.servers[1].description, "The alpha.");
-        assert_eq!(catalog.servers[0].tools[0].input_schema, json!({"type": "object", "properties": {}}));
+        assert_eq!(
+            catalog.servers[0].tools[0].input_schema,
+            json!({"type": "object", "properties": {}})
+        );
     }
 
     #[test]
@@ -363,7 +399,10 @@ mod tests {
         .expect("valid catalogue");
         assert_eq!(catalog.servers.len(), 1);
         assert_eq!(catalog.servers[0].id, "default_server");
-        assert_eq!(catalog.servers[0].tools[1].input_schema["properties"]["a"]["type"], "number");
+        assert_eq!(
+            catalog.servers[0].tools[1].input_schema["properties"]["a"]["type"],
+            "number"
+        );
 
         let listed = parse(json!({"tools": [{"name": "echo"}]})).expect("tools/list result");
         assert_eq!(listed.servers[0].id, "default_server");
@@ -374,15 +413,23 @@ mod tests {
 
     #[test]
     fn server_ids_are_sanitised_and_unique() {
-        assert_eq!(sanitise_server_id("MCP Server: Mermaid Validator"), "MCP-Server-Mermaid-Validator");
+        assert_eq!(
+            sanitise_server_id("MCP Server: Mermaid Validator"),
+            "MCP-Server-Mermaid-Validator"
+        );
         assert_eq!(sanitise_server_id("鸣潮 MCP Server"), "MCP-Server");
-        assert_eq!(sanitise_server_id("Context7 MCP - Up-to-date"), "Context7-MCP-Up-to-date");
+        assert_eq!(
+            sanitise_server_id("Context7 MCP - Up-to-date"),
+            "Context7-MCP-Up-to-date"
+        );
         assert_eq!(sanitise_server_id("--snake_case--"), "snake_case");
         assert_eq!(sanitise_server_id("八字"), "server");
         assert_eq!(sanitise_server_id(""), "server");
         let mut taken = HashSet::new();
-        let ids: Vec<String> =
-            ["a", "a", "a-2", "a"].iter().map(|id| unique_id(id.to_string(), &mut taken)).collect();
+        let ids: Vec<String> = ["a", "a", "a-2", "a"]
+            .iter()
+            .map(|id| unique_id(id.to_string(), &mut taken))
+            .collect();
         assert_eq!(ids, ["a", "a-2", "a-2-2", "a-3"]);
     }
 
@@ -392,17 +439,28 @@ mod tests {
         assert!(not_json.starts_with("not a JSON catalogue"), "{not_json}");
         assert!(message(parse(json!("text"))).contains("expected a list of servers"));
         let entry = message(parse(json!([{"name": "a", "tools": []}, {"tools": []}])));
-        assert_eq!(entry, "entry 1: expected an object with `name` and `tools` (a list of servers, as livemcpbench)");
-        let tool = message(parse(json!([{"name": "a", "tools": {"g": {"tools": [{"name": "ok"}, {"description": "x"}]}}}])));
+        assert_eq!(
+            entry,
+            "entry 1: expected an object with `name` and `tools` (a list of servers, as livemcpbench)"
+        );
+        let tool = message(parse(
+            json!([{"name": "a", "tools": {"g": {"tools": [{"name": "ok"}, {"description": "x"}]}}}]),
+        ));
         assert_eq!(
             tool,
             "entry 0 (`a`): tools.g: tool 1: expected an object with `name`, `description` and `inputSchema` \
              (`name` must be a string)"
         );
         let group = message(parse(json!([{"name": "a", "tools": {"g": []}}])));
-        assert_eq!(group, "entry 0 (`a`): tools.g: expected an object with a `tools` list");
+        assert_eq!(
+            group,
+            "entry 0 (`a`): tools.g: expected an object with a `tools` list"
+        );
         let server = message(parse(json!({"s": {"tools": {}}})));
-        assert_eq!(server, "server `s`: expected an object with a `tools` list (servers by id, as oslook)");
+        assert_eq!(
+            server,
+            "server `s`: expected an object with a `tools` list (servers by id, as oslook)"
+        );
         let description = message(parse(json!([{"name": "t", "description": 5}])));
         assert_eq!(description, "tool 0: `description` must be a string");
         let error = Catalog::parse("[1]", "cat.json", "d").expect_err("not a tool");
@@ -414,8 +472,13 @@ mod tests {
 
     #[test]
     fn missing_files_are_io_errors() {
-        let error = Catalog::load(Path::new("/nonexistent/quiver/catalog.json"), "d").expect_err("no such file");
+        let error = Catalog::load(Path::new("/nonexistent/quiver/catalog.json"), "d")
+            .expect_err("no such file");
         assert!(matches!(error, CatalogError::Io { .. }));
-        assert!(error.to_string().starts_with("reading catalog /nonexistent/quiver/catalog.json: "));
+        assert!(
+            error
+                .to_string()
+                .starts_with("reading catalog /nonexistent/quiver/catalog.json: ")
+        );
     }
 }

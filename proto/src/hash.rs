@@ -123,9 +123,15 @@ mod tests {
 
     #[test]
     fn bad_hex_is_rejected() {
-        assert_eq!("abc".parse::<StubHash>(), Err(ParseStubHashError::Length(3)));
+        assert_eq!(
+            "abc".parse::<StubHash>(),
+            Err(ParseStubHashError::Length(3))
+        );
         let wrong_char = format!("{}g", "0".repeat(63));
-        assert!(matches!(wrong_char.parse::<StubHash>(), Err(ParseStubHashError::Hex(_))));
+        assert!(matches!(
+            wrong_char.parse::<StubHash>(),
+            Err(ParseStubHashError::Hex(_))
+        ));
         // 64 bytes but not 64 characters: rejected without slicing mid-character.
         let multibyte = "é".repeat(32);
         assert!(multibyte.parse::<StubHash>().is_err());

@@ -48,7 +48,13 @@ pub fn assign_exposed_names(tools: &[(&str, &str)]) -> Vec<String> {
     tools
         .iter()
         .map(|&(namespace, tool)| {
-            let digest = hex::encode(Sha256::new().chain_update(namespace).chain_update([0u8]).chain_update(tool).finalize());
+            let digest = hex::encode(
+                Sha256::new()
+                    .chain_update(namespace)
+                    .chain_update([0u8])
+                    .chain_update(tool)
+                    .finalize(),
+            );
             let base = plain_exposed_name(namespace, tool, &digest);
             if taken.insert(base.clone()) {
                 return base;
@@ -87,12 +93,20 @@ fn plain_exposed_name(namespace: &str, tool: &str, digest: &str) -> String {
 }
 
 fn push_sanitised(out: &mut String, text: &str) {
-    out.extend(text.chars().map(|c| if c.is_ascii() && is_exposed_byte(c as u8) { c } else { '_' }));
+    out.extend(text.chars().map(|c| {
+        if c.is_ascii() && is_exposed_byte(c as u8) {
+            c
+        } else {
+            '_'
+        }
+    }));
 }
 
 /// `base` cut so that `base + suffix` fits in 64 bytes (`base` is ASCII).
 fn with_suffix(base: &str, suffix: &str) -> String {
-    let keep = base.len().min(MAX_EXPOSED_NAME_LEN.saturating_sub(suffix.len()));
+    let keep = base
+        .len()
+        .min(MAX_EXPOSED_NAME_LEN.saturating_sub(suffix.len()));
     format!("{}{suffix}", &base[..keep])
 }
 
@@ -206,7 +220,13 @@ pub fn js_identifier(name: &str) -> String {
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         out.push('_');
     }
-    out.extend(name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }));
+    out.extend(name.chars().map(|c| {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            c
+        } else {
+            '_'
+        }
+    }));
     if out.is_empty() {
         out.push('_');
     }
@@ -222,8 +242,21 @@ mod tests {
 
     #[test]
     fn plain_names_are_namespaced_and_sanitised() {
-        let names = assign_exposed_names(&[("github", "create_issue"), ("", "echo"), ("my server", "a.b/c"), ("x", "")]);
-        assert_eq!(names, ["github__create_issue", "echo", "my_server__a_b_c", "x__tool"]);
+        let names = assign_exposed_names(&[
+            ("github", "create_issue"),
+            ("", "echo"),
+            ("my server", "a.b/c"),
+            ("x", ""),
+        ]);
+        assert_eq!(
+            names,
+            [
+                "github__create_issue",
+                "echo",
+                "my_server__a_b_c",
+                "x__tool"
+            ]
+        );
     }
 
     #[test]
@@ -238,13 +271,16 @@ mod tests {
         let names = assign_exposed_names(&[(&namespace, &tool)]);
         let digest = hex::encode(Sha256::digest(format!("{namespace}\u{0}{tool}")));
         assert_eq!(names[0].len(), 64);
-        assert_eq!(names[0], format!("{}__{}_{}", namespace, "t".repeat(13), &digest[..8]));
+        assert_eq!(
+            names[0],
+            format!("{}__{}_{}", namespace, "t".repeat(13), &digest[..8])
+        );
     }
 
     #[test]
     fn exactly_64_bytes_is_kept() {
         let tool = "a".repeat(64);
-        assert_eq!(assign_exposed_names(&[("", &tool)]), [tool.clone()]);
+        assert_eq!(assign_exposed_names(&[("", &tool)]), [tool]);
     }
 
     #[test]

@@ -102,7 +102,11 @@ pub struct RenderedStub {
 /// Renders `input`. Never panics, whatever the schema.
 ///
 /// Identifiers that are not safe JavaScript identifiers are passed through
-/// [`js_identifier`] first, so the declaration is always valid TypeScript.
+/// [`js_identifier`] first, so the declaration is always valid TypeScript. The
+/// promise is typed from `outputSchema` when the tool declares one (the shape of
+/// its `structuredContent`), else `Promise<unknown>`. A declaration over
+/// [`MAX_DECLARATION_BYTES`] is rendered again with less detail (shallower types,
+/// fewer docs, a note saying so) until it fits.
 pub fn render(input: StubInput<'_>) -> RenderedStub {
     let server = safe_identifier(input.server_js);
     let tool = safe_identifier(input.tool_js);
@@ -148,7 +152,11 @@ pub fn first_sentence(text: &str, max_chars: usize) -> String {
 }
 
 fn safe_identifier(name: &str) -> String {
-    if is_safe_js_identifier(name) { name.to_string() } else { js_identifier(name) }
+    if is_safe_js_identifier(name) {
+        name.to_string()
+    } else {
+        js_identifier(name)
+    }
 }
 
 fn collapse_whitespace(text: &str) -> String {
@@ -209,11 +217,16 @@ struct Prop {
 
 impl Object {
     fn record(value: Ty) -> Object {
-        Object { props: Vec::new(), index: Some(Box::new(value)), omitted: 0 }
+        Object {
+            props: Vec::new(),
+            index: Some(Box::new(value)),
+            omitted: 0,
+        }
     }
 
     fn sort(&mut self) {
-        self.props.sort_by(|a, b| (a.optional, &a.name).cmp(&(b.optional, &b.name)));
+        self.props
+            .sort_by(|a, b| (a.optional, &a.name).cmp(&(b.optional, &b.name)));
     }
 }
 
@@ -259,7 +272,9 @@ fn intersection(members: Vec<Ty>) -> Ty {
         }
     }
     let mergeable = out.len() > 1
-        && out.iter().all(|t| matches!(t, Ty::Object(o) if o.index.is_none() && o.omitted == 0));
+        && out
+            .iter()
+            .all(|t| matches!(t, Ty::Object(o) if o.index.is_none() && o.omitted == 0));
     if mergeable {
         let mut merged = Object::default();
         for member in out {
@@ -293,7 +308,11 @@ fn intersection(members: Vec<Ty>) -> Ty {
 /// The type of a literal JSON value; over-long literals degrade to their base type.
 fn literal(value: &Value) -> Ty {
     let text = to_canonical_json(value);
-    if text.chars().count() <= MAX_LITERAL_CHARS { Ty::Literal(text) } else { base_type(value) }
+    if text.chars().count() <= MAX_LITERAL_CHARS {
+        Ty::Literal(text)
+    } else {
+        base_type(value)
+    }
 }
 
 fn base_type(value: &Value) -> Ty {
@@ -323,7 +342,13 @@ struct Lowering<'a> {
 
 impl<'a> Lowering<'a> {
     fn new(root: &'a Value, max_depth: usize, docs_depth: usize) -> Self {
-        Lowering { root, max_depth, docs_depth, nodes: 0, path: Vec::new() }
+        Lowering {
+            root,
+            max_depth,
+            docs_depth,
+            nodes: 0,
+            path: Vec::new(),
+        }
     }
 
     /// `depth` counts objects and arrays; `hops` counts `$ref`s and combinators
@@ -344,7 +369,12 @@ impl<'a> Lowering<'a> {
         ty
     }
 
-    fn lower_object_schema(&mut self, map: &'a Map<String, Value>, depth: usize, hops: usize) -> Ty {
+    fn lower_object_schema(
+        &mut self,
+        map: &'a Map<String, Value>,
+        depth: usize,
+        hops: usize,
+    ) -> Ty {
         if let Some(Value::String(reference)) = map.get("$ref") {
             return self.follow(reference, depth, hops);
         }
@@ -357,17 +387,30 @@ impl<'a> Lowering<'a> {
                 parts.push(if branches.is_empty() || branches.len() > MAX_UNION {
                     Ty::Unknown
                 } else {
-                    union(branches.iter().map(|b| self.lower(b, depth, hops + 1)).collect())
+                    union(
+                        branches
+                            .iter()
+                            .map(|b| self.lower(b, depth, hops + 1))
+                            .collect(),
+                    )
                 });
             }
         }
         if let Some(Value::Array(all)) = map.get("allOf") {
             // Leaving members out only widens the type.
-            let members = all.iter().take(MAX_UNION).map(|s| self.lower(s, depth, hops + 1)).collect();
+            let members = all
+                .iter()
+                .take(MAX_UNION)
+                .map(|s| self.lower(s, depth, hops + 1))
+                .collect();
             parts.push(intersection(members));
         }
         let ty = intersection(parts);
-        if map.get("nullable") == Some(&Value::Bool(true)) { union(vec![ty, Ty::Null]) } else { ty }
+        if map.get("nullable") == Some(&Value::Bool(true)) {
+            union(vec![ty, Ty::Null])
+        } else {
+            ty
+        }
     }
 
     fn follow(&mut self, reference: &str, depth: usize, hops: usize) -> Ty {
@@ -405,7 +448,12 @@ impl<'a> Lowering<'a> {
             )),
             Some(_) => Some(Ty::Unknown),
             None => {
-                let objectish = ["properties", "additionalProperties", "required", "patternProperties"];
+                let objectish = [
+                    "properties",
+                    "additionalProperties",
+                    "required",
+                    "patternProperties",
+                ];
                 if objectish.iter().any(|k| map.contains_key(*k)) {
                     Some(self.object(map, depth))
                 } else if map.contains_key("items") || map.contains_key("prefixItems") {
@@ -457,8 +505,11 @@ impl<'a> Lowering<'a> {
             Some(Value::Object(properties)) => Some(properties),
             _ => None,
         };
-        let mut entries: Vec<(&'a str, Option<&'a Value>)> =
-            properties.into_iter().flatten().map(|(name, schema)| (name.as_str(), Some(schema))).collect();
+        let mut entries: Vec<(&'a str, Option<&'a Value>)> = properties
+            .into_iter()
+            .flatten()
+            .map(|(name, schema)| (name.as_str(), Some(schema)))
+            .collect();
         // Required names the schema does not describe still must be present.
         for name in &required {
             if !properties.is_some_and(|p| p.contains_key(*name)) {
@@ -473,20 +524,31 @@ impl<'a> Lowering<'a> {
 
         let mut object = Object::default();
         for (name, schema) in entries {
-            if object.props.len() >= MAX_PROPERTIES || name.chars().count() > MAX_PROPERTY_NAME_CHARS {
+            if object.props.len() >= MAX_PROPERTIES
+                || name.chars().count() > MAX_PROPERTY_NAME_CHARS
+            {
                 object.omitted += 1;
                 continue;
             }
             let (ty, doc) = match schema {
                 Some(schema) => {
                     let ty = self.lower(schema, depth + 1, 0);
-                    let doc = if depth < self.docs_depth { self.property_doc(schema) } else { String::new() };
+                    let doc = if depth < self.docs_depth {
+                        self.property_doc(schema)
+                    } else {
+                        String::new()
+                    };
                     (ty, doc)
                 }
                 None => (Ty::Unknown, String::new()),
             };
             let optional = required.binary_search(&name).is_err();
-            object.props.push(Prop { name: name.to_string(), optional, ty, doc });
+            object.props.push(Prop {
+                name: name.to_string(),
+                optional,
+                ty,
+                doc,
+            });
         }
 
         if object.omitted > 0 {
@@ -495,7 +557,9 @@ impl<'a> Lowering<'a> {
             object.index = match map.get("additionalProperties") {
                 Some(Value::Bool(false)) => None,
                 Some(extra @ Value::Object(_)) => Some(Box::new(self.lower(extra, depth + 1, 0))),
-                _ if properties.is_none() || map.contains_key("patternProperties") => Some(Box::new(Ty::Unknown)),
+                _ if properties.is_none() || map.contains_key("patternProperties") => {
+                    Some(Box::new(Ty::Unknown))
+                }
                 _ => None,
             };
         }
@@ -504,17 +568,22 @@ impl<'a> Lowering<'a> {
 
     /// Description plus compact notes (`default: 5, min: 1`) of a property schema.
     fn property_doc(&self, schema: &'a Value) -> String {
-        let Value::Object(map) = schema else { return String::new() };
+        let Value::Object(map) = schema else {
+            return String::new();
+        };
         let description = match map.get("description") {
             Some(Value::String(text)) => Some(text.as_str()),
             _ => match map.get("$ref") {
-                Some(Value::String(reference)) => {
-                    resolve(self.root, reference).and_then(|t| t.get("description")).and_then(Value::as_str)
-                }
+                Some(Value::String(reference)) => resolve(self.root, reference)
+                    .and_then(|t| t.get("description"))
+                    .and_then(Value::as_str),
                 _ => None,
             },
         };
-        let mut doc = truncate_chars(&collapse_whitespace(description.unwrap_or("")), MAX_PROPERTY_DOC_CHARS);
+        let mut doc = truncate_chars(
+            &collapse_whitespace(description.unwrap_or("")),
+            MAX_PROPERTY_DOC_CHARS,
+        );
         let notes = notes(map);
         if !notes.is_empty() {
             if !doc.is_empty() {
@@ -533,7 +602,10 @@ fn notes(map: &Map<String, Value>) -> Vec<String> {
     let mut notes = Vec::new();
     let json = |value: &Value| truncate_chars(&to_canonical_json(value), MAX_NOTE_CHARS);
     if let Some(Value::String(format)) = map.get("format") {
-        notes.push(format!("format: {}", truncate_chars(&collapse_whitespace(format), MAX_NOTE_CHARS)));
+        notes.push(format!(
+            "format: {}",
+            truncate_chars(&collapse_whitespace(format), MAX_NOTE_CHARS)
+        ));
     }
     if let Some(value) = map.get("default") {
         notes.push(format!("default: {}", json(value)));
@@ -579,7 +651,11 @@ fn notes(map: &Map<String, Value>) -> Vec<String> {
 /// `#/properties/a/items`, …) against `root`.
 fn resolve<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     let pointer = reference.strip_prefix('#')?;
-    if pointer.contains('%') { root.pointer(&percent_decode(pointer)?) } else { root.pointer(pointer) }
+    if pointer.contains('%') {
+        root.pointer(&percent_decode(pointer)?)
+    } else {
+        root.pointer(pointer)
+    }
 }
 
 fn percent_decode(text: &str) -> Option<String> {
@@ -734,9 +810,15 @@ fn block(ty: &Ty, indent: usize, column: usize) -> String {
     }
     match ty {
         Ty::Object(object) if !object.props.is_empty() => block_object(object, indent),
-        Ty::Array(inner) if matches!(**inner, Ty::Object(_)) => format!("{}[]", block(inner, indent, column)),
+        Ty::Array(inner) if matches!(**inner, Ty::Object(_)) => {
+            format!("{}[]", block(inner, indent, column))
+        }
         Ty::Union(members) | Ty::Intersection(members) => {
-            let separator = if matches!(ty, Ty::Union(_)) { " | " } else { " & " };
+            let separator = if matches!(ty, Ty::Union(_)) {
+                " | "
+            } else {
+                " & "
+            };
             let mut out = String::new();
             for (i, member) in members.iter().enumerate() {
                 if i > 0 {
@@ -763,7 +845,11 @@ fn block_object(object: &Object, indent: usize) -> String {
     let pad = " ".repeat(inner);
     let mut out = String::from("{\n");
     for prop in &object.props {
-        let head = format!("{pad}{}{}: ", property_key(&prop.name), if prop.optional { "?" } else { "" });
+        let head = format!(
+            "{pad}{}{}: ",
+            property_key(&prop.name),
+            if prop.optional { "?" } else { "" }
+        );
         let column = head.chars().count();
         out.push_str(&head);
         out.push_str(&block(&prop.ty, inner, column));
@@ -782,7 +868,9 @@ fn block_object(object: &Object, indent: usize) -> String {
 }
 
 fn last_line_chars(text: &str) -> usize {
-    text.rsplit('\n').next().map_or(0, |line| line.chars().count())
+    text.rsplit('\n')
+        .next()
+        .map_or(0, |line| line.chars().count())
 }
 
 /// One-line, lossy form for listings: objects below the arguments are `{…}`,
@@ -850,7 +938,11 @@ fn write_compact(out: &mut String, ty: &Ty, depth: usize) {
         }
         Ty::Union(members) | Ty::Intersection(members) => {
             let union = matches!(ty, Ty::Union(_));
-            let shown = if union && members.len() > SIGNATURE_UNION_MEMBERS { 2 } else { members.len() };
+            let shown = if union && members.len() > SIGNATURE_UNION_MEMBERS {
+                2
+            } else {
+                members.len()
+            };
             for (i, member) in members.iter().take(shown).enumerate() {
                 if i > 0 {
                     out.push(if union { '|' } else { '&' });
@@ -878,7 +970,8 @@ fn render_signature(server: &str, tool: &str, schema: &Value) -> String {
     let mut out = format!("{server}.{tool}(");
     match ty {
         Ty::Unknown => {}
-        Ty::Object(object) if object.props.is_empty() && object.omitted == 0 && object.index.is_none() => {}
+        Ty::Object(object)
+            if object.props.is_empty() && object.omitted == 0 && object.index.is_none() => {}
         ty => write_compact(&mut out, &ty, 0),
     }
     out.push(')');
@@ -898,18 +991,27 @@ struct Detail {
 }
 
 const DETAILS: [Detail; 4] = [
-    Detail { max_depth: MAX_SCHEMA_DEPTH, docs_depth: usize::MAX, description_chars: MAX_DESCRIPTION_CHARS, note: None },
+    Detail {
+        max_depth: MAX_SCHEMA_DEPTH,
+        docs_depth: usize::MAX,
+        description_chars: MAX_DESCRIPTION_CHARS,
+        note: None,
+    },
     Detail {
         max_depth: 3,
         docs_depth: 1,
         description_chars: MAX_DESCRIPTION_CHARS,
-        note: Some("(Schema shortened to fit: deeper types are `unknown`, nested properties undocumented.)"),
+        note: Some(
+            "(Schema shortened to fit: deeper types are `unknown`, nested properties undocumented.)",
+        ),
     },
     Detail {
         max_depth: 1,
         docs_depth: 0,
         description_chars: 1_000,
-        note: Some("(Schema shortened to fit: nested types are `unknown`, properties undocumented.)"),
+        note: Some(
+            "(Schema shortened to fit: nested types are `unknown`, properties undocumented.)",
+        ),
     },
     // Depth 0: the arguments are not lowered at all.
     Detail {
@@ -940,16 +1042,28 @@ fn render_declaration(server: &str, tool: &str, exposed_name: &str, def: &ToolDe
     declaration
 }
 
-fn declaration_at(server: &str, tool: &str, exposed_name: &str, def: &ToolDef, detail: Detail) -> String {
+fn declaration_at(
+    server: &str,
+    tool: &str,
+    exposed_name: &str,
+    def: &ToolDef,
+    detail: Detail,
+) -> String {
     let schema = &def.input_schema;
     let args = match detail.max_depth {
         0 => Ty::Unknown,
         depth => Lowering::new(schema, depth, detail.docs_depth).lower(schema, 0, 0),
     };
     // MCP arguments are always an object.
-    let args = if args == Ty::Unknown { Ty::Object(Object::record(Ty::Unknown)) } else { args };
+    let args = if args == Ty::Unknown {
+        Ty::Object(Object::record(Ty::Unknown))
+    } else {
+        args
+    };
     let result = match &def.output_schema {
-        Some(output) if detail.max_depth > 0 => Lowering::new(output, detail.max_depth, 0).lower(output, 0, 0),
+        Some(output) if detail.max_depth > 0 => {
+            Lowering::new(output, detail.max_depth, 0).lower(output, 0, 0)
+        }
         _ => Ty::Unknown,
     };
 
@@ -1002,15 +1116,26 @@ fn declaration_at(server: &str, tool: &str, exposed_name: &str, def: &ToolDef, d
 /// spaces dropped.
 fn description_lines(text: &str, max_chars: usize) -> Vec<String> {
     let text = truncate_chars(text.trim(), max_chars);
-    let raw: Vec<String> =
-        text.split(['\n', '\r', '\u{2028}', '\u{2029}']).map(|line| line.replace('\t', "    ")).collect();
+    let raw: Vec<String> = text
+        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
+        .map(|line| line.replace('\t', "    "))
+        .collect();
     let indent_of = |line: &str| line.len() - line.trim_start_matches(' ').len();
-    let common =
-        raw.iter().skip(1).filter(|line| !line.trim().is_empty()).map(|line| indent_of(line)).min().unwrap_or(0);
+    let common = raw
+        .iter()
+        .skip(1)
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| indent_of(line))
+        .min()
+        .unwrap_or(0);
     let mut lines: Vec<String> = Vec::new();
     for (i, line) in raw.iter().enumerate() {
         let line = line.trim_end();
-        let line = if i == 0 { line } else { line.get(common..).unwrap_or("") };
+        let line = if i == 0 {
+            line
+        } else {
+            line.get(common..).unwrap_or("")
+        };
         let indent = indent_of(line).min(MAX_DESCRIPTION_INDENT);
         let line = format!("{}{}", " ".repeat(indent), line.trim_start_matches(' '));
         if line.is_empty() && lines.last().is_none_or(|last| last.is_empty()) {
@@ -1046,7 +1171,11 @@ fn param_docs(ty: &Ty, path: &str, out: &mut Vec<String>, seen: &mut HashSet<Str
         Ty::Object(object) => {
             for prop in &object.props {
                 let key = property_key(&prop.name);
-                let child = if key.starts_with('"') { format!("{path}[{key}]") } else { format!("{path}.{key}") };
+                let child = if key.starts_with('"') {
+                    format!("{path}[{key}]")
+                } else {
+                    format!("{path}.{key}")
+                };
                 if !prop.doc.is_empty() {
                     let line = format!("@param {child} {}", prop.doc);
                     if seen.insert(line.clone()) {
@@ -1090,7 +1219,12 @@ mod tests {
 
     fn rendered(schema: Value) -> RenderedStub {
         let def = tool("Does a thing.", schema);
-        render(StubInput { server_js: "srv", tool_js: "run", exposed_name: "srv__run", def: &def })
+        render(StubInput {
+            server_js: "srv",
+            tool_js: "run",
+            exposed_name: "srv__run",
+            def: &def,
+        })
     }
 
     fn args_type(schema: Value) -> String {
@@ -1101,12 +1235,30 @@ mod tests {
     fn primitive_and_combined_types() {
         assert_eq!(args_type(json!({"type": "string"})), "string");
         assert_eq!(args_type(json!({"type": "integer"})), "number");
-        assert_eq!(args_type(json!({"type": ["string", "null"]})), "string | null");
-        assert_eq!(args_type(json!({"enum": ["a", "b", 1, null]})), r#""a" | "b" | 1 | null"#);
-        assert_eq!(args_type(json!({"const": {"b": 1, "a": [true]}})), r#"{"a":[true],"b":1}"#);
-        assert_eq!(args_type(json!({"anyOf": [{"type": "string"}, {"type": "null"}]})), "string | null");
-        assert_eq!(args_type(json!({"oneOf": [{"type": "string"}, {}]})), "unknown");
-        assert_eq!(args_type(json!({"type": "string", "nullable": true})), "string | null");
+        assert_eq!(
+            args_type(json!({"type": ["string", "null"]})),
+            "string | null"
+        );
+        assert_eq!(
+            args_type(json!({"enum": ["a", "b", 1, null]})),
+            r#""a" | "b" | 1 | null"#
+        );
+        assert_eq!(
+            args_type(json!({"const": {"b": 1, "a": [true]}})),
+            r#"{"a":[true],"b":1}"#
+        );
+        assert_eq!(
+            args_type(json!({"anyOf": [{"type": "string"}, {"type": "null"}]})),
+            "string | null"
+        );
+        assert_eq!(
+            args_type(json!({"oneOf": [{"type": "string"}, {}]})),
+            "unknown"
+        );
+        assert_eq!(
+            args_type(json!({"type": "string", "nullable": true})),
+            "string | null"
+        );
         assert_eq!(args_type(json!({"type": "wat"})), "unknown");
         assert_eq!(args_type(json!(true)), "unknown");
         assert_eq!(args_type(json!(false)), "never");
@@ -1116,14 +1268,23 @@ mod tests {
 
     #[test]
     fn arrays_and_tuples() {
-        assert_eq!(args_type(json!({"type": "array", "items": {"type": "string"}})), "string[]");
+        assert_eq!(
+            args_type(json!({"type": "array", "items": {"type": "string"}})),
+            "string[]"
+        );
         assert_eq!(args_type(json!({"type": "array"})), "unknown[]");
-        assert_eq!(args_type(json!({"type": "array", "items": {"type": ["string", "number"]}})), "(string | number)[]");
+        assert_eq!(
+            args_type(json!({"type": "array", "items": {"type": ["string", "number"]}})),
+            "(string | number)[]"
+        );
         assert_eq!(
             args_type(json!({"type": "array", "items": [{"type": "string"}, {"type": "number"}]})),
             "[string, number]"
         );
-        assert_eq!(args_type(json!({"prefixItems": [{"type": "boolean"}]})), "[boolean]");
+        assert_eq!(
+            args_type(json!({"prefixItems": [{"type": "boolean"}]})),
+            "[boolean]"
+        );
     }
 
     #[test]
@@ -1146,13 +1307,19 @@ mod tests {
 
     #[test]
     fn records_and_empty_objects() {
-        assert_eq!(args_type(json!({"type": "object"})), "Record<string, unknown>");
+        assert_eq!(
+            args_type(json!({"type": "object"})),
+            "Record<string, unknown>"
+        );
         assert_eq!(
             args_type(json!({"type": "object", "additionalProperties": {"type": "number"}})),
             "Record<string, number>"
         );
         assert_eq!(args_type(json!({"type": "object", "properties": {}})), "{}");
-        assert_eq!(args_type(json!({"type": "object", "additionalProperties": false})), "{}");
+        assert_eq!(
+            args_type(json!({"type": "object", "additionalProperties": false})),
+            "{}"
+        );
     }
 
     #[test]
@@ -1198,7 +1365,11 @@ mod tests {
             "$ref": "#/$defs/A"
         });
         let stub = rendered(schema);
-        assert!(stub.declaration.contains("function run(args: "), "{}", stub.declaration);
+        assert!(
+            stub.declaration.contains("function run(args: "),
+            "{}",
+            stub.declaration
+        );
     }
 
     #[test]
@@ -1227,7 +1398,10 @@ mod tests {
         });
         let stub = rendered(schema);
         let declaration = &stub.declaration;
-        assert!(declaration.contains(" * @param args.count How many results (default: 10, min: 1, max: 50)\n"));
+        assert!(
+            declaration
+                .contains(" * @param args.count How many results (default: 10, min: 1, max: 50)\n")
+        );
         assert!(declaration.contains(" * @param args.when (format: date-time)\n"));
         assert!(!declaration.contains("args.plain"));
         assert!(declaration.contains("ends the comment *\\/ early"));
@@ -1243,7 +1417,12 @@ mod tests {
                 json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
             )
         };
-        let stub = render(StubInput { server_js: "demo", tool_js: "echo", exposed_name: "demo__echo", def: &def });
+        let stub = render(StubInput {
+            server_js: "demo",
+            tool_js: "echo",
+            exposed_name: "demo__echo",
+            def: &def,
+        });
         assert_eq!(
             stub.declaration,
             "/**\n * Echo text back.\n *\n * Second paragraph.\n * Hints: read-only.\n \
@@ -1257,21 +1436,39 @@ mod tests {
     #[test]
     fn long_objects_break_over_lines() {
         let properties: Map<String, Value> = (0..8)
-            .map(|i| (format!("property_number_{i}"), json!({"type": "object", "properties": {"inner": {"type": "string"}}})))
+            .map(|i| {
+                (
+                    format!("property_number_{i}"),
+                    json!({"type": "object", "properties": {"inner": {"type": "string"}}}),
+                )
+            })
             .collect();
         let stub = rendered(json!({"type": "object", "properties": properties}));
-        assert!(stub.declaration.contains("  function run(args: {\n    property_number_0?: { inner?: string };\n"));
+        assert!(
+            stub.declaration
+                .contains("  function run(args: {\n    property_number_0?: { inner?: string };\n")
+        );
         assert!(stub.declaration.contains("\n  }): Promise<unknown>;\n}\n"));
     }
 
     #[test]
     fn output_schema_types_the_result() {
         let def = ToolDef {
-            output_schema: Some(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})),
+            output_schema: Some(
+                json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}),
+            ),
             ..tool("", json!({"type": "object"}))
         };
-        let stub = render(StubInput { server_js: "s", tool_js: "t", exposed_name: "s__t", def: &def });
-        assert!(stub.declaration.contains("function t(args: Record<string, unknown>): Promise<{ ok: boolean }>;"));
+        let stub = render(StubInput {
+            server_js: "s",
+            tool_js: "t",
+            exposed_name: "s__t",
+            def: &def,
+        });
+        assert!(
+            stub.declaration
+                .contains("function t(args: Record<string, unknown>): Promise<{ ok: boolean }>;")
+        );
         assert_eq!(stub.signature, "s.t({…})");
         assert_eq!(stub.summary, "");
     }
@@ -1279,8 +1476,16 @@ mod tests {
     #[test]
     fn unsafe_identifiers_are_fixed() {
         let def = tool("x", json!({}));
-        let stub = render(StubInput { server_js: "my-server", tool_js: "delete", exposed_name: "a", def: &def });
-        assert!(stub.declaration.contains("declare namespace tools.my_server {\n  function delete_(args: "));
+        let stub = render(StubInput {
+            server_js: "my-server",
+            tool_js: "delete",
+            exposed_name: "a",
+            def: &def,
+        });
+        assert!(
+            stub.declaration
+                .contains("declare namespace tools.my_server {\n  function delete_(args: ")
+        );
         assert!(stub.signature.starts_with("my_server.delete_("));
     }
 
@@ -1302,13 +1507,17 @@ mod tests {
             rendered(schema).signature,
             r#"srv.run({owner: string, labels?: string[], list?: {…}[], mode?: "a"|"b"|…, nested?: {…}, two?: "x"|"y"})"#
         );
-        assert_eq!(rendered(json!({"type": "object", "properties": {}})).signature, "srv.run()");
+        assert_eq!(
+            rendered(json!({"type": "object", "properties": {}})).signature,
+            "srv.run()"
+        );
     }
 
     #[test]
     fn signature_is_bounded_at_a_char_boundary() {
-        let properties: Map<String, Value> =
-            (0..60).map(|i| (format!("参数{i}"), json!({"type": "string"}))).collect();
+        let properties: Map<String, Value> = (0..60)
+            .map(|i| (format!("参数{i}"), json!({"type": "string"})))
+            .collect();
         let signature = rendered(json!({"type": "object", "properties": properties})).signature;
         assert_eq!(signature.chars().count(), MAX_SIGNATURE_CHARS);
         assert!(signature.ends_with('…'));
@@ -1317,7 +1526,12 @@ mod tests {
     #[test]
     fn huge_schemas_are_shortened_to_fit() {
         let properties: Map<String, Value> = (0..5_000)
-            .map(|i| (format!("p{i}"), json!({"type": "string", "description": "x".repeat(300)})))
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    json!({"type": "string", "description": "x".repeat(300)}),
+                )
+            })
             .collect();
         let stub = rendered(json!({"type": "object", "properties": properties}));
         assert!(stub.declaration.len() <= MAX_DECLARATION_BYTES);
@@ -1326,7 +1540,12 @@ mod tests {
 
         let long_name = "n".repeat(40_000);
         let def = tool("x", json!({}));
-        let stub = render(StubInput { server_js: &long_name, tool_js: "t", exposed_name: "e", def: &def });
+        let stub = render(StubInput {
+            server_js: &long_name,
+            tool_js: "t",
+            exposed_name: "e",
+            def: &def,
+        });
         assert!(stub.declaration.len() <= MAX_DECLARATION_BYTES);
         assert!(stub.declaration.ends_with(TRUNCATION_MARKER));
     }
@@ -1337,7 +1556,10 @@ mod tests {
         let mut defs = Map::new();
         for i in 0..30 {
             let next = json!({"$ref": format!("#/$defs/d{}", i + 1)});
-            defs.insert(format!("d{i}"), json!({"type": "object", "properties": {"a": next, "b": next}}));
+            defs.insert(
+                format!("d{i}"),
+                json!({"type": "object", "properties": {"a": next, "b": next}}),
+            );
         }
         defs.insert("d30".into(), json!({"type": "string"}));
         let stub = rendered(json!({"$defs": defs, "$ref": "#/$defs/d0"}));
@@ -1349,7 +1571,14 @@ mod tests {
         let text = "Fetch a trial.\n\n        Args:\n            id: the NCT id\n\t\t\t\tdeep\n        Returns: */ text  ";
         assert_eq!(
             description_lines(text, MAX_DESCRIPTION_CHARS),
-            ["Fetch a trial.", "", "Args:", "    id: the NCT id", "        deep", "Returns: */ text"]
+            [
+                "Fetch a trial.",
+                "",
+                "Args:",
+                "    id: the NCT id",
+                "        deep",
+                "Returns: */ text"
+            ]
         );
     }
 
@@ -1357,9 +1586,18 @@ mod tests {
     fn summaries_take_the_first_sentence() {
         assert_eq!(first_sentence("", 120), "");
         assert_eq!(first_sentence("  \n One line\nTwo line", 120), "One line");
-        assert_eq!(first_sentence("Version 1.2 is out. More", 120), "Version 1.2 is out.");
-        assert_eq!(first_sentence("使用必应搜索指定的关键词。并返回", 120), "使用必应搜索指定的关键词。");
+        assert_eq!(
+            first_sentence("Version 1.2 is out. More", 120),
+            "Version 1.2 is out."
+        );
+        assert_eq!(
+            first_sentence("使用必应搜索指定的关键词。并返回", 120),
+            "使用必应搜索指定的关键词。"
+        );
         assert_eq!(first_sentence("No terminator", 120), "No terminator");
-        assert_eq!(first_sentence(&"长".repeat(300), 120), format!("{}…", "长".repeat(119)));
+        assert_eq!(
+            first_sentence(&"长".repeat(300), 120),
+            format!("{}…", "长".repeat(119))
+        );
     }
 }

@@ -33,6 +33,12 @@ impl Analyzer {
     /// assert_eq!(terms, ["creat", "git", "hub", "github", "issu"]);
     /// ```
     pub fn analyze(&mut self, text: &str, mut emit: impl FnMut(&str, TokenKind)) {
+        self.analyze_with_source(text, |_, term, kind| emit(term, kind));
+    }
+
+    /// Like [`Analyzer::analyze`], also passing each term's source token
+    /// (lowercase, before stemming) first.
+    pub fn analyze_with_source(&mut self, text: &str, mut emit: impl FnMut(&str, &str, TokenKind)) {
         let stems = &mut self.stems;
         self.tokenizer.tokenize(text, |token, kind| match kind {
             TokenKind::Word | TokenKind::Piece | TokenKind::Compound => {
@@ -40,11 +46,11 @@ impl Analyzer {
                     return;
                 }
                 if let Some(s) = stems.get(token) {
-                    emit(s, kind);
+                    emit(token, s, kind);
                     return;
                 }
                 let s = stem(token);
-                emit(&s, kind);
+                emit(token, &s, kind);
                 // Bound the cache: a build sees a few thousand distinct words.
                 if stems.len() < 1 << 16 {
                     stems.insert(token.to_owned(), s);
@@ -52,10 +58,10 @@ impl Analyzer {
             }
             TokenKind::CjkUnigram => {
                 if !is_cjk_stop_char(token) {
-                    emit(token, kind);
+                    emit(token, token, kind);
                 }
             }
-            TokenKind::CjkBigram => emit(token, kind),
+            TokenKind::CjkBigram => emit(token, token, kind),
         });
     }
 }
@@ -73,7 +79,10 @@ mod tests {
     #[test]
     fn query_and_tool_name_meet() {
         assert_eq!(terms("create issues"), terms("create_issue"));
-        assert_eq!(terms("Get the weather for a city"), terms("get_weather_city"));
+        assert_eq!(
+            terms("Get the weather for a city"),
+            terms("get_weather_city")
+        );
     }
 
     #[test]

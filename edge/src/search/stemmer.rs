@@ -296,7 +296,9 @@ impl Word {
         ];
         if self.ends_with("ion") {
             let len = self.stem_len("ion");
-            if len > 0 && matches!(self.b[len - 1], b's' | b't') && self.measure(len) > 1 {
+            // Porter asks for m > 1; m > 0 also folds "creation" and "action"
+            // into "create" and "act", which tool descriptions need.
+            if len > 0 && matches!(self.b[len - 1], b's' | b't') && self.measure(len) > 0 {
                 self.b.truncate(len);
             }
             return;
@@ -350,7 +352,13 @@ mod tests {
         same(&["directory", "directories"]);
         same(&["image", "images"]);
         same(&["entity", "entities"]);
-        same(&["convert", "converts", "converting", "converted", "conversion"]);
+        same(&[
+            "convert",
+            "converts",
+            "converting",
+            "converted",
+            "conversion",
+        ]);
         same(&["calculate", "calculates", "calculation", "calculator"]);
         same(&["organize", "organise", "organization", "organisation"]);
         same(&["analysis", "analyze", "analyse", "analytics"]);

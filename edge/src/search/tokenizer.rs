@@ -88,7 +88,11 @@ impl Tokenizer {
     fn flush_word(&mut self, emit: &mut impl FnMut(&str, TokenKind)) {
         let run = &self.run;
         let split = (1..run.len()).any(|i| is_boundary(run, i));
-        let kind = if split { TokenKind::Piece } else { TokenKind::Word };
+        let kind = if split {
+            TokenKind::Piece
+        } else {
+            TokenKind::Word
+        };
         let mut start = 0;
         for i in 1..=run.len() {
             if i < run.len() && !is_boundary(run, i) {
@@ -97,7 +101,8 @@ impl Tokenizer {
             // Single letters and digits carry no meaning on their own ("s" of "s3").
             if i - start >= 2 {
                 self.piece.clear();
-                self.piece.extend(run[start..i].iter().flat_map(|c| c.to_lowercase()));
+                self.piece
+                    .extend(run[start..i].iter().flat_map(|c| c.to_lowercase()));
                 emit(&self.piece, kind);
             }
             start = i;
@@ -187,9 +192,15 @@ mod tests {
     #[test]
     fn splits_tool_names() {
         assert_eq!(words("get_github_trending"), ["get", "github", "trending"]);
-        assert_eq!(words("lol-champion-meta-data"), ["lol", "champion", "meta", "data"]);
+        assert_eq!(
+            words("lol-champion-meta-data"),
+            ["lol", "champion", "meta", "data"]
+        );
         assert_eq!(words("fs.read_file"), ["fs", "read", "file"]);
-        assert_eq!(words("npmLicenseCompatibility"), ["npm", "license", "compatibility"]);
+        assert_eq!(
+            words("npmLicenseCompatibility"),
+            ["npm", "license", "compatibility"]
+        );
         assert_eq!(words("HTMLParser"), ["html", "parser"]);
         assert_eq!(words("getUIComponents"), ["get", "ui", "components"]);
         assert_eq!(words("ACCOUNT_INFORMATION"), ["account", "information"]);
@@ -204,7 +215,10 @@ mod tests {
         assert!(t.contains(&("36".to_owned(), TokenKind::Piece)));
         assert!(!t.iter().any(|(w, _)| w == "s"));
         let t = tokens("JavaScript");
-        assert_eq!(t.last(), Some(&("javascript".to_owned(), TokenKind::Compound)));
+        assert_eq!(
+            t.last(),
+            Some(&("javascript".to_owned(), TokenKind::Compound))
+        );
     }
 
     #[test]

@@ -60,10 +60,7 @@ async fn serve_stdio() -> anyhow::Result<()> {
         .serve(rmcp::transport::stdio())
         .await
         .context("starting the MCP session on stdio")?;
-    running
-        .waiting()
-        .await
-        .context("serving MCP on stdio")?;
+    running.waiting().await.context("serving MCP on stdio")?;
     Ok(())
 }
 
@@ -83,9 +80,7 @@ async fn serve_http(addr: SocketAddr) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding --listen {addr}"))?;
-    let bound = listener
-        .local_addr()
-        .context("reading the bound address")?;
+    let bound = listener.local_addr().context("reading the bound address")?;
     println!("listening on http://{bound}/mcp");
     tracing::info!(%bound, "serving MCP Streamable HTTP at /mcp");
 

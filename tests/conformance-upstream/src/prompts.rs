@@ -36,7 +36,10 @@ pub fn catalogue() -> Vec<Prompt> {
         Prompt::new(
             WITH_EMBEDDED_RESOURCE,
             Some("A prompt that embeds a resource"),
-            Some(vec![required("resourceUri", "URI of the resource to embed")]),
+            Some(vec![required(
+                "resourceUri",
+                "URI of the resource to embed",
+            )]),
         ),
         Prompt::new(WITH_IMAGE, Some("A prompt that includes an image"), None),
     ]
@@ -106,7 +109,9 @@ pub fn complete(request: &CompleteRequestParams) -> Result<CompleteResult, Error
         (Reference::Prompt(prompt), "arg2") if prompt.name == WITH_ARGUMENTS => {
             &["hello", "help", "world"]
         }
-        (Reference::Resource(template), "id") if template.uri == crate::resources::DATA_TEMPLATE => {
+        (Reference::Resource(template), "id")
+            if template.uri == crate::resources::DATA_TEMPLATE =>
+        {
             &["1", "123", "42"]
         }
         _ => &[],
@@ -170,6 +175,12 @@ mod tests {
             Reference::for_prompt(SIMPLE),
             ArgumentInfo::new("anything", ""),
         );
-        assert!(complete(&request).expect("completes").completion.values.is_empty());
+        assert!(
+            complete(&request)
+                .expect("completes")
+                .completion
+                .values
+                .is_empty()
+        );
     }
 }

@@ -43,7 +43,9 @@ pub fn templates() -> Vec<ResourceTemplate> {
 
 pub fn read(uri: &str) -> Result<ReadResourceResult, ErrorData> {
     let contents = match uri {
-        STATIC_TEXT => ResourceContents::text("This is the content of the static text resource.", uri),
+        STATIC_TEXT => {
+            ResourceContents::text("This is the content of the static text resource.", uri)
+        }
         STATIC_BINARY => {
             ResourceContents::blob(media::RED_PIXEL_PNG_BASE64, uri).with_mime_type(media::PNG_MIME)
         }
@@ -119,7 +121,11 @@ mod tests {
     fn binary_resource_is_a_blob_with_a_mime_type() {
         let wire = serde_json::to_value(read(STATIC_BINARY).expect("readable")).expect("serialize");
         assert_eq!(wire["contents"][0]["mimeType"], json!("image/png"));
-        assert!(wire["contents"][0]["blob"].as_str().is_some_and(|b| !b.is_empty()));
+        assert!(
+            wire["contents"][0]["blob"]
+                .as_str()
+                .is_some_and(|b| !b.is_empty())
+        );
     }
 
     #[test]

@@ -45,7 +45,10 @@ impl ConformanceServer {
 
     /// Whether a log message at `level` passes the client's `logging/setLevel` filter.
     pub fn should_log(&self, level: LoggingLevel) -> bool {
-        let minimum = *self.log_level.lock().unwrap_or_else(PoisonError::into_inner);
+        let minimum = *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         minimum.is_none_or(|minimum| severity(level) >= severity(minimum))
     }
 

@@ -44,10 +44,26 @@ const STEP: Duration = Duration::from_millis(50);
 pub fn catalogue() -> Vec<Tool> {
     let no_args = || json!({ "type": "object", "properties": {} });
     vec![
-        tool(SIMPLE_TEXT, "Returns a single text content block", no_args()),
-        tool(IMAGE_CONTENT, "Returns a 1x1 PNG image content block", no_args()),
-        tool(AUDIO_CONTENT, "Returns a tiny WAV audio content block", no_args()),
-        tool(EMBEDDED_RESOURCE, "Returns an embedded text resource", no_args()),
+        tool(
+            SIMPLE_TEXT,
+            "Returns a single text content block",
+            no_args(),
+        ),
+        tool(
+            IMAGE_CONTENT,
+            "Returns a 1x1 PNG image content block",
+            no_args(),
+        ),
+        tool(
+            AUDIO_CONTENT,
+            "Returns a tiny WAV audio content block",
+            no_args(),
+        ),
+        tool(
+            EMBEDDED_RESOURCE,
+            "Returns an embedded text resource",
+            no_args(),
+        ),
         tool(
             MULTIPLE_CONTENT_TYPES,
             "Returns text, image and embedded resource content together",
@@ -63,7 +79,11 @@ pub fn catalogue() -> Vec<Tool> {
             "Reports progress 0, 50 and 100 of 100 when given a progress token",
             no_args(),
         ),
-        tool(ERROR_HANDLING, "Always fails with a tool-level error", no_args()),
+        tool(
+            ERROR_HANDLING,
+            "Always fails with a tool-level error",
+            no_args(),
+        ),
         tool(
             SAMPLING,
             "Asks the client's model to complete a prompt (sampling/createMessage)",
@@ -201,16 +221,17 @@ pub async fn call(
         }
         other => Err(ErrorData::invalid_params(
             format!("unknown tool `{other}`"),
-            Some(json!({ "tools": catalogue().iter().map(|t| t.name.clone()).collect::<Vec<_>>() })),
+            Some(
+                json!({ "tools": catalogue().iter().map(|t| t.name.clone()).collect::<Vec<_>>() }),
+            ),
         )),
     }
 }
 
 fn string_argument<'a>(arguments: &'a JsonObject, name: &str) -> Result<&'a str, ErrorData> {
-    arguments
-        .get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ErrorData::invalid_params(format!("argument `{name}` (string) is required"), None))
+    arguments.get(name).and_then(Value::as_str).ok_or_else(|| {
+        ErrorData::invalid_params(format!("argument `{name}` (string) is required"), None)
+    })
 }
 
 async fn run_with_logging(
@@ -234,7 +255,9 @@ async fn run_with_logging(
                         .with_logger(TOOL_WITH_LOGGING),
                 )
                 .await
-                .map_err(|e| ErrorData::internal_error(format!("sending a log message: {e}"), None))?;
+                .map_err(|e| {
+                    ErrorData::internal_error(format!("sending a log message: {e}"), None)
+                })?;
         }
     }
     Ok(CallToolResult::success(vec![ContentBlock::text(
@@ -281,9 +304,13 @@ async fn sample(
     let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
     let response = context
         .peer
-        .send_request(ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params)))
+        .send_request(ServerRequest::CreateMessageRequest(
+            CreateMessageRequest::new(params),
+        ))
         .await
-        .map_err(|e| ErrorData::internal_error(format!("sampling/createMessage failed: {e}"), None))?;
+        .map_err(|e| {
+            ErrorData::internal_error(format!("sampling/createMessage failed: {e}"), None)
+        })?;
     let ClientResult::CreateMessageResult(result) = response else {
         return Err(ErrorData::internal_error(
             "the client answered sampling/createMessage with another result type",
@@ -488,7 +515,10 @@ mod tests {
         let properties = &schema["properties"];
         assert!(properties["untitledSingle"]["enum"].is_array());
         assert!(properties["untitledSingle"].get("oneOf").is_none());
-        assert_eq!(properties["titledSingle"]["oneOf"][0]["title"], json!("First Option"));
+        assert_eq!(
+            properties["titledSingle"]["oneOf"][0]["title"],
+            json!("First Option")
+        );
         assert!(properties["titledSingle"].get("enum").is_none());
         assert_eq!(
             properties["legacyEnum"]["enumNames"],

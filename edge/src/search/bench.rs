@@ -1,0 +1,325 @@
+//! Search latency at catalogue sizes beyond the real datasets: the real tools
+//! are replicated under deterministic server-name variations up to the asked
+//! size, then queries are timed one by one. Prints numbers; asserts nothing
+//! about time.
+
+use std::{
+    fmt,
+    hint::black_box,
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use super::{
+    Bm25Index, SearchDoc, SearchIndex,
+    corpus::{CORPORA, Corpus},
+};
+
+/// Queries used when none are given.
+pub const DEFAULT_QUERIES: &[&str] = &[
+    "create a github issue",
+    "weather forecast for a city",
+    "查询天气",
+    "take a screenshot of the web page",
+    "stock price history for a ticker between two dates",
+    "delete a docker container",
+    "search arxiv papers about transformers",
+    "convert a word document to pdf",
+    "list files in a directory",
+    "微博热搜",
+];
+
+/// Latency of both rankers over one synthetic catalogue.
+#[derive(Debug, Clone)]
+pub struct LatencyReport {
+    /// Tools in the synthetic catalogue.
+    pub tools: usize,
+    /// What the catalogue was synthesised from.
+    pub source: String,
+    /// Distinct queries.
+    pub queries: usize,
+    /// Times each query was run.
+    pub iterations: usize,
+    /// One row per ranker.
+    pub rows: Vec<LatencyRow>,
+}
+
+/// Latency of one ranker.
+#[derive(Debug, Clone)]
+pub struct LatencyRow {
+    /// `ours` or `BM25`.
+    pub ranker: &'static str,
+    /// Time to build the index.
+    pub build: Duration,
+    /// Per-query latency percentiles.
+    pub p50: Duration,
+    /// 90th percentile.
+    pub p90: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Slowest query.
+    pub max: Duration,
+    /// Mean.
+    pub mean: Duration,
+}
+
+/// Builds a catalogue of `tools` tools from the real ones under `dataset_dir`
+/// and times `queries` (or [`DEFAULT_QUERIES`] when empty), each run
+/// `iterations` times, top 10, on the calling thread. When the datasets cannot
+/// be read, generated tools stand in and the report says so.
+pub fn latency(
+    dataset_dir: &Path,
+    tools: usize,
+    queries: &[String],
+    iterations: usize,
+) -> LatencyReport {
+    let (real, source) = match load_real(dataset_dir) {
+        Ok(docs) => (
+            docs,
+            format!("real catalogues in {}", dataset_dir.display()),
+        ),
+        Err(e) => (generated_docs(), format!("generated tools ({e:#})")),
+    };
+    let docs = synthesize(&real, tools);
+    let queries: Vec<String> = if queries.is_empty() {
+        DEFAULT_QUERIES.iter().map(|q| (*q).to_owned()).collect()
+    } else {
+        queries.to_vec()
+    };
+    let iterations = iterations.max(1);
+
+    let started = Instant::now();
+    let ours = SearchIndex::build(&docs);
+    let ours_build = started.elapsed();
+    let started = Instant::now();
+    let bm25 = Bm25Index::build(&docs);
+    let bm25_build = started.elapsed();
+
+    let rows = vec![
+        time_queries("ours", ours_build, &queries, iterations, |q| {
+            ours.search(q, 10)
+        }),
+        time_queries("BM25", bm25_build, &queries, iterations, |q| {
+            bm25.search(q, 10)
+        }),
+    ];
+    LatencyReport {
+        tools: docs.len(),
+        source,
+        queries: queries.len(),
+        iterations,
+        rows,
+    }
+}
+
+fn load_real(dataset_dir: &Path) -> anyhow::Result<Vec<SearchDoc>> {
+    let mut docs = Vec::new();
+    for name in CORPORA {
+        docs.extend(Corpus::load(dataset_dir, name)?.docs);
+    }
+    Ok(docs)
+}
+
+/// A stand-in catalogue for machines without the datasets.
+fn generated_docs() -> Vec<SearchDoc> {
+    const VERBS: [&str; 8] = [
+        "get", "list", "create", "update", "delete", "search", "send", "run",
+    ];
+    const NOUNS: [&str; 8] = [
+        "issue",
+        "file",
+        "message",
+        "weather",
+        "stock",
+        "page",
+        "container",
+        "note",
+    ];
+    let mut docs = Vec::new();
+    for (s, noun) in NOUNS.iter().enumerate() {
+        for verb in VERBS {
+            docs.push(SearchDoc {
+                name: format!("{verb}_{noun}"),
+                server: format!("server{s}"),
+                server_description: format!("Tools for {noun}s"),
+                description: format!("{verb} a {noun} by id or name"),
+                params: Vec::new(),
+            });
+        }
+    }
+    docs
+}
+
+fn time_queries<T>(
+    ranker: &'static str,
+    build: Duration,
+    queries: &[String],
+    iterations: usize,
+    search: impl Fn(&str) -> T,
+) -> LatencyRow {
+    // One untimed pass warms caches and the per-thread score arrays.
+    for q in queries {
+        black_box(search(black_box(q)));
+    }
+    let mut samples = Vec::with_capacity(queries.len() * iterations);
+    for _ in 0..iterations {
+        for q in queries {
+            let started = Instant::now();
+            black_box(search(black_box(q)));
+            samples.push(started.elapsed());
+        }
+    }
+    samples.sort_unstable();
+    let at = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    let total: Duration = samples.iter().sum();
+    LatencyRow {
+        ranker,
+        build,
+        p50: at(0.50),
+        p90: at(0.90),
+        p99: at(0.99),
+        max: at(1.0),
+        mean: total / samples.len() as u32,
+    }
+}
+
+/// `tools` documents: the real ones first, then copies whose server names are
+/// varied deterministically (seeded, so every run builds the same catalogue).
+pub fn synthesize(real: &[SearchDoc], tools: usize) -> Vec<SearchDoc> {
+    const PREFIXES: [&str; 16] = [
+        "acme", "north", "blue", "open", "cloud", "team", "corp", "lab", "prod", "edge", "core",
+        "data", "alpha", "nova", "zen", "apex",
+    ];
+    if real.is_empty() {
+        return Vec::new();
+    }
+    let mut rng = SplitMix64(0x5eed_0f_c0ffee);
+    let mut docs = Vec::with_capacity(tools);
+    let mut copy = 0;
+    while docs.len() < tools {
+        let mut servers: Vec<(String, String)> = Vec::new();
+        for doc in real {
+            if docs.len() == tools {
+                break;
+            }
+            let mut doc = doc.clone();
+            if copy > 0 {
+                // One variant per server per copy, shared by its tools.
+                let variant = match servers.iter().find(|(s, _)| *s == doc.server) {
+                    Some((_, v)) => v.clone(),
+                    None => {
+                        let prefix = PREFIXES[(rng.next() % PREFIXES.len() as u64) as usize];
+                        let v = format!("{prefix}{}-{}", rng.next() % 1000, doc.server);
+                        servers.push((doc.server.clone(), v.clone()));
+                        v
+                    }
+                };
+                doc.server = variant;
+            }
+            docs.push(doc);
+        }
+        copy += 1;
+    }
+    docs
+}
+
+/// A tiny seeded generator (SplitMix64); enough to vary names reproducibly.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+impl fmt::Display for LatencyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} tools (from {}), {} queries × {} iterations, top 10, one thread",
+            self.tools, self.source, self.queries, self.iterations
+        )?;
+        writeln!(f)?;
+        writeln!(
+            f,
+            "| ranker | build (ms) | p50 (µs) | p90 (µs) | p99 (µs) | max (µs) | mean (µs) |"
+        )?;
+        writeln!(f, "|---|---:|---:|---:|---:|---:|---:|")?;
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                r.ranker,
+                r.build.as_secs_f64() * 1e3,
+                us(r.p50),
+                us(r.p90),
+                us(r.p99),
+                us(r.max),
+                us(r.mean)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn doc(server: &str, name: &str) -> SearchDoc {
+        SearchDoc {
+            name: name.into(),
+            server: server.into(),
+            ..SearchDoc::default()
+        }
+    }
+
+    #[test]
+    fn synthesis_is_deterministic_and_sized() {
+        let real = [doc("a", "x"), doc("a", "y"), doc("b", "z")];
+        let one = synthesize(&real, 10);
+        assert_eq!(one.len(), 10);
+        assert_eq!(one, synthesize(&real, 10));
+        assert_eq!(&one[..3], &real);
+        // Tools of one server share its variant name.
+        assert_eq!(one[3].server, one[4].server);
+        assert_ne!(one[3].server, "a");
+        assert!(one[3].server.ends_with("-a"));
+        assert!(synthesize(&[], 5).is_empty());
+    }
+
+    #[test]
+    fn latency_runs_without_datasets() {
+        let report = latency(Path::new("/nonexistent"), 100, &[], 1);
+        assert_eq!(report.tools, 100);
+        assert!(report.source.starts_with("generated"));
+        assert_eq!(report.rows.len(), 2);
+        assert!(report.to_string().contains("| ours |"));
+    }
+
+    /// `cargo test --release -p quiver-edge latency_at_10k_tools -- --ignored --nocapture`
+    #[test]
+    #[ignore = "prints a latency table; run in release"]
+    fn latency_at_10k_tools() -> anyhow::Result<()> {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let datasets = root.join("../shared/datasets");
+        if !datasets.join("livemcpbench/tools.json").exists() {
+            eprintln!("skipping: datasets not found at {}", datasets.display());
+            return Ok(());
+        }
+        let queries: Vec<String> =
+            super::super::eval::load_queries(&root.join("tests/data/search/queries.json"))?
+                .into_iter()
+                .map(|q| q.query)
+                .collect();
+        println!("{}", latency(&datasets, 10_000, &queries, 20));
+        Ok(())
+    }
+}

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server
+# scenarios) against Quiver's edge in passthrough mode, fronting the fixture upstream
+# tests/conformance-upstream over stdio with an empty namespace. Scenarios listed in
+# tests/conformance/baseline.txt may fail; any other failure makes this script exit 1.
+#
+# Environment (all optional):
+#   QUIVER_CONFORMANCE_URL          test this MCP endpoint; start and build nothing
+#   QUIVER_CONFORMANCE_GATEWAY_CMD  command (bash) that serves MCP at
+#                                   http://127.0.0.1:$QUIVER_CONFORMANCE_PORT/mcp, instead
+#                                   of `quiver dev`; it sees QUIVER_CONFORMANCE_PORT,
+#                                   QUIVER_CONFORMANCE_CONFIG and QUIVER_CONFORMANCE_FIXTURE.
+#                                   To test the fixture directly:
+#                                   '"$QUIVER_CONFORMANCE_FIXTURE" --listen 127.0.0.1:$QUIVER_CONFORMANCE_PORT'
+#   QUIVER_CONFORMANCE_PORT         port for the gateway (default: a free one)
+#   QUIVER_CONFORMANCE_SUITE        all (default) | active | pending
+#   QUIVER_CONFORMANCE_SCENARIO     run only this scenario
+#   QUIVER_CONFORMANCE_BASELINE     baseline file (default tests/conformance/baseline.txt)
+#   QUIVER_CONFORMANCE_RESULTS      where per-run results go (default target/conformance)
+#   QUIVER_CONFORMANCE_STRICT=1     count WARNING checks as failures (the suite's own
+#                                   --expected-failures rule)
+#   QUIVER_CONFORMANCE_SKIP_BUILD=1 use the binaries already in the target directory
+#   QUIVER_CONFORMANCE_STARTUP_SECS how long to wait for the server to answer (default 60)
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+target_dir="${CARGO_TARGET_DIR:-${repo_root}/target}"
+fixture_bin="${target_dir}/debug/quiver-conformance-upstream"
+quiver_bin="${target_dir}/debug/quiver"
+baseline="${QUIVER_CONFORMANCE_BASELINE:-${repo_root}/tests/conformance/baseline.txt}"
+suite="${QUIVER_CONFORMANCE_SUITE:-all}"
+startup_secs="${QUIVER_CONFORMANCE_STARTUP_SECS:-60}"
+results_root="${QUIVER_CONFORMANCE_RESULTS:-${target_dir}/conformance}"
+
+log() { echo "conformance: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+work_dir="$(mktemp -d -t quiver-conformance.XXXXXX)"
+server_pid=""
+
+stop_server() {
+    [[ -n "${server_pid}" ]] || return 0
+    if kill -0 "${server_pid}" 2>/dev/null; then
+        # The server runs in its own process group (setsid), so this also ends the
+        # stdio upstream it spawned.
+        kill -TERM -- "-${server_pid}" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "${server_pid}" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL -- "-${server_pid}" 2>/dev/null || true
+    fi
+    wait "${server_pid}" 2>/dev/null || true
+    server_pid=""
+}
+
+cleanup() {
+    stop_server
+    rm -rf "${work_dir}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- (a) Node 22 and the conformance suite
+node_bin="$("${repo_root}/scripts/install-node-tools.sh")"
+conformance_js="${repo_root}/.tools/node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+[[ -f "${conformance_js}" ]] || die "${conformance_js} is missing; re-run scripts/install-node-tools.sh"
+
+# Polls host:port until a TCP connection succeeds, for at most startup_secs; fails
+# early if the server process we started has exited.
+wait_for_port() {
+    local host="$1" port="$2" deadline=$((SECONDS + startup_secs))
+    until (exec 3<>"/dev/tcp/${host}/${port}") 2>/dev/null; do
+        if [[ -n "${server_pid}" ]] && ! kill -0 "${server_pid}" 2>/dev/null; then
+            log "the server exited before listening; its output:"
+            tail -n 50 "${work_dir}/server.log" >&2 || true
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            log "nothing answered on ${host}:${port} within ${startup_secs}s"
+            [[ -f "${work_dir}/server.log" ]] && tail -n 50 "${work_dir}/server.log" >&2
+            return 1
+        fi
+        sleep 0.2
+    done
+}
+
+if [[ -n "${QUIVER_CONFORMANCE_URL:-}" ]]; then
+    url="${QUIVER_CONFORMANCE_URL}"
+    log "testing ${url} (QUIVER_CONFORMANCE_URL is set: nothing is built or started)"
+    read -r url_host url_port < <("${node_bin}" -e '
+        const u = new URL(process.argv[1]);
+        const port = u.port || (u.protocol === "https:" ? "443" : "80");
+        console.log(u.hostname.replace(/^\[|\]$/g, ""), port);' "${url}")
+    wait_for_port "${url_host}" "${url_port}" || die "${url} does not answer"
+else
+    # --- (b) build what we start
+    if [[ "${QUIVER_CONFORMANCE_SKIP_BUILD:-0}" != 1 ]]; then
+        build=(-p quiver-conformance-upstream --bin quiver-conformance-upstream)
+        # A custom server command may not need the gateway binary at all.
+        [[ -z "${QUIVER_CONFORMANCE_GATEWAY_CMD:-}" ]] && build+=(-p quiver --bin quiver)
+        log "cargo build ${build[*]}"
+        (cd "${repo_root}" && cargo build "${build[@]}") >&2 || die "cargo build failed"
+    fi
+    [[ -x "${fixture_bin}" ]] || die "${fixture_bin} is missing; build quiver-conformance-upstream"
+
+    # --- (c) start the gateway in passthrough mode in front of the fixture
+    port="${QUIVER_CONFORMANCE_PORT:-$("${node_bin}" -e '
+        const s = require("net").createServer().listen(0, "127.0.0.1", () => {
+            console.log(s.address().port);
+            s.close();
+        });')}"
+    config="${work_dir}/quiver.toml"
+    # TOML basic strings take JSON string escaping for the characters a path may hold.
+    fixture_toml="$("${node_bin}" -e 'console.log(JSON.stringify(process.argv[1]))' "${fixture_bin}")"
+    cat >"${config}" <<EOF
+[edge]
+listen = "127.0.0.1:${port}"
+default_mode = "passthrough"
+
+[[upstream]]
+id = "conformance"
+namespace = ""          # expose the fixture's tool names unprefixed
+transport = "stdio"
+command = ${fixture_toml}
+args = ["--stdio"]
+EOF
+
+    export QUIVER_CONFORMANCE_PORT="${port}" QUIVER_CONFORMANCE_CONFIG="${config}" \
+        QUIVER_CONFORMANCE_FIXTURE="${fixture_bin}"
+    if [[ -n "${QUIVER_CONFORMANCE_GATEWAY_CMD:-}" ]]; then
+        server_cmd=(bash -c "exec ${QUIVER_CONFORMANCE_GATEWAY_CMD}")
+    else
+        [[ -x "${quiver_bin}" ]] || die "${quiver_bin} is missing; build the quiver binary"
+        server_cmd=("${quiver_bin}" dev --config "${config}" --listen "127.0.0.1:${port}")
+    fi
+    log "starting: ${server_cmd[*]}"
+    (cd "${work_dir}" && exec setsid "${server_cmd[@]}") >"${work_dir}/server.log" 2>&1 &
+    server_pid=$!
+    wait_for_port 127.0.0.1 "${port}" || die "the server did not come up"
+    url="http://127.0.0.1:${port}/mcp"
+fi
+
+# --- run the suite
+run_dir="${results_root}/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
+mkdir -p "${run_dir}"
+suite_args=(server --url "${url}" --output-dir "${run_dir}")
+if [[ -n "${QUIVER_CONFORMANCE_SCENARIO:-}" ]]; then
+    suite_args+=(--scenario "${QUIVER_CONFORMANCE_SCENARIO}")
+else
+    suite_args+=(--suite "${suite}")
+fi
+log "running: node dist/index.js ${suite_args[*]}"
+# The suite's exit code only counts FAILURE checks and knows nothing of our baseline;
+# the verdict below is made from the per-scenario checks.json files instead.
+(cd "${run_dir}" && "${node_bin}" "${conformance_js}" "${suite_args[@]}") \
+    >"${run_dir}/suite.log" 2>&1 || true
+stop_server
+
+# One line per scenario: name, verdict (pass|warn|fail), failed/warned check ids.
+"${node_bin}" - "${run_dir}" "${QUIVER_CONFORMANCE_SCENARIO:-}" >"${run_dir}/verdicts.tsv" <<'JS'
+const fs = require("fs");
+const path = require("path");
+const [runDir, only] = process.argv.slice(2);
+const verdicts = new Map();
+// The suite names result folders server-<scenario>-<ISO timestamp with - for :.>.
+const folder = /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
+for (const entry of fs.readdirSync(runDir)) {
+    const m = folder.exec(entry);
+    const file = path.join(runDir, entry, "checks.json");
+    if (!m || !fs.existsSync(file)) continue;
+    let checks;
+    try { checks = JSON.parse(fs.readFileSync(file, "utf8")); } catch { checks = null; }
+    if (!Array.isArray(checks)) { verdicts.set(m[1], ["fail", "unreadable checks.json"]); continue; }
+    const notes = (status) => checks
+        .filter((c) => c.status === status)
+        .map((c) => `${status} ${c.id}` +
+            (c.errorMessage ? `: ${String(c.errorMessage).replace(/\s+/g, " ").slice(0, 200)}` : ""));
+    const failed = notes("FAILURE"), warned = notes("WARNING");
+    const verdict = failed.length ? "fail" : warned.length ? "warn" : "pass";
+    verdicts.set(m[1], [verdict, [...failed, ...warned].join("; ")]);
+}
+// A scenario that threw never writes checks.json; the log still names it.
+const log = fs.readFileSync(path.join(runDir, "suite.log"), "utf8");
+const attempted = [...log.matchAll(/^=== Running scenario: (.+) ===$/gm)].map((m) => m[1]);
+if (only) attempted.push(only);
+for (const name of attempted) {
+    if (!verdicts.has(name)) verdicts.set(name, ["fail", "no checks.json (scenario crashed)"]);
+}
+for (const [name, [verdict, notes]] of [...verdicts].sort()) {
+    console.log(`${name}\t${verdict}\t${notes}`);
+}
+JS
+
+# --- compare with the baseline
+declare -A allowed=()
+if [[ -f "${baseline}" ]]; then
+    while IFS= read -r line || [[ -n "${line}" ]]; do
+        name="${line%%#*}"
+        name="${name//[[:space:]]/}"
+        [[ -n "${name}" ]] && allowed["${name}"]=1
+    done <"${baseline}"
+else
+    log "warning: no baseline at ${baseline}; every failure counts"
+fi
+
+declare -A seen=()
+unexpected=0 expected=0 passed=0 total=0
+printf '\n%-32s %s\n' "SCENARIO" "RESULT" >&2
+while IFS=$'\t' read -r name verdict notes; do
+    [[ -n "${name}" ]] || continue
+    seen["${name}"]=1
+    total=$((total + 1))
+    failing=0
+    [[ "${verdict}" == fail ]] && failing=1
+    [[ "${verdict}" == warn && "${QUIVER_CONFORMANCE_STRICT:-0}" == 1 ]] && failing=1
+    if ((failing)); then
+        if [[ -n "${allowed[${name}]:-}" ]]; then
+            result="FAIL (in baseline)"
+            expected=$((expected + 1))
+        else
+            result="FAIL"
+            unexpected=$((unexpected + 1))
+        fi
+    else
+        passed=$((passed + 1))
+        result="pass"
+        [[ "${verdict}" == warn ]] && result="pass (with warnings)"
+        if [[ -n "${allowed[${name}]:-}" ]]; then
+            result="${result}; warning: in baseline but passes, remove it"
+        fi
+    fi
+    printf '%-32s %s%s\n' "${name}" "${result}" "${notes:+  [${notes}]}" >&2
+done <"${run_dir}/verdicts.tsv"
+
+for name in "${!allowed[@]}"; do
+    [[ -n "${seen[${name}]:-}" ]] || \
+        log "warning: baseline entry '${name}' did not run (unknown scenario, or filtered out)"
+done
+
+printf '\n' >&2
+log "${passed}/${total} scenarios passed, ${expected} failed as allowed by the baseline, ${unexpected} failed unexpectedly"
+log "suite output and checks.json files: ${run_dir}"
+if ((total == 0)); then
+    log "error: no scenario ran; see ${run_dir}/suite.log"
+    tail -n 30 "${run_dir}/suite.log" >&2 || true
+    exit 1
+fi
+if ((unexpected > 0)); then
+    log "error: unexpected failures; details in ${run_dir}/suite.log"
+    exit 1
+fi

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds Quiver (release) and runs `quiver dev`. Arguments are passed through,
+# e.g. `scripts/dev.sh --catalog ../shared/datasets/livemcpbench/tools.json`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cargo build --release --bin quiver
+exec target/release/quiver dev "$@"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building and testing Quiver needs, only when it is missing:
+# cmake, the SIMDe headers and protoc from Debian's packages. Idempotent; safe
+# to run on every build. (Node.js 22 and the MCP conformance suite are installed
+# by scripts/install-node-tools.sh, which the test script calls.)
+set -euo pipefail
+
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+[ -d /usr/include/simde ] || need+=(libsimde-dev)
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+command -v cc >/dev/null 2>&1 || need+=(build-essential)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps: installing ${need[*]}" >&2
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root (or sudo) to install ${need[*]}" >&2; exit 1; }
+    sudo_cmd=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+command -v cargo >/dev/null 2>&1 || { echo "install-deps: cargo is missing; install Rust 1.95 with rustup first" >&2; exit 1; }

@@ -1,0 +1,143 @@
+//! Shared pieces of the integration tests: start real `quiver` processes on
+//! loopback and talk to them with real rmcp clients.
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+use rmcp::{
+    ClientHandler, RoleClient, ServiceExt,
+    model::{CallToolRequestParams, CallToolResult, JsonObject},
+    service::{NotificationContext, RunningService},
+    transport::StreamableHttpClientTransport,
+};
+use serde_json::Value;
+
+/// The `quiver` binary under test.
+pub fn quiver_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_quiver")
+}
+
+/// The shared datasets folder, if present.
+pub fn datasets() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets");
+    dir.join("livemcpbench/tools.json").exists().then_some(dir)
+}
+
+/// A running `quiver dev` (killed on drop).
+pub struct QuiverDev {
+    child: Child,
+    /// Base MCP URL, e.g. `http://127.0.0.1:41234/mcp`.
+    pub url: String,
+    /// The startup line.
+    pub banner: String,
+}
+
+impl QuiverDev {
+    /// Starts `quiver dev --listen 127.0.0.1:0 <args>` and waits for its startup line.
+    pub fn start(args: &[&str]) -> QuiverDev {
+        let mut child = Command::new(quiver_bin())
+            .arg("dev")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn quiver dev");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let banner = rx.recv_timeout(Duration::from_secs(120)).expect("quiver dev printed no startup line");
+        let url = banner
+            .split_whitespace()
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
+            .unwrap_or_else(|| panic!("no URL in startup line: {banner}"))
+            .to_string();
+        QuiverDev { child, url, banner }
+    }
+
+    /// URL of one mode's endpoint.
+    pub fn mode_url(&self, mode: &str) -> String {
+        format!("{}/{mode}", self.url)
+    }
+
+    /// `host:port` of the listener.
+    pub fn authority(&self) -> String {
+        self.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string()
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for QuiverDev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client handler that reports `tools/list_changed` on a channel.
+#[derive(Clone)]
+pub struct Watcher {
+    pub changed: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+}
+
+/// A plain rmcp client over Streamable HTTP.
+pub async fn connect(url: &str) -> RunningService<RoleClient, ()> {
+    ().serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("MCP client connects")
+}
+
+/// A client that reports tool-list changes.
+pub async fn connect_watching(url: &str) -> (RunningService<RoleClient, Watcher>, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Watcher { changed: tx }
+        .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+        .await
+        .expect("MCP client connects");
+    (client, rx)
+}
+
+/// Calls a tool with JSON arguments.
+pub async fn call<S: rmcp::Service<RoleClient>>(client: &RunningService<RoleClient, S>, name: &str, args: Value) -> CallToolResult {
+    let arguments: Option<JsonObject> = args.as_object().cloned();
+    let mut params = CallToolRequestParams::new(name.to_string());
+    params.arguments = arguments;
+    client.call_tool(params).await.unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}"))
+}
+
+/// All text content of a result, joined.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .filter_map(|v| v.get("text").and_then(Value::as_str).map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Writes `contents` to `name` in `dir` and returns the path.
+pub fn write_file(dir: &Path, name: &str, contents: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).expect("write file");
+    path
+}

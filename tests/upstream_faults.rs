@@ -1,0 +1,127 @@
+//! Upstream faults through a running `quiver dev`: an upstream that is down at
+//! start (and comes up later), one that dies mid-call, one that hangs, and one
+//! that changes its tool list. The edge keeps serving through all of them.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::{QuiverDev, call, connect, connect_watching, quiver_bin, text, write_file};
+
+fn hooks_upstream(id: &str, server: &str, extra: &str) -> String {
+    format!(
+        "[[upstream]]\nid = \"{id}\"\ntransport = \"stdio\"\ncommand = \"{bin}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"{server}\", \"--test-hooks\", \"--stdio\"]\n{extra}\n",
+        bin = quiver_bin()
+    )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = format!(
+        "{}\n[[upstream]]\nid = \"missing\"\ntransport = \"stdio\"\ncommand = \"/nonexistent/quiver-no-such-server\"\n\n[[upstream]]\nid = \"late\"\ntransport = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nconnect_timeout_ms = 1000\n",
+        hooks_upstream("weather", "weather", "")
+    );
+    let path = write_file(dir.path(), "quiver.toml", &config);
+
+    tracing::info!("--- start with two of three upstreams unreachable");
+    let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
+    let (client, mut changed) = connect_watching(&dev.url).await;
+    let names: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    assert!(names.iter().any(|n| n == "weather__get_forecast"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("late__") || n.starts_with("missing__")));
+    let ok = call(&client, "weather__get_current_conditions", json!({"city": "Oslo"})).await;
+    assert_ne!(ok.is_error, Some(true), "{}", text(&ok));
+
+    let status: serde_json::Value =
+        reqwest::get(format!("http://{}/status", dev.authority())).await.unwrap().json().await.unwrap();
+    let upstreams = status["upstreams"].as_array().unwrap();
+    let missing = upstreams.iter().find(|u| u["id"] == "missing").unwrap();
+    assert_eq!(missing["state"], "down", "{status}");
+    assert!(missing["last_error"].as_str().unwrap().contains("cannot start"), "{status}");
+
+    tracing::info!("--- bring the late upstream up; discovery retries and publishes it");
+    let mut late = std::process::Command::new(quiver_bin())
+        .args(["mock-upstream", "--demo", "--server", "notes", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let appeared = async {
+        loop {
+            changed.recv().await.expect("notification channel open");
+            let tools = client.list_all_tools().await.unwrap();
+            if tools.iter().any(|t| t.name == "late__create_note") {
+                return;
+            }
+        }
+    };
+    let waited = tokio::time::timeout(Duration::from_secs(60), appeared).await;
+    let _ = late.kill();
+    waited.expect("the late upstream's tools were published and announced");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_dying_mid_call_is_reported_and_respawned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", ""));
+    let mut dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
+    let client = connect(&dev.url).await;
+
+    tracing::info!("--- the upstream process exits while handling the call");
+    let crashed = call(&client, "w__quiver_test_crash", json!({})).await;
+    assert_eq!(crashed.is_error, Some(true));
+    let message = text(&crashed);
+    assert!(message.contains("not retried"), "{message}");
+    assert!(!message.contains(quiver_bin()), "no paths leak: {message}");
+
+    tracing::info!("--- the next call re-spawns it");
+    let again = call(&client, "w__get_forecast", json!({"city": "Rome"})).await;
+    assert_ne!(again.is_error, Some(true), "{}", text(&again));
+    assert!(dev.is_running());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hung_upstream_times_out_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", "call_timeout_ms = 300"));
+    let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
+    let client = connect(&dev.url).await;
+    let hung = call(&client, "w__quiver_test_sleep", json!({"ms": 20000})).await;
+    assert_eq!(hung.is_error, Some(true));
+    assert!(text(&hung).contains("did not answer within"), "{}", text(&hung));
+    let fine = call(&client, "w__get_forecast", json!({"city": "Rome"})).await;
+    assert_ne!(fine.is_error, Some(true), "{}", text(&fine));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_tool_list_change_reaches_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", ""));
+    let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
+    let (client, mut changed) = connect_watching(&dev.url).await;
+    assert!(!client.list_all_tools().await.unwrap().iter().any(|t| t.name == "w__fresh_tool"));
+
+    let added = call(&client, "w__quiver_test_add_tool", json!({"name": "fresh_tool"})).await;
+    assert_ne!(added.is_error, Some(true), "{}", text(&added));
+    let appeared = async {
+        loop {
+            changed.recv().await.expect("notification channel open");
+            if client.list_all_tools().await.unwrap().iter().any(|t| t.name == "w__fresh_tool") {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), appeared).await.expect("list_changed announced the new tool");
+    let result = call(&client, "w__fresh_tool", json!({})).await;
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    client.cancel().await.unwrap();
+}
