@@ -6,7 +6,15 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use anyhow::Context as _;
-use axum::{Json, Router, routing::get};
+use axum::{
+    Json, Router,
+    body::Body,
+    extract::{Request, State},
+    http::{Method, StatusCode},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::get,
+};
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
 };
@@ -40,6 +48,7 @@ pub fn router(gateway: Arc<Gateway>, bound: SocketAddr, shutdown: CancellationTo
     for mode in Mode::ALL {
         router = router.nest_service(&format!("/mcp/{mode}"), service_for(mode));
     }
+    let router = router.layer(middleware::from_fn_with_state(config.max_body_bytes, check_json_rpc));
     let status_gateway = gateway.clone();
     router
         .route("/healthz", get(|| async { "ok" }))
@@ -86,4 +95,57 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener, shutdown: Cance
         }
     }
     Ok(())
+}
+
+/// A JSON-RPC error response with HTTP status `status`.
+fn json_rpc_error(status: StatusCode, code: i64, message: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (status, Json(body)).into_response()
+}
+
+/// Refuses, before any session sees them, POST bodies that are too large, not
+/// JSON, or not JSON-RPC 2.0 messages, with a JSON-RPC error that says why.
+async fn check_json_rpc(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return json_rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("request body exceeds the limit of {limit} bytes; send a smaller message"),
+            );
+        }
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(e) => {
+            return json_rpc_error(StatusCode::BAD_REQUEST, -32700, format!("parse error: the body is not valid JSON ({e})"));
+        }
+        Ok(message) if !is_json_rpc(&message) => {
+            return json_rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "invalid request: expected a JSON-RPC 2.0 message such as {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{…}}".into(),
+            );
+        }
+        Ok(_) => {}
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// A request, notification or response object (or a batch of them).
+fn is_json_rpc(message: &serde_json::Value) -> bool {
+    match message {
+        serde_json::Value::Array(items) => !items.is_empty() && items.iter().all(is_json_rpc),
+        serde_json::Value::Object(obj) => {
+            obj.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")
+                && (obj.get("method").is_some_and(serde_json::Value::is_string)
+                    || obj.contains_key("result")
+                    || obj.contains_key("error"))
+        }
+        _ => false,
+    }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// One downstream MCP server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawUpstreamConfig")]
 pub struct UpstreamConfig {
     /// Unique id, `[a-zA-Z0-9_-]{1,48}`; the default namespace of its tools.
     pub id: String,
@@ -44,7 +44,7 @@ pub struct UpstreamConfig {
 
 /// The transport of an upstream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "transport", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "transport", rename_all = "snake_case")]
 pub enum Transport {
     /// A child process speaking MCP on stdin/stdout.
     Stdio {
@@ -80,6 +80,94 @@ pub struct ConfigError {
     pub key: &'static str,
     /// What is wrong and how to fix it.
     pub message: String,
+}
+
+/// The TOML shape: every key of every transport, so unknown keys are rejected
+/// by name and keys of the wrong transport are explained.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUpstreamConfig {
+    id: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    transport: String,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: Option<BTreeMap<String, String>>,
+    #[serde(default = "default_call_timeout_ms")]
+    call_timeout_ms: u64,
+    #[serde(default = "default_connect_timeout_ms")]
+    connect_timeout_ms: u64,
+    #[serde(default = "default_refresh_secs")]
+    refresh_interval_secs: u64,
+    #[serde(default)]
+    validation: quiver_proto::manifest::ValidationMode,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    group: String,
+}
+
+impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
+    type Error = String;
+
+    fn try_from(raw: RawUpstreamConfig) -> Result<Self, Self::Error> {
+        let id = raw.id.clone();
+        let misplaced = |key: &str, transport: &str| {
+            format!("upstream `{id}`: `{key}` only applies to transport = \"{transport}\"")
+        };
+        let transport = match raw.transport.as_str() {
+            "stdio" => {
+                if raw.url.is_some() {
+                    return Err(misplaced("url", "http"));
+                }
+                if raw.headers.is_some() {
+                    return Err(misplaced("headers", "http"));
+                }
+                Transport::Stdio {
+                    command: raw.command.ok_or_else(|| format!("upstream `{id}`: missing `command` (the program to run)"))?,
+                    args: raw.args.unwrap_or_default(),
+                    env: raw.env.unwrap_or_default(),
+                    cwd: raw.cwd,
+                }
+            }
+            "http" => {
+                for (key, present) in [("command", raw.command.is_some()), ("args", raw.args.is_some()), ("env", raw.env.is_some()), ("cwd", raw.cwd.is_some())] {
+                    if present {
+                        return Err(misplaced(key, "stdio"));
+                    }
+                }
+                Transport::Http {
+                    url: raw.url.ok_or_else(|| format!("upstream `{id}`: missing `url` (e.g. \"https://host/mcp\")"))?,
+                    headers: raw.headers.unwrap_or_default(),
+                }
+            }
+            other => return Err(format!("upstream `{id}`: transport = \"{other}\" is not known; use \"stdio\" or \"http\"")),
+        };
+        Ok(UpstreamConfig {
+            id: raw.id,
+            namespace: raw.namespace,
+            description: raw.description,
+            transport,
+            call_timeout_ms: raw.call_timeout_ms,
+            connect_timeout_ms: raw.connect_timeout_ms,
+            refresh_interval_secs: raw.refresh_interval_secs,
+            validation: raw.validation,
+            tags: raw.tags,
+            group: raw.group,
+        })
+    }
 }
 
 fn default_call_timeout_ms() -> u64 {
