@@ -124,6 +124,7 @@ impl Discovery {
                         tags: config.tags.clone(),
                         group: config.group.clone(),
                         validation: config.validation,
+                        features: upstream.features().await,
                         tools,
                     };
                     self.entries.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), entry);

@@ -60,7 +60,11 @@ fn same_content(a: &Manifest, b: &Manifest) -> bool {
     a.stub_hash == b.stub_hash
         && a.servers.len() == b.servers.len()
         && a.servers.iter().zip(&b.servers).all(|(x, y)| {
-            x.id == y.id && x.description == y.description && x.validation == y.validation && x.tags == y.tags
+            x.id == y.id
+                && x.description == y.description
+                && x.validation == y.validation
+                && x.tags == y.tags
+                && x.features == y.features
         })
         && a.tools.iter().zip(&b.tools).all(|(x, y)| x.canonical_json == y.canonical_json)
 }

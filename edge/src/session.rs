@@ -7,8 +7,11 @@ use std::{borrow::Cow, sync::Arc};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
-        ProtocolVersion, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
+        GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+        SubscribeRequestParams, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -16,7 +19,11 @@ use rmcp::{
 use crate::{
     gateway::Gateway,
     mode::Mode,
-    modes::{code, passthrough, search},
+    modes::{
+        code,
+        forwarded::{self, convert},
+        passthrough, search,
+    },
     suggest::{closest, unknown_tool_message},
 };
 
@@ -46,14 +53,46 @@ impl GatewaySession {
     }
 }
 
+impl GatewaySession {
+    fn passthrough_only(&self, method: &str) -> Result<(), ErrorData> {
+        if self.mode == Mode::Passthrough {
+            Ok(())
+        } else {
+            Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("{method} is served in passthrough mode only (path /mcp/passthrough)"),
+                None,
+            ))
+        }
+    }
+
+    async fn forward_subscription(&self, method: &str, uri: &str) -> Result<(), ErrorData> {
+        self.passthrough_only(method)?;
+        let view = self.gateway.view();
+        let server = forwarded::route_uri(&self.gateway, &view, uri).await?;
+        forwarded::send(&self.gateway, &server, method, serde_json::json!({"uri": uri})).await?;
+        Ok(())
+    }
+}
+
 impl ServerHandler for GatewaySession {
     fn get_info(&self) -> ServerConfig {
         let view = self.gateway.view();
-        let mut capabilities = ServerCapabilities::builder().enable_tools().enable_logging().build();
-        if self.mode == Mode::Passthrough {
-            if let Some(tools) = capabilities.tools.as_mut() {
-                tools.list_changed = Some(true);
-            }
+        let mut capabilities = if self.mode == Mode::Passthrough {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_logging()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_completions()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().enable_logging().build()
+        };
+        if self.mode != Mode::Passthrough {
+            capabilities.tools.get_or_insert_default().list_changed = None;
         }
         let instructions = match self.mode {
             Mode::Passthrough => passthrough::instructions(&view),
@@ -79,6 +118,89 @@ impl ServerHandler for GatewaySession {
     async fn set_level(&self, _request: SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         // Upstream log messages are relayed as they come; the level is accepted for conformance.
         Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.passthrough_only("resources/list")?;
+        convert(forwarded::list_resources(&self.gateway, &self.gateway.view(), false).await)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.passthrough_only("resources/templates/list")?;
+        convert(forwarded::list_resources(&self.gateway, &self.gateway.view(), true).await)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.passthrough_only("resources/read")?;
+        let view = self.gateway.view();
+        let server = forwarded::route_uri(&self.gateway, &view, &request.uri).await?;
+        let result = forwarded::send(&self.gateway, &server, "resources/read", serde_json::json!({"uri": request.uri})).await?;
+        Ok(ReadResourceResponse::Complete(convert::<ReadResourceResult>(result)?))
+    }
+
+    async fn subscribe(&self, request: SubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.forward_subscription("resources/subscribe", &request.uri).await
+    }
+
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.forward_subscription("resources/unsubscribe", &request.uri).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.passthrough_only("prompts/list")?;
+        convert(forwarded::list_prompts(&self.gateway, &self.gateway.view()).await)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.passthrough_only("prompts/get")?;
+        let view = self.gateway.view();
+        let (server, name) = forwarded::route_prompt(&self.gateway, &view, &request.name).await?;
+        let mut params = serde_json::json!({"name": name});
+        if let Some(arguments) = request.arguments {
+            params["arguments"] = serde_json::Value::Object(arguments.into_iter().collect());
+        }
+        let result = forwarded::send(&self.gateway, &server, "prompts/get", params).await?;
+        Ok(GetPromptResponse::Complete(convert::<GetPromptResult>(result)?))
+    }
+
+    async fn complete(&self, request: CompleteRequestParams, _context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
+        self.passthrough_only("completion/complete")?;
+        let view = self.gateway.view();
+        let mut params = serde_json::to_value(&request).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let server = match params["ref"]["type"].as_str() {
+            Some("ref/prompt") => {
+                let exposed = params["ref"]["name"].as_str().unwrap_or_default().to_string();
+                let (server, name) = forwarded::route_prompt(&self.gateway, &view, &exposed).await?;
+                params["ref"]["name"] = serde_json::Value::String(name);
+                server
+            }
+            Some("ref/resource") => {
+                let uri = params["ref"]["uri"].as_str().unwrap_or_default().to_string();
+                forwarded::route_uri(&self.gateway, &view, &uri).await?
+            }
+            _ => return Err(ErrorData::invalid_params("ref.type must be ref/prompt or ref/resource", None)),
+        };
+        convert(forwarded::send(&self.gateway, &server, "completion/complete", params).await?)
     }
 
     async fn list_tools(

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use quiver_upstream::{CallOptions, UpstreamError, UpstreamSet};
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::{CallToolResult, ClientRequest, JsonObject, ServerResult};
 
 /// One tool call, already checked against the caller's view and the tool's schema.
 #[derive(Debug, Clone)]
@@ -23,6 +23,15 @@ pub struct ToolCall {
 pub trait Dispatch: Send + Sync {
     /// Runs `call` once (never retried).
     fn call_tool(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>>;
+
+    /// Sends any other MCP request (resources, prompts, completion) to upstream
+    /// `server` once, for passthrough.
+    fn request<'a>(
+        &'a self,
+        server: &'a str,
+        request: ClientRequest,
+        options: CallOptions,
+    ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>>;
 }
 
 /// Runs calls on upstream connections held by this process.
@@ -49,5 +58,14 @@ impl Dispatch for LocalExecutor {
             tracing::debug!(tenant = %call.tenant, server = %call.server, tool = %call.tool, "dispatching tool call");
             upstream.call_tool(&call.tool, call.arguments, options).await
         })
+    }
+
+    fn request<'a>(
+        &'a self,
+        server: &'a str,
+        request: ClientRequest,
+        options: CallOptions,
+    ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
+        Box::pin(async move { self.upstreams.get(server)?.request(request, options).await })
     }
 }

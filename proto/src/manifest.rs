@@ -34,6 +34,10 @@ pub struct ServerEntry {
     /// How the edge validates call arguments for this server's tools.
     #[serde(default)]
     pub validation: ValidationMode,
+    /// Optional MCP features it serves besides tools (`completions`, `prompts`,
+    /// `resources`), sorted; passthrough forwards these.
+    #[serde(default)]
+    pub features: Vec<String>,
     /// Tools as the server listed them.
     pub tools: Vec<ToolDef>,
 }
@@ -88,6 +92,8 @@ pub struct ManifestServer {
     pub group: String,
     /// Argument validation mode.
     pub validation: ValidationMode,
+    /// Optional MCP features besides tools.
+    pub features: Vec<String>,
     /// Indices into [`Manifest::tools`] of this server's tools, in tool-name order.
     pub tools: Vec<usize>,
     /// Hash over this server's tool stub hashes, in order.
@@ -163,6 +169,7 @@ impl Manifest {
                 tags: e.tags.clone(),
                 group: e.group.clone(),
                 validation: e.validation,
+                features: e.features.clone(),
                 tools: Vec::new(),
                 stub_hash: StubHash([0; 32]),
             })
@@ -248,6 +255,7 @@ impl Manifest {
                 tags: s.tags.clone(),
                 group: s.group.clone(),
                 validation: s.validation,
+                features: s.features.clone(),
                 tools: s.tools.iter().map(|&i| (*self.tools[i].def).clone()).collect(),
             })
             .collect()
@@ -267,6 +275,7 @@ impl Manifest {
                     tags: s.tags.clone(),
                     group: s.group.clone(),
                     validation: s.validation.as_str().to_string(),
+                    features: s.features.clone(),
                 })
                 .collect(),
             tools: self
@@ -296,6 +305,7 @@ impl Manifest {
                 tags: s.tags.clone(),
                 group: s.group.clone(),
                 validation: ValidationMode::parse(&s.validation),
+                features: s.features.clone(),
                 tools: Vec::new(),
             })
             .collect();

@@ -31,6 +31,7 @@ fn entries(catalog: Catalog) -> Vec<ServerEntry> {
             tags: Vec::new(),
             group: String::new(),
             validation: Default::default(),
+            features: Vec::new(),
             tools: server.tools,
         })
         .collect()

@@ -177,6 +177,15 @@ impl Dispatch for NoDispatch {
     fn call_tool(&self, call: ToolCall, _options: CallOptions) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move { Err(UpstreamError::Unknown(call.server)) })
     }
+
+    fn request<'a>(
+        &'a self,
+        server: &'a str,
+        _request: rmcp::model::ClientRequest,
+        _options: CallOptions,
+    ) -> BoxFuture<'a, Result<rmcp::model::ServerResult, UpstreamError>> {
+        Box::pin(async move { Err(UpstreamError::Unknown(server.to_string())) })
+    }
 }
 
 /// The first `limit` tools of `catalog`, in file order, as manifest entries.
@@ -196,6 +205,7 @@ fn truncated_entries(catalog: &Catalog, limit: usize) -> Vec<ServerEntry> {
             tags: Vec::new(),
             group: String::new(),
             validation: Default::default(),
+            features: Vec::new(),
             tools,
         });
     }

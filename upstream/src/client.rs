@@ -8,10 +8,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::Arc,
 };
 
 use futures::future::BoxFuture;
@@ -20,7 +17,7 @@ use rmcp::{
     model::{
         ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
         ElicitRequestParams, ElicitResult, Implementation, LoggingMessageNotificationParam,
-        NumberOrString, ProgressNotificationParam, ProgressToken,
+        ProgressNotificationParam, ProgressToken,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -45,60 +42,64 @@ pub trait CallSink: Send + Sync {
     fn elicit(&self, params: ElicitRequestParams) -> SinkFuture<'_, Result<ElicitResult, ErrorData>>;
 }
 
-/// The calls in flight on one connection, keyed by the progress token Quiver sent.
+/// The calls in flight on one connection, keyed by the progress token rmcp put
+/// on the request. Registration happens under the lock that the handler also
+/// takes, so a notification racing the registration waits for it.
 #[derive(Default)]
 pub(crate) struct InFlight {
-    next: AtomicU64,
-    calls: Mutex<HashMap<u64, Arc<dyn CallSink>>>,
+    calls: tokio::sync::Mutex<HashMap<ProgressToken, Arc<dyn CallSink>>>,
 }
 
 impl InFlight {
-    /// Registers a call; the guard removes it when dropped.
-    pub(crate) fn register(self: &Arc<Self>, sink: Arc<dyn CallSink>) -> InFlightGuard {
-        let key = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        self.lock().insert(key, sink);
-        InFlightGuard { key, in_flight: self.clone() }
+    /// Locks the registry; hold it while sending a call and registering its token.
+    pub(crate) async fn lock(&self) -> tokio::sync::MutexGuard<'_, HashMap<ProgressToken, Arc<dyn CallSink>>> {
+        self.calls.lock().await
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<dyn CallSink>>> {
-        self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn CallSink>> {
-        let key = match &token.0 {
-            NumberOrString::String(s) => s.strip_prefix("quiver-")?.parse().ok()?,
-            NumberOrString::Number(_) => return None,
-        };
-        self.lock().get(&key).cloned()
+    async fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn CallSink>> {
+        self.calls.lock().await.get(token).cloned()
     }
 
     /// The single caller a message without a token can be attributed to. With
     /// several calls in flight the message cannot be attributed safely (it could
     /// leak one caller's data to another), so there is none.
-    fn sole(&self) -> Option<Arc<dyn CallSink>> {
-        let calls = self.lock();
+    async fn sole(&self) -> Option<Arc<dyn CallSink>> {
+        let calls = self.calls.lock().await;
         let mut sinks = calls.values();
         let first = sinks.next()?;
         sinks.all(|s| Arc::ptr_eq(s, first)).then(|| first.clone())
     }
-}
 
-/// Keeps a call registered while it runs.
-pub(crate) struct InFlightGuard {
-    key: u64,
-    in_flight: Arc<InFlight>,
-}
-
-impl InFlightGuard {
-    /// The progress token to send with the call.
-    pub(crate) fn token(&self) -> ProgressToken {
-        ProgressToken(NumberOrString::String(format!("quiver-{}", self.key).into()))
+    async fn attribute(&self, token: Option<ProgressToken>) -> Option<Arc<dyn CallSink>> {
+        if let Some(token) = token {
+            if let Some(sink) = self.by_token(&token).await {
+                return Some(sink);
+            }
+        }
+        self.sole().await
     }
+}
+
+/// Removes a call from the registry when dropped.
+pub(crate) struct InFlightGuard {
+    pub(crate) token: ProgressToken,
+    pub(crate) in_flight: Arc<InFlight>,
 }
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
-        self.in_flight.lock().remove(&self.key);
+        // Removal needs the async lock; take it now if free, else finish on the runtime.
+        if let Ok(mut calls) = self.in_flight.calls.try_lock() {
+            calls.remove(&self.token);
+            return;
+        }
+        let in_flight = self.in_flight.clone();
+        let token = self.token.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                in_flight.calls.lock().await.remove(&token);
+            });
+        }
     }
 }
 
@@ -138,11 +139,10 @@ impl ClientHandler for UpstreamClient {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let sink = context
-            .meta
-            .get_progress_token()
-            .and_then(|t| self.in_flight.by_token(&t))
-            .or_else(|| self.in_flight.sole())
+        let sink = self
+            .in_flight
+            .attribute(context.meta.get_progress_token())
+            .await
             .ok_or_else(|| unattributable("sampling/createMessage"))?;
         sink.create_message(params).await
     }
@@ -152,17 +152,16 @@ impl ClientHandler for UpstreamClient {
         params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let sink = context
-            .meta
-            .get_progress_token()
-            .and_then(|t| self.in_flight.by_token(&t))
-            .or_else(|| self.in_flight.sole())
+        let sink = self
+            .in_flight
+            .attribute(context.meta.get_progress_token())
+            .await
             .ok_or_else(|| unattributable("elicitation/create"))?;
         sink.elicit(params).await
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        if let Some(sink) = self.in_flight.by_token(&params.progress_token) {
+        if let Some(sink) = self.in_flight.by_token(&params.progress_token).await {
             sink.progress(params.progress, params.total, params.message).await;
         }
     }
@@ -172,7 +171,7 @@ impl ClientHandler for UpstreamClient {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        match self.in_flight.sole() {
+        match self.in_flight.sole().await {
             Some(sink) => sink.log(params).await,
             None => tracing::debug!(logger = ?params.logger, "upstream log message not attributable to one caller"),
         }

@@ -12,7 +12,7 @@ use rmcp::{
     RoleClient, ServiceError, ServiceExt,
     model::{
         CallToolRequest, CallToolRequestParams, CancelledNotificationParam, CallToolResult, ClientRequest, JsonObject, ListToolsRequest,
-        PaginatedRequestParams, RequestMetaObject, ServerResult,
+        PaginatedRequestParams, ServerResult,
     },
     service::{PeerRequestOptions, RunningServiceCancellationToken},
     transport::{
@@ -25,7 +25,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    client::{CallSink, ClientSignal, InFlight, UpstreamClient},
+    client::{CallSink, ClientSignal, InFlight, InFlightGuard, UpstreamClient},
     config::{Transport, UpstreamConfig},
     error::UpstreamError,
 };
@@ -351,28 +351,47 @@ impl Upstream {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<CallToolResult, UpstreamError> {
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        match self.request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), options).await? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            other => Err(UpstreamError::Protocol {
+                id: self.config.id.clone(),
+                detail: format!("expected a tools/call result, got {}", response_kind(&other)),
+            }),
+        }
+    }
+
+    /// Sends one request (resources, prompts, completion, a tool call…) once and
+    /// returns the upstream's result. Never retried once sent.
+    pub async fn request(
+        self: &Arc<Self>,
+        request: ClientRequest,
+        options: CallOptions,
+    ) -> Result<ServerResult, UpstreamError> {
         let timeout = options.timeout.unwrap_or_else(|| self.config.call_timeout());
         let peer = tokio::select! {
             peer = self.peer() => peer?,
             () = options.cancel.cancelled() => return Err(UpstreamError::Cancelled { id: self.config.id.clone() }),
         };
-        let guard = options.sink.map(|sink| self.in_flight.register(sink));
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        params.arguments = arguments;
-        if let Some(guard) = &guard {
-            params.meta = Some(RequestMetaObject::with_progress_token(guard.token()));
-        }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // rmcp assigns the progress token while sending; register it before any
+        // notification about it can be handled.
+        let mut registry = self.in_flight.lock().await;
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| match e {
                 // The request never left: safe to report as unavailable.
                 ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                    self.unavailable("connection closed before the call was sent".into())
+                    self.unavailable("connection closed before the request was sent".into())
                 }
                 other => self.service_error(other, timeout),
             })?;
+        let guard = options.sink.map(|sink| {
+            registry.insert(handle.progress_token.clone(), sink);
+            InFlightGuard { token: handle.progress_token.clone(), in_flight: self.in_flight.clone() }
+        });
+        drop(registry);
         let id = handle.id.clone();
         let response = tokio::select! {
             response = tokio::time::timeout(timeout, handle.await_response()) => response,
@@ -394,16 +413,31 @@ impl Upstream {
                     .await;
                 Err(UpstreamError::Timeout { id: self.config.id.clone(), timeout })
             }
-            Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
-            Ok(Ok(other)) => Err(UpstreamError::Protocol {
-                id: self.config.id.clone(),
-                detail: format!("expected a tools/call result, got {}", response_kind(&other)),
-            }),
+            Ok(Ok(result)) => Ok(result),
             Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 Err(UpstreamError::LostDuringCall { id: self.config.id.clone() })
             }
             Ok(Err(e)) => Err(self.service_error(e, timeout)),
         }
+    }
+
+    /// Optional MCP features the server declared at initialize (`resources`,
+    /// `prompts`, `completions`), once connected.
+    pub async fn features(&self) -> Vec<String> {
+        let live = self.live.lock().await;
+        let Some(info) = live.as_ref().and_then(|l| l.peer.peer_info()) else { return Vec::new() };
+        let caps = &info.capabilities;
+        let mut features = Vec::new();
+        if caps.completions.is_some() {
+            features.push("completions".to_string());
+        }
+        if caps.prompts.is_some() {
+            features.push("prompts".to_string());
+        }
+        if caps.resources.is_some() {
+            features.push("resources".to_string());
+        }
+        features
     }
 
     fn service_error(&self, error: ServiceError, timeout: Duration) -> UpstreamError {

@@ -2,6 +2,7 @@
 //! session's [`ToolView`], so nothing outside the view can appear in it.
 
 pub mod code;
+pub mod forwarded;
 pub mod passthrough;
 pub mod search;
 

@@ -27,10 +27,16 @@ pub struct SearchParam {
     pub description: String,
 }
 
+/// Keys that mark an object as a JSON Schema rather than a sketch of arguments.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "type", "properties", "$ref", "$schema", "anyOf", "oneOf", "allOf", "items", "required",
+];
+
 impl SearchParam {
     /// The top-level parameters of a JSON Schema: each key of `properties`
     /// with its `description`. Schemas that are not objects give no parameters;
-    /// a schema stored as a JSON string is parsed first.
+    /// a schema stored as a JSON string is parsed first, and one that does not
+    /// parse becomes a single unnamed parameter described by its text.
     ///
     /// ```
     /// use quiver_edge::search::SearchParam;
@@ -54,17 +60,26 @@ impl SearchParam {
                             .to_owned(),
                     })
                     .collect(),
+                // Not a JSON Schema but a sketch of the arguments
+                // (`{"entity_id": "string"}`): its keys are the parameters.
+                None if !object.keys().any(|k| SCHEMA_KEYWORDS.contains(&k.as_str())) => object
+                    .iter()
+                    .map(|(name, sketch)| SearchParam {
+                        name: name.clone(),
+                        description: sketch.as_str().unwrap_or_default().to_owned(),
+                    })
+                    .collect(),
                 _ => Vec::new(),
             },
-            Value::String(text) => serde_json::from_str::<Value>(text)
-                .map(|parsed| {
-                    if parsed.is_string() {
-                        Vec::new()
-                    } else {
-                        SearchParam::from_schema(&parsed)
-                    }
-                })
-                .unwrap_or_default(),
+            Value::String(text) => match serde_json::from_str::<Value>(text) {
+                Ok(parsed) if !parsed.is_string() => SearchParam::from_schema(&parsed),
+                // Not JSON (some catalogues hold a sketch like `{"id":"string"}`
+                // with typos): its words still say what the tool takes.
+                _ => vec![SearchParam {
+                    name: String::new(),
+                    description: text.clone(),
+                }],
+            },
             _ => Vec::new(),
         }
     }
@@ -83,8 +98,12 @@ mod tests {
         assert_eq!(params.len(), 2);
         assert_eq!(params[1].description, "B");
         assert!(SearchParam::from_schema(&json!({"type": "object"})).is_empty());
+        let sketch = SearchParam::from_schema(&json!({"entity_id": "string", "area": "string?"}));
+        assert_eq!(sketch.len(), 2);
         assert!(SearchParam::from_schema(&json!(null)).is_empty());
-        assert!(SearchParam::from_schema(&json!("not json")).is_empty());
+        let sketch = SearchParam::from_schema(&json!("{\"state\": \"open|close|\"x\"}"));
+        assert_eq!(sketch.len(), 1);
+        assert!(sketch[0].description.contains("open|close"));
         let text = json!("{\"properties\": {\"q\": {\"description\": \"query\"}}}");
         assert_eq!(SearchParam::from_schema(&text)[0].name, "q");
     }

@@ -52,6 +52,12 @@ fn irregular(word: &str) -> Option<&'static str> {
         "analysis" | "analyses" | "analyse" | "analysing" | "analysed" | "analyze"
         | "analyzing" | "analyzed" | "analyzer" | "analyser" | "analytics" | "analytic"
         | "analytical" => "analyz",
+        "conversion" | "conversions" => "convert",
+        // Words Porter would merge with an unrelated verb ("terminal" and
+        // "terminate" both become "termin").
+        "terminal" | "terminals" => "terminal",
+        "general" | "generally" => "general",
+        "national" => "national",
         "children" => "child",
         "people" => "person",
         "indices" => "index",
@@ -362,6 +368,7 @@ mod tests {
         same(&["calculate", "calculates", "calculation", "calculator"]);
         same(&["organize", "organise", "organization", "organisation"]);
         same(&["analysis", "analyze", "analyse", "analytics"]);
+        same(&["terminate", "terminated", "terminating"]);
         same(&["generate", "generates", "generating", "generation"]);
         same(&["navigate", "navigation", "navigating"]);
         same(&["translate", "translation", "translating"]);
@@ -391,5 +398,7 @@ mod tests {
         assert_ne!(stem("direction"), stem("directory"));
         assert_ne!(stem("price"), stem("prize"));
         assert_ne!(stem("note"), stem("node"));
+        assert_ne!(stem("terminal"), stem("terminate"));
+        assert_ne!(stem("general"), stem("generate"));
     }
 }
