@@ -46,7 +46,9 @@ pub const MAX_DECLARATION_BYTES: usize = 16 * 1024;
 /// Longest signature, in characters.
 pub const MAX_SIGNATURE_CHARS: usize = 200;
 /// Longest summary, in characters.
-pub const MAX_SUMMARY_CHARS: usize = 120;
+pub const MAX_SUMMARY_CHARS: usize = 90;
+/// Optional arguments are shown in a signature only while it stays within this many characters.
+pub const SIGNATURE_OPTIONAL_BUDGET: usize = 80;
 
 /// Schema nodes lowered per type, at most.
 const MAX_NODES: usize = 2_000;
@@ -886,22 +888,31 @@ fn write_compact(out: &mut String, ty: &Ty, depth: usize) {
         }
         Ty::Object(object) => {
             out.push('{');
+            let mut skipped_optional = false;
             for (i, prop) in object.props.iter().enumerate() {
+                let mut piece = String::new();
                 if i > 0 {
-                    out.push_str(", ");
+                    piece.push_str(", ");
                 }
-                out.push_str(&property_key(&prop.name));
+                piece.push_str(&property_key(&prop.name));
                 if prop.optional {
-                    out.push('?');
+                    piece.push('?');
                 }
-                out.push_str(": ");
-                write_compact(out, &prop.ty, depth + 1);
+                piece.push_str(": ");
+                write_compact(&mut piece, &prop.ty, depth + 1);
+                // Required arguments always show; optional ones only while the
+                // line stays short (describe shows them all).
+                if prop.optional && out.chars().count() + piece.chars().count() > SIGNATURE_OPTIONAL_BUDGET {
+                    skipped_optional = true;
+                    break;
+                }
+                out.push_str(&piece);
                 if out.len() > 4 * MAX_SIGNATURE_CHARS {
                     return;
                 }
             }
-            if object.omitted > 0 {
-                out.push_str(", …");
+            if object.omitted > 0 || skipped_optional {
+                out.push_str(if out.ends_with('{') { "…" } else { ", …" });
             } else if let Some(value) = &object.index {
                 if !object.props.is_empty() {
                     out.push_str(", ");
@@ -1505,11 +1516,17 @@ mod tests {
         });
         assert_eq!(
             rendered(schema).signature,
-            r#"srv.run({owner: string, labels?: string[], list?: {…}[], mode?: "a"|"b"|…, nested?: {…}, two?: "x"|"y"})"#
+            r#"srv.run({owner: string, labels?: string[], list?: {…}[], mode?: "a"|"b"|…, …})"#
         );
         assert_eq!(
             rendered(json!({"type": "object", "properties": {}})).signature,
             "srv.run()"
+        );
+        // Only optional arguments, all too long to show: no dangling comma.
+        let long = "x".repeat(120);
+        assert_eq!(
+            rendered(json!({"type": "object", "properties": {long: {"type": "string"}}})).signature,
+            "srv.run({…})"
         );
     }
 
@@ -1518,8 +1535,12 @@ mod tests {
         let properties: Map<String, Value> = (0..60)
             .map(|i| (format!("参数{i}"), json!({"type": "string"})))
             .collect();
-        let signature = rendered(json!({"type": "object", "properties": properties})).signature;
-        assert_eq!(signature.chars().count(), MAX_SIGNATURE_CHARS);
+        let required: Vec<String> = properties.keys().cloned().collect();
+        let signature =
+            rendered(json!({"type": "object", "properties": properties, "required": required}))
+                .signature;
+        let chars = signature.chars().count();
+        assert!(chars <= MAX_SIGNATURE_CHARS && chars > MAX_SIGNATURE_CHARS - 5, "{chars}");
         assert!(signature.ends_with('…'));
     }
 

@@ -80,7 +80,7 @@ declare namespace tools.github {
     assert_eq!(stub.declaration, expected);
     assert_eq!(
         stub.signature,
-        r#"github.create_issue({owner: string, repo: string, title: string, assignee?: {…}, body?: string|null, labels?: string[], priority?: "low"|"normal"|"high", "x-trace-id"?: string})"#
+        r#"github.create_issue({owner: string, repo: string, title: string, assignee?: {…}, …})"#
     );
     assert_eq!(stub.summary, "Create a new issue in a GitHub repository.");
     // The hash every node must agree on for this declaration.

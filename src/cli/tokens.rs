@@ -131,7 +131,26 @@ fn mode_report(tokenizers: &Tokenizers, mode: Mode, up: &UpFront) -> Value {
         let max_cl = counts.iter().map(|c| c.0).max().unwrap_or(0);
         let max_o = counts.iter().map(|c| c.1).max().unwrap_or(0);
         let mean_cl = counts.iter().map(|c| c.0).sum::<usize>() / counts.len();
-        entry["search_limit_5"] = json!({"queries": counts.len(), "max_cl100k": max_cl, "mean_cl100k": mean_cl, "max_o200k": max_o});
+        // What a model reads: clients show either the text content or the structured content.
+        let parts: Vec<(usize, usize)> = up
+            .searches
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .map(|m| {
+                let text: String = m["result"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["text"].as_str())
+                    .collect();
+                let structured = m["result"]["structuredContent"].to_string();
+                (tokenizers.count(&text).0, tokenizers.count(&structured).0)
+            })
+            .collect();
+        let max_text = parts.iter().map(|p| p.0).max().unwrap_or(0);
+        let max_structured = parts.iter().map(|p| p.1).max().unwrap_or(0);
+        entry["search_limit_5"] = json!({"queries": counts.len(), "max_cl100k": max_cl, "mean_cl100k": mean_cl, "max_o200k": max_o,
+            "max_text_cl100k": max_text, "max_structured_cl100k": max_structured});
     }
     entry
 }
@@ -154,8 +173,8 @@ fn render_tables(report: &Value) -> String {
         if let Some(s) = m.get("search_limit_5") {
             let _ = writeln!(
                 out,
-                "\nCode-mode `search` (limit 5) response over {} sample queries: max {} cl100k (mean {}), max {} o200k",
-                s["queries"], s["max_cl100k"], s["mean_cl100k"], s["max_o200k"]
+                "\nCode-mode `search` (limit 5) over {} sample queries, cl100k: whole response max {} (mean {}; o200k max {}); text content alone max {}; structuredContent alone max {}",
+                s["queries"], s["max_cl100k"], s["mean_cl100k"], s["max_o200k"], s["max_text_cl100k"], s["max_structured_cl100k"]
             );
         }
     }

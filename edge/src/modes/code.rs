@@ -8,7 +8,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{meta_tool, parse_args, tool_error, tool_ok, unknown_tool};
-use crate::{suggest::closest, view::ToolView};
+use crate::{
+    suggest::closest,
+    view::{ToolView, ViewTool},
+};
 
 /// Largest `limit` honoured.
 const MAX_LIMIT: usize = 20;
@@ -143,12 +146,23 @@ pub fn search_tool(view: &ToolView, args: Option<JsonObject>, default_limit: usi
             "name": t.tool.exposed_name,
             "server": t.tool.id.server,
             "tool": t.tool.id.tool,
-            "signature": t.tool.stub.signature,
+            // `server` is its own field here, so the signature starts at the tool.
+            "signature": relative_signature(&t),
             "summary": t.tool.stub.summary,
             "score": (f64::from(score) * 100.0).round() / 100.0,
         }));
     }
     tool_ok(text, Some(json!({"results": results})))
+}
+
+/// The signature without its `server.` prefix.
+fn relative_signature(tool: &ViewTool<'_>) -> String {
+    let signature = &tool.tool.stub.signature;
+    signature
+        .strip_prefix(tool.server.js.as_str())
+        .and_then(|rest| rest.strip_prefix('.'))
+        .unwrap_or(signature)
+        .to_string()
 }
 
 /// `describe {names}`.

@@ -29,7 +29,15 @@ pub struct SearchParam {
 
 /// Keys that mark an object as a JSON Schema rather than a sketch of arguments.
 const SCHEMA_KEYWORDS: &[&str] = &[
-    "type", "properties", "$ref", "$schema", "anyOf", "oneOf", "allOf", "items", "required",
+    "type",
+    "properties",
+    "$ref",
+    "$schema",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "items",
+    "required",
 ];
 
 impl SearchParam {

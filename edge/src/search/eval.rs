@@ -278,4 +278,20 @@ mod tests {
         );
         Ok(())
     }
+
+    #[test]
+    #[ignore = "TEMP"]
+    fn temp_eval_from_env() -> anyhow::Result<()> {
+        let root = project_root();
+        let path = std::env::var("SEARCH_QUERIES")?;
+        let report = run(&root.join("../shared/datasets"), Path::new(&path))?;
+        println!("{report}");
+        for o in report.outcomes.iter().filter(|o| o.ours_rank != Some(1)) {
+            println!(
+                "miss [{}] {:?}: ours {:?} bm25 {:?} top {:?}",
+                o.corpus, o.query, o.ours_rank, o.bm25_rank, o.ours_top
+            );
+        }
+        Ok(())
+    }
 }

@@ -1,8 +1,11 @@
 //! Our tool ranking: BM25F over the fields of a tool (name, description,
 //! parameters, server), with stemming, stopwords, CJK n-grams, related terms at
-//! a lower weight, a reward for covering more of the query, word-pair
-//! proximity, and boosts for tool-name matches. It ranks what it is given and
-//! knows nothing of tenants or views: the caller builds one index per view.
+//! a lower weight, a reward for covering more of the query, and boosts for
+//! tool-name matches. It ranks what it is given and knows nothing of tenants
+//! or views: the caller builds one index per view.
+//!
+//! Measured and left out: a bonus for query word pairs found next to each
+//! other in a name or description made no difference on the labelled queries.
 //!
 //! Query cost is proportional to the postings of the query's terms; scores
 //! accumulate in per-thread arrays reused across queries (`ScoreScratch`).
@@ -10,8 +13,14 @@
 use std::collections::HashMap;
 
 use super::{
-    analyzer::Analyzer, doc::SearchDoc, score_scratch::ScoreScratch, synonyms::SynonymTable,
-    tokenizer::TokenKind, top_k::TopK,
+    analyzer::Analyzer,
+    doc::SearchDoc,
+    score_scratch::ScoreScratch,
+    stemmer::stem,
+    stopwords::is_stopword,
+    synonyms::SynonymTable,
+    tokenizer::{TokenKind, Tokenizer},
+    top_k::TopK,
 };
 
 /// The fields of a tool, in the order of the tables below.
@@ -38,18 +47,21 @@ const K1: f32 = 1.2;
 /// known term ("GitHub" is searched as `github`, and only weakly as `git`, `hub`).
 const PIECE_WEIGHT: f32 = 0.35;
 /// Query weight of a single CJK character (bigrams carry Chinese words).
-const CJK_UNIGRAM_WEIGHT: f32 = 0.25;
+const CJK_UNIGRAM_WEIGHT: f32 = 0.4;
 /// Share of the score kept by a document matching none of the other query
 /// concepts; the rest is earned by covering the query (IDF-weighted).
 const COVERAGE_FLOOR: f32 = 0.3;
-/// Weight of a query word pair found close together in a name or description.
-const PAIR_WEIGHT: f32 = 0.35;
 /// Bonus (as a share of the query's total weight) for a name made of query terms.
-const NAME_BONUS: f32 = 0.35;
+const NAME_BONUS: f32 = 0.5;
 /// Bonus for a query that is the tool's name (or server and name).
 const EXACT_NAME_BONUS: f32 = 1.0;
 /// Bonus for a query that is the start of a tool's name.
 const PREFIX_NAME_BONUS: f32 = 0.3;
+/// Query weight of each half of a split unknown word ("flowchart").
+const SPLIT_WEIGHT: f32 = 0.8;
+/// Weight of two query words joined into one indexed term ("mind map"),
+/// standing in for each of the two words.
+const JOINED_WEIGHT: f32 = 0.6;
 /// Concepts beyond this many (the least important) are dropped from a query.
 const MAX_CONCEPTS: usize = 64;
 
@@ -75,8 +87,6 @@ const MAX_CONCEPTS: usize = 64;
 pub struct SearchIndex {
     vocabulary: HashMap<Box<str>, u32>,
     terms: Vec<Postings>,
-    pair_ids: HashMap<(u32, u32), u32>,
-    pairs: Vec<Postings>,
     /// `name_terms[name_offsets[d]..name_offsets[d + 1]]`: the terms of doc d's name.
     name_offsets: Vec<u32>,
     name_terms: Vec<u32>,
@@ -163,8 +173,8 @@ impl SearchIndex {
         })
     }
 
-    /// Adds up, per document, the best match of each query concept, the
-    /// coverage of the query, and word-pair matches.
+    /// Adds up, per document, the best match of each query concept and the
+    /// coverage of the query.
     fn accumulate(&self, plan: &QueryPlan, scratch: &mut ScoreScratch) {
         let mut members = plan.members.as_slice();
         for (index, concept) in plan.concepts.iter().enumerate() {
@@ -180,11 +190,15 @@ impl SearchIndex {
                 let postings = &self.terms[member.term as usize];
                 let factor = member.weight * postings.idf;
                 for posting in postings.list.iter() {
-                    let best = &mut scratch.best[posting.doc as usize];
-                    if *best == 0.0 {
+                    let d = posting.doc as usize;
+                    let value = factor * posting.weight;
+                    if scratch.best[d] == 0.0 {
                         scratch.touched_now.push(posting.doc);
                     }
-                    *best = best.max(factor * posting.weight);
+                    if value > scratch.best[d] {
+                        scratch.best[d] = value;
+                        scratch.best_share[d] = member.share;
+                    }
                 }
             }
             for &doc in &scratch.touched_now {
@@ -193,18 +207,11 @@ impl SearchIndex {
                     scratch.touched.push(doc);
                 }
                 scratch.score[d] += scratch.best[d];
-                scratch.coverage[d] += concept.importance;
+                // A match through a relative covers the concept only in part.
+                scratch.coverage[d] += concept.importance * scratch.best_share[d];
                 scratch.best[d] = 0.0;
             }
             scratch.touched_now.clear();
-        }
-        for &(pair, weight) in &plan.pairs {
-            let postings = &self.pairs[pair as usize];
-            let factor = PAIR_WEIGHT * weight * postings.idf;
-            for posting in postings.list.iter() {
-                // Both words of the pair matched, so the document is touched.
-                scratch.score[posting.doc as usize] += factor * posting.weight;
-            }
         }
     }
 
@@ -269,13 +276,11 @@ impl SearchIndex {
         bonuses
     }
 
-    /// Analyses a query into concepts (each query term with its relatives),
-    /// word pairs and the normalised text for name matches.
+    /// Analyses a query into concepts (each query term with its relatives) and
+    /// the normalised text for name matches.
     fn plan(&self, query: &str) -> QueryPlan {
         let mut analyzer = Analyzer::new();
         let mut mains: Vec<MainTerm> = Vec::new();
-        let mut words: Vec<String> = Vec::new();
-        let mut sources: Vec<String> = Vec::new();
         let mut pieces: Vec<String> = Vec::new();
         analyzer.analyze_with_source(query, |source, term, kind| {
             if kind != TokenKind::Piece && kind != TokenKind::Compound {
@@ -283,13 +288,10 @@ impl SearchIndex {
             }
             match kind {
                 TokenKind::Word => {
-                    add_main(&mut mains, term, 1.0);
-                    words.push(term.to_owned());
-                    sources.push(source.to_owned());
+                    add_main(&mut mains, term, source, 1.0, kind);
                 }
                 TokenKind::Piece => {
                     pieces.push(term.to_owned());
-                    words.push(term.to_owned());
                 }
                 TokenKind::Compound => {
                     let known = self.vocabulary.contains_key(term);
@@ -299,24 +301,83 @@ impl SearchIndex {
                         if known { PIECE_WEIGHT } else { 1.0 },
                     );
                     if known {
-                        add_main(&mut mains, term, 1.0);
+                        add_main(&mut mains, term, source, 1.0, kind);
                     }
                 }
-                TokenKind::CjkBigram => add_main(&mut mains, term, 1.0),
-                TokenKind::CjkUnigram => add_main(&mut mains, term, CJK_UNIGRAM_WEIGHT),
+                TokenKind::CjkBigram => add_main(&mut mains, term, source, 1.0, kind),
+                TokenKind::CjkUnigram => {
+                    add_main(&mut mains, term, source, CJK_UNIGRAM_WEIGHT, kind)
+                }
             }
         });
         flush_pieces(&mut mains, &mut pieces, 1.0);
 
         let synonyms = SynonymTable::builtin();
+        let known = |term: &str| {
+            self.vocabulary.contains_key(term)
+                || synonyms
+                    .related(term)
+                    .iter()
+                    .any(|(r, _)| self.vocabulary.contains_key(r.as_str()))
+        };
+        // A CJK character inside a known bigram adds nothing but noise.
+        let known_bigrams: Vec<&str> = mains
+            .iter()
+            .filter(|m| m.kind == TokenKind::CjkBigram && known(&m.term))
+            .map(|m| m.term.as_str())
+            .collect();
+        let covered: Vec<bool> = mains
+            .iter()
+            .map(|m| {
+                m.kind == TokenKind::CjkUnigram
+                    && known_bigrams.iter().any(|b| b.contains(m.term.as_str()))
+            })
+            .collect();
+        let mut mains: Vec<MainTerm> = mains
+            .into_iter()
+            .zip(covered)
+            .filter(|(_, covered)| !covered)
+            .map(|(m, _)| m)
+            .collect();
+        // An unknown word that the tools write as two ("flowchart" → flow chart).
+        let mut split = Vec::new();
+        for (i, main) in mains.iter().enumerate() {
+            if main.kind == TokenKind::Word && !known(&main.term) {
+                if let Some((left, right)) = self.decompound(&main.source) {
+                    split.push((i, left, right));
+                }
+            }
+        }
+        for (i, left, right) in split.into_iter().rev() {
+            let weight = mains[i].weight * SPLIT_WEIGHT;
+            let source = mains[i].source.clone();
+            mains.splice(
+                i..=i,
+                [(left, weight), (right, weight)].map(|(term, weight)| MainTerm {
+                    term,
+                    source: source.clone(),
+                    weight,
+                    kind: TokenKind::Piece,
+                }),
+            );
+        }
+
         let is_main = |term: &str| mains.iter().any(|m| m.term == term);
         let mut concepts: Vec<Vec<(u32, f32)>> = Vec::with_capacity(mains.len());
         for main in &mains {
             let mut members = Vec::new();
-            if let Some(&id) = self.vocabulary.get(main.term.as_str()) {
+            let in_vocabulary = self.vocabulary.get(main.term.as_str());
+            if let Some(&id) = in_vocabulary {
                 members.push((id, main.weight));
             }
-            for (related, weight) in synonyms.related(&main.term) {
+            let related = synonyms.related(&main.term);
+            // "vs" next to "compare": an unknown word whose meaning another query
+            // word already carries would only count that meaning twice.
+            if in_vocabulary.is_none() && related.iter().any(|(r, _)| is_main(r)) {
+                concepts.push(Vec::new());
+                continue;
+            }
+            for (related, weight) in related {
                 if is_main(related) {
                     continue;
                 }
@@ -326,14 +387,38 @@ impl SearchIndex {
             }
             concepts.push(members);
         }
-        // Two query words that the tools write as one ("mind map" → mindmap).
-        for pair in sources.windows(2) {
-            let joined = super::stemmer::stem(&format!("{}{}", pair[0], pair[1]));
+        // Two query words that the tools write as one ("mind map" → mindmap,
+        // "look up" → lookup): the joined term and its relatives stand in for
+        // each of the two words, at a bit over half weight.
+        let mut raw: Vec<String> = Vec::new();
+        Tokenizer::new().tokenize(query, |token, kind| {
+            if kind == TokenKind::Word {
+                raw.push(token.to_owned());
+            }
+        });
+        for pair in raw.windows(2) {
+            let joined = stem(&format!("{}{}", pair[0], pair[1]));
+            if is_main(&joined) {
+                continue;
+            }
+            let mut stand_ins: Vec<(u32, f32)> = Vec::new();
             if let Some(&id) = self.vocabulary.get(joined.as_str()) {
-                for source in pair {
-                    let term = super::stemmer::stem(source);
-                    if let Some(i) = mains.iter().position(|m| m.term == term) {
-                        add_member(&mut concepts[i], id, mains[i].weight);
+                stand_ins.push((id, 1.0));
+            }
+            for (related, weight) in synonyms.related(&joined) {
+                if let Some(&id) = self.vocabulary.get(related.as_str()) {
+                    add_member(&mut stand_ins, id, *weight);
+                }
+            }
+            for word in pair {
+                let term = stem(word);
+                if let Some(i) = mains.iter().position(|m| m.term == term) {
+                    for &(id, weight) in &stand_ins {
+                        add_member(
+                            &mut concepts[i],
+                            id,
+                            mains[i].weight * weight * JOINED_WEIGHT,
+                        );
                     }
                 }
             }
@@ -362,6 +447,7 @@ impl SearchIndex {
             kept.truncate(MAX_CONCEPTS);
         }
         for (index, (importance, members)) in kept.into_iter().enumerate() {
+            let top_weight = members.iter().map(|&(_, w)| w).fold(0.0, f32::max);
             plan.concepts.push(Concept { importance });
             plan.total += importance;
             for (term, weight) in members {
@@ -369,42 +455,32 @@ impl SearchIndex {
                     term,
                     concept: index as u16,
                     weight,
+                    share: weight / top_weight,
                 });
                 plan.lookup.push((term, index as u16));
             }
         }
         plan.lookup.sort_unstable();
 
-        // Pairs of nearby query words, as indexed from names and descriptions.
-        let ids: Vec<(u32, f32)> = words
-            .iter()
-            .filter_map(|w| {
-                let id = *self.vocabulary.get(w.as_str())?;
-                let weight = mains
-                    .iter()
-                    .find(|m| m.term == *w)
-                    .map_or(1.0, |m| m.weight);
-                Some((id, weight))
-            })
-            .collect();
-        for (i, &(a, wa)) in ids.iter().enumerate() {
-            for &(b, wb) in ids.iter().skip(i + 1).take(PAIR_WINDOW) {
-                if a == b {
-                    continue;
-                }
-                if let Some(&pair) = self.pair_ids.get(&(a, b)) {
-                    if !plan.pairs.iter().any(|&(p, _)| p == pair) {
-                        plan.pairs.push((pair, wa.min(wb)));
-                    }
-                }
-            }
-        }
         plan
     }
-}
 
-/// Word pairs are indexed between a word and the next `PAIR_WINDOW` words.
-const PAIR_WINDOW: usize = 2;
+    /// Splits an unknown ASCII word into two indexed terms, most balanced split
+    /// first, each part at least three letters.
+    fn decompound(&self, word: &str) -> Option<(String, String)> {
+        if !word.is_ascii() || word.len() < 6 {
+            return None;
+        }
+        let middle = word.len() / 2;
+        let mut cuts: Vec<usize> = (3..=word.len() - 3).collect();
+        cuts.sort_by_key(|&cut| cut.abs_diff(middle));
+        cuts.into_iter().find_map(|cut| {
+            let (left, right) = (stem(&word[..cut]), stem(&word[cut..]));
+            let indexed = |t: &str| self.vocabulary.contains_key(t) && !is_stopword(t);
+            (indexed(&left) && indexed(&right)).then_some((left, right))
+        })
+    }
+}
 
 /// A query, analysed against one index.
 #[derive(Debug, Default)]
@@ -414,7 +490,6 @@ struct QueryPlan {
     members: Vec<Member>,
     /// (term, concept), sorted, for name matching.
     lookup: Vec<(u32, u16)>,
-    pairs: Vec<(u32, f32)>,
     /// Sum of the concepts' importances: the most a tool could score.
     total: f32,
     normalized: String,
@@ -432,27 +507,36 @@ struct Member {
     term: u32,
     concept: u16,
     weight: f32,
+    /// `weight` relative to the concept's heaviest member: how much of the
+    /// concept a match on this member covers.
+    share: f32,
 }
 
+/// A term of the query itself (before relatives are added).
 #[derive(Debug)]
 struct MainTerm {
     term: String,
+    /// The lowercase token it was stemmed from.
+    source: String,
     weight: f32,
+    kind: TokenKind,
 }
 
-fn add_main(mains: &mut Vec<MainTerm>, term: &str, weight: f32) {
+fn add_main(mains: &mut Vec<MainTerm>, term: &str, source: &str, weight: f32, kind: TokenKind) {
     match mains.iter_mut().find(|m| m.term == term) {
         Some(main) => main.weight = main.weight.max(weight),
         None => mains.push(MainTerm {
             term: term.to_owned(),
+            source: source.to_owned(),
             weight,
+            kind,
         }),
     }
 }
 
 fn flush_pieces(mains: &mut Vec<MainTerm>, pieces: &mut Vec<String>, weight: f32) {
     for piece in pieces.drain(..) {
-        add_main(mains, &piece, weight);
+        add_main(mains, &piece, &piece, weight, TokenKind::Piece);
     }
 }
 
@@ -478,16 +562,12 @@ struct IndexBuilder {
     vocabulary: HashMap<Box<str>, u32>,
     docs: Vec<BuiltDoc>,
     names: Vec<(String, String)>,
-    pair_ids: HashMap<(u32, u32), u32>,
     /// Scratch for the document being added.
     term_freqs: HashMap<u32, [f32; FIELDS]>,
-    pair_freqs: HashMap<u32, [f32; 2]>,
-    sequence: Vec<u32>,
 }
 
 struct BuiltDoc {
     terms: Vec<(u32, [f32; FIELDS])>,
-    pairs: Vec<(u32, [f32; 2])>,
     lengths: [f32; FIELDS],
     name_terms: Vec<u32>,
 }
@@ -518,11 +598,8 @@ impl IndexBuilder {
         name_terms.dedup();
         let mut terms: Vec<_> = self.term_freqs.drain().collect();
         terms.sort_unstable_by_key(|(t, _)| *t);
-        let mut pairs: Vec<_> = self.pair_freqs.drain().collect();
-        pairs.sort_unstable_by_key(|(p, _)| *p);
         self.docs.push(BuiltDoc {
             terms,
-            pairs,
             lengths,
             name_terms,
         });
@@ -539,8 +616,6 @@ impl IndexBuilder {
         let f = field as usize;
         let vocabulary = &mut self.vocabulary;
         let term_freqs = &mut self.term_freqs;
-        let sequence = &mut self.sequence;
-        sequence.clear();
         self.analyzer.analyze(text, |term, kind| {
             let next = vocabulary.len() as u32;
             let id = *vocabulary.entry(term.into()).or_insert(next);
@@ -552,27 +627,11 @@ impl IndexBuilder {
                 TokenKind::Compound | TokenKind::CjkUnigram => 0.0,
             };
             if matches!(kind, TokenKind::Word | TokenKind::Piece) {
-                sequence.push(id);
                 if let Some(names) = name_terms.as_deref_mut() {
                     names.push(id);
                 }
             }
         });
-        let pair_field = match field {
-            Field::Name => 0,
-            Field::Description => 1,
-            _ => return,
-        };
-        for (i, &a) in self.sequence.iter().enumerate() {
-            for &b in self.sequence.iter().skip(i + 1).take(PAIR_WINDOW) {
-                if a == b {
-                    continue;
-                }
-                let next = self.pair_ids.len() as u32;
-                let pair = *self.pair_ids.entry((a, b)).or_insert(next);
-                self.pair_freqs.entry(pair).or_insert([0.0; 2])[pair_field] += 1.0;
-            }
-        }
     }
 
     fn finish(self) -> SearchIndex {
@@ -593,8 +652,6 @@ impl IndexBuilder {
 
         let mut term_lists: Vec<Vec<Posting>> =
             (0..self.vocabulary.len()).map(|_| Vec::new()).collect();
-        let mut pair_lists: Vec<Vec<Posting>> =
-            (0..self.pair_ids.len()).map(|_| Vec::new()).collect();
         let mut name_offsets = Vec::with_capacity(n + 1);
         let mut name_terms = Vec::new();
         name_offsets.push(0);
@@ -607,14 +664,6 @@ impl IndexBuilder {
                     .map(|f| FIELD_WEIGHT[f] * freqs[f] / norm[f])
                     .sum();
                 term_lists[*term as usize].push(Posting {
-                    doc: d as u32,
-                    weight: tf / (K1 + tf),
-                });
-            }
-            for (pair, freqs) in &doc.pairs {
-                let tf = FIELD_WEIGHT[Field::Name as usize] * freqs[0]
-                    + FIELD_WEIGHT[Field::Description as usize] * freqs[1];
-                pair_lists[*pair as usize].push(Posting {
                     doc: d as u32,
                     weight: tf / (K1 + tf),
                 });
@@ -652,8 +701,6 @@ impl IndexBuilder {
         SearchIndex {
             vocabulary: self.vocabulary,
             terms: term_lists.into_iter().map(to_postings).collect(),
-            pair_ids: self.pair_ids,
-            pairs: pair_lists.into_iter().map(to_postings).collect(),
             name_offsets,
             name_terms,
             exact_names,

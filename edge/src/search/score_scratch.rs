@@ -13,6 +13,9 @@ pub(crate) struct ScoreScratch {
     pub(crate) coverage: Vec<f32>,
     /// Best contribution of the current query concept per document.
     pub(crate) best: Vec<f32>,
+    /// Share of the concept covered by that best contribution (no reset
+    /// needed: it is only read where `best` is set).
+    pub(crate) best_share: Vec<f32>,
     /// Documents with a non-zero `score`/`coverage`.
     pub(crate) touched: Vec<u32>,
     /// Documents with a non-zero `best`.
@@ -46,6 +49,7 @@ impl ScoreScratch {
             self.score.resize(docs, 0.0);
             self.coverage.resize(docs, 0.0);
             self.best.resize(docs, 0.0);
+            self.best_share.resize(docs, 0.0);
         }
     }
 
