@@ -47,7 +47,7 @@ const K1: f32 = 1.2;
 /// known term ("GitHub" is searched as `github`, and only weakly as `git`, `hub`).
 const PIECE_WEIGHT: f32 = 0.35;
 /// Query weight of a single CJK character (bigrams carry Chinese words).
-const CJK_UNIGRAM_WEIGHT: f32 = 0.4;
+const CJK_UNIGRAM_WEIGHT: f32 = 0.25;
 /// Share of the score kept by a document matching none of the other query
 /// concepts; the rest is earned by covering the query (IDF-weighted).
 const COVERAGE_FLOOR: f32 = 0.3;
