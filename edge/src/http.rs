@@ -67,10 +67,10 @@ pub fn router(gateway: Arc<Gateway>, bound: SocketAddr, shutdown: CancellationTo
                         "tools": manifest.tools.len(),
                         "default_mode": gateway.config().default_mode,
                     });
-                    if let (Some(extra), Some(obj)) = (status.map(|s| s()), body.as_object_mut()) {
-                        if let serde_json::Value::Object(more) = extra {
-                            obj.extend(more);
-                        }
+                    if let (Some(serde_json::Value::Object(more)), Some(obj)) =
+                        (status.map(|s| s()), body.as_object_mut())
+                    {
+                        obj.extend(more);
                     }
                     Json(body)
                 }

@@ -3,6 +3,9 @@
 //! ([`LocalExecutor`]); sandboxed scripts and the gRPC service grow here.
 
 mod dispatch;
+pub mod engine;
+pub mod sandbox;
+pub mod worker;
 
 pub use dispatch::{Dispatch, LocalExecutor, ToolCall};
 pub use quiver_upstream::{CallOptions, CallSink, SinkFuture, UpstreamError};

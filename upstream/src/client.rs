@@ -71,11 +71,10 @@ impl InFlight {
     }
 
     async fn attribute(&self, token: Option<ProgressToken>) -> Option<Arc<dyn CallSink>> {
-        if let Some(token) = token {
-            if let Some(sink) = self.by_token(&token).await {
+        if let Some(token) = token
+            && let Some(sink) = self.by_token(&token).await {
                 return Some(sink);
             }
-        }
         self.sole().await
     }
 }

@@ -231,11 +231,10 @@ impl UpstreamConfig {
         if self.id.is_empty() || self.id.len() > 48 || !valid_name(&self.id) {
             return Err(err("id", "must be 1-48 characters of [a-zA-Z0-9_-], e.g. `github`".into()));
         }
-        if let Some(ns) = &self.namespace {
-            if ns.len() > 32 || !valid_name(ns) {
+        if let Some(ns) = &self.namespace
+            && (ns.len() > 32 || !valid_name(ns)) {
                 return Err(err("namespace", "must be at most 32 characters of [a-zA-Z0-9_-] (or \"\" for none)".into()));
             }
-        }
         if self.call_timeout_ms == 0 {
             return Err(err("call_timeout_ms", "must be greater than 0".into()));
         }

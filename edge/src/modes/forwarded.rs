@@ -116,17 +116,17 @@ pub async fn route_uri(gateway: &Arc<Gateway>, view: &ToolView, uri: &str) -> Re
         _ => {}
     }
     for server in &candidates {
-        if let Ok(items) = list_from(gateway, &server.id, "resources/list", "resources").await {
-            if items.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri)) {
-                return Ok(server.id.clone());
-            }
+        if let Ok(items) = list_from(gateway, &server.id, "resources/list", "resources").await
+            && items.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
+        {
+            return Ok(server.id.clone());
         }
     }
     for server in &candidates {
-        if let Ok(items) = list_from(gateway, &server.id, "resources/templates/list", "resourceTemplates").await {
-            if items.iter().filter_map(|t| t.get("uriTemplate").and_then(Value::as_str)).any(|t| template_matches(t, uri)) {
-                return Ok(server.id.clone());
-            }
+        if let Ok(items) = list_from(gateway, &server.id, "resources/templates/list", "resourceTemplates").await
+            && items.iter().filter_map(|t| t.get("uriTemplate").and_then(Value::as_str)).any(|t| template_matches(t, uri))
+        {
+            return Ok(server.id.clone());
         }
     }
     Err(ErrorData::resource_not_found(format!("no upstream lists resource `{uri}`; call resources/list"), None))

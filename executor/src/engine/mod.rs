@@ -1,0 +1,1 @@
+//! The JavaScript engine (being written): the only module that touches deno_core.

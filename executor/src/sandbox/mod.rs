@@ -1,0 +1,3 @@
+//! Checks applied to a script before it runs.
+
+pub mod validate;

@@ -1,0 +1,1 @@
+//! Static validation of scripts (being written).
