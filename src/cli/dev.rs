@@ -79,6 +79,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         }));
     }
     config.validate()?;
+    if let Some(tls) = &config.edge.tls {
+        // Fail before anything starts, naming the file and key.
+        quiver_edge::tls::acceptor(tls)?;
+    }
 
     let shutdown = CancellationToken::new();
     let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
