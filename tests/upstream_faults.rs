@@ -125,3 +125,59 @@ async fn upstream_tool_list_change_reaches_clients() {
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
     client.cancel().await.unwrap();
 }
+
+#[derive(Clone)]
+struct ProgressWatcher(tokio::sync::mpsc::UnboundedSender<f64>);
+
+impl rmcp::ClientHandler for ProgressWatcher {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.progress);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_cancellation_reaches_the_upstream() {
+    use rmcp::{
+        ServiceExt,
+        model::{CallToolRequest, CallToolRequestParams, ClientRequest},
+        service::PeerRequestOptions,
+        transport::StreamableHttpClientTransport,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", ""));
+    let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
+    let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    let client = ProgressWatcher(progress_tx)
+        .serve(StreamableHttpClientTransport::from_uri(dev.url.clone()))
+        .await
+        .unwrap();
+
+    tracing::info!("--- start a long call and wait until the upstream reports it started");
+    let mut params = CallToolRequestParams::new("w__quiver_test_sleep");
+    params.arguments = json!({"ms": 60000}).as_object().cloned();
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = client.send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), progress.recv())
+        .await
+        .expect("progress from the upstream was relayed")
+        .expect("progress channel open");
+
+    tracing::info!("--- cancel it; the upstream must see notifications/cancelled");
+    handle.cancel(Some("user pressed stop".into())).await.unwrap();
+    let saw_cancel = async {
+        loop {
+            let stats = call(&client, "w__quiver_test_stats", json!({})).await;
+            let value: serde_json::Value = serde_json::from_str(&text(&stats)).unwrap();
+            if value["cancelled"] == 1 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), saw_cancel).await.expect("the upstream saw notifications/cancelled");
+    client.cancel().await.unwrap();
+}

@@ -103,6 +103,7 @@ struct MockServer {
     page_size: usize,
     test_hooks: bool,
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    cancelled: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl MockServer {
@@ -122,6 +123,7 @@ impl MockServer {
             page_size,
             test_hooks,
             peers: Arc::default(),
+            cancelled: Arc::default(),
         }
     }
 
@@ -141,6 +143,7 @@ fn test_hook_tools() -> Vec<Tool> {
             "Sleep, then answer (tests only).",
             json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
         ),
+        tool("quiver_test_stats", "Counters of what this server saw (tests only).", json!({"type": "object"})),
         tool(
             "quiver_test_add_tool",
             "Add a tool and announce tools/list_changed (tests only).",
@@ -191,7 +194,7 @@ impl ServerHandler for MockServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         if !self.tools().iter().any(|t| t.name == name) {
@@ -202,7 +205,21 @@ impl ServerHandler for MockServer {
                 "quiver_test_crash" => std::process::exit(3),
                 "quiver_test_sleep" => {
                     let ms = request.arguments.as_ref().and_then(|a| a.get("ms")).and_then(Value::as_u64).unwrap_or(0);
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    // Tell the caller the call has started (tests wait for this before cancelling).
+                    if let Some(token) = context.meta.get_progress_token() {
+                        let _ = context.peer.notify_progress(rmcp::model::ProgressNotificationParam::new(token, 0.0)).await;
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        () = context.ct.cancelled() => {
+                            self.cancelled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            return Err(ErrorData::internal_error("cancelled", None));
+                        }
+                    }
+                }
+                "quiver_test_stats" => {
+                    let stats = json!({"cancelled": self.cancelled.load(std::sync::atomic::Ordering::SeqCst)});
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(stats.to_string())]).into());
                 }
                 "quiver_test_add_tool" => {
                     let new_name = request
