@@ -25,10 +25,16 @@ enum Command {
     /// Benchmarks (release builds for numbers).
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
+    /// A sandbox worker process (started by the executor; speaks frames on stdin/stdout).
+    #[command(name = "__worker", hide = true)]
+    Worker,
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Worker) {
+        return run_worker();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -42,6 +48,7 @@ fn main() -> std::process::ExitCode {
             Command::MockUpstream(args) => cli::mock_upstream::run(args).await,
             Command::Tokens(args) => cli::tokens::run(args).await,
             Command::Bench(command) => cli::bench::run(command).await,
+            Command::Worker => Ok(()),
         }
     });
     match result {
@@ -50,5 +57,18 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The worker runs its JS runtime on one thread (the runtime is not `Send`).
+fn run_worker() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(_) => return std::process::ExitCode::FAILURE,
+    };
+    let local = tokio::task::LocalSet::new();
+    match local.block_on(&runtime, quiver_executor::worker::run_worker()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(_) => std::process::ExitCode::FAILURE,
     }
 }

@@ -5,12 +5,12 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use arc_swap::ArcSwap;
-use quiver_executor::Dispatch;
+use quiver_executor::{Dispatch, script::ScriptRunner};
 use quiver_proto::Manifest;
 use rmcp::{RoleServer, service::Peer};
 use tokio::sync::watch;
 
-use crate::{config::EdgeConfig, mode::Mode, session::GatewaySession, view::ToolView};
+use crate::{config::EdgeConfig, mode::Mode, session::GatewaySession, stash::StashStore, view::ToolView};
 
 /// State shared by every session of one edge.
 pub struct Gateway {
@@ -18,14 +18,26 @@ pub struct Gateway {
     dispatch: Arc<dyn Dispatch>,
     config: EdgeConfig,
     listeners: Mutex<Vec<Peer<RoleServer>>>,
+    scripts: Option<Arc<ScriptRunner>>,
+    stash: StashStore,
 }
 
 impl Gateway {
     /// A gateway serving `manifests` (kept current by a background task that
     /// ends when the sender is dropped) and running calls through `dispatch`.
     pub fn new(
+        manifests: watch::Receiver<Arc<Manifest>>,
+        dispatch: Arc<dyn Dispatch>,
+        config: EdgeConfig,
+    ) -> Arc<Gateway> {
+        Gateway::with_scripts(manifests, dispatch, None, config)
+    }
+
+    /// Like [`Gateway::new`], with code mode's `execute` running scripts on `scripts`.
+    pub fn with_scripts(
         mut manifests: watch::Receiver<Arc<Manifest>>,
         dispatch: Arc<dyn Dispatch>,
+        scripts: Option<Arc<ScriptRunner>>,
         config: EdgeConfig,
     ) -> Arc<Gateway> {
         let first = manifests.borrow_and_update().clone();
@@ -34,6 +46,8 @@ impl Gateway {
             dispatch,
             config,
             listeners: Mutex::new(Vec::new()),
+            scripts,
+            stash: StashStore::default(),
         });
         let weak: Weak<Gateway> = Arc::downgrade(&gateway);
         tokio::spawn(async move {
@@ -71,6 +85,16 @@ impl Gateway {
     /// The dispatcher.
     pub fn dispatch(&self) -> &Arc<dyn Dispatch> {
         &self.dispatch
+    }
+
+    /// The script runner behind `execute`, when scripts are enabled.
+    pub fn scripts(&self) -> Option<&Arc<ScriptRunner>> {
+        self.scripts.as_ref()
+    }
+
+    /// Every session's stash.
+    pub fn stash(&self) -> &StashStore {
+        &self.stash
     }
 
     /// The configuration.

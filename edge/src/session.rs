@@ -40,11 +40,16 @@ pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 pub struct GatewaySession {
     gateway: Arc<Gateway>,
     mode: Mode,
+    /// Identifies the session's stash.
+    id: Arc<str>,
 }
 
 impl GatewaySession {
     pub(crate) fn new(gateway: Arc<Gateway>, mode: Mode) -> GatewaySession {
-        GatewaySession { gateway, mode }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id: Arc<str> = format!("{}-{n}", std::process::id()).into();
+        GatewaySession { gateway, mode, id }
     }
 
     /// The session's mode.
@@ -211,7 +216,7 @@ impl ServerHandler for GatewaySession {
         let tools = match self.mode {
             Mode::Passthrough => passthrough::list(&self.gateway.view()),
             Mode::Search => search::list(),
-            Mode::Code => code::list(),
+            Mode::Code => code::list(self.gateway.scripts().is_some()),
         };
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -245,8 +250,11 @@ impl ServerHandler for GatewaySession {
                 "list" => code::list_tool(&view, args),
                 "search" => code::search_tool(&view, args, limit),
                 "describe" => code::describe_tool(&view, args),
+                "execute" if self.gateway.scripts().is_some() => {
+                    code::execute_tool(&self.gateway, view.clone(), &self.id, args, context.ct.clone()).await
+                }
                 other => {
-                    let mut names: Vec<&str> = vec!["list", "search", "describe"];
+                    let mut names: Vec<&str> = vec!["list", "search", "describe", "execute"];
                     names.retain(|n| !code::is_meta(other) || *n != other);
                     let suggestions = closest(other, names.into_iter(), 3);
                     return Err(ErrorData::invalid_params(

@@ -1,10 +1,13 @@
 //! Quiver's executor: the only role that talks to upstream MCP servers on a
-//! client's behalf. Today it dispatches single tool calls in-process
-//! ([`LocalExecutor`]); sandboxed scripts and the gRPC service grow here.
+//! client's behalf. It dispatches single tool calls ([`LocalExecutor`]) and runs
+//! code-mode scripts in sandboxed worker processes ([`script::ScriptRunner`] over
+//! a [`pool::WorkerPool`]); workers hold no credentials and no connections.
 
 mod dispatch;
 pub mod engine;
+pub mod pool;
 pub mod sandbox;
+pub mod script;
 pub mod worker;
 
 pub use dispatch::{Dispatch, LocalExecutor, ToolCall};

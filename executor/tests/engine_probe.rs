@@ -24,3 +24,84 @@ fn probe() {
     println!("{}", run(&mut js, "Object.getOwnPropertyNames(Function.prototype).join(',')"));
     println!("{}", run(&mut js, "typeof Intl + typeof Iterator + typeof ShadowRealm + typeof Temporal"));
 }
+
+mod fake {
+    use futures::future::{BoxFuture, FutureExt};
+    use quiver_executor::{engine::HostBridge, worker::protocol::HostRequest};
+    pub struct Echo;
+    pub struct Fail;
+    impl HostBridge for Fail {
+        fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+            async move { Err("upstream said no".to_string()) }.boxed()
+        }
+    }
+    impl HostBridge for Echo {
+        fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+            async move { serde_json::to_value(request).map_err(|e| e.to_string()) }.boxed()
+        }
+    }
+}
+
+#[tokio::test]
+async fn probe_engine() {
+    use quiver_executor::{engine::ScriptRuntime, worker::protocol::Limits};
+    use std::sync::Arc;
+    let limits = Limits { wall_ms: 1000, ..Limits::default() };
+    let tools = [("gh".to_string(), vec!["search".to_string()])].into();
+    for code in [
+        "tools.__proto__.y = 1",
+        "Array.prototype.map = () => 1",
+        "return await new Promise((r) => setTimeout(function f() { r(typeof f.caller) }, 1))",
+        "return await new Promise((r) => setTimeout(function f() { try { r(String(f.caller)) } catch (e) { r('threw ' + e) } }, 1))",
+        "return await new Promise((r) => setTimeout(function f() { 'use strict'; r(String(arguments.callee)) }, 1))",
+        "return [typeof Error.captureStackTrace, typeof Error.prepareStackTrace, Object.isFrozen(globalThis), Object.isFrozen(tools), Object.isFrozen(console.log)]",
+        "return ({}).constructor.constructor('return this')()",
+        "const d = Object.getOwnPropertyDescriptor(Object.prototype, 'toString'); return String(d.get.caller)",
+        "globalThis.x = 1",
+        "setTimeout(() => { throw new Error('late') }, 1); await new Promise((r) => setTimeout(r, 20)); return 1",
+        "Promise.reject(new Error('floating')); await new Promise((r) => setTimeout(r, 20)); return 1",
+        "return [1n, new Map([['a', 1]]), new Set([1,2]), undefined, new Date(0), new Error('e')]",
+        "return () => 1",
+        "const a = {}; a.a = a; return a",
+        "return undefined",
+        "setTimeout(() => 1, 1e9)",
+        "throw 'a string'",
+        "throw {code: 1}",
+        "\n\n await tools.call('x.y', {})",
+        "return Object.keys(tools)",
+        "return typeof atob",
+    ] {
+        let rt = ScriptRuntime::new(limits.heap_bytes).unwrap();
+        let t = std::time::Instant::now();
+        let out = rt.execute(code, &limits, &tools, Arc::new(fake::Fail)).await;
+        println!("--- {code:?} ({:?})\n{}", t.elapsed(), serde_json::to_string(&out).unwrap());
+    }
+    for code in [
+        "return 1 + 1",
+        "return Reflect.ownKeys(globalThis).map(String)",
+        "return await tools.gh.search({q: 1})",
+        "console.log('hi', {a: 1}, [1n]); return null",
+        "\n\nthrow new Error('boom')",
+        "\n\nlet x = ;",
+        "\n\nnull.x",
+        "const e = new Error('x'); return e.stack",
+        "return eval('1')",
+        "return Function('return 1')()",
+        "return (async function(){}).constructor('return 1')",
+        "return Object.getPrototypeOf(function*(){}).constructor('yield 1')",
+        "return typeof Deno + typeof WebAssembly + typeof fetch + typeof SharedArrayBuffer",
+        "Object.prototype.x = 1; return 1",
+        "const o = {}; o.toString = () => 'x'; o.constructor = 5; return [String(o), o.constructor]",
+        "class E extends Error { constructor(m) { super(m); this.name = 'E'; } } throw new E('custom')",
+        "while (true) {}",
+        "return 'x'.repeat(1e9).length",
+        "const a = []; for (let i = 0; i < 1e8; i++) a.push(i); return a.length",
+        "await new Promise(() => {})",
+        "return import('data:text/javascript,export default 1')",
+    ] {
+        let rt = ScriptRuntime::new(limits.heap_bytes).unwrap();
+        let t = std::time::Instant::now();
+        let out = rt.execute(code, &limits, &tools, Arc::new(fake::Echo)).await;
+        println!("--- {code:?} ({:?})\n{}", t.elapsed(), serde_json::to_string(&out).unwrap());
+    }
+}

@@ -8,7 +8,12 @@ use anyhow::Context as _;
 use clap::Args;
 use quiver_control_plane::{Discovery, ManifestStore};
 use quiver_edge::{Gateway, Mode};
-use quiver_executor::LocalExecutor;
+use quiver_executor::{
+    LocalExecutor,
+    pool::{PoolConfig, WorkerCommand, WorkerPool},
+    script::ScriptRunner,
+    worker::protocol::Limits,
+};
 use quiver_proto::catalog::Catalog;
 use quiver_upstream::{UpstreamConfig, UpstreamSet};
 use tokio_util::sync::CancellationToken;
@@ -93,7 +98,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         tracing::warn!("some upstreams are still connecting; serving what is ready");
     }
     let executor = Arc::new(LocalExecutor::new(upstreams.clone()));
-    let gateway = Gateway::new(store.subscribe(), executor, config.edge.clone());
+    let command = WorkerCommand { program: std::env::current_exe().context("finding the quiver binary for workers")?, args: vec!["__worker".into()] };
+    let pool = WorkerPool::start(PoolConfig::new(command));
+    if let Err(e) = pool.warm_up().await {
+        tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
+    }
+    let scripts = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
+    let gateway = Gateway::with_scripts(store.subscribe(), executor, Some(scripts), config.edge.clone());
     let manifest = store.current();
     let down: Vec<String> = upstreams.statuses().into_iter().filter(|s| s.state != "connected").map(|s| s.id).collect();
     if !down.is_empty() {
@@ -122,8 +133,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             if using_demo { " [built-in demo catalog]" } else { "" },
         );
         let status_upstreams = upstreams.clone();
-        let status: quiver_edge::http::StatusProvider =
-            Arc::new(move || serde_json::json!({"upstreams": status_upstreams.statuses()}));
+        let status_pool = pool.clone();
+        let status: quiver_edge::http::StatusProvider = Arc::new(move || {
+            serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.stats()})
+        });
         let serve_shutdown = shutdown.clone();
         tokio::spawn(async move {
             wait_for_signal().await;
@@ -133,6 +146,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status)).await
     };
     shutdown.cancel();
+    pool.shutdown();
     upstreams.shutdown().await;
     result
 }

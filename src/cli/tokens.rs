@@ -9,7 +9,12 @@ use clap::Args;
 use futures::future::BoxFuture;
 use quiver_control_plane::ManifestStore;
 use quiver_edge::{EdgeConfig, Gateway, Mode};
-use quiver_executor::{CallOptions, Dispatch, ToolCall, UpstreamError};
+use quiver_executor::{
+    CallOptions, Dispatch, ToolCall, UpstreamError,
+    pool::{PoolConfig, WorkerCommand, WorkerPool},
+    script::ScriptRunner,
+    worker::protocol::Limits,
+};
 use quiver_proto::{catalog::Catalog, manifest::ServerEntry};
 use rmcp::{ServiceExt, model::CallToolResult};
 use serde_json::{Value, json};
@@ -234,7 +239,11 @@ fn truncated_entries(catalog: &Catalog, limit: usize) -> Vec<ServerEntry> {
 async fn measure_catalog(catalog: &Catalog, limit: usize, mode: Mode) -> anyhow::Result<UpFront> {
     let store = ManifestStore::new();
     store.publish(truncated_entries(catalog, limit));
-    let gateway = Gateway::new(store.subscribe(), Arc::new(NoDispatch), EdgeConfig::default());
+    // A pool that never starts a worker: `execute` is listed (and measured) but never run here.
+    let mut pool_config = PoolConfig::new(WorkerCommand { program: std::env::current_exe()?, args: vec!["__worker".into()] });
+    pool_config.min_workers = 0;
+    let scripts = Arc::new(ScriptRunner::new(WorkerPool::start(pool_config), Limits::default()));
+    let gateway = Gateway::with_scripts(store.subscribe(), Arc::new(NoDispatch), Some(scripts), EdgeConfig::default());
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
     let session = gateway.session(mode);

@@ -34,6 +34,12 @@ pub struct UpstreamConfig {
     /// rejects unknown fields) or `off`.
     #[serde(default)]
     pub validation: quiver_proto::manifest::ValidationMode,
+    /// Consecutive failed calls that open the circuit breaker (0 disables it). Default 5.
+    #[serde(default = "default_breaker_failures")]
+    pub breaker_failures: u32,
+    /// Seconds the breaker stays open before one probe call. Default 30.
+    #[serde(default = "default_breaker_open_secs")]
+    pub breaker_open_secs: u64,
     /// Operator tags.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -113,6 +119,10 @@ struct RawUpstreamConfig {
     refresh_interval_secs: u64,
     #[serde(default)]
     validation: quiver_proto::manifest::ValidationMode,
+    #[serde(default = "default_breaker_failures")]
+    breaker_failures: u32,
+    #[serde(default = "default_breaker_open_secs")]
+    breaker_open_secs: u64,
     #[serde(default)]
     tags: Vec<String>,
     #[serde(default)]
@@ -164,12 +174,20 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
             connect_timeout_ms: raw.connect_timeout_ms,
             refresh_interval_secs: raw.refresh_interval_secs,
             validation: raw.validation,
+            breaker_failures: raw.breaker_failures,
+            breaker_open_secs: raw.breaker_open_secs,
             tags: raw.tags,
             group: raw.group,
         })
     }
 }
 
+fn default_breaker_failures() -> u32 {
+    5
+}
+fn default_breaker_open_secs() -> u64 {
+    30
+}
 fn default_call_timeout_ms() -> u64 {
     30_000
 }
@@ -204,6 +222,8 @@ impl UpstreamConfig {
             connect_timeout_ms: default_connect_timeout_ms(),
             refresh_interval_secs: default_refresh_secs(),
             validation: Default::default(),
+            breaker_failures: default_breaker_failures(),
+            breaker_open_secs: default_breaker_open_secs(),
             tags: Vec::new(),
             group: String::new(),
         }
@@ -212,6 +232,11 @@ impl UpstreamConfig {
     /// The namespace its tools are exposed under.
     pub fn namespace(&self) -> &str {
         self.namespace.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Circuit breaker settings.
+    pub fn breaker(&self) -> crate::breaker::BreakerConfig {
+        crate::breaker::BreakerConfig { failures: self.breaker_failures, open_for: Duration::from_secs(self.breaker_open_secs) }
     }
 
     /// Call time limit.

@@ -25,6 +25,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    breaker::CircuitBreaker,
     client::{CallSink, ClientSignal, InFlight, InFlightGuard, UpstreamClient},
     config::{Transport, UpstreamConfig},
     error::UpstreamError,
@@ -61,6 +62,8 @@ pub struct UpstreamStatus {
     pub since: u64,
     /// Tools listed at the last successful refresh.
     pub tools: usize,
+    /// Circuit breaker: `closed`, `open` or `half-open`.
+    pub breaker: &'static str,
 }
 
 /// Per-call options.
@@ -92,6 +95,7 @@ pub struct Upstream {
     status: Mutex<UpstreamStatus>,
     events: broadcast::Sender<UpstreamEvent>,
     in_flight: Arc<InFlight>,
+    breaker: CircuitBreaker,
     shutdown: CancellationToken,
 }
 
@@ -110,8 +114,10 @@ impl Upstream {
             failures: 0,
             since: now_secs(),
             tools: 0,
+            breaker: "closed",
         };
         Arc::new(Upstream {
+            breaker: CircuitBreaker::new(config.breaker()),
             config,
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(status),
@@ -138,7 +144,9 @@ impl Upstream {
 
     /// Current status.
     pub fn status(&self) -> UpstreamStatus {
-        self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        status.breaker = self.breaker.state_name();
+        status
     }
 
     fn set_status(&self, update: impl FnOnce(&mut UpstreamStatus)) {
@@ -363,8 +371,27 @@ impl Upstream {
     }
 
     /// Sends one request (resources, prompts, completion, a tool call…) once and
-    /// returns the upstream's result. Never retried once sent.
+    /// returns the upstream's result. Never retried once sent. Refused at once
+    /// while the circuit breaker is open.
     pub async fn request(
+        self: &Arc<Self>,
+        request: ClientRequest,
+        options: CallOptions,
+    ) -> Result<ServerResult, UpstreamError> {
+        let admission = self
+            .breaker
+            .admit()
+            .map_err(|retry_in| UpstreamError::CircuitOpen { id: self.config.id.clone(), retry_in })?;
+        let result = self.request_once(request, options).await;
+        let healthy = match &result {
+            Ok(_) | Err(UpstreamError::Remote { .. } | UpstreamError::Cancelled { .. }) => true,
+            Err(_) => false,
+        };
+        self.breaker.record(admission, healthy);
+        result
+    }
+
+    async fn request_once(
         self: &Arc<Self>,
         request: ClientRequest,
         options: CallOptions,

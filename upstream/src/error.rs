@@ -31,6 +31,14 @@ pub enum UpstreamError {
         /// The limit.
         timeout: Duration,
     },
+    /// The circuit breaker is open after repeated failures; nothing was sent.
+    #[error("upstream `{id}` is failing; calls are paused for {retry_in:?} (circuit breaker open), nothing was sent")]
+    CircuitOpen {
+        /// Upstream id.
+        id: String,
+        /// Time until the next probe call is allowed.
+        retry_in: std::time::Duration,
+    },
     /// The caller cancelled the call.
     #[error("call to upstream `{id}` was cancelled by the caller")]
     Cancelled {

@@ -6,12 +6,14 @@
 //! sampling and elicitation requests) to the caller that started it. It never
 //! retries a tool call: a call is dispatched at most once.
 
+mod breaker;
 mod client;
 mod config;
 mod connection;
 mod error;
 mod set;
 
+pub use breaker::{BreakerConfig, CircuitBreaker};
 pub use client::{CallSink, SinkFuture};
 pub use config::{ConfigError, Transport, UpstreamConfig};
 pub use connection::{CallOptions, Upstream, UpstreamEvent, UpstreamStatus};

@@ -18,9 +18,9 @@ const MAX_LIMIT: usize = 20;
 /// Most tools `describe` renders in one call.
 const MAX_DESCRIBE: usize = 20;
 
-/// The tools of code mode.
-pub fn list() -> Vec<Tool> {
-    vec![
+/// The tools of code mode (`execute` only when scripts can run).
+pub fn list(execute: bool) -> Vec<Tool> {
+    let mut tools = vec![
         meta_tool(
             "list",
             "List servers, or one server's tools as one-line signatures.",
@@ -43,7 +43,20 @@ pub fn list() -> Vec<Tool> {
                 "names": {"type": "array", "items": {"type": "string"}}
             }, "required": ["names"]}),
         ),
-    ]
+    ];
+    if execute {
+        tools.push(meta_tool("execute", &execute_description(), json!({"type": "object", "properties": {
+            "code": {"type": "string", "description": "JavaScript: the body of an async function"}
+        }, "required": ["code"]})));
+    }
+    tools
+}
+
+fn execute_description() -> String {
+    format!(
+        "Run JavaScript that calls tools; only what it returns comes back. The code is the body of an async function (use await and return). In scope:\n{}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel.",
+        quiver_executor::script::API_DECLARATION
+    )
 }
 
 /// Instructions sent at initialize.
@@ -57,7 +70,64 @@ pub fn instructions(view: &ToolView) -> String {
 
 /// Whether `name` is one of code mode's own tools.
 pub fn is_meta(name: &str) -> bool {
-    matches!(name, "list" | "search" | "describe")
+    matches!(name, "list" | "search" | "describe" | "execute")
+}
+
+#[derive(Deserialize)]
+struct ExecuteArgs {
+    code: String,
+}
+
+/// `execute {code}`: runs the script on a sandboxed worker against the session's view.
+pub async fn execute_tool(
+    gateway: &std::sync::Arc<crate::gateway::Gateway>,
+    view: std::sync::Arc<ToolView>,
+    session: &str,
+    args: Option<JsonObject>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> CallToolResult {
+    use quiver_executor::script::ExecuteError;
+    let args: ExecuteArgs = match parse_args("execute", args, "{code: string}") {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let Some(runner) = gateway.scripts() else {
+        return tool_error("unavailable", "scripts are not enabled on this gateway".into(), json!({}));
+    };
+    let context = std::sync::Arc::new(crate::script_context::ViewScriptContext::new(
+        gateway.clone(),
+        view,
+        session.to_string(),
+        cancel,
+    ));
+    match runner.execute(&args.code, context).await {
+        Ok(outcome) => {
+            let logs = outcome.logs.clone();
+            match outcome.error {
+                None => {
+                    let result = outcome.result.unwrap_or(serde_json::Value::Null);
+                    let mut text = serde_json::to_string(&result).unwrap_or_default();
+                    if !logs.is_empty() {
+                        let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
+                    }
+                    tool_ok(text, Some(json!({"result": result, "logs": logs, "truncated": outcome.truncated})))
+                }
+                Some(error) => {
+                    let at = error.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+                    let mut text = format!("script {}: {}{at}", error.kind, crate::redact::redact(&error.message));
+                    if !logs.is_empty() {
+                        let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
+                    }
+                    tool_error(&format!("script_{}", error.kind), text, json!({"line": error.line, "logs": logs}))
+                }
+            }
+        }
+        Err(ExecuteError::Rejected(errors)) => {
+            let violations = serde_json::to_value(&errors.errors).unwrap_or_default();
+            tool_error("script_rejected", format!("the script was rejected before running; fix and resend:\n{errors}"), json!({"violations": violations}))
+        }
+        Err(e) => tool_error("executor_error", crate::redact::redact(&e.to_string()), json!({})),
+    }
 }
 
 #[derive(Deserialize)]
@@ -165,7 +235,7 @@ fn relative_signature(tool: &ViewTool<'_>) -> String {
         .to_string()
 }
 
-/// `describe {names}`.
+/// `describe {names}`; the name `api` gives the script API declarations.
 pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
     let args: DescribeArgs = match parse_args("describe", args, "{names: string[]}") {
         Ok(a) => a,
@@ -181,6 +251,11 @@ pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResul
     let mut text = String::new();
     let mut unknown = Vec::new();
     for name in names.iter().take(MAX_DESCRIBE) {
+        if name == "api" {
+            text.push_str(quiver_executor::script::API_DECLARATION);
+            text.push('\n');
+            continue;
+        }
         match view.resolve(name) {
             Some(t) => {
                 text.push_str(&t.tool.stub.declaration);

@@ -294,4 +294,41 @@ mod tests {
         }
         Ok(())
     }
+
+    #[test]
+    #[ignore = "TEMP"]
+    fn temp_show_scores() -> anyhow::Result<()> {
+        let root = project_root();
+        let corpus = Corpus::load(
+            &root.join("../shared/datasets"),
+            &std::env::var("CORPUS").unwrap_or("livemcpbench".into()),
+        )?;
+        let ids = corpus.ids();
+        let index = SearchIndex::build(&corpus.docs);
+        let extra = std::env::var("Q").unwrap_or_default();
+        for q in [
+            extra.as_str(),
+            "weather forecast for a city",
+            "git_status",
+            "git status",
+            "查询天气",
+            "asdf qwerty",
+            "hello",
+            "how do I cook pasta",
+            "send an email",
+            "pdf",
+            "translate this text to french",
+            "create a github issue",
+            "get_current_stock_price",
+        ] {
+            let hits = index.search(q, 4);
+            println!(
+                "{q}: {:?}",
+                hits.iter()
+                    .map(|h| format!("{} {:.3}", ids[h.doc], h.score))
+                    .collect::<Vec<_>>()
+            );
+        }
+        Ok(())
+    }
 }

@@ -32,14 +32,17 @@ enum Field {
     ParamDescription = 3,
     ServerName = 4,
     ServerDescription = 5,
+    /// The first sentence of the description, which usually says what the
+    /// tool does; the rest is detail (arguments, caveats, examples).
+    Summary = 6,
 }
 
-const FIELDS: usize = 6;
+const FIELDS: usize = 7;
 /// How much a match in each field counts. The name says what a tool does in
 /// two or three words; parameters and the server only hint at it.
-const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 1.0, 0.6, 0.3, 1.0, 0.4];
+const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 1.0, 0.6, 0.3, 1.0, 0.4, 0.8];
 /// BM25 length normalisation per field: short fields (names) barely need it.
-const FIELD_B: [f32; FIELDS] = [0.3, 0.75, 0.5, 0.75, 0.2, 0.75];
+const FIELD_B: [f32; FIELDS] = [0.3, 0.75, 0.5, 0.75, 0.2, 0.75, 0.5];
 /// BM25 term-frequency saturation.
 const K1: f32 = 1.2;
 
@@ -55,6 +58,12 @@ const COVERAGE_FLOOR: f32 = 0.3;
 const NAME_BONUS: f32 = 0.5;
 /// Bonus for a query that is the tool's name (or server and name).
 const EXACT_NAME_BONUS: f32 = 1.0;
+/// Bonus (shared among the query's identifiers) for an identifier in the
+/// query that is a tool's name.
+const NAMED_TOOL_BONUS: f32 = 0.5;
+/// Bonus (shared among the query's identifiers) for an identifier in the
+/// query that is one of the tool's parameters (`ticker_symbol`).
+const NAMED_PARAM_BONUS: f32 = 0.3;
 /// Bonus for a query that is the start of a tool's name.
 const PREFIX_NAME_BONUS: f32 = 0.3;
 /// Query weight of each half of a split unknown word ("flowchart").
@@ -62,6 +71,8 @@ const SPLIT_WEIGHT: f32 = 0.8;
 /// Weight of two query words joined into one indexed term ("mind map"),
 /// standing in for each of the two words.
 const JOINED_WEIGHT: f32 = 0.6;
+/// Share of an unknown CJK bigram's weight that lowers displayed scores.
+const UNKNOWN_BIGRAM_SHARE: f32 = 0.3;
 /// Concepts beyond this many (the least important) are dropped from a query.
 const MAX_CONCEPTS: usize = 64;
 
@@ -87,13 +98,16 @@ const MAX_CONCEPTS: usize = 64;
 pub struct SearchIndex {
     vocabulary: HashMap<Box<str>, u32>,
     terms: Vec<Postings>,
-    /// `name_terms[name_offsets[d]..name_offsets[d + 1]]`: the terms of doc d's name.
+    /// `name_terms[name_offsets[d]..name_offsets[d + 1]]`: the terms of doc
+    /// d's name, with their IDF.
     name_offsets: Vec<u32>,
-    name_terms: Vec<u32>,
+    name_terms: Vec<(u32, f32)>,
     /// Normalised `name` and `server + name` → docs.
     exact_names: HashMap<Box<str>, Vec<u32>>,
     /// Normalised names, sorted, for prefix matches.
     sorted_names: Vec<(Box<str>, u32)>,
+    /// Normalised parameter names → docs.
+    param_names: HashMap<Box<str>, Vec<u32>>,
     docs: usize,
 }
 
@@ -152,24 +166,55 @@ impl SearchIndex {
         if plan.concepts.is_empty() {
             return Vec::new();
         }
-        let name_bonuses = self.name_match_bonuses(&plan);
+        let bonuses = self.exact_match_bonuses(&plan);
+        let bonus = |doc: u32| {
+            bonuses
+                .binary_search_by_key(&doc, |&(d, _)| d)
+                .map_or(0.0, |i| bonuses[i].1)
+        };
         ScoreScratch::with(self.docs, |scratch| {
             self.accumulate(&plan, scratch);
-            let mut top = TopK::new(limit);
-            let scale = 1.0 / (plan.total * (1.0 + NAME_BONUS));
-            for &doc in &scratch.touched {
+            let base = |doc: u32| {
                 let d = doc as usize;
                 let coverage = scratch.coverage[d] / plan.total;
-                let mut score =
-                    scratch.score[d] * (COVERAGE_FLOOR + (1.0 - COVERAGE_FLOOR) * coverage);
-                score += self.name_coverage_bonus(doc, &plan);
-                if let Some((_, bonus)) = name_bonuses.iter().find(|(d, _)| *d == doc) {
-                    score += bonus;
+                scratch.score[d] * (COVERAGE_FLOOR + (1.0 - COVERAGE_FLOOR) * coverage)
+            };
+            let full =
+                |doc: u32, base: f32| base + self.name_coverage_bonus(doc, &plan) + bonus(doc);
+            // The name bonus costs more than the rest, and most touched tools
+            // matched one common word. Score the best `limit` by base score in
+            // full first: the worst of them bounds what a tool must reach, and
+            // a tool whose base score plus the largest name bonus falls short
+            // is skipped unscored.
+            let mut by_base = TopK::new(limit);
+            for &doc in &scratch.touched {
+                by_base.push(doc, base(doc));
+            }
+            let seeds = by_base.into_hits();
+            let bar = if seeds.len() == limit {
+                seeds
+                    .iter()
+                    .map(|h| full(h.doc as u32, h.score))
+                    .fold(f32::INFINITY, f32::min)
+            } else {
+                f32::NEG_INFINITY
+            };
+            let max_name_bonus = NAME_BONUS * plan.total;
+            let mut top = TopK::new(limit);
+            for &doc in &scratch.touched {
+                let base = base(doc);
+                if base + max_name_bonus < bar && bonus(doc) == 0.0 {
+                    continue;
                 }
-                top.push(doc, (score * scale).min(1.0));
+                top.push(doc, full(doc, base));
             }
             scratch.reset();
-            top.into_hits()
+            let scale = 1.0 / (plan.total * (1.0 + NAME_BONUS) + plan.unmatched);
+            let mut hits = top.into_hits();
+            for hit in &mut hits {
+                hit.score = (hit.score * scale).min(1.0);
+            }
+            hits
         })
     }
 
@@ -221,13 +266,9 @@ impl SearchIndex {
         let d = doc as usize;
         let name =
             &self.name_terms[self.name_offsets[d] as usize..self.name_offsets[d + 1] as usize];
-        if name.is_empty() {
-            return 0.0;
-        }
         let mut concepts: u64 = 0;
         let (mut matched, mut all) = (0.0, 0.0);
-        for &term in name {
-            let idf = self.terms[term as usize].idf;
+        for &(term, idf) in name {
             all += idf;
             let start = plan.lookup.partition_point(|&(t, _)| t < term);
             let mut hit = false;
@@ -242,20 +283,20 @@ impl SearchIndex {
         if concepts == 0 || all == 0.0 {
             return 0.0;
         }
-        let covered: f32 = (0..plan.concepts.len())
-            .filter(|i| concepts & (1 << i) != 0)
-            .map(|i| plan.concepts[i].importance)
-            .sum();
+        let mut covered = 0.0;
+        while concepts != 0 {
+            covered += plan.concepts[concepts.trailing_zeros() as usize].importance;
+            concepts &= concepts - 1;
+        }
         NAME_BONUS * (matched / all) * covered
     }
 
-    /// Bonuses for queries that are a tool's name, or the start of one.
-    fn name_match_bonuses(&self, plan: &QueryPlan) -> Vec<(u32, f32)> {
+    /// Bonuses for a query that is a tool's name (or the start of one) and for
+    /// identifiers in the query (`repo_path`, `getStory`) that name a tool or
+    /// one of its parameters. Sorted by document, one entry per document.
+    fn exact_match_bonuses(&self, plan: &QueryPlan) -> Vec<(u32, f32)> {
         let mut bonuses = Vec::new();
         let query = plan.normalized.as_str();
-        if query.is_empty() {
-            return bonuses;
-        }
         if let Some(docs) = self.exact_names.get(query) {
             bonuses.extend(docs.iter().map(|&d| (d, EXACT_NAME_BONUS * plan.total)));
         }
@@ -267,12 +308,33 @@ impl SearchIndex {
                 if !name.starts_with(query) {
                     break;
                 }
-                if name.len() > query.len() && !bonuses.iter().any(|(d, _)| d == doc) {
+                if name.len() > query.len() {
                     let share = query.len() as f32 / name.len() as f32;
                     bonuses.push((*doc, PREFIX_NAME_BONUS * share * plan.total));
                 }
             }
         }
+        if !plan.identifiers.is_empty() {
+            let share = plan.total / plan.identifiers.len() as f32;
+            for identifier in &plan.identifiers {
+                if identifier.as_str() != query {
+                    if let Some(docs) = self.exact_names.get(identifier.as_str()) {
+                        bonuses.extend(docs.iter().map(|&d| (d, NAMED_TOOL_BONUS * share)));
+                    }
+                }
+                if let Some(docs) = self.param_names.get(identifier.as_str()) {
+                    bonuses.extend(docs.iter().map(|&d| (d, NAMED_PARAM_BONUS * share)));
+                }
+            }
+        }
+        bonuses.sort_unstable_by_key(|&(d, _)| d);
+        bonuses.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+            }
+            same
+        });
         bonuses
     }
 
@@ -364,6 +426,7 @@ impl SearchIndex {
 
         let is_main = |term: &str| mains.iter().any(|m| m.term == term);
         let mut concepts: Vec<Vec<(u32, f32)>> = Vec::with_capacity(mains.len());
+        let mut merged = vec![false; mains.len()];
         for main in &mains {
             let mut members = Vec::new();
             let in_vocabulary = self.vocabulary.get(main.term.as_str());
@@ -374,6 +437,7 @@ impl SearchIndex {
             // "vs" next to "compare": an unknown word whose meaning another query
             // word already carries would only count that meaning twice.
             if in_vocabulary.is_none() && related.iter().any(|(r, _)| is_main(r)) {
+                merged[concepts.len()] = true;
                 concepts.push(Vec::new());
                 continue;
             }
@@ -426,8 +490,24 @@ impl SearchIndex {
 
         let mut plan = QueryPlan {
             normalized: normalize_name(query),
+            identifiers: identifiers(query),
             ..QueryPlan::default()
         };
+        // Query words no tool knows lower every score shown, not the ranking:
+        // "create a github issue" must not look like a perfect match for a
+        // tool named `create` in a catalogue without GitHub.
+        let unseen = idf(self.docs, 1);
+        for ((main, members), merged) in mains.iter().zip(&concepts).zip(merged) {
+            if members.is_empty() && !merged {
+                let share = match main.kind {
+                    TokenKind::CjkUnigram => 0.0,
+                    // Most unknown bigrams straddle two words ("询天" of 查询天气).
+                    TokenKind::CjkBigram => UNKNOWN_BIGRAM_SHARE,
+                    _ => 1.0,
+                };
+                plan.unmatched += main.weight * unseen * share;
+            }
+        }
         let mut kept: Vec<(f32, Vec<(u32, f32)>)> = concepts
             .into_iter()
             .filter(|members| !members.is_empty())
@@ -492,7 +572,12 @@ struct QueryPlan {
     lookup: Vec<(u32, u16)>,
     /// Sum of the concepts' importances: the most a tool could score.
     total: f32,
+    /// What the query words no tool knows would have weighed (for display).
+    unmatched: f32,
+    /// The whole query, normalised as names are.
     normalized: String,
+    /// Identifier-like words of the query (`repo_path`, `getStory`), normalised.
+    identifiers: Vec<String>,
 }
 
 /// One query term and its relatives: a tool scores the best of them.
@@ -547,6 +632,44 @@ fn add_member(members: &mut Vec<(u32, f32)>, id: u32, weight: f32) {
     }
 }
 
+/// Words of a query written like code (`repo_path`, `get-tickets`,
+/// `getStory`), normalised as names are.
+fn identifiers(query: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    for word in query.split(|c: char| !is_part(c)) {
+        let chars: Vec<char> = word.chars().collect();
+        let camel = chars
+            .windows(2)
+            .any(|w| w[0].is_lowercase() && w[1].is_uppercase());
+        let joined = word
+            .trim_matches(|c| c == '_' || c == '-')
+            .contains(['_', '-']);
+        if camel || joined {
+            let name = normalize_name(word);
+            if name.chars().count() >= 4 && !found.contains(&name) {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// The first sentence of a description (at most about 300 bytes).
+fn summary(description: &str) -> &str {
+    let text = description.trim_start();
+    let mut end = text.len().min(300);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    for stop in [". ", ".\n", "\n\n", "。", "！", "？"] {
+        if let Some(i) = text[..end].find(stop) {
+            end = i;
+        }
+    }
+    &text[..end]
+}
+
 /// Lowercase letters and digits only: `Get-Weather` and `get_weather` meet.
 fn normalize_name(text: &str) -> String {
     text.chars()
@@ -562,6 +685,7 @@ struct IndexBuilder {
     vocabulary: HashMap<Box<str>, u32>,
     docs: Vec<BuiltDoc>,
     names: Vec<(String, String)>,
+    param_names: HashMap<Box<str>, Vec<u32>>,
     /// Scratch for the document being added.
     term_freqs: HashMap<u32, [f32; FIELDS]>,
 }
@@ -578,6 +702,12 @@ impl IndexBuilder {
         let mut name_terms = Vec::new();
         self.add_field(Field::Name, &doc.name, &mut lengths, Some(&mut name_terms));
         self.add_field(Field::Description, &doc.description, &mut lengths, None);
+        self.add_field(
+            Field::Summary,
+            summary(&doc.description),
+            &mut lengths,
+            None,
+        );
         for param in &doc.params {
             self.add_field(Field::ParamName, &param.name, &mut lengths, None);
             self.add_field(
@@ -603,6 +733,16 @@ impl IndexBuilder {
             lengths,
             name_terms,
         });
+        let index = self.names.len() as u32;
+        for param in &doc.params {
+            let name = normalize_name(&param.name);
+            if name.chars().count() >= 4 {
+                let docs = self.param_names.entry(name.into()).or_default();
+                if docs.last() != Some(&index) {
+                    docs.push(index);
+                }
+            }
+        }
         self.names.push((doc.server.clone(), doc.name.clone()));
     }
 
@@ -652,9 +792,6 @@ impl IndexBuilder {
 
         let mut term_lists: Vec<Vec<Posting>> =
             (0..self.vocabulary.len()).map(|_| Vec::new()).collect();
-        let mut name_offsets = Vec::with_capacity(n + 1);
-        let mut name_terms = Vec::new();
-        name_offsets.push(0);
         for (d, doc) in self.docs.iter().enumerate() {
             let norm: [f32; FIELDS] = std::array::from_fn(|f| {
                 1.0 - FIELD_B[f] + FIELD_B[f] * doc.lengths[f] / average[f]
@@ -668,13 +805,21 @@ impl IndexBuilder {
                     weight: tf / (K1 + tf),
                 });
             }
-            name_terms.extend_from_slice(&doc.name_terms);
+        }
+        let terms: Vec<Postings> = term_lists
+            .into_iter()
+            .map(|list| Postings {
+                idf: idf(n, list.len()),
+                list: list.into_boxed_slice(),
+            })
+            .collect();
+        let mut name_offsets = Vec::with_capacity(n + 1);
+        let mut name_terms = Vec::new();
+        name_offsets.push(0);
+        for doc in &self.docs {
+            name_terms.extend(doc.name_terms.iter().map(|&t| (t, terms[t as usize].idf)));
             name_offsets.push(name_terms.len() as u32);
         }
-        let to_postings = |list: Vec<Posting>| Postings {
-            idf: idf(n, list.len()),
-            list: list.into_boxed_slice(),
-        };
 
         let mut exact_names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
         let mut sorted_names = Vec::with_capacity(n);
@@ -700,11 +845,12 @@ impl IndexBuilder {
 
         SearchIndex {
             vocabulary: self.vocabulary,
-            terms: term_lists.into_iter().map(to_postings).collect(),
+            terms,
             name_offsets,
             name_terms,
             exact_names,
             sorted_names,
+            param_names: self.param_names,
             docs: n,
         }
     }

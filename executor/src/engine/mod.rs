@@ -1,1 +1,13 @@
-//! The JavaScript engine (being written): the only module that touches deno_core.
+//! The JavaScript engine: the only module that touches deno_core. It builds a
+//! fresh, hardened runtime per execution ([`ScriptRuntime`]) and reaches the
+//! host only through a [`HostBridge`]; it never does I/O of its own.
+
+mod host_bridge;
+mod log_buffer;
+mod ops;
+mod result_json;
+mod script_runtime;
+mod watchdog;
+
+pub use host_bridge::HostBridge;
+pub use script_runtime::{EngineError, MIN_HEAP_BYTES, ScriptRuntime};

@@ -1,0 +1,152 @@
+//! The host side of a code-mode script, for one session: every tool call is
+//! resolved and validated against the session's view (hidden tools do not
+//! exist here either), dispatched once, and its result turned into the value
+//! the script sees. Errors are redacted before the script sees them.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use futures::future::BoxFuture;
+use quiver_executor::{
+    CallOptions, ToolCall,
+    script::{ScriptContext, StashOp},
+};
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    gateway::Gateway,
+    redact::redact,
+    suggest::{closest, unknown_tool_message},
+    view::ToolView,
+};
+
+/// One execution's context.
+pub struct ViewScriptContext {
+    gateway: Arc<Gateway>,
+    view: Arc<ToolView>,
+    session: String,
+    cancel: CancellationToken,
+}
+
+impl ViewScriptContext {
+    /// A context over `view` for `session`; calls stop when `cancel` fires.
+    pub fn new(gateway: Arc<Gateway>, view: Arc<ToolView>, session: String, cancel: CancellationToken) -> ViewScriptContext {
+        ViewScriptContext { gateway, view, session, cancel }
+    }
+
+    fn unknown(&self, name: &str) -> String {
+        let suggestions = closest(name, self.view.exposed_names(), 3);
+        unknown_tool_message(name, &suggestions, "use search() to find tool names")
+    }
+}
+
+/// What a script receives from a tool result: structured content when present,
+/// else the text parsed as JSON, else the text; several blocks become an array.
+pub fn script_value(result: &CallToolResult) -> Result<Value, String> {
+    let texts: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .map(|block| match block.get("text").and_then(Value::as_str) {
+            Some(text) => text.to_string(),
+            None => block.to_string(),
+        })
+        .collect();
+    if result.is_error == Some(true) {
+        return Err(redact(&texts.join("\n")));
+    }
+    if let Some(structured) = &result.structured_content {
+        return Ok(structured.clone());
+    }
+    let values: Vec<Value> = result
+        .content
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .map(|block| match block.get("text").and_then(Value::as_str) {
+            Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string())),
+            None => block,
+        })
+        .collect();
+    Ok(match values.len() {
+        0 => Value::Null,
+        1 => values.into_iter().next().unwrap_or(Value::Null),
+        _ => Value::Array(values),
+    })
+}
+
+impl ScriptContext for ViewScriptContext {
+    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
+        let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for tool in self.view.iter() {
+            names.entry(tool.server.js.clone()).or_default().push(tool.tool.js.clone());
+        }
+        names
+    }
+
+    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            let Some(tool) = self.view.resolve(&name) else {
+                return Err(self.unknown(&name));
+            };
+            let args = if args.is_null() { json!({}) } else { args };
+            if let Err(errors) = self.view.check(tool.index).check(&args, tool.server.validation) {
+                return Err(errors.message(&tool.tool.exposed_name));
+            }
+            let call = ToolCall {
+                tenant: "default".into(),
+                server: tool.tool.id.server.clone(),
+                tool: tool.tool.id.tool.clone(),
+                arguments: args.as_object().cloned(),
+            };
+            let options = CallOptions { timeout: None, cancel: self.cancel.clone(), sink: None };
+            match self.gateway.dispatch().call_tool(call, options).await {
+                Ok(result) => script_value(&result),
+                Err(e) => Err(redact(&e.to_string())),
+            }
+        })
+    }
+
+    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            let limit = (limit as usize).clamp(1, 20);
+            let results: Vec<Value> = self
+                .view
+                .search(&query, limit)
+                .into_iter()
+                .map(|(t, score)| {
+                    json!({
+                        "name": t.tool.exposed_name,
+                        "server": t.tool.id.server,
+                        "tool": t.tool.id.tool,
+                        "signature": t.tool.stub.signature,
+                        "summary": t.tool.stub.summary,
+                        "score": (f64::from(score) * 100.0).round() / 100.0,
+                    })
+                })
+                .collect();
+            Ok(Value::Array(results))
+        })
+    }
+
+    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            match self.view.resolve(&name) {
+                Some(t) => Ok(Value::String(t.tool.stub.declaration.clone())),
+                None => Err(self.unknown(&name)),
+            }
+        })
+    }
+
+    fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            let stash = self.gateway.stash();
+            match op {
+                StashOp::Get(key) => stash.get(&self.session, &key),
+                StashOp::Set(key, value, ttl) => stash.set(&self.session, &key, value, ttl),
+                StashOp::Delete(key) => stash.delete(&self.session, &key),
+                StashOp::Keys => Ok(stash.keys(&self.session)),
+            }
+        })
+    }
+}

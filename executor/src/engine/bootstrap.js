@@ -1,0 +1,546 @@
+// Quiver script bootstrap. Runs once in every fresh runtime, before any user
+// code: it captures the few deno_core ops the script API needs, builds that API,
+// removes every global that is not standard JavaScript, disables the
+// string-to-code constructors and freezes the intrinsics. Its value,
+// `{ install, finish }`, goes to Rust only; nothing captured here is reachable
+// from user code.
+((globalThis) => {
+  "use strict";
+
+  // --- capture what we need while it is still reachable -------------------
+  const { op_quiver_request, op_quiver_sleep, op_quiver_log } =
+    globalThis.Deno.core.ops;
+
+  const {
+    Array,
+    Error,
+    JSON,
+    Map,
+    Number,
+    Object,
+    Promise,
+    RangeError,
+    Reflect,
+    Set,
+    String,
+    Symbol,
+    TypeError,
+    WeakMap,
+  } = globalThis;
+  const ArrayFrom = Array.from;
+  const ArrayIsArray = Array.isArray;
+  const JSONParse = JSON.parse;
+  const JSONStringify = JSON.stringify;
+  const NumberIsInteger = Number.isInteger;
+  const ObjectCreate = Object.create;
+  const ObjectDefineProperty = Object.defineProperty;
+  const ObjectEntries = Object.entries;
+  const ObjectFreeze = Object.freeze;
+  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const ObjectGetPrototypeOf = Object.getPrototypeOf;
+  const ObjectHasOwn = Object.hasOwn;
+  const ObjectIsFrozen = Object.isFrozen;
+  const ReflectApply = Reflect.apply;
+  const ReflectDeleteProperty = Reflect.deleteProperty;
+  const ReflectOwnKeys = Reflect.ownKeys;
+  const uncurry = (fn) => (self, ...args) => ReflectApply(fn, self, args);
+  const MapPrototypeEntries = uncurry(Map.prototype.entries);
+  const PromisePrototypeThen = uncurry(Promise.prototype.then);
+  const PromiseResolve = (value) => ReflectApply(Promise.resolve, Promise, [value]);
+  const PromiseReject = (value) => ReflectApply(Promise.reject, Promise, [value]);
+  const StringPrototypeCharAt = uncurry(String.prototype.charAt);
+  const StringPrototypeSlice = uncurry(String.prototype.slice);
+  const SymbolPrototypeToString = uncurry(Symbol.prototype.toString);
+  const WeakMapPrototypeGet = uncurry(WeakMap.prototype.get);
+  const WeakMapPrototypeSet = uncurry(WeakMap.prototype.set);
+  const ArrayPrototypePush = uncurry(Array.prototype.push);
+  const ArrayPrototypePop = uncurry(Array.prototype.pop);
+
+  // Set by `install` for the execution this runtime serves.
+  let wallMs = 0;
+  let logBytes = 0;
+
+  // --- formatting ----------------------------------------------------------
+  function safely(fn, fallback) {
+    try {
+      return fn();
+    } catch {
+      return fallback;
+    }
+  }
+
+  function errorText(error) {
+    const name = safely(() => String(error.name), "Error");
+    const message = safely(() => String(error.message), "");
+    return message === "" ? name : `${name}: ${message}`;
+  }
+
+  function describeKey(key) {
+    return key === "" ? "the top level" : `key "${key}"`;
+  }
+
+  // JSON with the values JSON.stringify would lose or reject made plain.
+  function plainValue(value) {
+    if (typeof value === "bigint") return String(value);
+    if (value instanceof Map) {
+      const object = {};
+      for (const [k, v] of MapPrototypeEntries(value)) {
+        ObjectDefineProperty(object, String(k), {
+          value: v,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
+      return object;
+    }
+    if (value instanceof Set) return ArrayFrom(value);
+    if (value instanceof Error) return errorText(value);
+    return value;
+  }
+
+  function logReplacer(_key, value) {
+    if (typeof value === "function") return functionText(value);
+    if (typeof value === "symbol") return SymbolPrototypeToString(value);
+    return plainValue(value);
+  }
+
+  function resultReplacer(key, value) {
+    if (typeof value === "function") {
+      throw new TypeError(
+        `a function cannot be returned (found at ${describeKey(key)}); return plain data`,
+      );
+    }
+    if (typeof value === "symbol") return undefined;
+    return plainValue(value);
+  }
+
+  function requestReplacer(_key, value) {
+    return plainValue(value);
+  }
+
+  function functionText(fn) {
+    const name = safely(() => String(fn.name), "");
+    return name === "" ? "[Function]" : `[Function: ${name}]`;
+  }
+
+  function formatLogValue(value) {
+    switch (typeof value) {
+      case "string":
+        return value;
+      case "undefined":
+        return "undefined";
+      case "function":
+        return functionText(value);
+      case "symbol":
+        return SymbolPrototypeToString(value);
+      case "number":
+      case "boolean":
+      case "bigint":
+        return String(value);
+    }
+    if (value === null) return "null";
+    if (value instanceof Error) return errorText(value);
+    const json = safely(() => JSONStringify(value, logReplacer), undefined);
+    if (typeof json === "string") return json;
+    return safely(() => String(value), "[object]");
+  }
+
+  // --- host requests ---------------------------------------------------------
+  // Errors from the host are created after an await, where the script's frames
+  // are gone; `errorSites` remembers an Error made at the call site so the
+  // reported line is the script's.
+  const errorSites = new WeakMap();
+
+  function request(body) {
+    const site = new Error("host request");
+    let text;
+    try {
+      text = JSONStringify(body, requestReplacer);
+    } catch (error) {
+      return PromiseReject(error);
+    }
+    return PromisePrototypeThen(op_quiver_request(text), (reply) => {
+      if (StringPrototypeCharAt(reply, 0) === "o") {
+        return JSONParse(StringPrototypeSlice(reply, 1));
+      }
+      const error = new Error(StringPrototypeSlice(reply, 1));
+      WeakMapPrototypeSet(errorSites, error, site);
+      throw error;
+    });
+  }
+
+  function nullObject(properties) {
+    const object = ObjectCreate(null);
+    for (const [key, value] of ObjectEntries(properties)) {
+      ObjectDefineProperty(object, key, { value, enumerable: true });
+    }
+    return object;
+  }
+
+  function named(fn, name) {
+    ObjectDefineProperty(fn, "name", { value: name });
+    return fn;
+  }
+
+  function callTool(name, args) {
+    if (typeof name !== "string") {
+      throw new TypeError(
+        'tools.call(name, args): name must be a string such as "server.tool"',
+      );
+    }
+    return request({
+      op: "call_tool",
+      name,
+      args: args === undefined ? {} : args,
+    });
+  }
+
+  function toolFunction(server, tool) {
+    const name = `${server}.${tool}`;
+    return named(
+      (args) =>
+        request({ op: "call_tool", name, args: args === undefined ? {} : args }),
+      tool,
+    );
+  }
+
+  function search(query, limit = 10) {
+    const max = Number(limit);
+    if (!NumberIsInteger(max) || max < 1 || max > 0xffffffff) {
+      throw new RangeError("search(query, limit): limit must be a whole number >= 1");
+    }
+    return request({ op: "search", query: String(query), limit: max });
+  }
+
+  function describe(name) {
+    return request({ op: "describe", name: String(name) });
+  }
+
+  const stash = nullObject({
+    get: named((key) => request({ op: "stash_get", key: String(key) }), "get"),
+    set: named((key, value, ttlSecs) => {
+      let ttl = null;
+      if (ttlSecs !== undefined && ttlSecs !== null) {
+        ttl = Number(ttlSecs);
+        if (!NumberIsInteger(ttl) || ttl < 0) {
+          throw new RangeError(
+            "stash.set(key, value, ttlSecs): ttlSecs must be a whole number >= 0",
+          );
+        }
+      }
+      return request({
+        op: "stash_set",
+        key: String(key),
+        value: value === undefined ? null : value,
+        ttl_secs: ttl,
+      });
+    }, "set"),
+    delete: named(
+      (key) => request({ op: "stash_delete", key: String(key) }),
+      "delete",
+    ),
+    keys: named(() => request({ op: "stash_keys" }), "keys"),
+  });
+
+  // --- console, timers -------------------------------------------------------
+  let logsFull = false;
+
+  function logger(prefix, name) {
+    return named((...values) => {
+      if (logsFull) return;
+      let line = prefix;
+      for (let i = 0; i < values.length; i++) {
+        if (i > 0) line += " ";
+        line += formatLogValue(values[i]);
+        if (line.length > logBytes) break;
+      }
+      if (line.length > logBytes) line = StringPrototypeSlice(line, 0, logBytes + 1);
+      if (!op_quiver_log(line)) logsFull = true;
+    }, name);
+  }
+
+  const console = nullObject({
+    log: logger("", "log"),
+    info: logger("", "info"),
+    debug: logger("", "debug"),
+    warn: logger("[warn] ", "warn"),
+    error: logger("[error] ", "error"),
+  });
+
+  let nextTimerId = 1;
+
+  function setTimeout(callback, delay = 0, ...args) {
+    if (typeof callback !== "function") {
+      throw new TypeError("setTimeout(callback, ms): callback must be a function");
+    }
+    let ms = Number(delay);
+    if (!(ms > 0)) ms = 0;
+    if (ms > wallMs) {
+      throw new RangeError(
+        `setTimeout: ${ms} ms is longer than the script's ${wallMs} ms time limit`,
+      );
+    }
+    PromisePrototypeThen(op_quiver_sleep(ms), () =>
+      ReflectApply(callback, undefined, args)
+    );
+    return nextTimerId++;
+  }
+
+  function queueMicrotask(callback) {
+    if (typeof callback !== "function") {
+      throw new TypeError("queueMicrotask(callback): callback must be a function");
+    }
+    PromisePrototypeThen(PromiseResolve(undefined), () =>
+      ReflectApply(callback, undefined, [])
+    );
+  }
+
+  // --- hardening --------------------------------------------------------------
+  function fail(what) {
+    throw new Error(`quiver bootstrap: could not ${what}`);
+  }
+
+  function defineFixed(object, key, value) {
+    ObjectDefineProperty(object, key, {
+      value,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
+  }
+
+  // 1. No string-to-code: every Function-family constructor is replaced, on
+  //    its prototype's `constructor` and (for Function) on the global, by a
+  //    thrower that keeps the prototype so `instanceof` still works.
+  const functionPrototypes = [
+    ObjectGetPrototypeOf(function () {}),
+    ObjectGetPrototypeOf(async function () {}),
+    ObjectGetPrototypeOf(function* () {}),
+    ObjectGetPrototypeOf(async function* () {}),
+  ];
+  let disabledFunction;
+  for (const prototype of functionPrototypes) {
+    const disabled = function () {
+      throw new TypeError(
+        "code generation from strings is disabled in Quiver scripts",
+      );
+    };
+    defineFixed(disabled, "prototype", prototype);
+    defineFixed(prototype, "constructor", disabled);
+    disabledFunction ??= disabled;
+  }
+
+  // 2. No V8 stack-trace hooks (their call sites can hand out functions).
+  for (const key of ["prepareStackTrace", "captureStackTrace"]) {
+    if (ObjectHasOwn(Error, key) && !ReflectDeleteProperty(Error, key)) {
+      fail(`remove Error.${key}`);
+    }
+  }
+
+  // 3. Only standard JavaScript stays global; everything else (Deno,
+  //    __bootstrap, eval, WebAssembly, SharedArrayBuffer, Atomics, WeakRef,
+  //    ShadowRealm, the engine's console and timers, ...) goes.
+  const keptGlobals = new Set([
+    "globalThis", "Infinity", "NaN", "undefined",
+    "isFinite", "isNaN", "parseFloat", "parseInt",
+    "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent",
+    "escape", "unescape",
+    "Object", "Boolean", "Symbol", "Number", "BigInt", "Math", "Date",
+    "String", "RegExp", "JSON", "Reflect", "Proxy", "Promise", "Iterator",
+    "Array", "Map", "Set", "WeakMap", "WeakSet",
+    "ArrayBuffer", "DataView", "Int8Array", "Uint8Array", "Uint8ClampedArray",
+    "Int16Array", "Uint16Array", "Int32Array", "Uint32Array",
+    "Float16Array", "Float32Array", "Float64Array",
+    "BigInt64Array", "BigUint64Array",
+    "Error", "AggregateError", "EvalError", "RangeError", "ReferenceError",
+    "SyntaxError", "TypeError", "URIError", "SuppressedError",
+    "DisposableStack", "AsyncDisposableStack", "Intl",
+  ]);
+  for (const key of ReflectOwnKeys(globalThis)) {
+    if (typeof key === "string" && keptGlobals.has(key)) continue;
+    if (!ReflectDeleteProperty(globalThis, key)) {
+      fail(`remove the global ${String(key)}`);
+    }
+  }
+
+  // 4. The script API, fixed on the global.
+  defineFixed(globalThis, "Function", disabledFunction);
+  defineFixed(globalThis, "console", console);
+  defineFixed(globalThis, "search", search);
+  defineFixed(globalThis, "describe", describe);
+  defineFixed(globalThis, "stash", stash);
+  defineFixed(globalThis, "setTimeout", setTimeout);
+  defineFixed(globalThis, "queueMicrotask", queueMicrotask);
+
+  // 5. Frozen prototypes make `obj.toString = f` throw even on an ordinary
+  //    object (the "override mistake"); these accessors keep assignment to
+  //    the commonly shadowed names working on the object assigned to.
+  function tameOverride(object, key) {
+    const descriptor = ObjectGetOwnPropertyDescriptor(object, key);
+    if (!descriptor || !ObjectHasOwn(descriptor, "value")) return;
+    const value = descriptor.value;
+    ObjectDefineProperty(object, key, {
+      get: named(function () {
+        return value;
+      }, `get ${key}`),
+      set: named(function (next) {
+        if (this === object) {
+          throw new TypeError(`Cannot assign to read only property '${key}'`);
+        }
+        if (ObjectHasOwn(this, key)) {
+          this[key] = next;
+        } else {
+          ObjectDefineProperty(this, key, {
+            value: next,
+            writable: true,
+            enumerable: true,
+            configurable: true,
+          });
+        }
+      }, `set ${key}`),
+      enumerable: descriptor.enumerable,
+      configurable: false,
+    });
+  }
+  for (const key of ReflectOwnKeys(Object.prototype)) {
+    if (typeof key === "string" && key !== "__proto__") {
+      tameOverride(Object.prototype, key);
+    }
+  }
+  for (const key of ["name", "message", "toString"]) {
+    tameOverride(Error.prototype, key);
+  }
+  tameOverride(functionPrototypes[0], "toString");
+
+  // 6. Freeze everything reachable from the global scope, plus the intrinsics
+  //    only reachable through syntax.
+  const frozen = new WeakMap();
+  function harden(root) {
+    const stack = [root];
+    while (stack.length > 0) {
+      const value = ArrayPrototypePop(stack);
+      if (
+        (typeof value !== "object" && typeof value !== "function") ||
+        value === null ||
+        WeakMapPrototypeGet(frozen, value)
+      ) {
+        continue;
+      }
+      WeakMapPrototypeSet(frozen, value, true);
+      ObjectFreeze(value);
+      ArrayPrototypePush(stack, ObjectGetPrototypeOf(value));
+      for (const key of ReflectOwnKeys(value)) {
+        const descriptor = ObjectGetOwnPropertyDescriptor(value, key);
+        if (descriptor === undefined) continue;
+        if (ObjectHasOwn(descriptor, "value")) {
+          ArrayPrototypePush(stack, descriptor.value);
+        } else {
+          ArrayPrototypePush(stack, descriptor.get);
+          ArrayPrototypePush(stack, descriptor.set);
+        }
+      }
+    }
+  }
+  function* generator() {}
+  async function* asyncGenerator() {}
+  const hiddenIntrinsics = [
+    ...functionPrototypes,
+    generator(),
+    asyncGenerator(),
+    [][Symbol.iterator](),
+    ""[Symbol.iterator](),
+    new Map()[Symbol.iterator](),
+    new Set()[Symbol.iterator](),
+    /x/[Symbol.matchAll](""),
+    (function () {
+      return arguments;
+    })(),
+  ];
+  const arrayIterator = [].values();
+  if (typeof arrayIterator.map === "function") {
+    ArrayPrototypePush(hiddenIntrinsics, arrayIterator.map((x) => x));
+  }
+  if (typeof globalThis.Iterator?.from === "function") {
+    ArrayPrototypePush(
+      hiddenIntrinsics,
+      globalThis.Iterator.from({ next: () => ({ done: true }) }),
+    );
+  }
+  WeakMapPrototypeSet(frozen, globalThis, true);
+  for (const value of hiddenIntrinsics) harden(value);
+  for (const key of ReflectOwnKeys(globalThis)) {
+    const descriptor = ObjectGetOwnPropertyDescriptor(globalThis, key);
+    harden(descriptor.value);
+    harden(descriptor.get);
+    harden(descriptor.set);
+  }
+  if (!ObjectIsFrozen(Object.prototype) || !ObjectIsFrozen(console)) {
+    fail("freeze the intrinsics");
+  }
+
+  // --- the Rust side ----------------------------------------------------------
+  // Called once, right before the user code: `config` is
+  // `{"tools": {server: [tool, ...]}, "wallMs": n, "logBytes": n}` as JSON.
+  function install(config) {
+    const parsed = JSONParse(config);
+    wallMs = parsed.wallMs;
+    logBytes = parsed.logBytes;
+    const tools = ObjectCreate(null);
+    defineFixed(tools, "call", callTool);
+    for (const [server, names] of ObjectEntries(parsed.tools)) {
+      if (ObjectHasOwn(tools, server) || !ArrayIsArray(names)) continue;
+      const namespace = ObjectCreate(null);
+      for (const tool of names) {
+        if (typeof tool !== "string" || ObjectHasOwn(namespace, tool)) continue;
+        ObjectDefineProperty(namespace, tool, {
+          value: toolFunction(server, tool),
+          enumerable: true,
+        });
+      }
+      ObjectDefineProperty(tools, server, { value: namespace, enumerable: true });
+    }
+    harden(tools);
+    defineFixed(globalThis, "tools", tools);
+    ObjectFreeze(globalThis);
+  }
+
+  function describeThrown(thrown) {
+    let message;
+    let stack = null;
+    if (thrown instanceof Error) {
+      message = errorText(thrown);
+      const site = WeakMapPrototypeGet(errorSites, thrown) ?? thrown;
+      stack = safely(() => site.stack, null);
+    } else {
+      message = `Uncaught ${formatLogValue(thrown)}`;
+    }
+    return {
+      message: StringPrototypeSlice(message, 0, 4096),
+      stack: typeof stack === "string" ? StringPrototypeSlice(stack, 0, 8192) : null,
+    };
+  }
+
+  // Awaits the script's promise and encodes how it ended, as one string:
+  // `r<json>` (returned), `e<{message, stack}>` (threw), `x<{message}>` (the
+  // return value is not JSON).
+  async function finish(pending) {
+    let value;
+    try {
+      value = await pending;
+    } catch (thrown) {
+      return "e" + JSONStringify(describeThrown(thrown));
+    }
+    let text;
+    try {
+      text = JSONStringify(value, resultReplacer);
+    } catch (error) {
+      return "x" + JSONStringify({
+        message: `the script's return value cannot be turned into JSON: ${errorText(error)}`,
+      });
+    }
+    return "r" + (text === undefined ? "null" : text);
+  }
+
+  return { install, finish };
+})(globalThis);

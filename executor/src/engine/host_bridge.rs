@@ -1,0 +1,39 @@
+//! The engine's only way out: every script request to the host goes through a
+//! [`HostBridge`], so the engine runs the same in a worker process (requests
+//! become IPC frames) and in-process under test (a fake bridge).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::worker::protocol::HostRequest;
+
+/// Answers what a running script asks of the host.
+///
+/// The engine calls `request` once per script call (never retried) and keeps at
+/// most `Limits::parallel_calls` of them in flight. An `Err` reaches the script as
+/// a thrown `Error` with that message.
+///
+/// ```
+/// use futures::future::{BoxFuture, FutureExt};
+/// use quiver_executor::{engine::HostBridge, worker::protocol::HostRequest};
+///
+/// struct Echo;
+///
+/// impl HostBridge for Echo {
+///     fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<serde_json::Value, String>> {
+///         async move { serde_json::to_value(request).map_err(|e| e.to_string()) }.boxed()
+///     }
+/// }
+/// ```
+pub trait HostBridge: Send + Sync {
+    /// Sends `request` to the host and resolves with its reply.
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>>;
+}
+
+impl<T: HostBridge + ?Sized> HostBridge for Arc<T> {
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+        (**self).request(request)
+    }
+}

@@ -1,0 +1,110 @@
+//! The ops the bootstrap captures (user code never sees them): host requests,
+//! a sleep for `setTimeout`, and log capture. Per-execution state lives in the
+//! runtime's `OpState` as an [`ExecutionState`].
+
+use std::{
+    cell::{Cell, RefCell},
+    rc::Rc,
+    sync::Arc,
+    time::Duration,
+};
+
+use deno_core::{OpState, op2};
+use tokio::sync::Semaphore;
+
+use super::{HostBridge, log_buffer::LogBuffer};
+use crate::worker::protocol::{HostRequest, Limits};
+
+/// What the ops of one execution share.
+pub(crate) struct ExecutionState {
+    bridge: Arc<dyn HostBridge>,
+    in_flight: Semaphore,
+    tool_calls: Cell<u32>,
+    tool_call_limit: u32,
+    tool_limit_hit: Cell<bool>,
+    logs: RefCell<LogBuffer>,
+}
+
+impl ExecutionState {
+    pub(crate) fn new(bridge: Arc<dyn HostBridge>, limits: &Limits) -> Self {
+        ExecutionState {
+            bridge,
+            in_flight: Semaphore::new(limits.parallel_calls.max(1) as usize),
+            tool_calls: Cell::new(0),
+            tool_call_limit: limits.tool_calls,
+            tool_limit_hit: Cell::new(false),
+            logs: RefCell::new(LogBuffer::new(usize::try_from(limits.log_bytes).unwrap_or(usize::MAX))),
+        }
+    }
+
+    /// Whether the script tried more tool calls than allowed.
+    pub(crate) fn tool_limit_hit(&self) -> bool {
+        self.tool_limit_hit.get()
+    }
+
+    /// The captured logs and whether they were cut.
+    pub(crate) fn take_logs(&self) -> (Vec<String>, bool) {
+        let mut logs = self.logs.borrow_mut();
+        (logs.take(), logs.truncated())
+    }
+}
+
+deno_core::extension!(quiver_script, ops = [op_quiver_request, op_quiver_sleep, op_quiver_log]);
+
+/// Replies travel as one string: `o<json>` for a value, `e<message>` for an
+/// error, so the bootstrap builds the `Error` the script sees (with the
+/// script's own stack) and no engine-specific error type crosses the boundary.
+fn error_reply(message: impl std::fmt::Display) -> String {
+    format!("e{message}")
+}
+
+fn execution(state: &Rc<RefCell<OpState>>) -> Option<Rc<ExecutionState>> {
+    state.borrow().try_borrow::<Rc<ExecutionState>>().cloned()
+}
+
+/// Sends one request (JSON of a [`HostRequest`]) to the host.
+#[op2]
+#[string]
+async fn op_quiver_request(state: Rc<RefCell<OpState>>, #[string] request: String) -> String {
+    let Some(execution) = execution(&state) else {
+        return error_reply("no execution is running");
+    };
+    let request: HostRequest = match serde_json::from_str(&request) {
+        Ok(request) => request,
+        Err(e) => return error_reply(format_args!("invalid request: {e}")),
+    };
+    if matches!(request, HostRequest::CallTool { .. }) {
+        let made = execution.tool_calls.get().saturating_add(1);
+        execution.tool_calls.set(made);
+        if made > execution.tool_call_limit {
+            execution.tool_limit_hit.set(true);
+            return error_reply(format_args!(
+                "tool call limit reached: at most {} tool calls per execution",
+                execution.tool_call_limit
+            ));
+        }
+    }
+    let Ok(_permit) = execution.in_flight.acquire().await else {
+        return error_reply("the execution is shutting down");
+    };
+    match execution.bridge.request(request).await {
+        Ok(value) => format!("o{value}"),
+        Err(message) => error_reply(message),
+    }
+}
+
+/// Resolves after `ms` milliseconds (the bootstrap has bounded `ms`).
+#[op2]
+async fn op_quiver_sleep(ms: f64) {
+    let ms = if ms.is_finite() && ms > 0.0 { ms as u64 } else { 0 };
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// Captures one formatted console line; false once the log budget is spent.
+#[op2(fast)]
+fn op_quiver_log(state: &mut OpState, #[string] line: &str) -> bool {
+    match state.try_borrow::<Rc<ExecutionState>>() {
+        Some(execution) => execution.logs.borrow_mut().push(line),
+        None => false,
+    }
+}

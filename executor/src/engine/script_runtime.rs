@@ -1,0 +1,403 @@
+//! [`ScriptRuntime`]: one fresh, hardened JavaScript runtime per execution.
+//! Built ahead of time (creation costs milliseconds), used once, then dropped,
+//! so no script can see another's state. It must not be shared or reused.
+
+use std::{
+    collections::BTreeMap,
+    rc::Rc,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use deno_core::{
+    JsRuntime, PollEventLoopOptions, RuntimeOptions,
+    error::{CoreErrorKind, JsError},
+    futures::FutureExt,
+    v8,
+};
+use serde::Deserialize;
+
+use super::{
+    HostBridge,
+    ops::{ExecutionState, quiver_script},
+    result_json::bounded_result,
+    watchdog::{Cause, TerminationCause, Watchdog},
+};
+use crate::worker::protocol::{Limits, Outcome, ScriptError};
+
+const BOOTSTRAP: &str = include_str!("bootstrap.js");
+const BOOTSTRAP_NAME: &str = "quiver:bootstrap";
+/// The resource name of user code; its stack frames are the ones reported.
+const SCRIPT_NAME: &str = "quiver:script";
+
+/// The smallest heap a runtime is given: deno_core and the bootstrap need a
+/// few MiB before any user code runs, so a lower `heap_bytes` is raised to this.
+pub const MIN_HEAP_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why a runtime could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The JavaScript engine refused to start.
+    #[error("could not create a JavaScript runtime: {0}")]
+    Create(String),
+    /// The bootstrap (script API and hardening) failed; the runtime is unsafe to use.
+    #[error("the script runtime bootstrap failed: {0}")]
+    Bootstrap(String),
+}
+
+/// A fresh runtime with the script API installed and the global scope
+/// hardened, waiting for exactly one execution.
+///
+/// ```no_run
+/// # async fn demo(bridge: std::sync::Arc<dyn quiver_executor::engine::HostBridge>) {
+/// use quiver_executor::{engine::ScriptRuntime, worker::protocol::Limits};
+///
+/// let limits = Limits::default();
+/// let runtime = ScriptRuntime::new(limits.heap_bytes).expect("runtime"); // ahead of time
+/// let outcome = runtime.execute("return 6 * 7", &limits, &Default::default(), bridge).await;
+/// assert_eq!(outcome.result, Some(serde_json::json!(42)));
+/// # }
+/// ```
+pub struct ScriptRuntime {
+    js: JsRuntime,
+    install: v8::Global<v8::Function>,
+    finish: v8::Global<v8::Function>,
+    heap_bytes: u64,
+    cause: Arc<TerminationCause>,
+}
+
+/// How the script's promise ended, as reported by the bootstrap's `finish`.
+enum Ending {
+    /// `finish` produced its encoded report.
+    Reported(String),
+    /// Compilation failed, an exception escaped the event loop, or the isolate
+    /// was terminated.
+    Escaped(Box<JsError>),
+    /// The event loop ran dry while the script still awaited something.
+    Stalled,
+    /// The deadline passed while the script waited on the host or a timer.
+    OutOfTime,
+    /// The engine itself failed.
+    Internal(String),
+}
+
+#[derive(Deserialize)]
+struct Thrown {
+    message: String,
+    stack: Option<String>,
+}
+
+impl ScriptRuntime {
+    /// Builds a runtime whose JavaScript heap is capped at `heap_bytes` (at
+    /// least [`MIN_HEAP_BYTES`]). Takes milliseconds: call it before a script
+    /// is waiting.
+    pub fn new(heap_bytes: u64) -> Result<ScriptRuntime, EngineError> {
+        let heap = heap_bytes.max(MIN_HEAP_BYTES);
+        let cap = usize::try_from(heap).unwrap_or(usize::MAX);
+        let mut js = JsRuntime::try_new(RuntimeOptions {
+            extensions: vec![quiver_script::init()],
+            create_params: Some(v8::CreateParams::default().heap_limits(0, cap)),
+            ..Default::default()
+        })
+        .map_err(|e| EngineError::Create(e.to_string()))?;
+
+        // Engine-level switch first (V8 enforces it inside the engine; the
+        // QuickJS backend swaps the globals), then the bootstrap's own measures.
+        {
+            deno_core::scope!(scope, js);
+            scope.get_current_context().set_allow_generation_from_strings(false);
+        }
+        let hooks = js
+            .execute_script(BOOTSTRAP_NAME, BOOTSTRAP)
+            .map_err(|e| EngineError::Bootstrap(e.exception_message.clone()))?;
+        let (install, finish) = {
+            deno_core::scope!(scope, js);
+            let hooks = v8::Local::new(scope, hooks);
+            let hooks = hooks
+                .to_object(scope)
+                .ok_or_else(|| EngineError::Bootstrap("it returned no hooks".into()))?;
+            (hook(scope, hooks, "install")?, hook(scope, hooks, "finish")?)
+        };
+
+        let cause = Arc::new(TerminationCause::default());
+        // V8 aborts the whole process when a heap is exhausted unless a
+        // near-limit callback raises the limit; raise it just enough to unwind
+        // and terminate the script. QuickJS enforces its cap by itself: an
+        // allocation over it fails and the backend terminates the script.
+        #[cfg(feature = "v8")]
+        {
+            let isolate = js.v8_isolate().thread_safe_handle();
+            let cause = cause.clone();
+            js.add_near_heap_limit_callback(move |current, _initial| {
+                cause.set(Cause::Memory);
+                isolate.terminate_execution();
+                current.saturating_add(current / 2)
+            });
+        }
+
+        Ok(ScriptRuntime {
+            js,
+            install,
+            finish,
+            heap_bytes: heap,
+            cause,
+        })
+    }
+
+    /// The heap cap this runtime was built with (after raising to the minimum).
+    pub fn heap_bytes(&self) -> u64 {
+        self.heap_bytes
+    }
+
+    /// Whether this runtime can serve an execution with `limits` (the heap cap
+    /// is fixed when a runtime is created).
+    pub fn fits(&self, limits: &Limits) -> bool {
+        self.heap_bytes == limits.heap_bytes.max(MIN_HEAP_BYTES)
+    }
+
+    /// Runs `code` as the body of an async function, with `tools`
+    /// (`server -> tool names`) exposed as `tools.<server>.<tool>(args)`, every
+    /// host request sent through `bridge`, and `limits` enforced. Consumes the
+    /// runtime: the next execution needs a fresh one.
+    pub async fn execute(
+        mut self,
+        code: &str,
+        limits: &Limits,
+        tools: &BTreeMap<String, Vec<String>>,
+        bridge: Arc<dyn HostBridge>,
+    ) -> Outcome {
+        if code.len() as u64 > limits.code_bytes {
+            return failed(
+                "runtime",
+                format!(
+                    "the script is {} bytes; the limit is {} bytes",
+                    code.len(),
+                    limits.code_bytes
+                ),
+                None,
+            );
+        }
+        let execution = Rc::new(ExecutionState::new(bridge, limits));
+        self.js.op_state().borrow_mut().put(execution.clone());
+
+        let ending = self.run(code, limits, tools).await;
+        let (logs, logs_cut) = execution.take_logs();
+        let mut outcome = match ending {
+            Ending::Reported(report) => self.reported(&report, limits),
+            ending => Outcome {
+                result: None,
+                error: Some(self.failure(ending, limits)),
+                logs: Vec::new(),
+                truncated: false,
+            },
+        };
+        if execution.tool_limit_hit() && !matches!(outcome.error.as_ref(), Some(e) if e.kind == "timeout" || e.kind == "memory") {
+            outcome.result = None;
+            outcome.error = Some(ScriptError {
+                kind: "tool_calls".into(),
+                message: format!(
+                    "the script tried more than {} tool calls; combine work into fewer calls",
+                    limits.tool_calls
+                ),
+                line: None,
+            });
+        }
+        outcome.logs = logs;
+        outcome.truncated |= logs_cut;
+        outcome
+    }
+
+    async fn run(&mut self, code: &str, limits: &Limits, tools: &BTreeMap<String, Vec<String>>) -> Ending {
+        let config = serde_json::json!({
+            "tools": tools,
+            "wallMs": limits.wall_ms,
+            "logBytes": limits.log_bytes,
+        })
+        .to_string();
+        let Some(config) = self.string(&config) else {
+            return Ending::Internal("the tool list is too large".into());
+        };
+        match self.js.call_with_args(&self.install, &[config]).now_or_never() {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Ending::Internal(format!("installing the script API failed: {}", e.exception_message)),
+            None => return Ending::Internal("installing the script API did not finish".into()),
+        }
+
+        let deadline = Instant::now() + Duration::from_millis(limits.wall_ms);
+        let isolate = self.js.v8_isolate().thread_safe_handle();
+        let _watchdog = match Watchdog::start(isolate, deadline, self.cause.clone()) {
+            Ok(watchdog) => watchdog,
+            Err(e) => return Ending::Internal(format!("could not start the watchdog: {e}")),
+        };
+
+        // One line: user line N is line N of the compiled script.
+        let source = format!("(async () => {{\"use strict\";{code}\n}})()");
+        let pending = match self.js.execute_script(SCRIPT_NAME, source) {
+            Ok(pending) => pending,
+            Err(error) => return Ending::Escaped(error),
+        };
+        let report = self.js.call_with_args(&self.finish, &[pending]);
+        let settled = tokio::time::timeout_at(
+            tokio::time::Instant::from_std(deadline),
+            self.js.with_event_loop_promise(report, PollEventLoopOptions::default()),
+        )
+        .await;
+        match settled {
+            Err(_) => Ending::OutOfTime,
+            Ok(Ok(report)) => {
+                deno_core::scope!(scope, self.js);
+                Ending::Reported(v8::Local::new(scope, report).to_rust_string_lossy(scope))
+            }
+            Ok(Err(error)) => match *error.0 {
+                CoreErrorKind::Js(error) => Ending::Escaped(error),
+                CoreErrorKind::PendingPromiseResolution => Ending::Stalled,
+                other => Ending::Internal(other.to_string()),
+            },
+        }
+        // `_watchdog` stops here, before anything reads the termination cause.
+    }
+
+    fn string(&mut self, text: &str) -> Option<v8::Global<v8::Value>> {
+        deno_core::scope!(scope, self.js);
+        let local: v8::Local<v8::Value> = v8::String::new(scope, text)?.into();
+        Some(v8::Global::new(scope, local))
+    }
+
+    /// The outcome of a script that returned or threw normally.
+    fn reported(&self, report: &str, limits: &Limits) -> Outcome {
+        let body = report.get(1..).unwrap_or_default();
+        let (result, error, truncated) = match report.as_bytes().first() {
+            Some(b'r') => match bounded_result(body, usize::try_from(limits.output_bytes).unwrap_or(usize::MAX)) {
+                Ok((value, cut)) => (Some(value), None, cut),
+                Err(e) => (None, Some(internal(format!("the result could not be read back: {e}"))), false),
+            },
+            Some(b'e') => match serde_json::from_str::<Thrown>(body) {
+                Ok(thrown) => {
+                    let line = thrown.stack.as_deref().and_then(line_in_stack);
+                    (None, Some(script_error("runtime", thrown.message, line)), false)
+                }
+                Err(e) => (None, Some(internal(format!("the error could not be read back: {e}"))), false),
+            },
+            Some(b'x') => {
+                let message = serde_json::from_str::<Thrown>(body)
+                    .map(|t| t.message)
+                    .unwrap_or_else(|_| "the script's return value cannot be turned into JSON".into());
+                (None, Some(script_error("output", message, None)), false)
+            }
+            _ => (None, Some(internal("the bootstrap sent an unreadable report".into())), false),
+        };
+        Outcome {
+            result,
+            error,
+            logs: Vec::new(),
+            truncated,
+        }
+    }
+
+    /// Why a script that did not report ended.
+    fn failure(&mut self, ending: Ending, limits: &Limits) -> ScriptError {
+        let cause = self.cause.get();
+        if cause == Some(Cause::Timeout) || matches!(ending, Ending::OutOfTime) {
+            return script_error(
+                "timeout",
+                format!("the script ran past its time limit of {} ms", limits.wall_ms),
+                None,
+            );
+        }
+        // Terminated without a cause of ours: the engine's own heap cap did it.
+        if cause == Some(Cause::Memory) || self.js.v8_isolate().is_execution_terminating() {
+            return script_error(
+                "memory",
+                format!("the script used more than its memory limit of {} bytes", self.heap_bytes),
+                None,
+            );
+        }
+        match ending {
+            Ending::Escaped(error) => {
+                let line = error
+                    .frames
+                    .iter()
+                    .find(|frame| frame.file_name.as_deref() == Some(SCRIPT_NAME))
+                    .and_then(|frame| frame.line_number)
+                    .and_then(|line| u32::try_from(line).ok())
+                    .or_else(|| error.stack.as_deref().and_then(line_in_stack));
+                script_error("runtime", uncaught_message(&error), line)
+            }
+            Ending::Stalled => script_error(
+                "runtime",
+                "the script awaited a promise that can never settle".into(),
+                None,
+            ),
+            Ending::Internal(message) => internal(message),
+            Ending::Reported(_) | Ending::OutOfTime => internal("unexpected script ending".into()),
+        }
+    }
+}
+
+fn hook<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    hooks: v8::Local<'s, v8::Object>,
+    name: &str,
+) -> Result<v8::Global<v8::Function>, EngineError> {
+    let key = v8::String::new(scope, name).ok_or_else(|| EngineError::Bootstrap(format!("no key {name}")))?;
+    let value = hooks
+        .get(scope, key.into())
+        .ok_or_else(|| EngineError::Bootstrap(format!("no hook {name}")))?;
+    let function = v8::Local::<v8::Function>::try_from(value)
+        .map_err(|_| EngineError::Bootstrap(format!("hook {name} is not a function")))?;
+    Ok(v8::Global::new(scope, function))
+}
+
+/// The exception's text without the engine's "Uncaught" prefixes.
+fn uncaught_message(error: &JsError) -> String {
+    let message = error.exception_message.as_str();
+    let message = message
+        .strip_prefix("Uncaught (in promise) ")
+        .or_else(|| message.strip_prefix("Uncaught "))
+        .unwrap_or(message);
+    message.chars().take(4096).collect()
+}
+
+/// The line of the innermost user-code frame in a stack trace.
+fn line_in_stack(stack: &str) -> Option<u32> {
+    let marker = format!("{SCRIPT_NAME}:");
+    let at = stack.find(&marker)? + marker.len();
+    let digits: &str = &stack[at..];
+    let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+    digits[..end].parse().ok()
+}
+
+fn script_error(kind: &str, message: String, line: Option<u32>) -> ScriptError {
+    ScriptError {
+        kind: kind.into(),
+        message,
+        line,
+    }
+}
+
+fn internal(message: String) -> ScriptError {
+    script_error("internal", message, None)
+}
+
+fn failed(kind: &str, message: String, line: Option<u32>) -> Outcome {
+    Outcome {
+        result: None,
+        error: Some(script_error(kind, message, line)),
+        logs: Vec::new(),
+        truncated: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_lines_come_from_the_script_frames() {
+        let stack = "Error: boom\n    at f (quiver:bootstrap:120:5)\n    at <anonymous> (quiver:script:7:11)\n";
+        assert_eq!(line_in_stack(stack), Some(7));
+        assert_eq!(line_in_stack("    at quiver:script:12"), Some(12));
+        assert_eq!(line_in_stack("no frames"), None);
+    }
+}

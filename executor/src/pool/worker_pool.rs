@@ -1,0 +1,266 @@
+//! Pooling of worker processes: at least `min` warm, at most `max` running
+//! executions, a bounded queue of waiting callers (then a clear "busy" error),
+//! recycling after `max_uses`, reaping of idle workers, and replacement of any
+//! worker that failed or may be in a bad state.
+
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    pool::worker_process::{WorkerCommand, WorkerFault, WorkerProcess},
+    script::ScriptContext,
+    worker::protocol::{Limits, Outcome, ScriptError},
+};
+
+/// Pool settings.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// How workers are started.
+    pub command: WorkerCommand,
+    /// Warm workers kept ready (default 2).
+    pub min_workers: usize,
+    /// Executions at once (default 8).
+    pub max_workers: usize,
+    /// Idle time after which workers above `min_workers` stop (default 60 s).
+    pub idle_timeout: Duration,
+    /// Executions after which a worker is replaced (default 50).
+    pub max_uses: u32,
+    /// Callers that may wait for a worker (default 64); more get "busy" at once.
+    pub max_queue: usize,
+    /// Longest wait for a worker (default 10 s), then "busy".
+    pub queue_timeout: Duration,
+}
+
+impl PoolConfig {
+    /// Defaults around `command`.
+    pub fn new(command: WorkerCommand) -> PoolConfig {
+        PoolConfig {
+            command,
+            min_workers: 2,
+            max_workers: 8,
+            idle_timeout: Duration::from_secs(60),
+            max_uses: 50,
+            max_queue: 64,
+            queue_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why the pool could not run an execution.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolError {
+    /// Every worker is busy and the wait queue is full or the wait timed out.
+    #[error("the executor is busy ({running} scripts running, {waiting} waiting); try again shortly")]
+    Busy {
+        /// Executions running.
+        running: usize,
+        /// Callers waiting.
+        waiting: usize,
+    },
+    /// A worker failed (it has been replaced).
+    #[error("{0}")]
+    Worker(#[from] WorkerFault),
+}
+
+/// Counters for status pages and tests.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Idle warm workers.
+    pub idle: usize,
+    /// Executions running.
+    pub running: usize,
+    /// Callers waiting.
+    pub waiting: usize,
+    /// Workers started since the pool began.
+    pub spawned: usize,
+    /// Workers discarded (recycled, failed, in doubt or reaped).
+    pub retired: usize,
+}
+
+/// The pool.
+pub struct WorkerPool {
+    config: PoolConfig,
+    idle: Mutex<Vec<WorkerProcess>>,
+    slots: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    running: AtomicUsize,
+    spawned: AtomicUsize,
+    retired: AtomicUsize,
+    shutdown: CancellationToken,
+}
+
+impl WorkerPool {
+    /// Starts the pool and its maintenance task (warm-up and idle reaping).
+    pub fn start(config: PoolConfig) -> Arc<WorkerPool> {
+        let pool = Arc::new(WorkerPool {
+            slots: Arc::new(Semaphore::new(config.max_workers.max(1))),
+            config,
+            idle: Mutex::new(Vec::new()),
+            waiting: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            spawned: AtomicUsize::new(0),
+            retired: AtomicUsize::new(0),
+            shutdown: CancellationToken::new(),
+        });
+        let weak = Arc::downgrade(&pool);
+        let stop = pool.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                let Some(pool) = weak.upgrade() else { return };
+                pool.maintain().await;
+                let period = (pool.config.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+                drop(pool);
+                tokio::select! {
+                    () = tokio::time::sleep(period) => {}
+                    () = stop.cancelled() => return,
+                }
+            }
+        });
+        pool
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            idle: self.lock_idle().len(),
+            running: self.running.load(Ordering::Relaxed),
+            waiting: self.waiting.load(Ordering::Relaxed),
+            spawned: self.spawned.load(Ordering::Relaxed),
+            retired: self.retired.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Waits until `min_workers` are warm (for start-up and tests).
+    pub async fn warm_up(&self) -> Result<(), WorkerFault> {
+        while self.lock_idle().len() < self.config.min_workers {
+            let worker = self.spawn().await?;
+            self.lock_idle().push(worker);
+        }
+        Ok(())
+    }
+
+    /// Stops the maintenance task and all idle workers.
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.lock_idle().clear();
+    }
+
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<WorkerProcess>> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn spawn(&self) -> Result<WorkerProcess, WorkerFault> {
+        let worker = WorkerProcess::spawn(&self.config.command).await?;
+        self.spawned.fetch_add(1, Ordering::Relaxed);
+        Ok(worker)
+    }
+
+    fn retire(&self, worker: WorkerProcess) {
+        self.retired.fetch_add(1, Ordering::Relaxed);
+        drop(worker);
+    }
+
+    /// Keeps `min_workers` warm and stops workers idle for too long above that.
+    async fn maintain(&self) {
+        let expired: Vec<WorkerProcess> = {
+            let mut idle = self.lock_idle();
+            let keep = self.config.min_workers;
+            let mut expired = Vec::new();
+            let mut i = 0;
+            while idle.len() > keep && i < idle.len() {
+                if idle[i].idle_since().elapsed() > self.config.idle_timeout {
+                    expired.push(idle.swap_remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+            expired
+        };
+        for worker in expired {
+            self.retire(worker);
+        }
+        let busy = self.running.load(Ordering::Relaxed);
+        while self.lock_idle().len() + busy < self.config.min_workers && !self.shutdown.is_cancelled() {
+            match self.spawn().await {
+                Ok(worker) => self.lock_idle().push(worker),
+                Err(e) => {
+                    tracing::warn!("cannot keep a warm worker: {e}");
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Runs one script on a worker; waits for a free slot within the queue bounds.
+    pub async fn run(&self, code: &str, limits: Limits, context: Arc<dyn ScriptContext>) -> Result<Outcome, PoolError> {
+        let busy = || PoolError::Busy {
+            running: self.running.load(Ordering::Relaxed),
+            waiting: self.waiting.load(Ordering::Relaxed),
+        };
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.config.max_queue {
+                    self.waiting.fetch_sub(1, Ordering::SeqCst);
+                    return Err(busy());
+                }
+                let acquired = tokio::time::timeout(self.config.queue_timeout, self.slots.clone().acquire_owned()).await;
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                match acquired {
+                    Ok(Ok(permit)) => permit,
+                    _ => return Err(busy()),
+                }
+            }
+        };
+        self.running.fetch_add(1, Ordering::SeqCst);
+        let result = self.run_on_worker(code, limits, context).await;
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        drop(permit);
+        result
+    }
+
+    async fn run_on_worker(&self, code: &str, limits: Limits, context: Arc<dyn ScriptContext>) -> Result<Outcome, PoolError> {
+        let reused = self.lock_idle().pop();
+        let mut worker = match reused {
+            Some(worker) => worker,
+            None => self.spawn().await?,
+        };
+        match worker.run(code, limits, context).await {
+            Ok(outcome) => {
+                if WorkerProcess::in_doubt_after(&outcome) || worker.uses() >= self.config.max_uses {
+                    self.retire(worker);
+                } else {
+                    self.lock_idle().push(worker);
+                }
+                Ok(outcome)
+            }
+            Err(WorkerFault::Overran) => {
+                self.retire(worker);
+                Ok(Outcome {
+                    result: None,
+                    error: Some(ScriptError {
+                        kind: "timeout".into(),
+                        message: format!("the script ran longer than {} ms and was stopped", limits.wall_ms),
+                        line: None,
+                    }),
+                    logs: Vec::new(),
+                    truncated: false,
+                })
+            }
+            Err(fault) => {
+                self.retire(worker);
+                Err(fault.into())
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Validates a script, runs it on a pooled worker, and answers the worker's
+//! requests through the caller's [`ScriptContext`].
+
+use std::sync::Arc;
+
+use crate::{
+    pool::{PoolError, WorkerPool},
+    sandbox::validate::{ValidationErrors, ValidationLimits, validate},
+    script::context::ScriptContext,
+    worker::protocol::{Limits, Outcome},
+};
+
+/// Why a script did not run to an outcome.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecuteError {
+    /// Static validation refused it; nothing ran.
+    #[error("the script was rejected before running:\n{0}")]
+    Rejected(ValidationErrors),
+    /// Every worker is busy and the queue is full, or the wait ran out.
+    #[error("{0}")]
+    Pool(#[from] PoolError),
+}
+
+/// Runs scripts for callers.
+pub struct ScriptRunner {
+    pool: Arc<WorkerPool>,
+    limits: Limits,
+}
+
+impl ScriptRunner {
+    /// A runner over `pool` with default per-execution `limits`.
+    pub fn new(pool: Arc<WorkerPool>, limits: Limits) -> ScriptRunner {
+        ScriptRunner { pool, limits }
+    }
+
+    /// The limits every execution gets.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The worker pool.
+    pub fn pool(&self) -> &Arc<WorkerPool> {
+        &self.pool
+    }
+
+    /// Validates and runs `code` against `context`.
+    pub async fn execute(&self, code: &str, context: Arc<dyn ScriptContext>) -> Result<Outcome, ExecuteError> {
+        let validation = ValidationLimits { max_code_bytes: self.limits.code_bytes as usize, ..ValidationLimits::default() };
+        validate(code, &validation).map_err(ExecuteError::Rejected)?;
+        Ok(self.pool.run(code, self.limits, context).await?)
+    }
+}

@@ -1,0 +1,90 @@
+//! [`HostLink`]: the worker's [`HostBridge`]. A script request becomes a
+//! `WorkerMessage::Request` frame and resolves when the host's `Reply` with the
+//! same id comes back through [`HostLink::resolve`].
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use futures::future::{BoxFuture, FutureExt};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::protocol::{HostRequest, WorkerMessage};
+use crate::engine::HostBridge;
+
+type Reply = Result<Value, String>;
+
+/// Requests waiting for the host, shared by the engine thread (which sends
+/// them) and the I/O loop (which delivers the replies).
+#[derive(Clone)]
+pub(crate) struct HostLink {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Ids are never reused, so a late reply to an earlier execution finds
+    /// nothing to resolve.
+    next_id: AtomicU64,
+    waiting: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    outgoing: mpsc::UnboundedSender<WorkerMessage>,
+}
+
+impl HostLink {
+    pub(crate) fn new(outgoing: mpsc::UnboundedSender<WorkerMessage>) -> Self {
+        HostLink {
+            inner: Arc::new(Inner {
+                next_id: AtomicU64::new(1),
+                waiting: Mutex::new(HashMap::new()),
+                outgoing,
+            }),
+        }
+    }
+
+    fn waiting(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>>> {
+        self.inner.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Delivers the host's reply to request `id`; false if nothing waits for it.
+    pub(crate) fn resolve(&self, id: u64, reply: Reply) -> bool {
+        match self.waiting().remove(&id) {
+            Some(waiter) => waiter.send(reply).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Fails every request still waiting (the execution they belong to ended).
+    pub(crate) fn abandon_all(&self) {
+        self.waiting().clear();
+    }
+
+    /// Queues a message to the host.
+    pub(crate) fn send(&self, message: WorkerMessage) -> bool {
+        self.inner.outgoing.send(message).is_ok()
+    }
+}
+
+impl HostBridge for HostLink {
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (waiter, reply) = oneshot::channel();
+        self.waiting().insert(id, waiter);
+        let sent = self.send(WorkerMessage::Request { id, request });
+        if !sent {
+            self.waiting().remove(&id);
+        }
+        async move {
+            if !sent {
+                return Err("the connection to the host is closed".to_string());
+            }
+            reply
+                .await
+                .unwrap_or_else(|_| Err("the host did not answer this request".to_string()))
+        }
+        .boxed()
+    }
+}
