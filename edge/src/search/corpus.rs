@@ -1,12 +1,12 @@
 //! Real tool catalogues as search documents, for the evaluation and the
-//! benchmark: the livemcpbench and oslook files of `../shared/datasets`.
-//! Tools are identified as `server/tool`, the server id being the catalogue's
-//! server name with characters outside `[a-zA-Z0-9_-]` replaced by `-`.
+//! benchmark: the livemcpbench and oslook files of `../shared/datasets`, read
+//! with [`Catalog`] so that tools are named as a running edge names them:
+//! `server/tool`, the server id being the catalogue's sanitised server name.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use quiver_proto::catalog::Catalog;
 
 use super::{SearchDoc, SearchParam};
 
@@ -18,7 +18,7 @@ pub const CORPORA: [&str; 2] = ["livemcpbench", "oslook"];
 pub struct Corpus {
     /// `livemcpbench` or `oslook`.
     pub name: String,
-    /// One document per tool.
+    /// One document per tool, in catalogue order.
     pub docs: Vec<SearchDoc>,
 }
 
@@ -26,18 +26,11 @@ impl Corpus {
     /// Loads the catalogue `name` (one of [`CORPORA`]) from `dataset_dir`.
     pub fn load(dataset_dir: &Path, name: &str) -> anyhow::Result<Corpus> {
         let path = Corpus::path(dataset_dir, name)?;
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading catalogue {}", path.display()))?;
-        let json: Value = serde_json::from_str(&text)
-            .with_context(|| format!("parsing catalogue {} as JSON", path.display()))?;
-        let docs = match name {
-            "livemcpbench" => livemcpbench_docs(&json),
-            _ => oslook_docs(&json),
-        }
-        .with_context(|| format!("reading catalogue {}", path.display()))?;
+        let catalog =
+            Catalog::load(&path, name).with_context(|| format!("loading corpus {name}"))?;
         Ok(Corpus {
             name: name.to_owned(),
-            docs,
+            docs: docs_of(&catalog),
         })
     }
 
@@ -59,89 +52,21 @@ impl Corpus {
     }
 }
 
-/// `[a-zA-Z0-9_-]`, anything else becoming `-`.
-pub fn sanitize_server_id(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
+/// One search document per tool of `catalog`.
+pub fn docs_of(catalog: &Catalog) -> Vec<SearchDoc> {
+    catalog
+        .servers
+        .iter()
+        .flat_map(|server| {
+            server.tools.iter().map(|tool| SearchDoc {
+                name: tool.name.clone(),
+                server: server.id.clone(),
+                server_description: server.description.clone(),
+                description: tool.description.clone(),
+                params: SearchParam::from_schema(&tool.input_schema),
+            })
         })
         .collect()
-}
-
-/// `[{name, description, tools: {<key>: {server_name, tools: [..]}}}]`
-fn livemcpbench_docs(json: &Value) -> anyhow::Result<Vec<SearchDoc>> {
-    let Some(servers) = json.as_array() else {
-        bail!("expected a list of servers at the top level");
-    };
-    let mut docs = Vec::new();
-    for (i, server) in servers.iter().enumerate() {
-        let description = str_field(server, "description");
-        let Some(groups) = server.get("tools").and_then(Value::as_object) else {
-            bail!("server #{i}: expected an object under `tools`");
-        };
-        for (key, group) in groups {
-            let name = group
-                .get("server_name")
-                .and_then(Value::as_str)
-                .unwrap_or(key);
-            let server_id = sanitize_server_id(name);
-            for tool in group
-                .get("tools")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                docs.push(tool_doc(&server_id, &description, tool, "inputSchema"));
-            }
-        }
-    }
-    Ok(docs)
-}
-
-/// `{<server>: {tools: [{name, description, input_schema}]}}`
-fn oslook_docs(json: &Value) -> anyhow::Result<Vec<SearchDoc>> {
-    let Some(servers) = json.as_object() else {
-        bail!("expected an object of servers at the top level");
-    };
-    let mut docs = Vec::new();
-    for (name, server) in servers {
-        let server_id = sanitize_server_id(name);
-        let description = str_field(server, "description");
-        for tool in server
-            .get("tools")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            docs.push(tool_doc(&server_id, &description, tool, "input_schema"));
-        }
-    }
-    Ok(docs)
-}
-
-fn tool_doc(server: &str, server_description: &str, tool: &Value, schema_key: &str) -> SearchDoc {
-    SearchDoc {
-        name: str_field(tool, "name"),
-        server: server.to_owned(),
-        server_description: server_description.to_owned(),
-        description: str_field(tool, "description"),
-        params: tool
-            .get(schema_key)
-            .map(SearchParam::from_schema)
-            .unwrap_or_default(),
-    }
-}
-
-fn str_field(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[cfg(test)]
@@ -149,27 +74,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sanitizes_server_names() {
-        assert_eq!(
-            sanitize_server_id("Ant Design Components"),
-            "Ant-Design-Components"
-        );
-        assert_eq!(sanitize_server_id("npx_fetch"), "npx_fetch");
-        assert_eq!(sanitize_server_id("a.b/c"), "a-b-c");
-    }
-
-    #[test]
-    fn reads_both_shapes() {
-        let lmb = serde_json::json!([{"name": "Weather Server", "description": "Weather data",
+    fn documents_follow_the_catalogue() -> anyhow::Result<()> {
+        let text = r#"[{"name": "Weather Server (free)", "description": "Weather data.",
             "tools": {"weather": {"server_name": "weather", "tools": [
-                {"name": "get_weather", "description": "Now", "inputSchema": {"properties": {"city": {}}}}]}}}]);
-        let docs = livemcpbench_docs(&lmb).unwrap();
-        assert_eq!(docs[0].server, "weather");
-        assert_eq!(docs[0].server_description, "Weather data");
-        assert_eq!(docs[0].params[0].name, "city");
-        let oslook = serde_json::json!({"my server": {"tools": [{"name": "t", "description": "d", "input_schema": "{}"}]}});
-        let docs = oslook_docs(&oslook).unwrap();
-        assert_eq!(docs[0].server, "my-server");
-        assert!(livemcpbench_docs(&oslook).is_err());
+                {"name": "get_weather", "description": "Now",
+                 "inputSchema": {"properties": {"city": {"description": "City name"}}}}]}}}]"#;
+        let docs = docs_of(&Catalog::parse(text, "inline", "default")?);
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].server, "Weather-Server-free");
+        assert_eq!(docs[0].name, "get_weather");
+        assert_eq!(docs[0].params[0].description, "City name");
+        assert!(Corpus::path(Path::new("."), "nope").is_err());
+        Ok(())
     }
 }

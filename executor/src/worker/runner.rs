@@ -142,8 +142,7 @@ fn run_engine_thread(jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
 /// Builds a runtime, says `Ready`, then for each job: run it in the prepared
 /// runtime, report `Done`, and prepare the next runtime before taking another.
 async fn serve_jobs(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
-    let mut heap_bytes = Limits::default().heap_bytes;
-    let mut next = match ScriptRuntime::new(heap_bytes) {
+    let mut next = match ScriptRuntime::new(Limits::default().heap_bytes) {
         Ok(runtime) => Some(runtime),
         Err(e) => {
             // No `Ready`: the host sees the worker exit and does not use it.
@@ -182,8 +181,8 @@ async fn serve_jobs(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
         if !link.send(WorkerMessage::Done { outcome }) {
             return;
         }
-        heap_bytes = job.limits.heap_bytes;
-        next = match ScriptRuntime::new(heap_bytes) {
+        // The next script's runtime is built now, never while it waits.
+        next = match ScriptRuntime::new(job.limits.heap_bytes) {
             Ok(runtime) => Some(runtime),
             Err(e) => {
                 tracing::warn!(error = %e, "could not prepare the next script runtime");
