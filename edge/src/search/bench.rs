@@ -193,7 +193,7 @@ pub fn synthesize(real: &[SearchDoc], tools: usize) -> Vec<SearchDoc> {
     if real.is_empty() {
         return Vec::new();
     }
-    let mut rng = SplitMix64(0x5eed_0f_c0ffee);
+    let mut rng = SplitMix64(0x5eed_0fc0_ffee);
     let mut docs = Vec::with_capacity(tools);
     let mut copy = 0;
     while docs.len() < tools {

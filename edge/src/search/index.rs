@@ -317,10 +317,10 @@ impl SearchIndex {
         if !plan.identifiers.is_empty() {
             let share = plan.total / plan.identifiers.len() as f32;
             for identifier in &plan.identifiers {
-                if identifier.as_str() != query {
-                    if let Some(docs) = self.exact_names.get(identifier.as_str()) {
-                        bonuses.extend(docs.iter().map(|&d| (d, NAMED_TOOL_BONUS * share)));
-                    }
+                if identifier.as_str() != query
+                    && let Some(docs) = self.exact_names.get(identifier.as_str())
+                {
+                    bonuses.extend(docs.iter().map(|&d| (d, NAMED_TOOL_BONUS * share)));
                 }
                 if let Some(docs) = self.param_names.get(identifier.as_str()) {
                     bonuses.extend(docs.iter().map(|&d| (d, NAMED_PARAM_BONUS * share)));
@@ -404,10 +404,11 @@ impl SearchIndex {
         // An unknown word that the tools write as two ("flowchart" → flow chart).
         let mut split = Vec::new();
         for (i, main) in mains.iter().enumerate() {
-            if main.kind == TokenKind::Word && !known(&main.term) {
-                if let Some((left, right)) = self.decompound(&main.source) {
-                    split.push((i, left, right));
-                }
+            if main.kind == TokenKind::Word
+                && !known(&main.term)
+                && let Some((left, right)) = self.decompound(&main.source)
+            {
+                split.push((i, left, right));
             }
         }
         for (i, left, right) in split.into_iter().rev() {
@@ -766,10 +767,10 @@ impl IndexBuilder {
                 TokenKind::CjkBigram => 0.5,
                 TokenKind::Compound | TokenKind::CjkUnigram => 0.0,
             };
-            if matches!(kind, TokenKind::Word | TokenKind::Piece) {
-                if let Some(names) = name_terms.as_deref_mut() {
-                    names.push(id);
-                }
+            if matches!(kind, TokenKind::Word | TokenKind::Piece)
+                && let Some(names) = name_terms.as_deref_mut()
+            {
+                names.push(id);
             }
         });
     }
@@ -1033,6 +1034,86 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(index.search("fetch a web page", 5), first);
         }
+    }
+
+    #[test]
+    fn query_identifiers_name_parameters_and_tools() {
+        assert_eq!(
+            identifiers("use repo_path and getStory, not plain words"),
+            ["repopath", "getstory"]
+        );
+        assert_eq!(identifiers("get-tickets -flag- a_b"), ["gettickets"]);
+        let param = |name: &str| SearchParam {
+            name: name.into(),
+            description: String::new(),
+        };
+        let docs = vec![
+            SearchDoc {
+                params: vec![param("symbol")],
+                ..doc("finance", "get_quote", "Latest price for a ticker symbol.")
+            },
+            SearchDoc {
+                params: vec![param("ticker_symbol"), param("strike")],
+                ..doc("finance", "get_options", "Options chain.")
+            },
+        ];
+        let index = SearchIndex::build(&docs);
+        assert_eq!(
+            names(&index, &docs, "something taking a ticker_symbol")[0],
+            "get_options"
+        );
+        assert_eq!(
+            names(&index, &docs, "call get_quote for AAPL")[0],
+            "get_quote"
+        );
+    }
+
+    #[test]
+    fn joined_and_split_words_meet() {
+        let docs = vec![
+            doc(
+                "maps",
+                "convert_to_mindmap",
+                "Turn markdown into a mindmap.",
+            ),
+            doc(
+                "charts",
+                "generate_flow_diagram",
+                "Draw a flow chart of a process.",
+            ),
+            doc("charts", "generate_pie_chart", "Pie chart of shares."),
+        ];
+        let index = SearchIndex::build(&docs);
+        assert_eq!(
+            names(&index, &docs, "make a mind map")[0],
+            "convert_to_mindmap"
+        );
+        assert_eq!(
+            names(&index, &docs, "flowchart of a process")[0],
+            "generate_flow_diagram"
+        );
+    }
+
+    #[test]
+    fn unknown_words_lower_the_score_shown_not_the_order() {
+        let docs = corpus();
+        let index = SearchIndex::build(&docs);
+        let plain = index.search("read file", 3);
+        let vague = index.search("read file zebrafish quasar", 3);
+        assert_eq!(plain[0].doc, vague[0].doc);
+        assert!(
+            vague[0].score < plain[0].score * 0.7,
+            "{vague:?} vs {plain:?}"
+        );
+    }
+
+    #[test]
+    fn cjk_characters_inside_known_words_are_not_counted_twice() {
+        let docs = corpus();
+        let index = SearchIndex::build(&docs);
+        let plan = index.plan("天气预报");
+        // 天气 and 预报 are known bigrams; their characters add no concepts.
+        assert!(plan.concepts.len() <= 3, "{plan:?}");
     }
 
     #[test]

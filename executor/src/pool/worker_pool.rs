@@ -96,6 +96,8 @@ pub struct WorkerPool {
     running: AtomicUsize,
     spawned: AtomicUsize,
     retired: AtomicUsize,
+    /// Serialises warm-up and maintenance so they never both top up the pool.
+    topping_up: tokio::sync::Mutex<()>,
     shutdown: CancellationToken,
 }
 
@@ -110,6 +112,7 @@ impl WorkerPool {
             running: AtomicUsize::new(0),
             spawned: AtomicUsize::new(0),
             retired: AtomicUsize::new(0),
+            topping_up: tokio::sync::Mutex::new(()),
             shutdown: CancellationToken::new(),
         });
         let weak = Arc::downgrade(&pool);
@@ -140,9 +143,22 @@ impl WorkerPool {
         }
     }
 
+    /// Process ids of the idle workers (for status pages and isolation checks).
+    pub fn idle_pids(&self) -> Vec<u32> {
+        self.lock_idle().iter().filter_map(WorkerProcess::pid).collect()
+    }
+
     /// Waits until `min_workers` are warm (for start-up and tests).
     pub async fn warm_up(&self) -> Result<(), WorkerFault> {
-        while self.lock_idle().len() < self.config.min_workers {
+        let _serialised = self.topping_up.lock().await;
+        self.top_up().await
+    }
+
+    /// Starts workers until `min_workers` are idle or busy.
+    async fn top_up(&self) -> Result<(), WorkerFault> {
+        while self.lock_idle().len() + self.running.load(Ordering::SeqCst) < self.config.min_workers
+            && !self.shutdown.is_cancelled()
+        {
             let worker = self.spawn().await?;
             self.lock_idle().push(worker);
         }
@@ -172,6 +188,7 @@ impl WorkerPool {
 
     /// Keeps `min_workers` warm and stops workers idle for too long above that.
     async fn maintain(&self) {
+        let _serialised = self.topping_up.lock().await;
         let expired: Vec<WorkerProcess> = {
             let mut idle = self.lock_idle();
             let keep = self.config.min_workers;
@@ -189,15 +206,8 @@ impl WorkerPool {
         for worker in expired {
             self.retire(worker);
         }
-        let busy = self.running.load(Ordering::Relaxed);
-        while self.lock_idle().len() + busy < self.config.min_workers && !self.shutdown.is_cancelled() {
-            match self.spawn().await {
-                Ok(worker) => self.lock_idle().push(worker),
-                Err(e) => {
-                    tracing::warn!("cannot keep a warm worker: {e}");
-                    break;
-                }
-            }
+        if let Err(e) = self.top_up().await {
+            tracing::warn!("cannot keep a warm worker: {e}");
         }
     }
 

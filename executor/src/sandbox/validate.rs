@@ -251,10 +251,8 @@ fn into_violations(code: &str, mut findings: Vec<Finding>) -> Vec<Violation> {
 fn check_ast(code: &str, limits: &ValidationLimits) -> Vec<Finding> {
     let wrapped = format!("{PREFIX}{code}{SUFFIX}");
     let allocator = Allocator::default();
-    let options = ParseOptions {
-        preserve_parens: false,
-        ..ParseOptions::default()
-    };
+    // Parentheses stay in the AST (the default) so nesting through them counts.
+    let options = ParseOptions::default();
     let parsed = Parser::new(&allocator, &wrapped, SourceType::script())
         .with_options(options)
         .parse();
@@ -344,7 +342,8 @@ fn wrapper_body<'p, 'a>(
     let [Statement::ExpressionStatement(statement)] = program.body.as_slice() else {
         return None;
     };
-    let Expression::ArrowFunctionExpression(arrow) = &statement.expression else {
+    let Expression::ArrowFunctionExpression(arrow) = statement.expression.without_parentheses()
+    else {
         return None;
     };
     let expected = Span::new(1, u32::try_from(wrapped_len.saturating_sub(1)).ok()?);
@@ -360,7 +359,7 @@ fn wrapper_body<'p, 'a>(
 /// Where the wrapper function was closed early, for the error position.
 fn early_close_offset(program: &Program<'_>) -> u32 {
     if let Some(Statement::ExpressionStatement(statement)) = program.body.first()
-        && let Expression::ArrowFunctionExpression(arrow) = &statement.expression
+        && let Expression::ArrowFunctionExpression(arrow) = statement.expression.without_parentheses()
     {
         return arrow.span.end.saturating_sub(1);
     }
@@ -1433,8 +1432,9 @@ impl<'a> RuleVisitor<'a> {
                 span.start,
                 "non-ascii-identifier",
                 format!(
-                    "identifier `{name}` contains non-ASCII characters: use ASCII names (non-ASCII \
-                     text is fine inside strings and comments)"
+                    "identifier `{name}` contains non-ASCII characters, which can hide look-alike \
+                     names: use ASCII names, and quote non-ASCII property keys (`{{\"{name}\": 1}}`, \
+                     `obj[\"{name}\"]`); non-ASCII text is fine in strings and comments"
                 ),
             );
         }
@@ -1480,7 +1480,7 @@ impl<'a> RuleVisitor<'a> {
             if current.static_property_name() == Some("prototype") {
                 through_prototype = true;
             }
-            match current.object() {
+            match current.object().without_parentheses() {
                 Expression::Identifier(id) => {
                     root = Some(id.name.as_str());
                     break;
@@ -1509,7 +1509,8 @@ impl<'a> RuleVisitor<'a> {
     }
 
     fn check_call(&mut self, call: &CallExpression<'a>) {
-        let callee_name = match &call.callee {
+        let callee = call.callee.without_parentheses();
+        let callee_name = match callee {
             Expression::Identifier(id) => Some(id.name.as_str()),
             Expression::StaticMemberExpression(member) => Some(member.property.name.as_str()),
             _ => None,
@@ -1528,8 +1529,8 @@ impl<'a> RuleVisitor<'a> {
                 ),
             );
         }
-        if let Expression::StaticMemberExpression(member) = &call.callee
-            && member.object.is_specific_id("Object")
+        if let Expression::StaticMemberExpression(member) = callee
+            && member.object.without_parentheses().is_specific_id("Object")
             && member.property.name == "assign"
             && let Some(target) = first
             && let Some(described) = describe_shared_target(target)
@@ -1548,6 +1549,7 @@ impl<'a> RuleVisitor<'a> {
     /// Rules for `object[key]` that depend on what the object is.
     fn check_computed_object(&mut self, object: &Expression<'a>, key: &Expression<'a>) -> bool {
         let literal = literal_key(key).is_some() || is_number_literal(key);
+        let object = object.without_parentheses();
         match object {
             Expression::Identifier(id) if GLOBAL_OBJECTS.contains(&id.name.as_str()) => {
                 self.report(
@@ -1596,7 +1598,7 @@ impl<'a> RuleVisitor<'a> {
 
     fn record_function_binding(&mut self, name: &'a str, value: &Expression<'a>) {
         if matches!(
-            value,
+            value.without_parentheses(),
             Expression::FunctionExpression(_)
                 | Expression::ArrowFunctionExpression(_)
                 | Expression::ClassExpression(_)
@@ -1681,7 +1683,6 @@ impl<'a> Visit<'a> for RuleVisitor<'a> {
                     | Expression::FunctionExpression(_)
                     | Expression::ArrowFunctionExpression(_)
                     | Expression::ClassExpression(_)
-                    | Expression::ParenthesizedExpression(_)
             );
         if !self.enter(nests, it.span()) {
             return;

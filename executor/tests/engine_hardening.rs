@@ -1,0 +1,186 @@
+//! Runtime hardening on its own (no static validator in front): no
+//! string-to-code, no engine or host internals, frozen intrinsics and API, and
+//! nothing a script does survives into the next runtime.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use futures::future::{BoxFuture, FutureExt};
+use quiver_executor::{
+    engine::{HostBridge, ScriptRuntime},
+    worker::protocol::{HostRequest, Limits, Outcome},
+};
+use serde_json::{Value, json};
+
+struct EchoHost;
+
+impl HostBridge for EchoHost {
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+        async move { serde_json::to_value(request).map_err(|e| e.to_string()) }.boxed()
+    }
+}
+
+async fn run(code: &str) -> Outcome {
+    let limits = Limits::default();
+    let tools: BTreeMap<_, _> = [("github".to_string(), vec!["search_issues".to_string()])].into();
+    let runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    runtime.execute(code, &limits, &tools, Arc::new(EchoHost)).await
+}
+
+/// Runs `expression` and returns its JSON value, failing on any error.
+async fn value_of(expression: &str) -> Value {
+    let outcome = run(&format!("return {expression};")).await;
+    assert_eq!(outcome.error, None, "{expression}: {outcome:?}");
+    outcome.result.unwrap()
+}
+
+/// Asserts that `code` throws at runtime.
+async fn assert_throws(code: &str) -> String {
+    let outcome = run(code).await;
+    let error = outcome.error.unwrap_or_else(|| panic!("{code} did not throw: {:?}", outcome.result));
+    assert_eq!(error.kind, "runtime", "{code}: {error:?}");
+    error.message
+}
+
+#[tokio::test]
+async fn code_generation_from_strings_is_unavailable() {
+    for code in [
+        "return eval('1');",
+        "return (0, globalThis.eval)('1');",
+        "return Function('return 1')();",
+        "return new Function('return 1')();",
+        "return Reflect.construct(Function, ['return 1'])();",
+        "return (function () {}).constructor('return 1')();",
+        "return ({}).constructor.constructor('return this')();",
+        "return (async function () {}).constructor('return 1');",
+        "return (async () => {}).constructor('return 1');",
+        "return Object.getPrototypeOf(function* () {}).constructor('yield 1');",
+        "return Object.getPrototypeOf(async function* () {}).constructor('yield 1');",
+        "return Function.prototype.constructor('return 1')();",
+        "return await import('data:text/javascript,export default 1');",
+        "setTimeout('globalThis.pwned = 1', 0);",
+    ] {
+        let message = assert_throws(code).await;
+        assert!(!message.is_empty(), "{code}");
+    }
+    // `instanceof` still works with the disabled constructors.
+    assert_eq!(
+        value_of("[(() => {}) instanceof Function, (async () => {}) instanceof Function, typeof Function]").await,
+        json!([true, true, "function"])
+    );
+}
+
+#[tokio::test]
+async fn engine_and_host_internals_are_unreachable() {
+    assert_eq!(
+        value_of(
+            "[typeof Deno, typeof __bootstrap, typeof WebAssembly, typeof fetch, typeof SharedArrayBuffer, \
+             typeof Atomics, typeof WeakRef, typeof FinalizationRegistry, typeof ShadowRealm, typeof gc, \
+             typeof performance, typeof eval, typeof require, typeof process]"
+        )
+        .await,
+        json!(["undefined"; 14])
+    );
+    assert_eq!(
+        value_of("[typeof Error.prepareStackTrace, typeof Error.captureStackTrace]").await,
+        json!(["undefined", "undefined"])
+    );
+    // Functions handed out by the API do not lead back to the bootstrap.
+    for code in [
+        "return String(tools.github.search_issues.caller);",
+        "return String(console.log.arguments);",
+        "return await new Promise((r) => setTimeout(function f() { r(String(f.caller)); }, 1));",
+        "const d = Object.getOwnPropertyDescriptor(Object.prototype, 'toString'); return String(d.get.caller);",
+    ] {
+        assert_throws(code).await;
+    }
+}
+
+#[tokio::test]
+async fn the_global_scope_holds_only_standard_javascript_and_the_api() {
+    let names = value_of("Reflect.ownKeys(globalThis).map(String)").await;
+    let names: Vec<&str> = names.as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    for api in ["tools", "search", "describe", "stash", "console", "setTimeout"] {
+        assert!(names.contains(&api), "{api} missing from {names:?}");
+    }
+    for name in &names {
+        assert!(!name.starts_with("__") && !name.starts_with("Symbol("), "unexpected global {name}");
+    }
+}
+
+#[tokio::test]
+async fn intrinsics_and_the_api_are_frozen() {
+    for code in [
+        "Object.prototype.polluted = 1;",
+        "Array.prototype.map = () => 'hijacked';",
+        "Promise.prototype.then = () => 'hijacked';",
+        "JSON.stringify = () => 'hijacked';",
+        "tools.__proto__.y = 1;",
+        "tools.github.search_issues = () => 'hijacked';",
+        "tools.call = () => 'hijacked';",
+        "tools.extra = {};",
+        "console.log = () => {};",
+        "stash.get = () => 'hijacked';",
+        "globalThis.search = () => 'hijacked';",
+        "globalThis.leaked = 1;",
+        "delete globalThis.tools;",
+        "Object.setPrototypeOf(Object.prototype, { polluted: 1 });",
+        "Object.defineProperty(Array.prototype, 'polluted', { value: 1 });",
+        // Breaking out of the async wrapper runs at the top level, which is no
+        // more privileged.
+        "return 1; })(); globalThis.leaked = 1; (async () => {",
+    ] {
+        assert_throws(code).await;
+    }
+    assert_eq!(
+        value_of("[Object.isFrozen(globalThis), Object.isFrozen(tools), Object.isFrozen(tools.github), \
+                  Object.isFrozen(stash), Object.isFrozen(console), Object.isFrozen(Object.prototype), \
+                  Object.isFrozen(Object.getPrototypeOf(async function* () {}).prototype)]")
+            .await,
+        json!([true; 7])
+    );
+}
+
+#[tokio::test]
+async fn ordinary_code_still_shadows_inherited_names() {
+    // Frozen prototypes must not break assigning `toString`, `constructor`,
+    // `name` or `message` on one's own objects.
+    let code = r#"
+        const counts = {};
+        for (const word of ["constructor", "toString", "constructor"]) counts[word] = (counts[word] | 0) + 1;
+        class NotFound extends Error { constructor(m) { super(m); this.name = "NotFound"; } }
+        const e = new Error(); e.message = "set later";
+        const o = Object.assign({}, { toString: 1, valueOf: 2 });
+        return { counts, name: new NotFound("x").name, message: e.message, o };
+    "#;
+    let outcome = run(code).await;
+    assert_eq!(
+        outcome.result,
+        Some(json!({
+            "counts": { "constructor": 2, "toString": 1 },
+            "name": "NotFound",
+            "message": "set later",
+            "o": { "toString": 1, "valueOf": 2 },
+        })),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn pollution_attempts_do_not_reach_a_second_runtime() {
+    let attempt = r#"
+        const attempts = [
+            () => { Object.prototype.x = 1; },
+            () => { tools.__proto__.y = 1; },
+            () => { Array.prototype.map = () => "hijacked"; },
+            () => { globalThis.state = "from the first run"; },
+        ];
+        let threw = 0;
+        for (const f of attempts) { try { f(); } catch { threw++; } }
+        return threw;
+    "#;
+    assert_eq!(run(attempt).await.result, Some(json!(4)));
+    assert_eq!(
+        value_of("[({}).x, 'y' in tools, [1, 2].map((n) => n * 2), typeof state]").await,
+        json!([null, false, [2, 4], "undefined"])
+    );
+}

@@ -1,0 +1,193 @@
+//! Limits enforced by the engine on its own, in-process: tool calls in flight,
+//! tool calls per execution, wall time (busy code and a silent host), heap, and
+//! code size. The test process must survive every one of them.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use futures::future::{BoxFuture, FutureExt};
+use quiver_executor::{
+    engine::{HostBridge, ScriptRuntime},
+    worker::protocol::{HostRequest, Limits, Outcome},
+};
+use serde_json::{Value, json};
+
+/// A host whose tool calls take `delay`, tracking how many are in flight.
+#[derive(Clone, Default)]
+struct SlowHost {
+    delay: Duration,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+}
+
+impl HostBridge for SlowHost {
+    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+        let host = self.clone();
+        async move {
+            host.calls.fetch_add(1, Ordering::SeqCst);
+            let now = host.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            host.max_in_flight.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(host.delay).await;
+            host.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(json!("ok"))
+        }
+        .boxed()
+    }
+}
+
+/// A host that never answers.
+struct SilentHost;
+
+impl HostBridge for SilentHost {
+    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+        futures::future::pending().boxed()
+    }
+}
+
+fn tools() -> BTreeMap<String, Vec<String>> {
+    [("slow".to_string(), vec!["op".to_string()])].into()
+}
+
+async fn run(code: &str, limits: Limits, host: Arc<dyn HostBridge>) -> Outcome {
+    let runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    runtime.execute(code, &limits, &tools(), host).await
+}
+
+fn kind(outcome: &Outcome) -> Option<&str> {
+    outcome.error.as_ref().map(|e| e.kind.as_str())
+}
+
+#[tokio::test]
+async fn promise_all_runs_at_most_parallel_calls_at_once() {
+    let host = SlowHost {
+        delay: Duration::from_millis(20),
+        ..SlowHost::default()
+    };
+    let limits = Limits {
+        parallel_calls: 3,
+        ..Limits::default()
+    };
+    let code = "const all = await Promise.all(Array.from({ length: 20 }, (_, i) => tools.slow.op({ i }))); return all.length;";
+    let outcome = run(code, limits, Arc::new(host.clone())).await;
+    assert_eq!(outcome.error, None, "{outcome:?}");
+    assert_eq!(outcome.result, Some(json!(20)));
+    assert_eq!(host.calls.load(Ordering::SeqCst), 20);
+    assert_eq!(host.max_in_flight.load(Ordering::SeqCst), 3, "the semaphore lets exactly 3 through");
+}
+
+#[tokio::test]
+async fn the_tool_call_limit_fails_the_execution() {
+    let host = SlowHost::default();
+    let limits = Limits {
+        tool_calls: 5,
+        ..Limits::default()
+    };
+    // The script even catches the refusal; the execution still fails.
+    let code = r#"
+        const errors = [];
+        for (let i = 0; i < 8; i++) {
+            try { await tools.slow.op({ i }); } catch (e) { errors.push(e.message); }
+        }
+        return errors;
+    "#;
+    let outcome = run(code, limits, Arc::new(host.clone())).await;
+    assert_eq!(kind(&outcome), Some("tool_calls"), "{outcome:?}");
+    assert_eq!(outcome.result, None);
+    assert_eq!(host.calls.load(Ordering::SeqCst), 5, "refused calls never reach the host");
+
+    // Other requests are not tool calls.
+    let limits = Limits {
+        tool_calls: 0,
+        ..Limits::default()
+    };
+    let outcome = run("await search('x'); await stash.keys(); return 1;", limits, Arc::new(SlowHost::default())).await;
+    assert_eq!(outcome.result, Some(json!(1)));
+}
+
+#[tokio::test]
+async fn an_infinite_loop_is_stopped_at_the_wall_limit() {
+    let limits = Limits {
+        wall_ms: 300,
+        ..Limits::default()
+    };
+    for code in [
+        "while (true) {}",
+        "await tools.slow.op(); for (;;) {}",
+        "await new Promise((r) => setTimeout(r, 10)); const f = () => { while (true) {} }; f();",
+    ] {
+        let started = Instant::now();
+        let outcome = run(code, limits, Arc::new(SlowHost::default())).await;
+        let took = started.elapsed();
+        assert_eq!(kind(&outcome), Some("timeout"), "{code}: {outcome:?}");
+        assert!(took < Duration::from_secs(5), "{code}: stopped after {took:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_host_that_never_answers_times_out() {
+    let limits = Limits {
+        wall_ms: 200,
+        ..Limits::default()
+    };
+    let outcome = run("return await tools.slow.op();", limits, Arc::new(SilentHost)).await;
+    assert_eq!(kind(&outcome), Some("timeout"));
+}
+
+#[tokio::test]
+async fn giant_allocations_fail_the_script_not_the_process() {
+    let limits = Limits {
+        heap_bytes: 32 * 1024 * 1024,
+        ..Limits::default()
+    };
+    for code in [
+        "return 'x'.repeat(1e9).length;",
+        "const a = []; for (let i = 0; i < 1e8; i++) a.push(i); return a.length;",
+        "return new Array(1e8).fill(0).length;",
+        "return new ArrayBuffer(1e9).byteLength;",
+        "let s = 'x'; const keep = []; while (true) { s += s; keep.push(s); }",
+        "const keep = []; while (true) keep.push({ a: Math.random(), b: [1, 2, 3] });",
+    ] {
+        let outcome = run(code, limits, Arc::new(SlowHost::default())).await;
+        // QuickJS turns any allocation over the cap into a termination; V8
+        // reports over-long strings as a RangeError.
+        #[cfg(feature = "quickjs")]
+        assert_eq!(kind(&outcome), Some("memory"), "{code}: {outcome:?}");
+        #[cfg(not(feature = "quickjs"))]
+        assert!(matches!(kind(&outcome), Some("memory" | "runtime")), "{code}: {outcome:?}");
+    }
+    // And the next runtime is fine.
+    let outcome = run("return 1 + 1;", limits, Arc::new(SlowHost::default())).await;
+    assert_eq!(outcome.result, Some(json!(2)));
+}
+
+#[tokio::test]
+async fn a_caught_out_of_memory_error_still_ends_the_script() {
+    let limits = Limits {
+        heap_bytes: 32 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let code = "try { 'x'.repeat(1e9); } catch (e) { } return 'survived';";
+    let outcome = run(code, limits, Arc::new(SlowHost::default())).await;
+    #[cfg(feature = "quickjs")]
+    assert_eq!(kind(&outcome), Some("memory"), "{outcome:?}");
+    #[cfg(not(feature = "quickjs"))]
+    let _ = outcome;
+}
+
+#[tokio::test]
+async fn code_over_the_size_limit_is_refused() {
+    let limits = Limits {
+        code_bytes: 10,
+        ..Limits::default()
+    };
+    let outcome = run("return 'far too long';", limits, Arc::new(SlowHost::default())).await;
+    assert_eq!(kind(&outcome), Some("runtime"));
+    assert!(outcome.error.unwrap().message.contains("limit is 10 bytes"));
+}

@@ -1,0 +1,248 @@
+//! The executor's worker pool with real `quiver __worker` processes: isolation
+//! between executions, recycling, limits (time, memory, output, code size, tool
+//! calls, parallelism), the busy queue, and health after every failure.
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+use quiver_executor::{
+    pool::{PoolConfig, PoolError, WorkerCommand, WorkerPool},
+    script::{ExecuteError, ScriptContext, ScriptRunner, StashOp},
+    worker::protocol::{Limits, Outcome},
+};
+use serde_json::{Value, json};
+
+/// A host context with one tool, `demo.echo`, that tracks how many calls run at once.
+#[derive(Default)]
+struct CountingContext {
+    calls: AtomicUsize,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+impl ScriptContext for CountingContext {
+    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
+        BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])])
+    }
+
+    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(json!({"name": name, "args": args}))
+        })
+    }
+
+    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async { Ok(json!([])) })
+    }
+
+    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move { Err(format!("unknown tool `{name}`")) })
+    }
+
+    fn stash(&self, _op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+}
+
+fn config(min: usize, max: usize) -> PoolConfig {
+    let mut config = PoolConfig::new(WorkerCommand {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_quiver")),
+        args: vec!["__worker".into()],
+    });
+    config.min_workers = min;
+    config.max_workers = max;
+    config
+}
+
+fn limits() -> Limits {
+    Limits { wall_ms: 2_000, ..Limits::default() }
+}
+
+async fn run(pool: &WorkerPool, code: &str) -> Outcome {
+    pool.run(code, limits(), Arc::new(CountingContext::default())).await.expect("the pool ran the script")
+}
+
+fn ok_value(outcome: &Outcome) -> Value {
+    assert!(outcome.error.is_none(), "unexpected error: {:?}", outcome.error);
+    outcome.result.clone().unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nothing_a_script_leaves_behind_reaches_the_next_one_on_the_same_worker() {
+    let pool = WorkerPool::start(config(1, 1));
+    pool.warm_up().await.unwrap();
+    let first = run(
+        &pool,
+        "try { globalThis.leak = 42; } catch (e) {} try { Object.prototype.polluted = 1; } catch (e) {} try { Array.prototype.push = null; } catch (e) {} try { tools.demo.echo = null; } catch (e) {} return 1;",
+    )
+    .await;
+    assert_eq!(ok_value(&first), json!(1));
+    let second = run(
+        &pool,
+        "const a = []; a.push(1); return [typeof leak, ({}).polluted === undefined, a.length, typeof tools.demo.echo];",
+    )
+    .await;
+    assert_eq!(ok_value(&second), json!(["undefined", true, 1, "function"]));
+    assert_eq!(pool.stats().spawned, 1, "both ran on the same worker process");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_are_recycled_after_max_uses() {
+    let mut config = config(1, 1);
+    config.max_uses = 3;
+    let pool = WorkerPool::start(config);
+    pool.warm_up().await.unwrap();
+    for _ in 0..7 {
+        assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
+    }
+    let stats = pool.stats();
+    assert!(stats.retired >= 2, "{stats:?}");
+    assert!(stats.spawned >= 3, "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_tool_calls_are_capped_and_all_complete() {
+    let pool = WorkerPool::start(config(1, 2));
+    let context = Arc::new(CountingContext::default());
+    let script = "const calls = []; for (let i = 0; i < 20; i++) calls.push(tools.demo.echo({ i })); const r = await Promise.all(calls); return r.length;";
+    let outcome = pool.run(script, limits(), context.clone()).await.unwrap();
+    assert_eq!(ok_value(&outcome), json!(20));
+    assert_eq!(context.calls.load(Ordering::SeqCst), 20);
+    let max = context.max_in_flight.load(Ordering::SeqCst);
+    assert!(max > 1 && max <= 8, "at most 8 calls in flight, and they did overlap: {max}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tool_call_limit_stops_runaway_scripts() {
+    let pool = WorkerPool::start(config(1, 1));
+    let context = Arc::new(CountingContext::default());
+    let script = "for (let i = 0; i < 100; i++) { await tools.call('demo__echo', {}); } return 'never';";
+    let outcome = pool.run(script, limits(), context.clone()).await.unwrap();
+    let error = outcome.error.expect("the script is stopped at the limit");
+    assert_eq!(error.kind, "tool_calls", "{error:?}");
+    assert!(error.message.contains("50"), "{error:?}");
+    assert_eq!(context.calls.load(Ordering::SeqCst), 50, "no call beyond the limit reached the host");
+    assert_eq!(ok_value(&run(&pool, "return 'next';").await), json!("next"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn time_memory_and_output_limits_hold_and_the_pool_stays_healthy() {
+    let pool = WorkerPool::start(config(1, 1));
+
+    let looping = run(&pool, "while (true) {}").await;
+    assert_eq!(looping.error.as_ref().map(|e| e.kind.as_str()), Some("timeout"), "{looping:?}");
+    assert_eq!(ok_value(&run(&pool, "return 'after timeout';").await), json!("after timeout"));
+
+    let hog = run(&pool, "const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length);").await;
+    let kind = hog.error.as_ref().map(|e| e.kind.clone()).unwrap_or_default();
+    assert!(["memory", "runtime", "timeout"].contains(&kind.as_str()), "{hog:?}");
+    assert_eq!(ok_value(&run(&pool, "return 'after memory';").await), json!("after memory"));
+
+    let big = run(&pool, "return 'y'.repeat(3 * 1024 * 1024);").await;
+    assert!(big.truncated, "{:?}", big.error);
+    let shown = serde_json::to_string(&big.result).unwrap();
+    assert!(shown.len() < 2 * 1024 * 1024, "the result was cut to the limit");
+
+    let noisy = run(&pool, "for (let i = 0; i < 100000; i++) console.log('line ' + i); return 1;").await;
+    let logged: usize = noisy.logs.iter().map(String::len).sum();
+    assert!(logged <= 70 * 1024, "console output is bounded: {logged}");
+    assert_eq!(ok_value(&run(&pool, "return 'still fine';").await), json!("still fine"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_code_is_rejected_before_any_worker_sees_it() {
+    let pool = WorkerPool::start(config(0, 1));
+    let runner = ScriptRunner::new(pool.clone(), Limits::default());
+    let code = format!("return '{}';", "z".repeat(70 * 1024));
+    match runner.execute(&code, Arc::new(CountingContext::default())).await {
+        Err(ExecuteError::Rejected(errors)) => assert!(errors.to_string().contains("too large") || errors.errors[0].rule == "too-large", "{errors}"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(pool.stats().spawned, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_queue_answers_busy_instead_of_hanging() {
+    let mut config = config(1, 1);
+    config.max_queue = 1;
+    config.queue_timeout = Duration::from_secs(30);
+    let pool = WorkerPool::start(config);
+    pool.warm_up().await.unwrap();
+    let slow = "const end = Date.now() + 1500; while (Date.now() < end) {} return 'slow';";
+
+    let first = tokio::spawn({
+        let pool = pool.clone();
+        async move { run(&pool, slow).await }
+    });
+    wait_for(|| pool.stats().running == 1).await;
+    let second = tokio::spawn({
+        let pool = pool.clone();
+        async move { run(&pool, "return 'queued';").await }
+    });
+    wait_for(|| pool.stats().waiting == 1).await;
+    let third = pool.run("return 'third';", limits(), Arc::new(CountingContext::default())).await;
+    assert!(matches!(third, Err(PoolError::Busy { .. })), "{third:?}");
+    assert!(third.unwrap_err().to_string().contains("busy"));
+    assert_eq!(ok_value(&first.await.unwrap()), json!("slow"));
+    assert_eq!(ok_value(&second.await.unwrap()), json!("queued"));
+}
+
+/// Polls a condition until it holds (bounded).
+async fn wait_for(condition: impl Fn() -> bool) {
+    for _ in 0..2_000 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("condition did not hold in time");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_workers_above_the_minimum_are_reaped() {
+    let mut config = config(0, 2);
+    config.idle_timeout = Duration::from_millis(200);
+    let pool = WorkerPool::start(config);
+    assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
+    assert_eq!(pool.stats().idle, 1);
+    wait_for(|| pool.stats().idle == 0).await;
+    assert_eq!(pool.stats().retired, 1);
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_start_with_no_environment_and_no_inherited_files() {
+    // A file this process holds open (and a secret in its environment) must not reach workers.
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("credentials.txt");
+    std::fs::write(&secret_file, "token").unwrap();
+    let _held = std::fs::File::open(&secret_file).unwrap();
+    // SAFETY: set before any worker starts; tests in this file read no environment.
+    unsafe { std::env::set_var("QUIVER_TEST_SECRET", "s3cr3t") };
+
+    let pool = WorkerPool::start(config(1, 1));
+    pool.warm_up().await.unwrap();
+    let pid = pool.idle_pids()[0];
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    assert!(environ.is_empty(), "worker environment: {:?}", String::from_utf8_lossy(&environ));
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
+        let target = std::fs::read_link(entry.unwrap().path()).unwrap_or_default();
+        assert_ne!(target, secret_file, "the worker inherited an open file");
+    }
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    assert_eq!(cwd, PathBuf::from("/"));
+}
