@@ -359,7 +359,8 @@ fn wrapper_body<'p, 'a>(
 /// Where the wrapper function was closed early, for the error position.
 fn early_close_offset(program: &Program<'_>) -> u32 {
     if let Some(Statement::ExpressionStatement(statement)) = program.body.first()
-        && let Expression::ArrowFunctionExpression(arrow) = statement.expression.without_parentheses()
+        && let Expression::ArrowFunctionExpression(arrow) =
+            statement.expression.without_parentheses()
     {
         return arrow.span.end.saturating_sub(1);
     }
@@ -1302,6 +1303,10 @@ fn blocked_name_message(name: &str, use_: u8, why: &str) -> String {
         STR => format!(
             "the string \"{name}\" is not allowed: as a computed key it reaches `{name}` ({why})"
         ),
+        PROP if !why.contains("Object.entries") => format!(
+            "`{name}` is not allowed: {why} (to read a data field with this name, iterate \
+             `Object.entries()`)"
+        ),
         _ => format!("`{name}` is not allowed: {why}"),
     }
 }
@@ -1477,7 +1482,7 @@ impl<'a> RuleVisitor<'a> {
         let mut root = None;
         let mut current = member;
         loop {
-            if current.static_property_name() == Some("prototype") {
+            if member_name(current) == Some("prototype") {
                 through_prototype = true;
             }
             match current.object().without_parentheses() {
@@ -1902,7 +1907,7 @@ impl<'a> Visit<'a> for RuleVisitor<'a> {
     }
 
     fn visit_unary_expression(&mut self, it: &UnaryExpression<'a>) {
-        match (&it.operator, &it.argument) {
+        match (&it.operator, it.argument.without_parentheses()) {
             // `typeof window` only ever yields a string.
             (UnaryOperator::Typeof, Expression::Identifier(id))
                 if GLOBAL_OBJECTS.contains(&id.name.as_str()) =>
@@ -1995,9 +2000,20 @@ impl<'a> Visit<'a> for RuleVisitor<'a> {
     }
 }
 
+/// The property a member expression names, if it is spelled out (`a.b`, `a["b"]`).
+fn member_name<'x>(member: &'x MemberExpression<'_>) -> Option<&'x str> {
+    match member {
+        MemberExpression::StaticMemberExpression(m) => Some(m.property.name.as_str()),
+        MemberExpression::ComputedMemberExpression(m) => {
+            literal_key(&m.expression).map(|(_, name)| name)
+        }
+        MemberExpression::PrivateFieldExpression(_) => None,
+    }
+}
+
 /// The name spelled by a string or substitution-free template key.
 fn literal_key<'x>(key: &'x Expression<'_>) -> Option<(Span, &'x str)> {
-    match key {
+    match key.without_parentheses() {
         Expression::StringLiteral(lit) => Some((lit.span, lit.value.as_str())),
         Expression::TemplateLiteral(lit) => {
             lit.single_quasi().map(|text| (lit.span, text.as_str()))
@@ -2007,6 +2023,7 @@ fn literal_key<'x>(key: &'x Expression<'_>) -> Option<(Span, &'x str)> {
 }
 
 fn is_number_literal(key: &Expression<'_>) -> bool {
+    let key = key.without_parentheses();
     matches!(
         key,
         Expression::NumericLiteral(_) | Expression::BigIntLiteral(_)
@@ -2074,13 +2091,13 @@ fn has_string_operand(operand: &Expression<'_>) -> bool {
 }
 
 fn is_string_builder_call(call: &CallExpression<'_>) -> bool {
-    match &call.callee {
+    match call.callee.without_parentheses() {
         Expression::Identifier(id) => STRING_BUILDER_FUNCTIONS.contains(&id.name.as_str()),
         callee => {
             let Some(member) = callee.as_member_expression() else {
                 return false;
             };
-            let method = member.static_property_name();
+            let method = member_name(member);
             method.is_some_and(|m| STRING_BUILDER_METHODS.contains(&m))
                 // `(1234).toString(36)` spells any lowercase word.
                 || (method == Some("toString") && !call.arguments.is_empty())
@@ -2110,7 +2127,7 @@ fn rooted_in_literal(expression: &Expression<'_>) -> bool {
 
 /// Whether an argument is evidently a string (for string-evaluating timers).
 fn is_string_valued(expression: &Expression<'_>) -> bool {
-    match expression {
+    match expression.without_parentheses() {
         Expression::StringLiteral(_) | Expression::TemplateLiteral(_) => true,
         Expression::BinaryExpression(binary) => {
             binary.operator == BinaryOperator::Addition
@@ -2126,7 +2143,7 @@ fn is_string_valued(expression: &Expression<'_>) -> bool {
 fn builtin_root<'x>(expression: &'x Expression<'_>) -> Option<&'x str> {
     let mut current = expression;
     loop {
-        match current {
+        match current.without_parentheses() {
             Expression::Identifier(id) => {
                 let name = id.name.as_str();
                 return BUILTINS.contains(&name).then_some(name);
@@ -2147,8 +2164,8 @@ fn describe_shared_target(target: &Expression<'_>) -> Option<String> {
     let through_prototype = {
         let mut current = target;
         let mut found = false;
-        while let Some(member) = current.as_member_expression() {
-            found |= member.static_property_name() == Some("prototype");
+        while let Some(member) = current.without_parentheses().as_member_expression() {
+            found |= member_name(member) == Some("prototype");
             current = member.object();
         }
         found
@@ -2374,6 +2391,19 @@ mod tests {
             rules(&format!("x = a{}", ".b".repeat(30_000))),
             ["too-deep"]
         );
+    }
+
+    #[test]
+    fn nesting_hidden_from_the_pre_scan_is_caught_on_the_ast() {
+        // After a block, `/'/` is a regex to the parser but a division and a
+        // string start to the pre-scan, which then misses the parentheses.
+        // The parse thread's stack absorbs them and the AST walk rejects them.
+        for n in [100, 20_000] {
+            let code = format!("{{}}\n/'/; x = {}1{} //'", "(".repeat(n), ")".repeat(n));
+            assert_eq!(rules(&code), ["too-deep"], "{n} parentheses");
+        }
+        let code = format!("{{}}\n/'/; x = {}1 //'", "[".repeat(30_000));
+        assert!(!rules(&code).is_empty());
     }
 
     #[test]
