@@ -152,7 +152,7 @@ async fn an_uncaught_host_error_reports_the_line_of_the_call() {
 
 #[tokio::test]
 async fn runtime_errors_report_the_line_in_the_script() {
-    let outcome = run("const a = 1;\n\nfunction f() {\n  return null.field;\n}\nreturn f();").await;
+    let outcome = run("const a = 1;\n\nfunction f(issue) {\n  return issue.fields.title;\n}\nreturn f({});").await;
     let error = outcome.error.expect("an error");
     assert_eq!(error.kind, "runtime");
     assert!(error.message.starts_with("TypeError"), "{error:?}");

@@ -11,7 +11,7 @@ use quiver_executor::worker::{
 };
 use serde_json::json;
 use tokio::{
-    io::{DuplexStream, ReadHalf, WriteHalf},
+    io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf},
     task::JoinHandle,
 };
 
@@ -136,7 +136,7 @@ async fn every_execution_gets_a_fresh_runtime_and_late_replies_are_ignored() {
 #[tokio::test]
 async fn the_worker_stops_cleanly_at_end_of_input_and_fails_on_garbage() {
     let host = Host::start().await;
-    drop(host.writer);
+    host.writer.into_inner().shutdown().await.unwrap();
     let ended = tokio::time::timeout(Duration::from_secs(10), host.worker).await.unwrap().unwrap();
     assert!(ended.is_ok(), "{ended:?}");
 

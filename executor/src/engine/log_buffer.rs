@@ -58,10 +58,10 @@ mod tests {
     fn lines_past_the_budget_are_cut_with_a_marker() {
         let mut logs = LogBuffer::new(10);
         assert!(logs.push("hello"));
-        assert!(!logs.push("wörld!"));
+        assert!(!logs.push("wörld!")); // 5 bytes fit: "wörl"
         assert!(!logs.push("dropped"));
         assert!(logs.truncated());
-        assert_eq!(logs.take(), ["hello", "wör", "[logs truncated at 10 bytes]"]);
+        assert_eq!(logs.take(), ["hello", "wörl", "[logs truncated at 10 bytes]"]);
     }
 
     #[test]

@@ -1047,17 +1047,16 @@ impl<'c> NestingScan<'c> {
     fn skip_number(&mut self) {
         while self.pos < self.bytes.len() {
             let b = self.bytes[self.pos];
-            if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' {
-                self.pos += 1;
-            } else if matches!(b, b'+' | b'-')
+            let literal_part = b.is_ascii_alphanumeric() || b == b'_' || b == b'.';
+            // The sign of a decimal exponent (`1e-3`), not of a hex digit (`0xe-1`).
+            let exponent_sign = matches!(b, b'+' | b'-')
                 && matches!(self.bytes[self.pos - 1], b'e' | b'E')
-                && !self.text[self.token_start..self.pos].starts_with("0x")
-                && !self.text[self.token_start..self.pos].starts_with("0X")
-            {
-                self.pos += 1;
-            } else {
+                && !self.bytes[self.token_start..].starts_with(b"0x")
+                && !self.bytes[self.token_start..].starts_with(b"0X");
+            if !(literal_part || exponent_sign) {
                 break;
             }
+            self.pos += 1;
         }
     }
 }
@@ -1514,7 +1513,7 @@ impl<'a> RuleVisitor<'a> {
     }
 
     fn check_call(&mut self, call: &CallExpression<'a>) {
-        let callee = call.callee.without_parentheses();
+        let callee = value_of(&call.callee);
         let callee_name = match callee {
             Expression::Identifier(id) => Some(id.name.as_str()),
             Expression::StaticMemberExpression(member) => Some(member.property.name.as_str()),
@@ -1554,7 +1553,7 @@ impl<'a> RuleVisitor<'a> {
     /// Rules for `object[key]` that depend on what the object is.
     fn check_computed_object(&mut self, object: &Expression<'a>, key: &Expression<'a>) -> bool {
         let literal = literal_key(key).is_some() || is_number_literal(key);
-        let object = object.without_parentheses();
+        let object = value_of(object);
         match object {
             Expression::Identifier(id) if GLOBAL_OBJECTS.contains(&id.name.as_str()) => {
                 self.report(
@@ -2000,6 +1999,19 @@ impl<'a> Visit<'a> for RuleVisitor<'a> {
     }
 }
 
+/// The value an expression evaluates to when that is syntactically evident:
+/// `(x)` and `(0, x)` are `x`.
+fn value_of<'x, 'a>(expression: &'x Expression<'a>) -> &'x Expression<'a> {
+    let mut current = expression.without_parentheses();
+    while let Expression::SequenceExpression(sequence) = current {
+        match sequence.expressions.last() {
+            Some(last) => current = last.without_parentheses(),
+            None => break,
+        }
+    }
+    current
+}
+
 /// The property a member expression names, if it is spelled out (`a.b`, `a["b"]`).
 fn member_name<'x>(member: &'x MemberExpression<'_>) -> Option<&'x str> {
     match member {
@@ -2128,7 +2140,9 @@ fn rooted_in_literal(expression: &Expression<'_>) -> bool {
 /// Whether an argument is evidently a string (for string-evaluating timers).
 fn is_string_valued(expression: &Expression<'_>) -> bool {
     match expression.without_parentheses() {
-        Expression::StringLiteral(_) | Expression::TemplateLiteral(_) => true,
+        Expression::StringLiteral(_)
+        | Expression::TemplateLiteral(_)
+        | Expression::TaggedTemplateExpression(_) => true,
         Expression::BinaryExpression(binary) => {
             binary.operator == BinaryOperator::Addition
                 && (has_string_operand(&binary.left) || has_string_operand(&binary.right))
