@@ -20,5 +20,10 @@ else
   cargo test --workspace --no-fail-fast
 fi
 
+echo "== v8 engine type-check (links nothing: rusty_v8's library cannot be fetched here)"
+empty_archive="$PWD/target/empty-rusty-v8.a"
+mkdir -p target && rm -f "$empty_archive" && ar rc "$empty_archive"
+RUSTY_V8_ARCHIVE="$empty_archive" cargo check --no-default-features --features v8 -p quiver-executor --target-dir target/v8-check
+
 echo "== MCP conformance"
 scripts/conformance.sh

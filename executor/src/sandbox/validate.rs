@@ -49,6 +49,35 @@
 //!   telling a data field apart from `fn.caller` needs types.
 //! - HTML-like comments (`<!--`, `-->`) are rejected: scripts and modules parse
 //!   them differently, and the validator must see the same code the engine runs.
+//! - The engine currently runs scripts as `(async () => {"use strict";…})()`;
+//!   strict mode alone already defuses sloppy `this` and `with`, and the rules
+//!   for them are kept so that this layer does not depend on it.
+//!
+//! # Rules
+//!
+//! | id | rejects |
+//! |----|---------|
+//! | `syntax` | parse errors; code that closes the wrapper function early |
+//! | `too-large` | scripts over [`ValidationLimits::max_code_bytes`] |
+//! | `too-deep` | nesting over [`ValidationLimits::max_depth`] (pre-scan and AST) |
+//! | `eval` | `eval` anywhere; strings passed to `setTimeout`/`setInterval` |
+//! | `function-constructor` | `Function`, `AsyncFunction`, `GeneratorFunction`, `AsyncGeneratorFunction` |
+//! | `constructor-chain` | `constructor` as name, key or string; non-literal keys on functions, classes, `super` |
+//! | `computed-key` | computed keys built from strings |
+//! | `dynamic-import`, `import-meta`, `import`, `export`, `require` | module loading |
+//! | `with`, `debugger` | those statements |
+//! | `proxy`, `reflect`, `webassembly`, `deno`, `shared-memory` | those globals, by any name |
+//! | `global-alias`, `global-computed` | `globalThis`/`window`/`self`/`global` (only `typeof` is allowed) |
+//! | `proto` | `__proto__` and the `__define…`/`__lookup…` accessors |
+//! | `reflection` | `getPrototypeOf`, `setPrototypeOf`, property-descriptor helpers |
+//! | `builtin-mutation`, `builtin-computed` | writes into built-ins and prototypes; non-literal keys on built-ins |
+//! | `stack-trace` | `prepareStackTrace`, `captureStackTrace` |
+//! | `caller` | `.caller`, `.callee` |
+//! | `this` | `this` outside class bodies |
+//! | `non-ascii-identifier` | any identifier or unquoted key with a non-ASCII character |
+//! | `internal-name` | undeclared `__…` names (runtime internals) |
+//! | `html-comment` | `<!--`, `-->` |
+//! | `internal` | the validator itself failed (fail closed) |
 
 use std::{collections::HashSet, fmt, thread};
 
@@ -93,6 +122,13 @@ impl ValidationErrors {
     /// The rule ids of all violations, in order (handy in tests and logs).
     pub fn rules(&self) -> Vec<&'static str> {
         self.errors.iter().map(|v| v.rule).collect()
+    }
+
+    /// A rejection because validation itself could not complete.
+    pub fn internal(message: &str) -> ValidationErrors {
+        ValidationErrors {
+            errors: vec![Violation { rule: "internal", message: message.to_string(), line: 1, column: 1 }],
+        }
     }
 }
 
@@ -179,6 +215,9 @@ const PARSE_STACK_CEILING: usize = 512 << 20;
 /// that do not count as nesting) at this multiple of `max_depth`.
 const CHAIN_FACTOR: usize = 16;
 
+const HTML_COMMENT_MESSAGE: &str = "HTML-style comments (`<!--`, `-->`) are not allowed: scripts \
+                                    and modules parse them differently; use `//`";
+
 /// A violation before its position is turned into line and column.
 #[derive(Debug, Clone)]
 struct Finding {
@@ -194,7 +233,8 @@ fn collect_findings(code: &str, limits: &ValidationLimits) -> Vec<Finding> {
             offset: 0,
             rule: "too-large",
             message: format!(
-                "the script is {} bytes; the limit is {} bytes: move data into tool calls or split the work",
+                "the script is {} bytes; the limit is {} bytes: leave data in tool results \
+                 instead of pasting it into the script, or split the work",
                 code.len(),
                 limits.max_code_bytes
             ),
@@ -292,10 +332,7 @@ fn check_ast(code: &str, limits: &ValidationLimits) -> Vec<Finding> {
             findings.push(Finding {
                 offset: to_user(comment.span.start),
                 rule: "html-comment",
-                message:
-                    "HTML-style comments (`<!--`, `-->`) are not allowed: scripts and modules \
-                          parse them differently; use `//`"
-                        .to_string(),
+                message: HTML_COMMENT_MESSAGE.to_string(),
             });
         }
     }
@@ -464,7 +501,7 @@ enum Boundary {
     Soft,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Frame {
     /// `${` of a template literal: closing it resumes the template text.
     template: bool,
@@ -479,16 +516,6 @@ struct Frame {
 }
 
 impl Frame {
-    fn new() -> Self {
-        Self {
-            template: false,
-            head: false,
-            chain: 0,
-            prefix: 0,
-            else_chain: 0,
-        }
-    }
-
     fn weight(&self) -> usize {
         self.chain + self.prefix + self.else_chain
     }
@@ -527,7 +554,7 @@ impl<'c> NestingScan<'c> {
             bytes: text.as_bytes(),
             pos: 0,
             token_start: 0,
-            frames: vec![Frame::new()],
+            frames: vec![Frame::default()],
             max_brackets: max_depth,
             max_total: max_depth.saturating_mul(2),
             prev: Prev::Operator,
@@ -716,9 +743,10 @@ impl<'c> NestingScan<'c> {
             b'(' | b'[' | b'{' => {
                 self.begin(Starts::Other);
                 self.pos += 1;
-                let mut frame = Frame::new();
-                frame.head = b == b'(' && head;
-                self.frames.push(frame);
+                self.frames.push(Frame {
+                    head: b == b'(' && head,
+                    ..Frame::default()
+                });
                 self.prev = Prev::Operator;
                 return self.check();
             }
@@ -726,7 +754,7 @@ impl<'c> NestingScan<'c> {
                 self.begin(Starts::Other);
                 self.pos += 1;
                 if self.frames.len() > 1 {
-                    let frame = self.frames.pop().unwrap_or_else(Frame::new);
+                    let frame = self.frames.pop().unwrap_or_default();
                     if frame.template {
                         return self.template_text();
                     }
@@ -996,9 +1024,10 @@ impl<'c> NestingScan<'c> {
                 }
                 b'$' if self.peek(1) == b'{' => {
                     self.pos += 2;
-                    let mut frame = Frame::new();
-                    frame.template = true;
-                    self.frames.push(frame);
+                    self.frames.push(Frame {
+                        template: true,
+                        ..Frame::default()
+                    });
                     self.prev = Prev::Operator;
                     return self.check();
                 }
