@@ -41,53 +41,95 @@ impl Samples {
     }
 }
 
-async fn time_executions(code: &str, runs: usize) -> Samples {
-    let limits = Limits::default();
-    let tools: BTreeMap<_, _> = [("noop".to_string(), vec!["op".to_string()])].into();
+/// Runs `batch` on fresh threads, `PER_THREAD` runs each: the QuickJS backend
+/// allows only a few hundred runtimes per thread (see `engine::ScriptRuntime`).
+fn on_fresh_threads(runs: usize, batch: impl Fn(usize) -> Vec<Duration> + Send + Sync + Copy + 'static) -> Samples {
+    const PER_THREAD: usize = 50;
     let mut samples = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
-        let started = Instant::now();
-        let outcome = runtime.execute(code, &limits, &tools, Arc::new(NoopHost)).await;
-        samples.push(started.elapsed());
-        assert_eq!(outcome.error, None, "{outcome:?}");
+    for start in (0..runs).step_by(PER_THREAD) {
+        let n = PER_THREAD.min(runs - start);
+        samples.extend(std::thread::spawn(move || batch(n)).join().unwrap());
     }
     Samples(samples)
 }
 
-#[tokio::test]
+fn time_executions(code: &'static str, runs: usize) -> Samples {
+    on_fresh_threads(runs, move |n| {
+        let limits = Limits::default();
+        let tools: BTreeMap<_, _> = [("noop".to_string(), vec!["op".to_string()])].into();
+        let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        (0..n)
+            .map(|_| {
+                let runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
+                let started = Instant::now();
+                let outcome = tokio.block_on(runtime.execute(code, &limits, &tools, Arc::new(NoopHost)));
+                let took = started.elapsed();
+                assert_eq!(outcome.error, None, "{outcome:?}");
+                took
+            })
+            .collect()
+    })
+}
+
+#[test]
 #[ignore = "benchmark: run with --release -- --ignored --nocapture"]
-async fn engine_timings() {
+fn engine_timings() {
     const RUNS: usize = 200;
     println!("\n| what (ms)                                    | runs |      min |      p50 |      p95 |     mean |");
     println!("|----------------------------------------------|------|----------|----------|----------|----------|");
 
-    let mut plain = Vec::new();
-    for _ in 0..RUNS {
-        let started = Instant::now();
-        let runtime = deno_core::JsRuntime::new(deno_core::RuntimeOptions::default());
-        plain.push(started.elapsed());
-        drop(runtime);
-    }
-    Samples(plain).row("bare deno_core JsRuntime::new (reference)");
+    on_fresh_threads(RUNS, |n| {
+        (0..n)
+            .map(|_| {
+                let started = Instant::now();
+                let runtime = deno_core::JsRuntime::new(deno_core::RuntimeOptions::default());
+                let took = started.elapsed();
+                drop(runtime);
+                took
+            })
+            .collect()
+    })
+    .row("bare deno_core JsRuntime::new (reference)");
+    on_fresh_threads(RUNS, |n| {
+        (0..n)
+            .map(|_| {
+                let started = Instant::now();
+                let runtime = ScriptRuntime::new(Limits::default().heap_bytes).unwrap();
+                let took = started.elapsed();
+                drop(runtime);
+                took
+            })
+            .collect()
+    })
+    .row("ScriptRuntime::new (runtime + bootstrap)");
+    on_fresh_threads(RUNS, |n| {
+        (0..n)
+            .map(|_| {
+                let runtime = ScriptRuntime::new(Limits::default().heap_bytes).unwrap();
+                let started = Instant::now();
+                drop(runtime);
+                started.elapsed()
+            })
+            .collect()
+    })
+    .row("dropping an unused ScriptRuntime");
+    on_fresh_threads(RUNS, |n| {
+        (0..n)
+            .map(|_| {
+                let started = Instant::now();
+                std::thread::spawn(|| tokio::runtime::Builder::new_current_thread().enable_all().build().map(drop))
+                    .join()
+                    .unwrap()
+                    .unwrap();
+                started.elapsed()
+            })
+            .collect()
+    })
+    .row("spawn + join a thread with a tokio runtime");
 
-    let (mut create, mut destroy) = (Vec::new(), Vec::new());
-    for _ in 0..RUNS {
-        let started = Instant::now();
-        let runtime = ScriptRuntime::new(Limits::default().heap_bytes).unwrap();
-        create.push(started.elapsed());
-        let started = Instant::now();
-        drop(runtime);
-        destroy.push(started.elapsed());
-    }
-    Samples(create).row("ScriptRuntime::new (runtime + bootstrap)");
-    Samples(destroy).row("dropping an unused ScriptRuntime");
-
-    time_executions("return 1;", RUNS).await.row("trivial script, execute() end to end");
+    time_executions("return 1;", RUNS).row("trivial script, execute() end to end");
     time_executions("for (let i = 0; i < 10; i++) await tools.noop.op({ i }); return 0;", RUNS)
-        .await
         .row("10 sequential tool calls, no-op host");
     time_executions("await Promise.all(Array.from({ length: 10 }, (_, i) => tools.noop.op({ i }))); return 0;", RUNS)
-        .await
         .row("10 parallel tool calls (Promise.all), no-op host");
 }

@@ -9,6 +9,8 @@ use clap::{Args, Subcommand};
 pub enum BenchCommand {
     /// Search quality (Hit@1, Hit@5, MRR: BM25 vs Quiver) and latency over 10,000 tools.
     Search(SearchBenchArgs),
+    /// Script execution: warm-pool latency, per-call overhead, throughput, cold start, memory.
+    Executor(super::bench_executor::ExecutorBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -32,6 +34,7 @@ pub struct SearchBenchArgs {
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Search(args) => search(args),
+        BenchCommand::Executor(args) => super::bench_executor::run(args).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The subcommands of `quiver`.
 
 pub mod bench;
+pub mod bench_executor;
 pub mod dev;
 pub mod logging;
 pub mod mock_upstream;

@@ -322,35 +322,4 @@ mod tests {
         println!("{}", latency(&datasets, 10_000, &queries, 20));
         Ok(())
     }
-
-    #[test]
-    #[ignore = "TEMP"]
-    fn temp_slowest() -> anyhow::Result<()> {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        let datasets = root.join("../shared/datasets");
-        let queries: Vec<String> =
-            super::super::eval::load_queries(&root.join("tests/data/search/queries.json"))?
-                .into_iter()
-                .map(|q| q.query)
-                .collect();
-        let docs = synthesize(&load_real(&datasets)?, 10_000);
-        let index = SearchIndex::build(&docs);
-        let mut times: Vec<(Duration, &String)> = queries
-            .iter()
-            .map(|q| {
-                let mut best = Duration::MAX;
-                for _ in 0..5 {
-                    let t = Instant::now();
-                    black_box(index.search(q, 10));
-                    best = best.min(t.elapsed());
-                }
-                (best, q)
-            })
-            .collect();
-        times.sort();
-        for (t, q) in times.iter().rev().take(15) {
-            println!("{:?} {q}", t);
-        }
-        Ok(())
-    }
 }

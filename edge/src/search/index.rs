@@ -63,7 +63,7 @@ const EXACT_NAME_BONUS: f32 = 1.0;
 const NAMED_TOOL_BONUS: f32 = 0.5;
 /// Bonus (shared among the query's identifiers) for an identifier in the
 /// query that is one of the tool's parameters (`ticker_symbol`).
-const NAMED_PARAM_BONUS: f32 = 0.3;
+const NAMED_PARAM_BONUS: f32 = 0.5;
 /// Bonus for a query that is the start of a tool's name.
 const PREFIX_NAME_BONUS: f32 = 0.3;
 /// Query weight of each half of a split unknown word ("flowchart").
@@ -117,9 +117,11 @@ pub struct SearchHit {
     /// Index of the document in the slice the index was built from.
     pub doc: usize,
     /// How well the document matches. For [`SearchIndex`]: in `0..=1`, the
-    /// share of the best score any tool could get for this query (1 for a
-    /// query that names the tool); above ~0.5 is a strong match, below ~0.15
-    /// a weak one. For [`super::Bm25Index`]: the raw BM25 score.
+    /// share of the best score a tool could get for this query, query words
+    /// that no tool knows counting as unmatched (so it is absolute, not
+    /// relative to the first hit; 1 for a query that names the tool). On the
+    /// real catalogues, above ~0.5 is a strong match and below ~0.15 a weak
+    /// one. For [`super::Bm25Index`]: the raw BM25 score.
     pub score: f32,
 }
 
@@ -1050,7 +1052,7 @@ mod tests {
         let docs = vec![
             SearchDoc {
                 params: vec![param("symbol")],
-                ..doc("finance", "get_quote", "Latest price for a ticker symbol.")
+                ..doc("finance", "get_quote", "Latest price of a stock.")
             },
             SearchDoc {
                 params: vec![param("ticker_symbol"), param("strike")],

@@ -240,7 +240,12 @@ impl WorkerPool {
     }
 
     async fn run_on_worker(&self, code: &str, limits: Limits, context: Arc<dyn ScriptContext>) -> Result<Outcome, PoolError> {
-        let reused = self.lock_idle().pop();
+        // Oldest idle first: a worker that just finished may still be building its
+        // next runtime, while one idle for longer has it ready.
+        let reused = {
+            let mut idle = self.lock_idle();
+            (!idle.is_empty()).then(|| idle.remove(0))
+        };
         let mut worker = match reused {
             Some(worker) => worker,
             None => self.spawn().await?,

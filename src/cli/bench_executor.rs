@@ -1,0 +1,220 @@
+//! `quiver bench executor`: what running a script costs. A real worker pool
+//! (`quiver __worker` processes) runs scripts whose tool calls go to a real mock
+//! upstream over stdio; the same calls are also made directly for comparison.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use clap::Args;
+use futures::future::BoxFuture;
+use quiver_executor::{
+    CallOptions,
+    pool::{PoolConfig, WorkerCommand, WorkerPool, WorkerProcess},
+    script::{ScriptContext, StashOp},
+    worker::protocol::Limits,
+};
+use quiver_upstream::{Upstream, UpstreamConfig};
+use serde_json::{Value, json};
+
+/// Arguments of `quiver bench executor`.
+#[derive(Args, Debug)]
+pub struct ExecutorBenchArgs {
+    /// Executions per latency measurement.
+    #[arg(long, default_value_t = 200)]
+    iterations: usize,
+    /// Executions per throughput measurement.
+    #[arg(long, default_value_t = 400)]
+    throughput_runs: usize,
+}
+
+/// Answers `tools.call(name)` by calling the mock upstream's `get_forecast` directly.
+struct DirectContext {
+    upstream: Arc<Upstream>,
+}
+
+impl ScriptContext for DirectContext {
+    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
+        BTreeMap::from([("weather".to_string(), vec!["get_forecast".to_string()])])
+    }
+    fn call_tool(&self, _name: String, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async move {
+            let result = self
+                .upstream
+                .call_tool("get_forecast", args.as_object().cloned(), CallOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(serde_json::to_value(result.content).unwrap_or_default())
+        })
+    }
+    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async { Ok(json!([])) })
+    }
+    fn describe(&self, _name: String) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+    fn stash(&self, _op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1000.0)
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+fn script_with_calls(n: usize) -> String {
+    if n == 0 {
+        "return 1;".to_string()
+    } else {
+        format!("let last; for (let i = 0; i < {n}; i++) {{ last = await tools.call('weather__get_forecast', {{ city: 'Oslo', days: i % 7 + 1 }}); }} return {n};")
+    }
+}
+
+/// Runs the benchmark and prints markdown tables.
+pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; use `cargo run --release -- bench executor` for numbers");
+    }
+    let exe = std::env::current_exe().context("finding the quiver binary")?;
+    let command = WorkerCommand { program: exe.clone(), args: vec!["__worker".into()] };
+    let upstream = Upstream::new(UpstreamConfig::stdio(
+        "weather",
+        exe.to_string_lossy(),
+        vec!["mock-upstream".into(), "--demo".into(), "--server".into(), "weather".into(), "--stdio".into()],
+    ));
+    upstream.list_tools().await.context("starting the mock upstream")?;
+    let context: Arc<dyn ScriptContext> = Arc::new(DirectContext { upstream: upstream.clone() });
+    let limits = Limits { wall_ms: 30_000, ..Limits::default() };
+    let mut out = String::new();
+
+    // Direct calls, for comparison.
+    let mut direct = Vec::with_capacity(args.iterations);
+    for i in 0..args.iterations {
+        let started = Instant::now();
+        upstream
+            .call_tool("get_forecast", json!({"city": "Oslo", "days": i % 7 + 1}).as_object().cloned(), CallOptions::default())
+            .await?;
+        direct.push(started.elapsed());
+    }
+    direct.sort();
+    let direct_p50 = percentile(&direct, 0.5);
+
+    // Warm-pool latency.
+    let pool = WorkerPool::start(PoolConfig { min_workers: 2, ..PoolConfig::new(command.clone()) });
+    pool.warm_up().await?;
+    let _ = writeln!(out, "## Warm-pool script latency ({} runs each, one at a time)\n", args.iterations);
+    let _ = writeln!(out, "| script | p50 ms | p99 ms | added per tool call vs direct (p50) ms |\n|---|---:|---:|---:|");
+    let _ = writeln!(out, "| direct upstream call (no script) | {} | {} | — |", ms(direct_p50), ms(percentile(&direct, 0.99)));
+    let mut trivial_p50 = Duration::ZERO;
+    for calls in [0usize, 1, 10, 50] {
+        let code = script_with_calls(calls);
+        let mut samples = Vec::with_capacity(args.iterations);
+        let runs = if calls >= 50 { args.iterations / 4 } else { args.iterations };
+        for _ in 0..runs.max(10) {
+            let started = Instant::now();
+            let outcome = pool.run(&code, limits, context.clone()).await?;
+            samples.push(started.elapsed());
+            if let Some(error) = outcome.error {
+                anyhow::bail!("benchmark script failed: {error:?}");
+            }
+        }
+        samples.sort();
+        let p50 = percentile(&samples, 0.5);
+        if calls == 0 {
+            trivial_p50 = p50;
+        }
+        let added = if calls == 0 {
+            "—".to_string()
+        } else {
+            let per_call = p50.saturating_sub(trivial_p50).as_secs_f64() / calls as f64;
+            format!("{:.3}", (per_call - direct_p50.as_secs_f64()) * 1000.0)
+        };
+        let label = if calls == 0 { "trivial (`return 1`)".to_string() } else { format!("{calls} sequential tool calls") };
+        let _ = writeln!(out, "| {label} | {} | {} | {added} |", ms(p50), ms(percentile(&samples, 0.99)));
+    }
+
+    // Throughput.
+    let _ = writeln!(out, "\n## Throughput (trivial script, pool of 8 workers)\n\n| concurrency | executions/s | p50 ms | p99 ms |\n|---:|---:|---:|---:|");
+    let pool8 = WorkerPool::start(PoolConfig { min_workers: 8, max_workers: 8, max_queue: 1024, ..PoolConfig::new(command.clone()) });
+    pool8.warm_up().await?;
+    for concurrency in [1usize, 8, 32] {
+        let per_task = (args.throughput_runs / concurrency).max(1);
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..concurrency {
+            let pool = pool8.clone();
+            let context = context.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut samples = Vec::with_capacity(per_task);
+                for _ in 0..per_task {
+                    let t = Instant::now();
+                    let _ = pool.run("return 1;", limits, context.clone()).await;
+                    samples.push(t.elapsed());
+                }
+                samples
+            }));
+        }
+        let mut samples = Vec::new();
+        for task in tasks {
+            samples.extend(task.await?);
+        }
+        let elapsed = started.elapsed();
+        samples.sort();
+        let rate = samples.len() as f64 / elapsed.as_secs_f64();
+        let _ = writeln!(out, "| {concurrency} | {rate:.0} | {} | {} |", ms(percentile(&samples, 0.5)), ms(percentile(&samples, 0.99)));
+    }
+    pool8.shutdown();
+
+    // Cold start and memory.
+    let mut cold = Vec::new();
+    let mut idle_rss = Vec::new();
+    for _ in 0..10 {
+        let started = Instant::now();
+        let worker = WorkerProcess::spawn(&command).await?;
+        cold.push(started.elapsed());
+        if let Some(kib) = worker.pid().and_then(rss_kib) {
+            idle_rss.push(kib);
+        }
+    }
+    cold.sort();
+    let mut worker = WorkerProcess::spawn(&command).await?;
+    let pid = worker.pid().unwrap_or(0);
+    let sampler = tokio::spawn(async move {
+        let mut peak = 0;
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            peak = peak.max(rss_kib(pid).unwrap_or(0));
+        }
+        peak
+    });
+    let busy_script = "const rows = []; for (let i = 0; i < 100000; i++) rows.push({ id: i, name: 'row ' + i }); const end = Date.now() + 400; while (Date.now() < end) {} return rows.length;";
+    worker.run(busy_script, limits, context.clone()).await?;
+    let busy_peak = sampler.await?;
+    let _ = writeln!(out, "\n## Workers\n\n| measure | value |\n|---|---:|");
+    let _ = writeln!(out, "| cold worker start (spawn → ready, p50 of 10) | {} ms |", ms(percentile(&cold, 0.5)));
+    let _ = writeln!(out, "| cold worker start (max of 10) | {} ms |", ms(percentile(&cold, 1.0)));
+    let idle_mean = idle_rss.iter().sum::<u64>() / idle_rss.len().max(1) as u64;
+    let _ = writeln!(out, "| resident memory, idle worker (mean of 10) | {:.1} MiB |", idle_mean as f64 / 1024.0);
+    let _ = writeln!(out, "| resident memory, busy worker (100k-row script, peak) | {:.1} MiB |", busy_peak as f64 / 1024.0);
+    println!("{out}");
+    pool.shutdown();
+    upstream.shutdown().await;
+    Ok(())
+}
