@@ -129,21 +129,7 @@ impl ToolView {
 
 fn search_doc(manifest: &Manifest, tool: &ManifestTool) -> SearchDoc {
     let server = &manifest.servers[tool.server_index];
-    let params = tool
-        .def
-        .input_schema
-        .get("properties")
-        .and_then(serde_json::Value::as_object)
-        .map(|props| {
-            props
-                .iter()
-                .map(|(name, p)| SearchParam {
-                    name: name.clone(),
-                    description: p.get("description").and_then(serde_json::Value::as_str).unwrap_or("").to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let params = SearchParam::from_schema(&tool.def.input_schema);
     SearchDoc {
         name: tool.def.name.clone(),
         server: server.id.clone(),

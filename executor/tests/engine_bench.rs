@@ -60,7 +60,7 @@ fn time_executions(code: &'static str, runs: usize) -> Samples {
         let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         (0..n)
             .map(|_| {
-                let runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
+                let mut runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
                 let started = Instant::now();
                 let outcome = tokio.block_on(runtime.execute(code, &limits, &tools, Arc::new(NoopHost)));
                 let took = started.elapsed();

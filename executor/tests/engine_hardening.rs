@@ -22,7 +22,7 @@ impl HostBridge for EchoHost {
 async fn run(code: &str) -> Outcome {
     let limits = Limits::default();
     let tools: BTreeMap<_, _> = [("github".to_string(), vec!["search_issues".to_string()])].into();
-    let runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     runtime.execute(code, &limits, &tools, Arc::new(EchoHost)).await
 }
 

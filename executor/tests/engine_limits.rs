@@ -56,7 +56,7 @@ fn tools() -> BTreeMap<String, Vec<String>> {
 }
 
 async fn run(code: &str, limits: Limits, host: Arc<dyn HostBridge>) -> Outcome {
-    let runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     runtime.execute(code, &limits, &tools(), host).await
 }
 

@@ -49,7 +49,7 @@ fn tools() -> BTreeMap<String, Vec<String>> {
 }
 
 async fn run_with(code: &str, limits: Limits, host: RecordingHost) -> Outcome {
-    let runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     runtime.execute(code, &limits, &tools(), Arc::new(host)).await
 }
 
@@ -290,7 +290,7 @@ async fn a_promise_that_never_settles_is_an_error_not_a_hang() {
 #[tokio::test]
 async fn servers_named_like_api_members_do_not_shadow_them() {
     let limits = Limits::default();
-    let runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
+    let mut runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
     let tools: BTreeMap<_, _> = [
         ("call".to_string(), vec!["x".to_string()]),
         ("__proto__".to_string(), vec!["constructor".to_string()]),
@@ -302,4 +302,26 @@ async fn servers_named_like_api_members_do_not_shadow_them() {
         outcome.result,
         Some(json!(["function", ["__proto__"], { "called": "__proto__.constructor", "args": {} }]))
     );
+}
+
+#[tokio::test]
+async fn a_runtime_serves_one_execution_only() {
+    let limits = Limits::default();
+    let mut runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
+    assert!(runtime.fits(&limits));
+    let host = Arc::new(RecordingHost::default());
+    assert_eq!(runtime.execute("return 1;", &limits, &tools(), host.clone()).await.result, Some(json!(1)));
+    assert!(!runtime.fits(&limits));
+    let again = runtime.execute("return 2;", &limits, &tools(), host).await;
+    assert_eq!(kind(&again), Some("internal"));
+}
+
+#[tokio::test]
+async fn a_tiny_heap_limit_is_raised_to_the_minimum() {
+    let limits = Limits {
+        heap_bytes: 1,
+        ..Limits::default()
+    };
+    let outcome = run_with("return 'fits';", limits, RecordingHost::default()).await;
+    assert_eq!(outcome.result, Some(json!("fits")));
 }

@@ -4,8 +4,21 @@
 //! the caller swaps indexes when the manifest or view changes.
 //!
 //! [`SearchIndex`] is our ranking; [`Bm25Index`] is the plain BM25 baseline it
-//! is measured against ([`eval`], labelled queries over real catalogues), and
-//! [`bench`] times both at catalogue sizes up to ~10,000 tools.
+//! is measured against ([`eval`]: labelled queries over real catalogues in
+//! `tests/data/search/queries.json`), and [`bench`](mod@bench) times both at catalogue
+//! sizes up to ~10,000 tools.
+//!
+//! How a query is ranked, in short:
+//! - text is split into words (tool names on `_ - .`, camelCase and digits,
+//!   keeping the whole word too), Chinese into character unigrams and
+//!   bigrams; stopwords go, English words are stemmed;
+//! - each query word becomes a *concept*: the word plus its relatives from a
+//!   hand-written table (synonyms, abbreviations, Chinese↔English) at a lower
+//!   weight; a tool scores the best member of each concept, by BM25F over its
+//!   name, description (and its first sentence), parameters and server;
+//! - tools covering more of the query (IDF-weighted) keep more of their score,
+//!   and names made of query words, queries naming a tool, and identifiers
+//!   naming a parameter (`repo_path`) earn bonuses.
 
 mod analyzer;
 pub mod bench;

@@ -10,4 +10,4 @@ mod script_runtime;
 mod watchdog;
 
 pub use host_bridge::HostBridge;
-pub use script_runtime::{EngineError, MIN_HEAP_BYTES, ScriptRuntime};
+pub use script_runtime::{EngineError, MAX_RUNTIMES_PER_THREAD, MIN_HEAP_BYTES, ScriptRuntime};

@@ -34,6 +34,17 @@ const SCRIPT_NAME: &str = "quiver:script";
 /// few MiB before any user code runs, so a lower `heap_bytes` is raised to this.
 pub const MIN_HEAP_BYTES: u64 = 16 * 1024 * 1024;
 
+/// How many runtimes one thread may create. The QuickJS backend keeps a
+/// thread-local table of native functions that never shrinks and indexes it
+/// with 16 bits, so after roughly 270 runtimes on one thread new ones fail to
+/// start; past twice that, calls could reach the wrong function. Create runtimes
+/// on short-lived threads (the worker uses one thread per execution).
+pub const MAX_RUNTIMES_PER_THREAD: u32 = if cfg!(feature = "v8") { u32::MAX } else { 200 };
+
+thread_local! {
+    static RUNTIMES_CREATED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// Why a runtime could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -44,6 +55,9 @@ pub enum EngineError {
     /// The bootstrap (script API and hardening) failed; the runtime is unsafe to use.
     #[error("the script runtime bootstrap failed: {0}")]
     Bootstrap(String),
+    /// This thread has created [`MAX_RUNTIMES_PER_THREAD`] runtimes already.
+    #[error("this thread has created {0} script runtimes, the most one thread may; use a fresh thread")]
+    ThreadExhausted(u32),
 }
 
 /// A fresh runtime with the script API installed and the global scope
@@ -54,7 +68,7 @@ pub enum EngineError {
 /// use quiver_executor::{engine::ScriptRuntime, worker::protocol::Limits};
 ///
 /// let limits = Limits::default();
-/// let runtime = ScriptRuntime::new(limits.heap_bytes).expect("runtime"); // ahead of time
+/// let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("runtime"); // ahead of time
 /// let outcome = runtime.execute("return 6 * 7", &limits, &Default::default(), bridge).await;
 /// assert_eq!(outcome.result, Some(serde_json::json!(42)));
 /// # }
@@ -65,6 +79,7 @@ pub struct ScriptRuntime {
     finish: v8::Global<v8::Function>,
     heap_bytes: u64,
     cause: Arc<TerminationCause>,
+    used: bool,
 }
 
 /// How the script's promise ended, as reported by the bootstrap's `finish`.
@@ -91,8 +106,13 @@ struct Thrown {
 impl ScriptRuntime {
     /// Builds a runtime whose JavaScript heap is capped at `heap_bytes` (at
     /// least [`MIN_HEAP_BYTES`]). Takes milliseconds: call it before a script
-    /// is waiting.
+    /// is waiting. At most [`MAX_RUNTIMES_PER_THREAD`] per thread.
     pub fn new(heap_bytes: u64) -> Result<ScriptRuntime, EngineError> {
+        let created = RUNTIMES_CREATED.get();
+        if created >= MAX_RUNTIMES_PER_THREAD {
+            return Err(EngineError::ThreadExhausted(created));
+        }
+        RUNTIMES_CREATED.set(created + 1);
         let heap = heap_bytes.max(MIN_HEAP_BYTES);
         let cap = usize::try_from(heap).unwrap_or(usize::MAX);
         let mut js = JsRuntime::try_new(RuntimeOptions {
@@ -142,6 +162,7 @@ impl ScriptRuntime {
             finish,
             heap_bytes: heap,
             cause,
+            used: false,
         })
     }
 
@@ -153,20 +174,26 @@ impl ScriptRuntime {
     /// Whether this runtime can serve an execution with `limits` (the heap cap
     /// is fixed when a runtime is created).
     pub fn fits(&self, limits: &Limits) -> bool {
-        self.heap_bytes == limits.heap_bytes.max(MIN_HEAP_BYTES)
+        !self.used && self.heap_bytes == limits.heap_bytes.max(MIN_HEAP_BYTES)
     }
 
     /// Runs `code` as the body of an async function, with `tools`
     /// (`server -> tool names`) exposed as `tools.<server>.<tool>(args)`, every
-    /// host request sent through `bridge`, and `limits` enforced. Consumes the
-    /// runtime: the next execution needs a fresh one.
+    /// host request sent through `bridge`, and `limits` enforced.
+    ///
+    /// A runtime serves one execution: a second call returns an `internal`
+    /// error without running anything. Drop the runtime after reporting the
+    /// outcome (dropping takes about a millisecond).
     pub async fn execute(
-        mut self,
+        &mut self,
         code: &str,
         limits: &Limits,
         tools: &BTreeMap<String, Vec<String>>,
         bridge: Arc<dyn HostBridge>,
     ) -> Outcome {
+        if std::mem::replace(&mut self.used, true) {
+            return failed("internal", "this script runtime has already run a script".into(), None);
+        }
         if code.len() as u64 > limits.code_bytes {
             return failed(
                 "runtime",

@@ -1,14 +1,17 @@
 //! The worker process's main loop: frames in on stdin, frames out on stdout,
-//! and nothing else ever written to stdout. JavaScript runs on a dedicated
-//! engine thread (a JS runtime is `!Send`), so `Ping`s and replies are handled
-//! even while a script is busy.
+//! and nothing else ever written to stdout. JavaScript runs on engine threads
+//! (a JS runtime is `!Send`), one per execution, so `Ping`s and replies are
+//! handled even while a script is busy.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, mpsc as std_mpsc},
+};
 
 use anyhow::Context;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
-    sync::mpsc,
+    sync::{mpsc, oneshot},
 };
 
 use super::{
@@ -48,17 +51,18 @@ where
     let (outgoing, mut to_host) = mpsc::unbounded_channel();
     let link = HostLink::new(outgoing);
     let (jobs, queued) = mpsc::unbounded_channel();
+    let (supervisor_gone, mut engine_stopped) = oneshot::channel::<()>();
     {
         let link = link.clone();
         std::thread::Builder::new()
-            .name("quiver-js".into())
-            .spawn(move || run_engine_thread(queued, link))
-            .context("starting the engine thread")?;
+            .name("quiver-js-supervisor".into())
+            .spawn(move || {
+                supervise(queued, link);
+                drop(supervisor_gone);
+            })
+            .context("starting the engine supervisor")?;
     }
-    // The engine thread holds the only other sender; once it is gone, so is the
-    // engine. Keep ours out of the channel so that can be noticed.
-    let host = link.clone();
-    drop(link);
+    let host = link;
 
     loop {
         tokio::select! {
@@ -77,15 +81,20 @@ where
                     }
                     Some(HostMessage::Execute { code, limits, tools }) => {
                         jobs.send(Job { code, limits, tools })
-                            .map_err(|_| anyhow::anyhow!("the engine thread has stopped"))?;
+                            .map_err(|_| anyhow::anyhow!("the script engine has stopped"))?;
                     }
                 }
             }
-            message = to_host.recv() => {
-                let Some(message) = message else {
-                    anyhow::bail!("the engine thread has stopped");
-                };
+            Some(message) = to_host.recv() => {
                 send_to_host(&mut writer, &host, message).await?;
+            }
+            _ = &mut engine_stopped => {
+                // Flush what it said last (a `Done`, say), then give up: the
+                // host replaces a worker whose engine is gone.
+                while let Ok(message) = to_host.try_recv() {
+                    send_to_host(&mut writer, &host, message).await?;
+                }
+                anyhow::bail!("the script engine has stopped");
             }
         }
     }
@@ -127,23 +136,123 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
     }
 }
 
-fn run_engine_thread(jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
+/// An engine thread that has built (or is building) the runtime for the next
+/// execution and waits for it. Each execution gets its own thread: the QuickJS
+/// backend's per-thread tables only grow, so a thread serves one runtime and
+/// exits (see `engine::MAX_RUNTIMES_PER_THREAD`).
+struct PreparedEngine {
+    heap_bytes: u64,
+    built: std_mpsc::Receiver<Result<(), String>>,
+    /// What `built` said, once it has.
+    outcome_of_build: Option<Result<(), String>>,
+    job: std_mpsc::Sender<(Job, std_mpsc::Sender<Outcome>)>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl PreparedEngine {
+    fn spawn(heap_bytes: u64, link: &HostLink) -> Result<PreparedEngine, String> {
+        let (built_tx, built) = std_mpsc::channel();
+        let (job, job_rx) = std_mpsc::channel();
+        let link = link.clone();
+        let thread = std::thread::Builder::new()
+            .name("quiver-js".into())
+            .spawn(move || run_engine_thread(heap_bytes, built_tx, job_rx, link))
+            .map_err(|e| format!("could not start an engine thread: {e}"))?;
+        Ok(PreparedEngine {
+            heap_bytes,
+            built,
+            outcome_of_build: None,
+            job,
+            thread,
+        })
+    }
+
+    /// Waits until its runtime exists (or failed to).
+    fn ready(&mut self) -> Result<(), String> {
+        let built = &self.built;
+        self.outcome_of_build
+            .get_or_insert_with(|| {
+                built
+                    .recv()
+                    .unwrap_or_else(|_| Err("the engine thread stopped while building a runtime".into()))
+            })
+            .clone()
+    }
+
+    /// Spawns one and waits for its runtime.
+    fn spawn_ready(heap_bytes: u64, link: &HostLink) -> Result<PreparedEngine, String> {
+        let mut engine = PreparedEngine::spawn(heap_bytes, link)?;
+        engine.ready()?;
+        Ok(engine)
+    }
+
+    /// Runs `job` and waits for its outcome.
+    fn run(self, job: Job) -> Outcome {
+        let (outcome_tx, outcome_rx) = std_mpsc::channel();
+        let outcome = match self.job.send((job, outcome_tx)) {
+            Ok(()) => outcome_rx.recv().unwrap_or_else(|_| internal_outcome("the script engine failed".into())),
+            Err(_) => internal_outcome("the engine thread stopped before the script started".into()),
+        };
+        // The thread drops its runtime after handing over the outcome; that
+        // overlaps with sending `Done`.
+        drop(self.job);
+        let _ = self.thread;
+        outcome
+    }
+}
+
+fn internal_outcome(message: String) -> Outcome {
+    Outcome {
+        result: None,
+        error: Some(ScriptError {
+            kind: "internal".into(),
+            message,
+            line: None,
+        }),
+        logs: Vec::new(),
+        truncated: false,
+    }
+}
+
+/// One engine thread: build a runtime, report it built, run at most one job.
+fn run_engine_thread(
+    heap_bytes: u64,
+    built: std_mpsc::Sender<Result<(), String>>,
+    jobs: std_mpsc::Receiver<(Job, std_mpsc::Sender<Outcome>)>,
+    link: HostLink,
+) {
+    let tokio = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(tokio) => tokio,
         Err(e) => {
-            tracing::error!(error = %e, "could not start the engine thread's runtime");
+            let _ = built.send(Err(format!("could not start the engine's event loop: {e}")));
             return;
         }
     };
+    let mut runtime = match ScriptRuntime::new(heap_bytes) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = built.send(Err(format!("could not build a script runtime: {e}")));
+            return;
+        }
+    };
+    let _ = built.send(Ok(()));
+    let Ok((job, reply)) = jobs.recv() else {
+        return;
+    };
     let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, serve_jobs(jobs, link));
+    let outcome = local.block_on(
+        &tokio,
+        runtime.execute(&job.code, &job.limits, &job.tools, Arc::new(link)),
+    );
+    let _ = reply.send(outcome);
 }
 
-/// Builds a runtime, says `Ready`, then for each job: run it in the prepared
-/// runtime, report `Done`, and prepare the next runtime before taking another.
-async fn serve_jobs(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
-    let mut next = match ScriptRuntime::new(Limits::default().heap_bytes) {
-        Ok(runtime) => Some(runtime),
+/// Builds the first runtime and says `Ready`; then for each job: run it on the
+/// prepared engine thread, report `Done`, and start preparing the next runtime
+/// right away, so no script waits for one to be built.
+fn supervise(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
+    let mut prepared = match PreparedEngine::spawn_ready(Limits::default().heap_bytes, &link) {
+        Ok(engine) => Some(Ok(engine)),
         Err(e) => {
             // No `Ready`: the host sees the worker exit and does not use it.
             tracing::error!(error = %e, "could not build the first script runtime");
@@ -153,41 +262,24 @@ async fn serve_jobs(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
     if !link.send(WorkerMessage::Ready) {
         return;
     }
-    while let Some(job) = jobs.recv().await {
-        let prepared = next.take().filter(|runtime| runtime.fits(&job.limits));
-        let runtime = match prepared.map(Ok).unwrap_or_else(|| ScriptRuntime::new(job.limits.heap_bytes)) {
-            Ok(runtime) => runtime,
-            Err(e) => {
-                let outcome = Outcome {
-                    result: None,
-                    error: Some(ScriptError {
-                        kind: "internal".into(),
-                        message: format!("the worker could not build a script runtime: {e}"),
-                        line: None,
-                    }),
-                    logs: Vec::new(),
-                    truncated: false,
-                };
-                if !link.send(WorkerMessage::Done { outcome }) {
-                    return;
-                }
-                continue;
-            }
+    while let Some(job) = jobs.blocking_recv() {
+        let heap_bytes = job.limits.heap_bytes;
+        let reusable = prepared
+            .take()
+            .and_then(Result::ok)
+            .filter(|engine| engine.heap_bytes == heap_bytes)
+            .and_then(|mut engine| engine.ready().is_ok().then_some(engine));
+        // Wrong heap cap, or it failed: build one for this job now.
+        let engine = reusable.map_or_else(|| PreparedEngine::spawn_ready(heap_bytes, &link), Ok);
+        let outcome = match engine {
+            Ok(engine) => engine.run(job),
+            Err(e) => internal_outcome(format!("the worker could not build a script runtime: {e}")),
         };
-        let outcome = runtime
-            .execute(&job.code, &job.limits, &job.tools, std::sync::Arc::new(link.clone()))
-            .await;
+        // Requests of this execution can no longer be answered usefully.
         link.abandon_all();
         if !link.send(WorkerMessage::Done { outcome }) {
             return;
         }
-        // The next script's runtime is built now, never while it waits.
-        next = match ScriptRuntime::new(job.limits.heap_bytes) {
-            Ok(runtime) => Some(runtime),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not prepare the next script runtime");
-                None
-            }
-        };
+        prepared = Some(PreparedEngine::spawn(heap_bytes, &link));
     }
 }
