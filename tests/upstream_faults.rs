@@ -63,6 +63,7 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
     };
     let waited = tokio::time::timeout(Duration::from_secs(60), appeared).await;
     let _ = late.kill();
+    let _ = late.wait();
     waited.expect("the late upstream's tools were published and announced");
     client.cancel().await.unwrap();
 }

@@ -275,7 +275,6 @@ async fn measure_catalog(catalog: &Catalog, limit: usize, mode: Mode) -> anyhow:
             searches.push(exchange(call).await?);
         }
     }
-    drop(exchange);
     running.abort();
     up_front(&init, tools_list, searches)
 }

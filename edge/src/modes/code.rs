@@ -89,7 +89,7 @@ pub async fn execute_tool(
     use quiver_executor::script::ExecuteError;
     let args: ExecuteArgs = match parse_args("execute", args, "{code: string}") {
         Ok(a) => a,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     let Some(runner) = gateway.scripts() else {
         return tool_error("unavailable", "scripts are not enabled on this gateway".into(), json!({}));
@@ -158,7 +158,7 @@ struct DescribeArgs {
 pub fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
     let args: ListArgs = match parse_args("list", args, "{path?: string}") {
         Ok(a) => a,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     let path = args.path.as_deref().map(str::trim).filter(|p| !p.is_empty() && *p != "/");
     match path {
@@ -201,7 +201,7 @@ pub fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
 pub fn search_tool(view: &ToolView, args: Option<JsonObject>, default_limit: usize) -> CallToolResult {
     let args: SearchArgs = match parse_args("search", args, "{query: string, limit?: integer}") {
         Ok(a) => a,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
     let hits = view.search(&args.query, limit);
@@ -239,7 +239,7 @@ fn relative_signature(tool: &ViewTool<'_>) -> String {
 pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
     let args: DescribeArgs = match parse_args("describe", args, "{names: string[]}") {
         Ok(a) => a,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     let names = match args.names {
         Names::Many(n) => n,

@@ -50,13 +50,13 @@ pub(crate) fn tool_ok(text: String, structured: Option<Value>) -> CallToolResult
 }
 
 /// Parses a meta-tool's arguments, or explains what was expected.
-pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Option<JsonObject>, usage: &str) -> Result<T, CallToolResult> {
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Option<JsonObject>, usage: &str) -> Result<T, Box<CallToolResult>> {
     serde_json::from_value(Value::Object(args.unwrap_or_default())).map_err(|e| {
-        tool_error(
+        Box::new(tool_error(
             "invalid_arguments",
             format!("invalid arguments for `{tool}`: {e}. Expected {usage}."),
             json!({}),
-        )
+        ))
     })
 }
 

@@ -60,7 +60,7 @@ struct CallArgs {
 pub fn search_tools(view: &ToolView, args: Option<JsonObject>, default_limit: usize) -> CallToolResult {
     let args: SearchArgs = match parse_args("search_tools", args, "{query: string, limit?: integer}") {
         Ok(a) => a,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
     let hits = view.search(&args.query, limit);
@@ -96,7 +96,7 @@ pub async fn call_tool(
 ) -> CallToolResult {
     let args: CallArgs = match parse_args("call_tool", args, "{name: string, arguments?: object}") {
         Ok(a) => a,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     call_by_name(gateway, view, &args.name, args.arguments, context).await
 }
