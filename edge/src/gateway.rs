@@ -10,7 +10,9 @@ use quiver_proto::Manifest;
 use rmcp::{RoleServer, service::Peer};
 use tokio::sync::watch;
 
-use crate::{config::EdgeConfig, mode::Mode, session::GatewaySession, stash::StashStore, view::ToolView};
+use quiver_executor::stash::StashStore;
+
+use crate::{config::EdgeConfig, mode::Mode, session::GatewaySession, view::ToolView};
 
 /// State shared by every session of one edge.
 pub struct Gateway {
@@ -19,7 +21,7 @@ pub struct Gateway {
     config: EdgeConfig,
     listeners: Mutex<Vec<Peer<RoleServer>>>,
     scripts: Option<Arc<ScriptRunner>>,
-    stash: StashStore,
+    stash: Arc<StashStore>,
 }
 
 impl Gateway {
@@ -47,7 +49,7 @@ impl Gateway {
             config,
             listeners: Mutex::new(Vec::new()),
             scripts,
-            stash: StashStore::default(),
+            stash: Arc::new(StashStore::default()),
         });
         let weak: Weak<Gateway> = Arc::downgrade(&gateway);
         tokio::spawn(async move {
@@ -95,6 +97,11 @@ impl Gateway {
     /// Every session's stash.
     pub fn stash(&self) -> &StashStore {
         &self.stash
+    }
+
+    /// A shared handle to the stash store (for script contexts).
+    pub fn stash_handle(&self) -> Arc<StashStore> {
+        self.stash.clone()
     }
 
     /// The configuration.

@@ -27,7 +27,7 @@ impl SessionRelay {
 }
 
 fn relay_error(kind: &str, e: impl std::fmt::Display) -> ErrorData {
-    ErrorData::internal_error(format!("the client did not complete {kind}: {}", crate::redact::redact(&e.to_string())), None)
+    ErrorData::internal_error(format!("the client did not complete {kind}: {}", quiver_view::redact::redact(&e.to_string())), None)
 }
 
 impl CallSink for SessionRelay {

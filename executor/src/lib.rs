@@ -8,6 +8,7 @@ pub mod engine;
 pub mod pool;
 pub mod sandbox;
 pub mod script;
+pub mod stash;
 pub mod worker;
 
 pub use dispatch::{Dispatch, LocalExecutor, ToolCall};

@@ -94,8 +94,9 @@ pub async fn execute_tool(
     let Some(runner) = gateway.scripts() else {
         return tool_error("unavailable", "scripts are not enabled on this gateway".into(), json!({}));
     };
-    let context = std::sync::Arc::new(crate::script_context::ViewScriptContext::new(
-        gateway.clone(),
+    let context = std::sync::Arc::new(quiver_executor::script::ViewScriptContext::new(
+        gateway.dispatch().clone(),
+        gateway.stash_handle(),
         view,
         session.to_string(),
         cancel,
@@ -114,7 +115,7 @@ pub async fn execute_tool(
                 }
                 Some(error) => {
                     let at = error.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-                    let mut text = format!("script {}: {}{at}", error.kind, crate::redact::redact(&error.message));
+                    let mut text = format!("script {}: {}{at}", error.kind, quiver_view::redact::redact(&error.message));
                     if !logs.is_empty() {
                         let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
                     }
@@ -126,7 +127,7 @@ pub async fn execute_tool(
             let violations = serde_json::to_value(&errors.errors).unwrap_or_default();
             tool_error("script_rejected", format!("the script was rejected before running; fix and resend:\n{errors}"), json!({"violations": violations}))
         }
-        Err(e) => tool_error("executor_error", crate::redact::redact(&e.to_string()), json!({})),
+        Err(e) => tool_error("executor_error", quiver_view::redact::redact(&e.to_string()), json!({})),
     }
 }
 

@@ -168,9 +168,9 @@ pub async fn route_prompt(gateway: &Arc<Gateway>, view: &ToolView, name: &str) -
         let original = prompt.get("name").and_then(Value::as_str).unwrap_or(name).to_string();
         return Ok((server.clone(), original));
     }
-    let suggestions = crate::suggest::closest(name, prompts.iter().map(|(n, _, _)| n.as_str()), 3);
+    let suggestions = quiver_view::suggest::closest(name, prompts.iter().map(|(n, _, _)| n.as_str()), 3);
     Err(ErrorData::invalid_params(
-        crate::suggest::unknown_tool_message(name, &suggestions, "call prompts/list for the available names").replace("tool", "prompt"),
+        quiver_view::suggest::unknown_tool_message(name, &suggestions, "call prompts/list for the available names").replace("tool", "prompt"),
         None,
     ))
 }

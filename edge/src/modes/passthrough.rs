@@ -3,7 +3,7 @@
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 
-use crate::view::ToolView;
+use quiver_view::view::ToolView;
 
 /// The view's tools as MCP tool definitions.
 pub fn list(view: &ToolView) -> Vec<Tool> {

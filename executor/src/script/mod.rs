@@ -4,9 +4,11 @@
 
 mod context;
 mod runner;
+mod view_context;
 
 pub use context::{ScriptContext, StashOp};
 pub use runner::{ExecuteError, ScriptRunner};
+pub use view_context::{ViewScriptContext, script_value};
 
 /// The script API as TypeScript declarations: shown in `execute`'s description
 /// and by `describe("api")`, and implemented by the worker's bootstrap.

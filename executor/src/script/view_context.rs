@@ -1,4 +1,4 @@
-//! The host side of a code-mode script, for one session: every tool call is
+//! The host side of a code-mode script over a tenant's view, for one session: every tool call is
 //! resolved and validated against the session's view (hidden tools do not
 //! exist here either), dispatched once, and its result turned into the value
 //! the script sees. Errors are redacted before the script sees them.
@@ -6,24 +6,25 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use futures::future::BoxFuture;
-use quiver_executor::{
-    CallOptions, ToolCall,
-    script::{ScriptContext, StashOp},
+use quiver_view::{
+    ToolView,
+    redact::redact,
+    suggest::{closest, unknown_tool_message},
 };
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    gateway::Gateway,
-    redact::redact,
-    suggest::{closest, unknown_tool_message},
-    view::ToolView,
+    CallOptions, Dispatch, ToolCall,
+    script::{ScriptContext, StashOp},
+    stash::StashStore,
 };
 
 /// One execution's context.
 pub struct ViewScriptContext {
-    gateway: Arc<Gateway>,
+    dispatch: Arc<dyn Dispatch>,
+    stash: Arc<StashStore>,
     view: Arc<ToolView>,
     session: String,
     cancel: CancellationToken,
@@ -31,8 +32,14 @@ pub struct ViewScriptContext {
 
 impl ViewScriptContext {
     /// A context over `view` for `session`; calls stop when `cancel` fires.
-    pub fn new(gateway: Arc<Gateway>, view: Arc<ToolView>, session: String, cancel: CancellationToken) -> ViewScriptContext {
-        ViewScriptContext { gateway, view, session, cancel }
+    pub fn new(
+        dispatch: Arc<dyn Dispatch>,
+        stash: Arc<StashStore>,
+        view: Arc<ToolView>,
+        session: String,
+        cancel: CancellationToken,
+    ) -> ViewScriptContext {
+        ViewScriptContext { dispatch, stash, view, session, cancel }
     }
 
     fn unknown(&self, name: &str) -> String {
@@ -100,7 +107,7 @@ impl ScriptContext for ViewScriptContext {
                 arguments: args.as_object().cloned(),
             };
             let options = CallOptions { timeout: None, cancel: self.cancel.clone(), sink: None };
-            match self.gateway.dispatch().call_tool(call, options).await {
+            match self.dispatch.call_tool(call, options).await {
                 Ok(result) => script_value(&result),
                 Err(e) => Err(redact(&e.to_string())),
             }
@@ -140,7 +147,7 @@ impl ScriptContext for ViewScriptContext {
 
     fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
         Box::pin(async move {
-            let stash = self.gateway.stash();
+            let stash = &self.stash;
             match op {
                 StashOp::Get(key) => stash.get(&self.session, &key),
                 StashOp::Set(key, value, ttl) => stash.set(&self.session, &key, value, ttl),
