@@ -145,3 +145,16 @@ async fn the_worker_stops_cleanly_at_end_of_input_and_fails_on_garbage() {
     let ended = tokio::time::timeout(Duration::from_secs(10), host.worker).await.unwrap().unwrap();
     assert!(ended.is_err());
 }
+
+#[tokio::test]
+async fn a_worker_runs_more_scripts_than_one_thread_can_hold_runtimes() {
+    // The QuickJS backend caps runtimes per thread; the worker gives every
+    // execution its own thread, so it can run far more than that.
+    let runs = quiver_executor::engine::MAX_RUNTIMES_PER_THREAD.saturating_add(100).min(300);
+    let mut host = Host::start().await;
+    for i in 0..runs {
+        host.execute(&format!("return {i};"), Limits::default()).await;
+        let outcome = host.done().await;
+        assert_eq!(outcome.result, Some(json!(i)), "run {i}: {outcome:?}");
+    }
+}

@@ -27,7 +27,7 @@ impl Analyzer {
     /// Calls `emit` with each term of `text`, in order.
     ///
     /// ```
-    /// use quiver_edge::search::Analyzer;
+    /// use quiver_view::search::Analyzer;
     /// let mut terms = Vec::new();
     /// Analyzer::new().analyze("Creating the GitHub issues", |t, _| terms.push(t.to_owned()));
     /// assert_eq!(terms, ["creat", "git", "hub", "github", "issu"]);

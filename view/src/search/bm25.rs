@@ -12,7 +12,7 @@ const B: f32 = 0.75;
 /// The BM25 baseline; same API as [`super::SearchIndex`], raw BM25 scores.
 ///
 /// ```
-/// use quiver_edge::search::{Bm25Index, SearchDoc};
+/// use quiver_view::search::{Bm25Index, SearchDoc};
 /// let docs = [SearchDoc { name: "get_weather".into(), description: "Weather now".into(), ..SearchDoc::default() }];
 /// assert_eq!(Bm25Index::build(&docs).search("weather", 3)[0].doc, 0);
 /// ```

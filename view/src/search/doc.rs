@@ -47,7 +47,7 @@ impl SearchParam {
     /// parse becomes a single unnamed parameter described by its text.
     ///
     /// ```
-    /// use quiver_edge::search::SearchParam;
+    /// use quiver_view::search::SearchParam;
     /// let schema = serde_json::json!({"type": "object", "properties": {
     ///     "city": {"type": "string", "description": "Name of the city"}}});
     /// let params = SearchParam::from_schema(&schema);

@@ -80,7 +80,7 @@ const MAX_CONCEPTS: usize = 64;
 /// behind an `Arc` and swap in a new one when the tool set changes.
 ///
 /// ```
-/// use quiver_edge::search::{SearchDoc, SearchIndex};
+/// use quiver_view::search::{SearchDoc, SearchIndex};
 /// let doc = |name: &str, description: &str| SearchDoc {
 ///     name: name.into(),
 ///     server: "github".into(),

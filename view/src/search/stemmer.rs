@@ -13,7 +13,7 @@
 /// or are shorter than three letters, come back as they are.
 ///
 /// ```
-/// use quiver_edge::search::stem;
+/// use quiver_view::search::stem;
 /// assert_eq!(stem("creating"), stem("created"));
 /// assert_eq!(stem("queries"), stem("query"));
 /// assert_eq!(stem("news"), "news");

@@ -43,7 +43,7 @@ impl Tokenizer {
     /// Calls `emit` with each token of `text`, in order, lowercased.
     ///
     /// ```
-    /// use quiver_edge::search::{TokenKind, Tokenizer};
+    /// use quiver_view::search::{TokenKind, Tokenizer};
     /// let mut tokens = Vec::new();
     /// Tokenizer::new().tokenize("get_githubTrending", |t, k| tokens.push((t.to_owned(), k)));
     /// assert_eq!(tokens[0], ("get".to_owned(), TokenKind::Word));
