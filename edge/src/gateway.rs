@@ -5,12 +5,10 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use arc_swap::ArcSwap;
-use quiver_executor::{Dispatch, script::ScriptRunner};
+use quiver_executor::{Dispatch, script::Scripts};
 use quiver_proto::Manifest;
 use rmcp::{RoleServer, service::Peer};
 use tokio::sync::watch;
-
-use quiver_executor::stash::StashStore;
 
 use crate::{config::EdgeConfig, mode::Mode, session::GatewaySession, view::ToolView};
 
@@ -20,8 +18,7 @@ pub struct Gateway {
     dispatch: Arc<dyn Dispatch>,
     config: EdgeConfig,
     listeners: Mutex<Vec<Peer<RoleServer>>>,
-    scripts: Option<Arc<ScriptRunner>>,
-    stash: Arc<StashStore>,
+    scripts: Option<Arc<dyn Scripts>>,
 }
 
 impl Gateway {
@@ -39,7 +36,7 @@ impl Gateway {
     pub fn with_scripts(
         mut manifests: watch::Receiver<Arc<Manifest>>,
         dispatch: Arc<dyn Dispatch>,
-        scripts: Option<Arc<ScriptRunner>>,
+        scripts: Option<Arc<dyn Scripts>>,
         config: EdgeConfig,
     ) -> Arc<Gateway> {
         let first = manifests.borrow_and_update().clone();
@@ -49,7 +46,6 @@ impl Gateway {
             config,
             listeners: Mutex::new(Vec::new()),
             scripts,
-            stash: Arc::new(StashStore::default()),
         });
         let weak: Weak<Gateway> = Arc::downgrade(&gateway);
         tokio::spawn(async move {
@@ -89,19 +85,9 @@ impl Gateway {
         &self.dispatch
     }
 
-    /// The script runner behind `execute`, when scripts are enabled.
-    pub fn scripts(&self) -> Option<&Arc<ScriptRunner>> {
+    /// Where `execute` runs, when scripts are enabled.
+    pub fn scripts(&self) -> Option<&Arc<dyn Scripts>> {
         self.scripts.as_ref()
-    }
-
-    /// Every session's stash.
-    pub fn stash(&self) -> &StashStore {
-        &self.stash
-    }
-
-    /// A shared handle to the stash store (for script contexts).
-    pub fn stash_handle(&self) -> Arc<StashStore> {
-        self.stash.clone()
     }
 
     /// The configuration.

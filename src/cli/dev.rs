@@ -11,7 +11,7 @@ use quiver_edge::{Gateway, Mode};
 use quiver_executor::{
     LocalExecutor,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
-    script::ScriptRunner,
+    script::{LocalScripts, ScriptRunner, Scripts},
     worker::protocol::Limits,
 };
 use quiver_proto::catalog::Catalog;
@@ -103,7 +103,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if let Err(e) = pool.warm_up().await {
         tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
     }
-    let scripts = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
+    let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
+    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, executor.clone()));
     let gateway = Gateway::with_scripts(store.subscribe(), executor, Some(scripts), config.edge.clone());
     let manifest = store.current();
     let down: Vec<String> = upstreams.statuses().into_iter().filter(|s| s.state != "connected").map(|s| s.id).collect();

@@ -12,7 +12,7 @@ use quiver_edge::{EdgeConfig, Gateway, Mode};
 use quiver_executor::{
     CallOptions, Dispatch, ToolCall, UpstreamError,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
-    script::ScriptRunner,
+    script::{LocalScripts, ScriptRunner, Scripts},
     worker::protocol::Limits,
 };
 use quiver_proto::{catalog::Catalog, manifest::ServerEntry};
@@ -242,7 +242,8 @@ async fn measure_catalog(catalog: &Catalog, limit: usize, mode: Mode) -> anyhow:
     // A pool that never starts a worker: `execute` is listed (and measured) but never run here.
     let mut pool_config = PoolConfig::new(WorkerCommand { program: std::env::current_exe()?, args: vec!["__worker".into()] });
     pool_config.min_workers = 0;
-    let scripts = Arc::new(ScriptRunner::new(WorkerPool::start(pool_config), Limits::default()));
+    let runner = Arc::new(ScriptRunner::new(WorkerPool::start(pool_config), Limits::default()));
+    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, Arc::new(NoDispatch)));
     let gateway = Gateway::with_scripts(store.subscribe(), Arc::new(NoDispatch), Some(scripts), EdgeConfig::default());
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);

@@ -91,17 +91,10 @@ pub async fn execute_tool(
         Ok(a) => a,
         Err(e) => return *e,
     };
-    let Some(runner) = gateway.scripts() else {
+    let Some(scripts) = gateway.scripts() else {
         return tool_error("unavailable", "scripts are not enabled on this gateway".into(), json!({}));
     };
-    let context = std::sync::Arc::new(quiver_executor::script::ViewScriptContext::new(
-        gateway.dispatch().clone(),
-        gateway.stash_handle(),
-        view,
-        session.to_string(),
-        cancel,
-    ));
-    match runner.execute(&args.code, context).await {
+    match scripts.execute(&args.code, session, view, cancel).await {
         Ok(outcome) => {
             let logs = outcome.logs.clone();
             match outcome.error {

@@ -4,10 +4,12 @@
 
 mod context;
 mod runner;
+mod scripts;
 mod view_context;
 
 pub use context::{ScriptContext, StashOp};
 pub use runner::{ExecuteError, ScriptRunner};
+pub use scripts::{LocalScripts, Scripts};
 pub use view_context::{ViewScriptContext, script_value};
 
 /// The script API as TypeScript declarations: shown in `execute`'s description
