@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     /// Run a whole gateway on this machine (control plane, executor and edge in one process).
     Dev(cli::dev::DevArgs),
+    /// Run the executor role: upstream connections, sandboxed scripts, gRPC `quiver.v1.Executor`.
+    Executor(cli::executor::ExecutorArgs),
     /// Serve tools from a catalog file as an MCP server (deterministic answers).
     MockUpstream(cli::mock_upstream::MockUpstreamArgs),
     /// Print the token cost of what a client loads up front, per mode.
@@ -32,6 +34,8 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // Several crates enable rustls; pick its ring provider once for the process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     if matches!(cli.command, Command::Worker) {
         return run_worker();
     }
@@ -45,6 +49,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Dev(args) => cli::dev::run(args).await,
+            Command::Executor(args) => cli::executor::run(args).await,
             Command::MockUpstream(args) => cli::mock_upstream::run(args).await,
             Command::Tokens(args) => cli::tokens::run(args).await,
             Command::Bench(command) => cli::bench::run(command).await,

@@ -6,8 +6,10 @@
 mod dispatch;
 pub mod engine;
 pub mod pool;
+pub mod remote;
 pub mod sandbox;
 pub mod script;
+pub mod service;
 pub mod stash;
 pub mod worker;
 

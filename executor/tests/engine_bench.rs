@@ -43,7 +43,10 @@ impl Samples {
 
 /// Runs `batch` on fresh threads, `PER_THREAD` runs each: the QuickJS backend
 /// allows only a few hundred runtimes per thread (see `engine::ScriptRuntime`).
-fn on_fresh_threads(runs: usize, batch: impl Fn(usize) -> Vec<Duration> + Send + Sync + Copy + 'static) -> Samples {
+fn on_fresh_threads(
+    runs: usize,
+    batch: impl Fn(usize) -> Vec<Duration> + Send + Sync + Copy + 'static,
+) -> Samples {
     const PER_THREAD: usize = 50;
     let mut samples = Vec::with_capacity(runs);
     for start in (0..runs).step_by(PER_THREAD) {
@@ -57,12 +60,16 @@ fn time_executions(code: &'static str, runs: usize) -> Samples {
     on_fresh_threads(runs, move |n| {
         let limits = Limits::default();
         let tools: BTreeMap<_, _> = [("noop".to_string(), vec!["op".to_string()])].into();
-        let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         (0..n)
             .map(|_| {
                 let mut runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
                 let started = Instant::now();
-                let outcome = tokio.block_on(runtime.execute(code, &limits, &tools, Arc::new(NoopHost)));
+                let outcome =
+                    tokio.block_on(runtime.execute(code, &limits, &tools, Arc::new(NoopHost)));
                 let took = started.elapsed();
                 assert_eq!(outcome.error, None, "{outcome:?}");
                 took
@@ -75,8 +82,12 @@ fn time_executions(code: &'static str, runs: usize) -> Samples {
 #[ignore = "benchmark: run with --release -- --ignored --nocapture"]
 fn engine_timings() {
     const RUNS: usize = 200;
-    println!("\n| what (ms)                                    | runs |      min |      p50 |      p95 |     mean |");
-    println!("|----------------------------------------------|------|----------|----------|----------|----------|");
+    println!(
+        "\n| what (ms)                                    | runs |      min |      p50 |      p95 |     mean |"
+    );
+    println!(
+        "|----------------------------------------------|------|----------|----------|----------|----------|"
+    );
 
     on_fresh_threads(RUNS, |n| {
         (0..n)
@@ -117,10 +128,15 @@ fn engine_timings() {
         (0..n)
             .map(|_| {
                 let started = Instant::now();
-                std::thread::spawn(|| tokio::runtime::Builder::new_current_thread().enable_all().build().map(drop))
-                    .join()
-                    .unwrap()
-                    .unwrap();
+                std::thread::spawn(|| {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map(drop)
+                })
+                .join()
+                .unwrap()
+                .unwrap();
                 started.elapsed()
             })
             .collect()
@@ -128,8 +144,14 @@ fn engine_timings() {
     .row("spawn + join a thread with a tokio runtime");
 
     time_executions("return 1;", RUNS).row("trivial script, execute() end to end");
-    time_executions("for (let i = 0; i < 10; i++) await tools.noop.op({ i }); return 0;", RUNS)
-        .row("10 sequential tool calls, no-op host");
-    time_executions("await Promise.all(Array.from({ length: 10 }, (_, i) => tools.noop.op({ i }))); return 0;", RUNS)
-        .row("10 parallel tool calls (Promise.all), no-op host");
+    time_executions(
+        "for (let i = 0; i < 10; i++) await tools.noop.op({ i }); return 0;",
+        RUNS,
+    )
+    .row("10 sequential tool calls, no-op host");
+    time_executions(
+        "await Promise.all(Array.from({ length: 10 }, (_, i) => tools.noop.op({ i }))); return 0;",
+        RUNS,
+    )
+    .row("10 parallel tool calls (Promise.all), no-op host");
 }

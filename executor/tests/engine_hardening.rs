@@ -23,7 +23,9 @@ async fn run(code: &str) -> Outcome {
     let limits = Limits::default();
     let tools: BTreeMap<_, _> = [("github".to_string(), vec!["search_issues".to_string()])].into();
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
-    runtime.execute(code, &limits, &tools, Arc::new(EchoHost)).await
+    runtime
+        .execute(code, &limits, &tools, Arc::new(EchoHost))
+        .await
 }
 
 /// Runs `expression` and returns its JSON value, failing on any error.
@@ -36,7 +38,9 @@ async fn value_of(expression: &str) -> Value {
 /// Asserts that `code` throws at runtime.
 async fn assert_throws(code: &str) -> String {
     let outcome = run(code).await;
-    let error = outcome.error.unwrap_or_else(|| panic!("{code} did not throw: {:?}", outcome.result));
+    let error = outcome
+        .error
+        .unwrap_or_else(|| panic!("{code} did not throw: {:?}", outcome.result));
     assert_eq!(error.kind, "runtime", "{code}: {error:?}");
     error.message
 }
@@ -98,12 +102,27 @@ async fn engine_and_host_internals_are_unreachable() {
 #[tokio::test]
 async fn the_global_scope_holds_only_standard_javascript_and_the_api() {
     let names = value_of("Reflect.ownKeys(globalThis).map(String)").await;
-    let names: Vec<&str> = names.as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
-    for api in ["tools", "search", "describe", "stash", "console", "setTimeout"] {
+    let names: Vec<&str> = names
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for api in [
+        "tools",
+        "search",
+        "describe",
+        "stash",
+        "console",
+        "setTimeout",
+    ] {
         assert!(names.contains(&api), "{api} missing from {names:?}");
     }
     for name in &names {
-        assert!(!name.starts_with("__") && !name.starts_with("Symbol("), "unexpected global {name}");
+        assert!(
+            !name.starts_with("__") && !name.starts_with("Symbol("),
+            "unexpected global {name}"
+        );
     }
 }
 
@@ -148,16 +167,17 @@ async fn ordinary_code_still_shadows_inherited_names() {
         const counts = {};
         for (const word of ["constructor", "toString", "constructor"]) counts[word] = (counts[word] | 0) + 1;
         class NotFound extends Error { constructor(m) { super(m); this.name = "NotFound"; } }
+        class BadInput extends TypeError { constructor(m) { super(m); this.name = "BadInput"; } }
         const e = new Error(); e.message = "set later";
         const o = Object.assign({}, { toString: 1, valueOf: 2 });
-        return { counts, name: new NotFound("x").name, message: e.message, o };
+        return { counts, names: [new NotFound("x").name, new BadInput("y").name], message: e.message, o };
     "#;
     let outcome = run(code).await;
     assert_eq!(
         outcome.result,
         Some(json!({
             "counts": { "constructor": 2, "toString": 1 },
-            "name": "NotFound",
+            "names": ["NotFound", "BadInput"],
             "message": "set later",
             "o": { "toString": 1, "valueOf": 2 },
         })),

@@ -79,7 +79,11 @@ async fn promise_all_runs_at_most_parallel_calls_at_once() {
     assert_eq!(outcome.error, None, "{outcome:?}");
     assert_eq!(outcome.result, Some(json!(20)));
     assert_eq!(host.calls.load(Ordering::SeqCst), 20);
-    assert_eq!(host.max_in_flight.load(Ordering::SeqCst), 3, "the semaphore lets exactly 3 through");
+    assert_eq!(
+        host.max_in_flight.load(Ordering::SeqCst),
+        3,
+        "the semaphore lets exactly 3 through"
+    );
 }
 
 #[tokio::test]
@@ -100,14 +104,23 @@ async fn the_tool_call_limit_fails_the_execution() {
     let outcome = run(code, limits, Arc::new(host.clone())).await;
     assert_eq!(kind(&outcome), Some("tool_calls"), "{outcome:?}");
     assert_eq!(outcome.result, None);
-    assert_eq!(host.calls.load(Ordering::SeqCst), 5, "refused calls never reach the host");
+    assert_eq!(
+        host.calls.load(Ordering::SeqCst),
+        5,
+        "refused calls never reach the host"
+    );
 
     // Other requests are not tool calls.
     let limits = Limits {
         tool_calls: 0,
         ..Limits::default()
     };
-    let outcome = run("await search('x'); await stash.keys(); return 1;", limits, Arc::new(SlowHost::default())).await;
+    let outcome = run(
+        "await search('x'); await stash.keys(); return 1;",
+        limits,
+        Arc::new(SlowHost::default()),
+    )
+    .await;
     assert_eq!(outcome.result, Some(json!(1)));
 }
 
@@ -126,7 +139,10 @@ async fn an_infinite_loop_is_stopped_at_the_wall_limit() {
         let outcome = run(code, limits, Arc::new(SlowHost::default())).await;
         let took = started.elapsed();
         assert_eq!(kind(&outcome), Some("timeout"), "{code}: {outcome:?}");
-        assert!(took < Duration::from_secs(5), "{code}: stopped after {took:?}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{code}: stopped after {took:?}"
+        );
     }
 }
 
@@ -136,7 +152,12 @@ async fn a_host_that_never_answers_times_out() {
         wall_ms: 200,
         ..Limits::default()
     };
-    let outcome = run("return await tools.slow.op();", limits, Arc::new(SilentHost)).await;
+    let outcome = run(
+        "return await tools.slow.op();",
+        limits,
+        Arc::new(SilentHost),
+    )
+    .await;
     assert_eq!(kind(&outcome), Some("timeout"));
 }
 
@@ -160,12 +181,23 @@ async fn giant_allocations_fail_the_script_not_the_process() {
         #[cfg(feature = "quickjs")]
         assert_eq!(kind(&outcome), Some("memory"), "{code}: {outcome:?}");
         #[cfg(not(feature = "quickjs"))]
-        assert!(matches!(kind(&outcome), Some("memory" | "runtime")), "{code}: {outcome:?}");
+        assert!(
+            matches!(kind(&outcome), Some("memory" | "runtime")),
+            "{code}: {outcome:?}"
+        );
     }
     // Doubling a string hits the engine's string length cap first (QuickJS
     // concatenates lazily): an ordinary error.
-    let outcome = run("let s = 'x'; while (true) s += s;", limits, Arc::new(SlowHost::default())).await;
-    assert!(matches!(kind(&outcome), Some("memory" | "runtime")), "{outcome:?}");
+    let outcome = run(
+        "let s = 'x'; while (true) s += s;",
+        limits,
+        Arc::new(SlowHost::default()),
+    )
+    .await;
+    assert!(
+        matches!(kind(&outcome), Some("memory" | "runtime")),
+        "{outcome:?}"
+    );
     // And the next runtime is fine.
     let outcome = run("return 1 + 1;", limits, Arc::new(SlowHost::default())).await;
     assert_eq!(outcome.result, Some(json!(2)));
@@ -191,7 +223,28 @@ async fn code_over_the_size_limit_is_refused() {
         code_bytes: 10,
         ..Limits::default()
     };
-    let outcome = run("return 'far too long';", limits, Arc::new(SlowHost::default())).await;
+    let outcome = run(
+        "return 'far too long';",
+        limits,
+        Arc::new(SlowHost::default()),
+    )
+    .await;
     assert_eq!(kind(&outcome), Some("runtime"));
     assert!(outcome.error.unwrap().message.contains("limit is 10 bytes"));
+}
+
+#[tokio::test]
+async fn runaway_recursion_is_a_script_error() {
+    for code in [
+        "function down(n) { return down(n + 1) + 1; } return down(0);",
+        "let a = []; for (let i = 0; i < 1e5; i++) a = [a]; return JSON.stringify(a).length;",
+        "let a = []; for (let i = 0; i < 1e5; i++) a = [a]; return a;",
+        "let a = []; for (let i = 0; i < 200; i++) a = [a]; return a;",
+    ] {
+        let outcome = run(code, Limits::default(), Arc::new(SlowHost::default())).await;
+        assert!(
+            matches!(kind(&outcome), Some("runtime" | "output")),
+            "{code}: {outcome:?}"
+        );
+    }
 }

@@ -29,8 +29,12 @@ impl HostBridge for RecordingHost {
                     Err(format!("tool {name} failed upstream"))
                 }
                 HostRequest::CallTool { name, args } => Ok(json!({ "called": name, "args": args })),
-                HostRequest::Search { query, limit } => Ok(json!([{ "name": "github.search_issues", "query": query, "limit": limit }])),
-                HostRequest::Describe { name } => Ok(json!(format!("declare function {name}(): void;"))),
+                HostRequest::Search { query, limit } => {
+                    Ok(json!([{ "name": "github.search_issues", "query": query, "limit": limit }]))
+                }
+                HostRequest::Describe { name } => {
+                    Ok(json!(format!("declare function {name}(): void;")))
+                }
                 HostRequest::StashGet { key } => Ok(json!({ "key": key })),
                 HostRequest::StashSet { .. } | HostRequest::StashDelete { .. } => Ok(Value::Null),
                 HostRequest::StashKeys => Ok(json!(["a", "b"])),
@@ -42,7 +46,10 @@ impl HostBridge for RecordingHost {
 
 fn tools() -> BTreeMap<String, Vec<String>> {
     [
-        ("github".to_string(), vec!["search_issues".to_string(), "get_issue".to_string()]),
+        (
+            "github".to_string(),
+            vec!["search_issues".to_string(), "get_issue".to_string()],
+        ),
         ("broken".to_string(), vec!["always_fails".to_string()]),
     ]
     .into()
@@ -50,7 +57,9 @@ fn tools() -> BTreeMap<String, Vec<String>> {
 
 async fn run_with(code: &str, limits: Limits, host: RecordingHost) -> Outcome {
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
-    runtime.execute(code, &limits, &tools(), Arc::new(host)).await
+    runtime
+        .execute(code, &limits, &tools(), Arc::new(host))
+        .await
 }
 
 async fn run(code: &str) -> Outcome {
@@ -65,7 +74,10 @@ fn kind(outcome: &Outcome) -> Option<&str> {
 async fn a_trivial_script_returns_its_value() {
     let outcome = run("const x = 6; return { answer: x * 7, list: [1, 'two', null] };").await;
     assert_eq!(outcome.error, None);
-    assert_eq!(outcome.result, Some(json!({ "answer": 42, "list": [1, "two", null] })));
+    assert_eq!(
+        outcome.result,
+        Some(json!({ "answer": 42, "list": [1, "two", null] }))
+    );
     assert!(!outcome.truncated);
 }
 
@@ -108,16 +120,32 @@ async fn search_describe_and_stash_are_host_requests() {
     assert_eq!(outcome.error, None, "{outcome:?}");
     let result = outcome.result.unwrap();
     assert_eq!(result["found"][0]["limit"], json!(3));
-    assert_eq!(result["doc"], json!("declare function github.search_issues(): void;"));
+    assert_eq!(
+        result["doc"],
+        json!("declare function github.search_issues(): void;")
+    );
     assert_eq!(result["keys"], json!(["a", "b"]));
     let seen = host.seen.lock().unwrap().clone();
     assert_eq!(
         seen,
         vec![
-            HostRequest::Search { query: "open issues".into(), limit: 3 },
-            HostRequest::Describe { name: "github.search_issues".into() },
-            HostRequest::StashSet { key: "k".into(), value: json!({ "v": 1 }), ttl_secs: Some(60) },
-            HostRequest::StashSet { key: "plain".into(), value: json!(1), ttl_secs: None },
+            HostRequest::Search {
+                query: "open issues".into(),
+                limit: 3
+            },
+            HostRequest::Describe {
+                name: "github.search_issues".into()
+            },
+            HostRequest::StashSet {
+                key: "k".into(),
+                value: json!({ "v": 1 }),
+                ttl_secs: Some(60)
+            },
+            HostRequest::StashSet {
+                key: "plain".into(),
+                value: json!(1),
+                ttl_secs: None
+            },
             HostRequest::StashGet { key: "k".into() },
             HostRequest::StashDelete { key: "k".into() },
             HostRequest::StashKeys,
@@ -143,25 +171,38 @@ async fn host_errors_are_thrown_errors_the_script_can_catch() {
 
 #[tokio::test]
 async fn an_uncaught_host_error_reports_the_line_of_the_call() {
-    let outcome = run("const a = 1;\nconst b = 2;\nawait tools.broken.always_fails({ a, b });\nreturn a;").await;
+    let outcome =
+        run("const a = 1;\nconst b = 2;\nawait tools.broken.always_fails({ a, b });\nreturn a;")
+            .await;
     let error = outcome.error.expect("an error");
     assert_eq!(error.kind, "runtime");
-    assert_eq!(error.message, "Error: tool broken.always_fails failed upstream");
+    assert_eq!(
+        error.message,
+        "Error: tool broken.always_fails failed upstream"
+    );
     assert_eq!(error.line, Some(3));
 }
 
 #[tokio::test]
 async fn runtime_errors_report_the_line_in_the_script() {
-    let outcome = run("const a = 1;\n\nfunction f(issue) {\n  return issue.fields.title;\n}\nreturn f({});").await;
+    let outcome =
+        run("const a = 1;\n\nfunction f(issue) {\n  return issue.fields.title;\n}\nreturn f({});")
+            .await;
     let error = outcome.error.expect("an error");
     assert_eq!(error.kind, "runtime");
     assert!(error.message.starts_with("TypeError"), "{error:?}");
     assert_eq!(error.line, Some(4));
-    assert!(!error.message.contains("quiver:"), "no stack frames in the message: {error:?}");
+    assert!(
+        !error.message.contains("quiver:"),
+        "no stack frames in the message: {error:?}"
+    );
 
     let outcome = run("\n\nthrow new RangeError('too far');").await;
     let error = outcome.error.unwrap();
-    assert_eq!((error.message.as_str(), error.line), ("RangeError: too far", Some(3)));
+    assert_eq!(
+        (error.message.as_str(), error.line),
+        ("RangeError: too far", Some(3))
+    );
 
     let outcome = run("const ok = 1;\nconst broken = ;\n").await;
     let error = outcome.error.unwrap();
@@ -250,22 +291,34 @@ async fn console_output_is_bounded() {
     let outcome = run_with(code, limits, RecordingHost::default()).await;
     assert_eq!(outcome.result, Some(json!("done")));
     assert!(outcome.truncated);
-    let kept: usize = outcome.logs[..outcome.logs.len() - 1].iter().map(String::len).sum();
+    let kept: usize = outcome.logs[..outcome.logs.len() - 1]
+        .iter()
+        .map(String::len)
+        .sum();
     assert!(kept <= 100, "{kept} bytes kept");
-    assert_eq!(outcome.logs.last().unwrap(), "[logs truncated at 100 bytes]");
+    assert_eq!(
+        outcome.logs.last().unwrap(),
+        "[logs truncated at 100 bytes]"
+    );
     assert_eq!(outcome.logs[0], "line 0");
 }
 
 #[tokio::test]
 async fn set_timeout_is_bounded_by_the_time_limit() {
-    let code = "return await new Promise((resolve) => setTimeout((a, b) => resolve(a + b), 10, 2, 3));";
+    let code =
+        "return await new Promise((resolve) => setTimeout((a, b) => resolve(a + b), 10, 2, 3));";
     assert_eq!(run(code).await.result, Some(json!(5)));
 
     let limits = Limits {
         wall_ms: 1000,
         ..Limits::default()
     };
-    let outcome = run_with("setTimeout(() => {}, 5000);", limits, RecordingHost::default()).await;
+    let outcome = run_with(
+        "setTimeout(() => {}, 5000);",
+        limits,
+        RecordingHost::default(),
+    )
+    .await;
     assert!(outcome.error.unwrap().message.starts_with("RangeError"));
 
     let outcome = run("setTimeout('return 1', 1);").await;
@@ -277,7 +330,9 @@ async fn errors_in_timer_callbacks_and_floating_rejections_fail_the_script() {
     let outcome = run("setTimeout(() => { throw new Error('late'); }, 1);\nawait new Promise((r) => setTimeout(r, 50));\nreturn 1;").await;
     assert_eq!(outcome.error.unwrap().message, "Error: late");
 
-    let outcome = run("Promise.reject(new Error('floating'));\nawait new Promise((r) => setTimeout(r, 50));").await;
+    let outcome =
+        run("Promise.reject(new Error('floating'));\nawait new Promise((r) => setTimeout(r, 50));")
+            .await;
     assert_eq!(outcome.error.unwrap().message, "Error: floating");
 }
 
@@ -296,8 +351,11 @@ async fn servers_named_like_api_members_do_not_shadow_them() {
         ("__proto__".to_string(), vec!["constructor".to_string()]),
     ]
     .into();
-    let code = "return [typeof tools.call, Object.keys(tools), await tools['__proto__'].constructor({})];";
-    let outcome = runtime.execute(code, &limits, &tools, Arc::new(RecordingHost::default())).await;
+    let code =
+        "return [typeof tools.call, Object.keys(tools), await tools['__proto__'].constructor({})];";
+    let outcome = runtime
+        .execute(code, &limits, &tools, Arc::new(RecordingHost::default()))
+        .await;
     assert_eq!(
         outcome.result,
         Some(json!(["function", ["__proto__"], { "called": "__proto__.constructor", "args": {} }]))
@@ -310,7 +368,13 @@ async fn a_runtime_serves_one_execution_only() {
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
     assert!(runtime.fits(&limits));
     let host = Arc::new(RecordingHost::default());
-    assert_eq!(runtime.execute("return 1;", &limits, &tools(), host.clone()).await.result, Some(json!(1)));
+    assert_eq!(
+        runtime
+            .execute("return 1;", &limits, &tools(), host.clone())
+            .await
+            .result,
+        Some(json!(1))
+    );
     assert!(!runtime.fits(&limits));
     let again = runtime.execute("return 2;", &limits, &tools(), host).await;
     assert_eq!(kind(&again), Some("internal"));

@@ -38,20 +38,31 @@ impl Host {
     }
 
     async fn send(&mut self, message: HostMessage) {
-        self.writer.write_message(&message).await.expect("writing to the worker");
+        self.writer
+            .write_message(&message)
+            .await
+            .expect("writing to the worker");
     }
 
     async fn next(&mut self) -> WorkerMessage {
-        tokio::time::timeout(Duration::from_secs(20), self.reader.read_message::<WorkerMessage>())
-            .await
-            .expect("the worker answers in time")
-            .expect("a well-formed frame")
-            .expect("the worker is still there")
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            self.reader.read_message::<WorkerMessage>(),
+        )
+        .await
+        .expect("the worker answers in time")
+        .expect("a well-formed frame")
+        .expect("the worker is still there")
     }
 
     async fn execute(&mut self, code: &str, limits: Limits) {
         let tools: BTreeMap<_, _> = [("gh".to_string(), vec!["issue".to_string()])].into();
-        self.send(HostMessage::Execute { code: code.into(), limits, tools }).await;
+        self.send(HostMessage::Execute {
+            code: code.into(),
+            limits,
+            tools,
+        })
+        .await;
     }
 
     async fn done(&mut self) -> Outcome {
@@ -73,9 +84,16 @@ async fn tool_calls_round_trip_as_requests_and_replies() {
     let mut answered = 0;
     let outcome = loop {
         match host.next().await {
-            WorkerMessage::Request { id, request: HostRequest::CallTool { args, .. } } => {
+            WorkerMessage::Request {
+                id,
+                request: HostRequest::CallTool { args, .. },
+            } => {
                 answered += 1;
-                host.send(HostMessage::Reply { id, result: Ok(json!({ "n": args["n"].as_i64().unwrap() * 10 })) }).await;
+                host.send(HostMessage::Reply {
+                    id,
+                    result: Ok(json!({ "n": args["n"].as_i64().unwrap() * 10 })),
+                })
+                .await;
             }
             WorkerMessage::Done { outcome } => break outcome,
             other => panic!("unexpected {other:?}"),
@@ -89,9 +107,19 @@ async fn tool_calls_round_trip_as_requests_and_replies() {
 #[tokio::test]
 async fn host_error_replies_reach_the_script() {
     let mut host = Host::start().await;
-    host.execute("try { await tools.gh.issue({}); } catch (e) { return e.message; }", Limits::default()).await;
-    let WorkerMessage::Request { id, .. } = host.next().await else { panic!("expected a request") };
-    host.send(HostMessage::Reply { id, result: Err("denied by policy".into()) }).await;
+    host.execute(
+        "try { await tools.gh.issue({}); } catch (e) { return e.message; }",
+        Limits::default(),
+    )
+    .await;
+    let WorkerMessage::Request { id, .. } = host.next().await else {
+        panic!("expected a request")
+    };
+    host.send(HostMessage::Reply {
+        id,
+        result: Err("denied by policy".into()),
+    })
+    .await;
     assert_eq!(host.done().await.result, Some(json!("denied by policy")));
 }
 
@@ -101,10 +129,21 @@ async fn pings_are_answered_while_idle_and_while_a_script_spins() {
     host.send(HostMessage::Ping).await;
     assert_eq!(host.next().await, WorkerMessage::Pong);
 
-    host.execute("while (true) {}", Limits { wall_ms: 1500, ..Limits::default() }).await;
+    host.execute(
+        "while (true) {}",
+        Limits {
+            wall_ms: 1500,
+            ..Limits::default()
+        },
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     host.send(HostMessage::Ping).await;
-    assert_eq!(host.next().await, WorkerMessage::Pong, "the pong comes before the script ends");
+    assert_eq!(
+        host.next().await,
+        WorkerMessage::Pong,
+        "the pong comes before the script ends"
+    );
     let outcome = host.done().await;
     assert_eq!(outcome.error.unwrap().kind, "timeout");
 
@@ -116,20 +155,53 @@ async fn pings_are_answered_while_idle_and_while_a_script_spins() {
 async fn every_execution_gets_a_fresh_runtime_and_late_replies_are_ignored() {
     let mut host = Host::start().await;
     // A script that times out waiting for the host, leaving a request behind.
-    host.execute("return await tools.gh.issue({});", Limits { wall_ms: 200, ..Limits::default() }).await;
-    let WorkerMessage::Request { id: abandoned, .. } = host.next().await else { panic!("expected a request") };
+    host.execute(
+        "return await tools.gh.issue({});",
+        Limits {
+            wall_ms: 200,
+            ..Limits::default()
+        },
+    )
+    .await;
+    let WorkerMessage::Request { id: abandoned, .. } = host.next().await else {
+        panic!("expected a request")
+    };
     assert_eq!(host.done().await.error.unwrap().kind, "timeout");
 
     // Its reply arrives late, during the next execution, and goes nowhere.
-    host.execute("const r = await tools.gh.issue({}); return [r, typeof leftover];", Limits::default()).await;
-    let WorkerMessage::Request { id, .. } = host.next().await else { panic!("expected a request") };
+    host.execute(
+        "const r = await tools.gh.issue({}); return [r, typeof leftover];",
+        Limits::default(),
+    )
+    .await;
+    let WorkerMessage::Request { id, .. } = host.next().await else {
+        panic!("expected a request")
+    };
     assert_ne!(id, abandoned);
-    host.send(HostMessage::Reply { id: abandoned, result: Ok(json!("stale")) }).await;
-    host.send(HostMessage::Reply { id, result: Ok(json!("fresh")) }).await;
-    assert_eq!(host.done().await.result, Some(json!(["fresh", "undefined"])));
+    host.send(HostMessage::Reply {
+        id: abandoned,
+        result: Ok(json!("stale")),
+    })
+    .await;
+    host.send(HostMessage::Reply {
+        id,
+        result: Ok(json!("fresh")),
+    })
+    .await;
+    assert_eq!(
+        host.done().await.result,
+        Some(json!(["fresh", "undefined"]))
+    );
 
     // A different heap limit needs a different runtime; it still works.
-    host.execute("return 'ok';", Limits { heap_bytes: 40 * 1024 * 1024, ..Limits::default() }).await;
+    host.execute(
+        "return 'ok';",
+        Limits {
+            heap_bytes: 40 * 1024 * 1024,
+            ..Limits::default()
+        },
+    )
+    .await;
     assert_eq!(host.done().await.result, Some(json!("ok")));
 }
 
@@ -137,12 +209,21 @@ async fn every_execution_gets_a_fresh_runtime_and_late_replies_are_ignored() {
 async fn the_worker_stops_cleanly_at_end_of_input_and_fails_on_garbage() {
     let host = Host::start().await;
     host.writer.into_inner().shutdown().await.unwrap();
-    let ended = tokio::time::timeout(Duration::from_secs(10), host.worker).await.unwrap().unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), host.worker)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(ended.is_ok(), "{ended:?}");
 
     let mut host = Host::start().await;
-    host.writer.write_message(&json!({ "type": "no_such_message" })).await.unwrap();
-    let ended = tokio::time::timeout(Duration::from_secs(10), host.worker).await.unwrap().unwrap();
+    host.writer
+        .write_message(&json!({ "type": "no_such_message" }))
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), host.worker)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(ended.is_err());
 }
 
@@ -150,10 +231,13 @@ async fn the_worker_stops_cleanly_at_end_of_input_and_fails_on_garbage() {
 async fn a_worker_runs_more_scripts_than_one_thread_can_hold_runtimes() {
     // The QuickJS backend caps runtimes per thread; the worker gives every
     // execution its own thread, so it can run far more than that.
-    let runs = quiver_executor::engine::MAX_RUNTIMES_PER_THREAD.saturating_add(100).min(300);
+    let runs = quiver_executor::engine::MAX_RUNTIMES_PER_THREAD
+        .saturating_add(100)
+        .min(300);
     let mut host = Host::start().await;
     for i in 0..runs {
-        host.execute(&format!("return {i};"), Limits::default()).await;
+        host.execute(&format!("return {i};"), Limits::default())
+            .await;
         let outcome = host.done().await;
         assert_eq!(outcome.result, Some(json!(i)), "run {i}: {outcome:?}");
     }

@@ -26,7 +26,10 @@ fn worker_child() {
     if std::env::var_os(WORKER_CHILD_ENV).is_none() {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
     let ended = runtime.block_on(run_worker());
     std::process::exit(if ended.is_ok() { 0 } else { 1 });
 }
@@ -40,8 +43,15 @@ async fn skip_to_ready(stdout: &mut (impl AsyncRead + Unpin)) -> Vec<u8> {
         if let Some(at) = seen.windows(ready.len()).position(|w| w == ready) {
             return seen.split_off(at + ready.len());
         }
-        let n = stdout.read(&mut chunk).await.expect("reading the child's stdout");
-        assert!(n > 0, "the child exited before Ready: {}", String::from_utf8_lossy(&seen));
+        let n = stdout
+            .read(&mut chunk)
+            .await
+            .expect("reading the child's stdout");
+        assert!(
+            n > 0,
+            "the child exited before Ready: {}",
+            String::from_utf8_lossy(&seen)
+        );
         seen.extend_from_slice(&chunk[..n]);
     }
 }
@@ -61,7 +71,13 @@ impl FrameWriterBytes {
 async fn a_worker_process_serves_executions_over_stdio() {
     tracing::info!("--- start the child with an empty environment");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "worker_child", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "worker_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env_clear()
         .env(WORKER_CHILD_ENV, "1")
         .stdin(Stdio::piped())
@@ -72,18 +88,23 @@ async fn a_worker_process_serves_executions_over_stdio() {
         .expect("spawning the worker child");
     let mut stdout = child.stdout.take().unwrap();
     let stdin: ChildStdin = child.stdin.take().unwrap();
-    let rest = tokio::time::timeout(Duration::from_secs(30), skip_to_ready(&mut stdout)).await.expect("Ready in time");
+    let rest = tokio::time::timeout(Duration::from_secs(30), skip_to_ready(&mut stdout))
+        .await
+        .expect("Ready in time");
     let mut reader = FrameReader::new(std::io::Cursor::new(rest).chain(stdout));
     let mut writer = FrameWriter::new(stdin);
     let tools: BTreeMap<_, _> = [("gh".to_string(), vec!["issue".to_string()])].into();
 
     macro_rules! next {
         () => {
-            tokio::time::timeout(Duration::from_secs(20), reader.read_message::<WorkerMessage>())
-                .await
-                .expect("an answer in time")
-                .expect("only frames on stdout")
-                .expect("the child is alive")
+            tokio::time::timeout(
+                Duration::from_secs(20),
+                reader.read_message::<WorkerMessage>(),
+            )
+            .await
+            .expect("an answer in time")
+            .expect("only frames on stdout")
+            .expect("the child is alive")
         };
     }
     let done = |message: WorkerMessage| -> Outcome {
@@ -98,34 +119,91 @@ async fn a_worker_process_serves_executions_over_stdio() {
     assert_eq!(next!(), WorkerMessage::Pong);
 
     tracing::info!("--- a tool call round trip");
-    let execute = |code: &str, limits: Limits| HostMessage::Execute { code: code.into(), limits, tools: tools.clone() };
-    writer.write_message(&execute("console.log('hi'); return (await tools.gh.issue({ n: 2 })).n * 21;", Limits::default())).await.unwrap();
-    let WorkerMessage::Request { id, request } = next!() else { panic!("expected a request") };
-    assert_eq!(request, HostRequest::CallTool { name: "gh.issue".into(), args: json!({ "n": 2 }) });
-    writer.write_message(&HostMessage::Reply { id, result: Ok(json!({ "n": 2 })) }).await.unwrap();
+    let execute = |code: &str, limits: Limits| HostMessage::Execute {
+        code: code.into(),
+        limits,
+        tools: tools.clone(),
+    };
+    writer
+        .write_message(&execute(
+            "console.log('hi'); return (await tools.gh.issue({ n: 2 })).n * 21;",
+            Limits::default(),
+        ))
+        .await
+        .unwrap();
+    let WorkerMessage::Request { id, request } = next!() else {
+        panic!("expected a request")
+    };
+    assert_eq!(
+        request,
+        HostRequest::CallTool {
+            name: "gh.issue".into(),
+            args: json!({ "n": 2 })
+        }
+    );
+    writer
+        .write_message(&HostMessage::Reply {
+            id,
+            result: Ok(json!({ "n": 2 })),
+        })
+        .await
+        .unwrap();
     let outcome = done(next!());
-    assert_eq!((outcome.result, outcome.logs), (Some(json!(42)), vec!["hi".to_string()]));
+    assert_eq!(
+        (outcome.result, outcome.logs),
+        (Some(json!(42)), vec!["hi".to_string()])
+    );
 
     tracing::info!("--- a memory bomb fails the script, not the process");
-    for code in ["return 'x'.repeat(1e9).length;", "const a = []; while (true) a.push([1, 2, 3, 4]);"] {
-        writer.write_message(&execute(code, Limits { heap_bytes: 32 << 20, ..Limits::default() })).await.unwrap();
+    for code in [
+        "return 'x'.repeat(1e9).length;",
+        "const a = []; while (true) a.push([1, 2, 3, 4]);",
+    ] {
+        writer
+            .write_message(&execute(
+                code,
+                Limits {
+                    heap_bytes: 32 << 20,
+                    ..Limits::default()
+                },
+            ))
+            .await
+            .unwrap();
         let error = done(next!()).error.unwrap();
-        assert!(matches!(error.kind.as_str(), "memory" | "runtime"), "{code}: {error:?}");
+        assert!(
+            matches!(error.kind.as_str(), "memory" | "runtime"),
+            "{code}: {error:?}"
+        );
     }
 
     tracing::info!("--- a busy script still gets pings answered, then times out");
-    writer.write_message(&execute("for (;;) {}", Limits { wall_ms: 1000, ..Limits::default() })).await.unwrap();
+    writer
+        .write_message(&execute(
+            "for (;;) {}",
+            Limits {
+                wall_ms: 1000,
+                ..Limits::default()
+            },
+        ))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     writer.write_message(&HostMessage::Ping).await.unwrap();
     assert_eq!(next!(), WorkerMessage::Pong);
     assert_eq!(done(next!()).error.unwrap().kind, "timeout");
 
     tracing::info!("--- still healthy afterwards");
-    writer.write_message(&execute("return typeof Deno;", Limits::default())).await.unwrap();
+    writer
+        .write_message(&execute("return typeof Deno;", Limits::default()))
+        .await
+        .unwrap();
     assert_eq!(done(next!()).result, Some(json!("undefined")));
 
     tracing::info!("--- closing stdin ends the process cleanly");
     drop(writer);
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait()).await.unwrap().unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success(), "{status:?}");
 }

@@ -9,7 +9,8 @@ use clap::Args;
 use quiver_control_plane::{Discovery, ManifestStore};
 use quiver_edge::{Gateway, Mode};
 use quiver_executor::{
-    LocalExecutor,
+    Dispatch, LocalExecutor,
+    remote::RemoteExecutor,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
     script::{LocalScripts, ScriptRunner, Scripts},
     worker::protocol::Limits,
@@ -39,6 +40,10 @@ pub struct DevArgs {
     /// Serve one MCP session on stdin/stdout instead of HTTP.
     #[arg(long)]
     stdio: bool,
+    /// Where tool calls and scripts run: `in-process` (default) or `child` (a
+    /// `quiver executor` child process, reached over gRPC).
+    #[arg(long, default_value = "in-process", value_parser = ["in-process", "child"])]
+    executor: String,
 }
 
 /// Runs until Ctrl-C / SIGTERM (or, with `--stdio`, until the client disconnects).
@@ -54,35 +59,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if let Some(mode) = args.mode {
         config.edge.default_mode = mode;
     }
-    let exe = std::env::current_exe().context("finding the quiver binary to run mock upstreams")?;
-    let exe = exe.to_string_lossy().into_owned();
-    if let Some(path) = &args.catalog {
-        let path = std::fs::canonicalize(path).with_context(|| format!("reading catalog {}", path.display()))?;
-        let catalog = Catalog::load(&path, "default")?;
-        let file = path.to_string_lossy().into_owned();
-        config.upstreams.extend(catalog.servers.iter().map(|server| {
-            let mut upstream = UpstreamConfig::stdio(
-                server.id.clone(),
-                exe.clone(),
-                vec!["mock-upstream".into(), "--catalog".into(), file.clone(), "--server".into(), server.id.clone(), "--stdio".into()],
-            );
-            upstream.description = Some(server.description.clone());
-            upstream
-        }));
-    }
-    let using_demo = config.upstreams.is_empty();
-    if using_demo {
-        let catalog = Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?;
-        config.upstreams.extend(catalog.servers.iter().map(|server| {
-            let mut upstream = UpstreamConfig::stdio(
-                server.id.clone(),
-                exe.clone(),
-                vec!["mock-upstream".into(), "--demo".into(), "--server".into(), server.id.clone(), "--stdio".into()],
-            );
-            upstream.description = Some(server.description.clone());
-            upstream
-        }));
-    }
+    let using_demo = add_upstreams(&mut config, args.catalog.as_deref())?;
     config.validate()?;
     if let Some(tls) = &config.edge.tls {
         // Fail before anything starts, naming the file and key.
@@ -97,15 +74,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if tokio::time::timeout(first_round_limit, discovery.first_round()).await.is_err() {
         tracing::warn!("some upstreams are still connecting; serving what is ready");
     }
-    let executor = Arc::new(LocalExecutor::new(upstreams.clone()));
-    let command = WorkerCommand { program: std::env::current_exe().context("finding the quiver binary for workers")?, args: vec!["__worker".into()] };
-    let pool = WorkerPool::start(PoolConfig::new(command));
-    if let Err(e) = pool.warm_up().await {
-        tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
-    }
-    let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
-    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, executor.clone()));
-    let gateway = Gateway::with_scripts(store.subscribe(), executor, Some(scripts), config.edge.clone());
+    let mut child_executor = None;
+    let (dispatch, scripts, pool): (Arc<dyn Dispatch>, Arc<dyn Scripts>, Option<Arc<WorkerPool>>) = if args.executor == "child" {
+        let (child, remote) = spawn_child_executor(&args).await?;
+        child_executor = Some(child);
+        let remote = Arc::new(remote);
+        (remote.clone(), remote, None)
+    } else {
+        let (executor, scripts, pool) = local_executor(upstreams.clone()).await?;
+        (executor, scripts, Some(pool))
+    };
+    let gateway = Gateway::with_scripts(store.subscribe(), dispatch, Some(scripts), config.edge.clone());
     let manifest = store.current();
     let down: Vec<String> = upstreams.statuses().into_iter().filter(|s| s.state != "connected").map(|s| s.id).collect();
     if !down.is_empty() {
@@ -136,7 +115,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         let status_upstreams = upstreams.clone();
         let status_pool = pool.clone();
         let status: quiver_edge::http::StatusProvider = Arc::new(move || {
-            serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.stats()})
+            serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.as_ref().map(|p| p.stats())})
         });
         let serve_shutdown = shutdown.clone();
         tokio::spawn(async move {
@@ -147,12 +126,97 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status)).await
     };
     shutdown.cancel();
-    pool.shutdown();
+    if let Some(pool) = &pool {
+        pool.shutdown();
+    }
+    drop(child_executor);
     upstreams.shutdown().await;
     result
 }
 
-async fn wait_for_signal() {
+/// The in-process executor: this process's upstream connections and a worker pool.
+async fn local_executor(upstreams: Arc<UpstreamSet>) -> anyhow::Result<(Arc<dyn Dispatch>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
+    let executor: Arc<dyn Dispatch> = Arc::new(LocalExecutor::new(upstreams));
+    let program = std::env::current_exe().context("finding the quiver binary for workers")?;
+    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand { program, args: vec!["__worker".into()] }));
+    if let Err(e) = pool.warm_up().await {
+        tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
+    }
+    let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
+    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, executor.clone()));
+    Ok((executor, scripts, pool))
+}
+
+/// Starts `quiver executor` as a child with the same upstreams and connects to it.
+async fn spawn_child_executor(args: &DevArgs) -> anyhow::Result<(tokio::process::Child, RemoteExecutor)> {
+    use tokio::io::AsyncBufReadExt;
+    let program = std::env::current_exe().context("finding the quiver binary")?;
+    let mut command = tokio::process::Command::new(program);
+    command.args(["executor", "--listen", "127.0.0.1:0", "--exit-with-stdin"]);
+    if let Some(config) = &args.config {
+        command.arg("--config").arg(config);
+    }
+    if let Some(catalog) = &args.catalog {
+        command.arg("--catalog").arg(catalog);
+    }
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting the executor child")?;
+    let stdout = child.stdout.take().context("executor child stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let banner = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+        .await
+        .context("the executor child did not start in time")??
+        .context("the executor child exited before it was ready")?;
+    let addr = banner
+        .split_whitespace()
+        .skip_while(|w| *w != "on")
+        .nth(1)
+        .with_context(|| format!("no address in the executor's startup line: {banner}"))?;
+    let remote = RemoteExecutor::connect(&format!("http://{addr}"), None).await?;
+    tracing::info!("executor child at {addr}");
+    Ok((child, remote))
+}
+
+/// Adds mock upstreams for `catalog`, or the demo catalogue when nothing else is
+/// configured; returns whether the demo is in use.
+pub(crate) fn add_upstreams(config: &mut DevConfig, catalog: Option<&std::path::Path>) -> anyhow::Result<bool> {
+    let exe = std::env::current_exe().context("finding the quiver binary to run mock upstreams")?;
+    let exe = exe.to_string_lossy().into_owned();
+    if let Some(path) = catalog {
+        let path = std::fs::canonicalize(path).with_context(|| format!("reading catalog {}", path.display()))?;
+        let catalog = Catalog::load(&path, "default")?;
+        let file = path.to_string_lossy().into_owned();
+        config.upstreams.extend(catalog.servers.iter().map(|server| {
+            let mut upstream = UpstreamConfig::stdio(
+                server.id.clone(),
+                exe.clone(),
+                vec!["mock-upstream".into(), "--catalog".into(), file.clone(), "--server".into(), server.id.clone(), "--stdio".into()],
+            );
+            upstream.description = Some(server.description.clone());
+            upstream
+        }));
+    }
+    let using_demo = config.upstreams.is_empty();
+    if using_demo {
+        let catalog = Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?;
+        config.upstreams.extend(catalog.servers.iter().map(|server| {
+            let mut upstream = UpstreamConfig::stdio(
+                server.id.clone(),
+                exe.clone(),
+                vec!["mock-upstream".into(), "--demo".into(), "--server".into(), server.id.clone(), "--stdio".into()],
+            );
+            upstream.description = Some(server.description.clone());
+            upstream
+        }));
+    }
+    Ok(using_demo)
+}
+
+pub(crate) async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_executor;
 pub mod dev;
+pub mod executor;
 pub mod logging;
 pub mod mock_upstream;
 pub mod tokens;

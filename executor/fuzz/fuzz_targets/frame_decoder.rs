@@ -46,7 +46,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = serde_json::from_slice::<WorkerMessage>(frame);
     }
 
-    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
     runtime.block_on(async {
         let mut reader = FrameReader::with_max_frame(bytes, MAX_FRAME);
         while let Ok(Some(_)) = reader.read_message::<HostMessage>().await {}

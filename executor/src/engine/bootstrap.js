@@ -37,6 +37,7 @@
   const ObjectEntries = Object.entries;
   const ObjectFreeze = Object.freeze;
   const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const ObjectGetOwnPropertyDescriptors = Object.getOwnPropertyDescriptors;
   const ObjectGetPrototypeOf = Object.getPrototypeOf;
   const ObjectHasOwn = Object.hasOwn;
   const ObjectIsFrozen = Object.isFrozen;
@@ -53,8 +54,6 @@
   const SymbolPrototypeToString = uncurry(Symbol.prototype.toString);
   const WeakMapPrototypeGet = uncurry(WeakMap.prototype.get);
   const WeakMapPrototypeSet = uncurry(WeakMap.prototype.set);
-  const ArrayPrototypePush = uncurry(Array.prototype.push);
-  const ArrayPrototypePop = uncurry(Array.prototype.pop);
 
   // Set by `install` for the execution this runtime serves.
   let wallMs = 0;
@@ -340,7 +339,9 @@
 
   // 3. Only standard JavaScript stays global; everything else (Deno,
   //    __bootstrap, eval, WebAssembly, SharedArrayBuffer, Atomics, WeakRef,
-  //    ShadowRealm, the engine's console and timers, ...) goes.
+  //    ShadowRealm, the engine's console and timers, ...) goes. Intl goes
+  //    too: scripts rarely need it and it is most of the intrinsics to freeze
+  //    (`toLocaleString` and friends still work).
   const keptGlobals = new Set([
     "globalThis", "Infinity", "NaN", "undefined",
     "isFinite", "isNaN", "parseFloat", "parseInt",
@@ -355,7 +356,7 @@
     "BigInt64Array", "BigUint64Array",
     "Error", "AggregateError", "EvalError", "RangeError", "ReferenceError",
     "SyntaxError", "TypeError", "URIError", "SuppressedError",
-    "DisposableStack", "AsyncDisposableStack", "Intl",
+    "DisposableStack", "AsyncDisposableStack",
   ]);
   for (const key of ReflectOwnKeys(globalThis)) {
     if (typeof key === "string" && keptGlobals.has(key)) continue;
@@ -408,36 +409,45 @@
       tameOverride(Object.prototype, key);
     }
   }
-  for (const key of ["name", "message", "toString"]) {
-    tameOverride(Error.prototype, key);
+  // `this.name = ...` in a subclass constructor is the usual custom error.
+  for (const constructor of [
+    Error, globalThis.AggregateError, globalThis.EvalError, RangeError,
+    globalThis.ReferenceError, globalThis.SyntaxError, TypeError,
+    globalThis.URIError, globalThis.SuppressedError,
+  ]) {
+    if (typeof constructor !== "function") continue;
+    for (const key of ["name", "message", "toString"]) {
+      tameOverride(constructor.prototype, key);
+    }
   }
   tameOverride(functionPrototypes[0], "toString");
 
   // 6. Freeze everything reachable from the global scope, plus the intrinsics
   //    only reachable through syntax.
-  const frozen = new WeakMap();
+  // Runs only before user code (here and in `install`), so plain method
+  // calls are safe and keep this walk fast.
+  const frozen = new Set();
   function harden(root) {
     const stack = [root];
     while (stack.length > 0) {
-      const value = ArrayPrototypePop(stack);
+      const value = stack.pop();
       if (
         (typeof value !== "object" && typeof value !== "function") ||
         value === null ||
-        WeakMapPrototypeGet(frozen, value)
+        frozen.has(value)
       ) {
         continue;
       }
-      WeakMapPrototypeSet(frozen, value, true);
+      frozen.add(value);
       ObjectFreeze(value);
-      ArrayPrototypePush(stack, ObjectGetPrototypeOf(value));
-      for (const key of ReflectOwnKeys(value)) {
-        const descriptor = ObjectGetOwnPropertyDescriptor(value, key);
-        if (descriptor === undefined) continue;
+      stack.push(ObjectGetPrototypeOf(value));
+      const descriptors = ObjectGetOwnPropertyDescriptors(value);
+      for (const key of ReflectOwnKeys(descriptors)) {
+        const descriptor = descriptors[key];
         if (ObjectHasOwn(descriptor, "value")) {
-          ArrayPrototypePush(stack, descriptor.value);
+          stack.push(descriptor.value);
         } else {
-          ArrayPrototypePush(stack, descriptor.get);
-          ArrayPrototypePush(stack, descriptor.set);
+          stack.push(descriptor.get, descriptor.set);
         }
       }
     }
@@ -459,15 +469,12 @@
   ];
   const arrayIterator = [].values();
   if (typeof arrayIterator.map === "function") {
-    ArrayPrototypePush(hiddenIntrinsics, arrayIterator.map((x) => x));
+    hiddenIntrinsics.push(arrayIterator.map((x) => x));
   }
   if (typeof globalThis.Iterator?.from === "function") {
-    ArrayPrototypePush(
-      hiddenIntrinsics,
-      globalThis.Iterator.from({ next: () => ({ done: true }) }),
-    );
+    hiddenIntrinsics.push(globalThis.Iterator.from({ next: () => ({ done: true }) }));
   }
-  WeakMapPrototypeSet(frozen, globalThis, true);
+  frozen.add(globalThis);
   for (const value of hiddenIntrinsics) harden(value);
   for (const key of ReflectOwnKeys(globalThis)) {
     const descriptor = ObjectGetOwnPropertyDescriptor(globalThis, key);

@@ -36,7 +36,8 @@ impl LogBuffer {
             self.lines.push(line[..cut].to_owned());
         }
         self.used += cut;
-        self.lines.push(format!("[logs truncated at {} bytes]", self.limit));
+        self.lines
+            .push(format!("[logs truncated at {} bytes]", self.limit));
         self.truncated = true;
         false
     }
@@ -61,7 +62,10 @@ mod tests {
         assert!(!logs.push("wörld!")); // 5 bytes fit: "wörl"
         assert!(!logs.push("dropped"));
         assert!(logs.truncated());
-        assert_eq!(logs.take(), ["hello", "wörl", "[logs truncated at 10 bytes]"]);
+        assert_eq!(
+            logs.take(),
+            ["hello", "wörl", "[logs truncated at 10 bytes]"]
+        );
     }
 
     #[test]

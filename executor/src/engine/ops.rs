@@ -33,7 +33,9 @@ impl ExecutionState {
             tool_calls: Cell::new(0),
             tool_call_limit: limits.tool_calls,
             tool_limit_hit: Cell::new(false),
-            logs: RefCell::new(LogBuffer::new(usize::try_from(limits.log_bytes).unwrap_or(usize::MAX))),
+            logs: RefCell::new(LogBuffer::new(
+                usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
+            )),
         }
     }
 
@@ -49,7 +51,10 @@ impl ExecutionState {
     }
 }
 
-deno_core::extension!(quiver_script, ops = [op_quiver_request, op_quiver_sleep, op_quiver_log]);
+deno_core::extension!(
+    quiver_script,
+    ops = [op_quiver_request, op_quiver_sleep, op_quiver_log]
+);
 
 /// Replies travel as one string: `o<json>` for a value, `e<message>` for an
 /// error, so the bootstrap builds the `Error` the script sees (with the
@@ -96,7 +101,11 @@ async fn op_quiver_request(state: Rc<RefCell<OpState>>, #[string] request: Strin
 /// Resolves after `ms` milliseconds (the bootstrap has bounded `ms`).
 #[op2]
 async fn op_quiver_sleep(ms: f64) {
-    let ms = if ms.is_finite() && ms > 0.0 { ms as u64 } else { 0 };
+    let ms = if ms.is_finite() && ms > 0.0 {
+        ms as u64
+    } else {
+        0
+    };
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 

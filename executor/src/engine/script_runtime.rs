@@ -41,8 +41,24 @@ pub const MIN_HEAP_BYTES: u64 = 16 * 1024 * 1024;
 /// on short-lived threads (the worker uses one thread per execution).
 pub const MAX_RUNTIMES_PER_THREAD: u32 = if cfg!(feature = "v8") { u32::MAX } else { 200 };
 
-thread_local! {
-    static RUNTIMES_CREATED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+/// Counts a runtime against this thread's [`MAX_RUNTIMES_PER_THREAD`].
+#[cfg(not(feature = "v8"))]
+fn claim_runtime_slot() -> Result<(), EngineError> {
+    thread_local! {
+        static RUNTIMES_CREATED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    let created = RUNTIMES_CREATED.get();
+    if created >= MAX_RUNTIMES_PER_THREAD {
+        return Err(EngineError::ThreadExhausted(created));
+    }
+    RUNTIMES_CREATED.set(created + 1);
+    Ok(())
+}
+
+/// V8 has no per-thread limit.
+#[cfg(feature = "v8")]
+fn claim_runtime_slot() -> Result<(), EngineError> {
+    Ok(())
 }
 
 /// Why a runtime could not be built.
@@ -56,7 +72,9 @@ pub enum EngineError {
     #[error("the script runtime bootstrap failed: {0}")]
     Bootstrap(String),
     /// This thread has created [`MAX_RUNTIMES_PER_THREAD`] runtimes already.
-    #[error("this thread has created {0} script runtimes, the most one thread may; use a fresh thread")]
+    #[error(
+        "this thread has created {0} script runtimes, the most one thread may; use a fresh thread"
+    )]
     ThreadExhausted(u32),
 }
 
@@ -108,11 +126,7 @@ impl ScriptRuntime {
     /// least [`MIN_HEAP_BYTES`]). Takes milliseconds: call it before a script
     /// is waiting. At most [`MAX_RUNTIMES_PER_THREAD`] per thread.
     pub fn new(heap_bytes: u64) -> Result<ScriptRuntime, EngineError> {
-        let created = RUNTIMES_CREATED.get();
-        if created >= MAX_RUNTIMES_PER_THREAD {
-            return Err(EngineError::ThreadExhausted(created));
-        }
-        RUNTIMES_CREATED.set(created + 1);
+        claim_runtime_slot()?;
         let heap = heap_bytes.max(MIN_HEAP_BYTES);
         let cap = usize::try_from(heap).unwrap_or(usize::MAX);
         let mut js = JsRuntime::try_new(RuntimeOptions {
@@ -126,7 +140,9 @@ impl ScriptRuntime {
         // QuickJS backend swaps the globals), then the bootstrap's own measures.
         {
             deno_core::scope!(scope, js);
-            scope.get_current_context().set_allow_generation_from_strings(false);
+            scope
+                .get_current_context()
+                .set_allow_generation_from_strings(false);
         }
         let hooks = js
             .execute_script(BOOTSTRAP_NAME, BOOTSTRAP)
@@ -137,7 +153,10 @@ impl ScriptRuntime {
             let hooks = hooks
                 .to_object(scope)
                 .ok_or_else(|| EngineError::Bootstrap("it returned no hooks".into()))?;
-            (hook(scope, hooks, "install")?, hook(scope, hooks, "finish")?)
+            (
+                hook(scope, hooks, "install")?,
+                hook(scope, hooks, "finish")?,
+            )
         };
 
         let cause = Arc::new(TerminationCause::default());
@@ -192,7 +211,11 @@ impl ScriptRuntime {
         bridge: Arc<dyn HostBridge>,
     ) -> Outcome {
         if std::mem::replace(&mut self.used, true) {
-            return failed("internal", "this script runtime has already run a script".into(), None);
+            return failed(
+                "internal",
+                "this script runtime has already run a script".into(),
+                None,
+            );
         }
         if code.len() as u64 > limits.code_bytes {
             return failed(
@@ -219,7 +242,9 @@ impl ScriptRuntime {
                 truncated: false,
             },
         };
-        if execution.tool_limit_hit() && !matches!(outcome.error.as_ref(), Some(e) if e.kind == "timeout" || e.kind == "memory") {
+        if execution.tool_limit_hit()
+            && !matches!(outcome.error.as_ref(), Some(e) if e.kind == "timeout" || e.kind == "memory")
+        {
             outcome.result = None;
             outcome.error = Some(ScriptError {
                 kind: "tool_calls".into(),
@@ -235,7 +260,12 @@ impl ScriptRuntime {
         outcome
     }
 
-    async fn run(&mut self, code: &str, limits: &Limits, tools: &BTreeMap<String, Vec<String>>) -> Ending {
+    async fn run(
+        &mut self,
+        code: &str,
+        limits: &Limits,
+        tools: &BTreeMap<String, Vec<String>>,
+    ) -> Ending {
         let config = serde_json::json!({
             "tools": tools,
             "wallMs": limits.wall_ms,
@@ -245,9 +275,18 @@ impl ScriptRuntime {
         let Some(config) = self.string(&config) else {
             return Ending::Internal("the tool list is too large".into());
         };
-        match self.js.call_with_args(&self.install, &[config]).now_or_never() {
+        match self
+            .js
+            .call_with_args(&self.install, &[config])
+            .now_or_never()
+        {
             Some(Ok(_)) => {}
-            Some(Err(e)) => return Ending::Internal(format!("installing the script API failed: {}", e.exception_message)),
+            Some(Err(e)) => {
+                return Ending::Internal(format!(
+                    "installing the script API failed: {}",
+                    e.exception_message
+                ));
+            }
             None => return Ending::Internal("installing the script API did not finish".into()),
         }
 
@@ -267,7 +306,8 @@ impl ScriptRuntime {
         let report = self.js.call_with_args(&self.finish, &[pending]);
         let settled = tokio::time::timeout_at(
             tokio::time::Instant::from_std(deadline),
-            self.js.with_event_loop_promise(report, PollEventLoopOptions::default()),
+            self.js
+                .with_event_loop_promise(report, PollEventLoopOptions::default()),
         )
         .await;
         match settled {
@@ -295,24 +335,50 @@ impl ScriptRuntime {
     fn reported(&self, report: &str, limits: &Limits) -> Outcome {
         let body = report.get(1..).unwrap_or_default();
         let (result, error, truncated) = match report.as_bytes().first() {
-            Some(b'r') => match bounded_result(body, usize::try_from(limits.output_bytes).unwrap_or(usize::MAX)) {
+            Some(b'r') => match bounded_result(
+                body,
+                usize::try_from(limits.output_bytes).unwrap_or(usize::MAX),
+            ) {
                 Ok((value, cut)) => (Some(value), None, cut),
-                Err(e) => (None, Some(internal(format!("the result could not be read back: {e}"))), false),
+                // serde_json refuses nesting deeper than 128 levels.
+                Err(e) => (
+                    None,
+                    Some(script_error(
+                        "output",
+                        format!("the result cannot be sent back: {e}"),
+                        None,
+                    )),
+                    false,
+                ),
             },
             Some(b'e') => match serde_json::from_str::<Thrown>(body) {
                 Ok(thrown) => {
                     let line = thrown.stack.as_deref().and_then(line_in_stack);
-                    (None, Some(script_error("runtime", thrown.message, line)), false)
+                    (
+                        None,
+                        Some(script_error("runtime", thrown.message, line)),
+                        false,
+                    )
                 }
-                Err(e) => (None, Some(internal(format!("the error could not be read back: {e}"))), false),
+                Err(e) => (
+                    None,
+                    Some(internal(format!("the error could not be read back: {e}"))),
+                    false,
+                ),
             },
             Some(b'x') => {
                 let message = serde_json::from_str::<Thrown>(body)
                     .map(|t| t.message)
-                    .unwrap_or_else(|_| "the script's return value cannot be turned into JSON".into());
+                    .unwrap_or_else(|_| {
+                        "the script's return value cannot be turned into JSON".into()
+                    });
                 (None, Some(script_error("output", message, None)), false)
             }
-            _ => (None, Some(internal("the bootstrap sent an unreadable report".into())), false),
+            _ => (
+                None,
+                Some(internal("the bootstrap sent an unreadable report".into())),
+                false,
+            ),
         };
         Outcome {
             result,
@@ -328,7 +394,10 @@ impl ScriptRuntime {
         if cause == Some(Cause::Timeout) || matches!(ending, Ending::OutOfTime) {
             return script_error(
                 "timeout",
-                format!("the script ran past its time limit of {} ms", limits.wall_ms),
+                format!(
+                    "the script ran past its time limit of {} ms",
+                    limits.wall_ms
+                ),
                 None,
             );
         }
@@ -336,7 +405,10 @@ impl ScriptRuntime {
         if cause == Some(Cause::Memory) || self.js.v8_isolate().is_execution_terminating() {
             return script_error(
                 "memory",
-                format!("the script used more than its memory limit of {} bytes", self.heap_bytes),
+                format!(
+                    "the script used more than its memory limit of {} bytes",
+                    self.heap_bytes
+                ),
                 None,
             );
         }
@@ -367,7 +439,8 @@ fn hook<'s>(
     hooks: v8::Local<'s, v8::Object>,
     name: &str,
 ) -> Result<v8::Global<v8::Function>, EngineError> {
-    let key = v8::String::new(scope, name).ok_or_else(|| EngineError::Bootstrap(format!("no key {name}")))?;
+    let key = v8::String::new(scope, name)
+        .ok_or_else(|| EngineError::Bootstrap(format!("no key {name}")))?;
     let value = hooks
         .get(scope, key.into())
         .ok_or_else(|| EngineError::Bootstrap(format!("no hook {name}")))?;
@@ -391,7 +464,9 @@ fn line_in_stack(stack: &str) -> Option<u32> {
     let marker = format!("{SCRIPT_NAME}:");
     let at = stack.find(&marker)? + marker.len();
     let digits: &str = &stack[at..];
-    let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
     digits[..end].parse().ok()
 }
 

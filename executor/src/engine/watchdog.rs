@@ -26,7 +26,9 @@ pub(crate) enum Cause {
 impl TerminationCause {
     /// Records `cause` unless another one came first.
     pub(crate) fn set(&self, cause: Cause) {
-        let _ = self.0.compare_exchange(0, cause as u8, Ordering::AcqRel, Ordering::Acquire);
+        let _ = self
+            .0
+            .compare_exchange(0, cause as u8, Ordering::AcqRel, Ordering::Acquire);
     }
 
     pub(crate) fn get(&self) -> Option<Cause> {

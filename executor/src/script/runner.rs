@@ -17,9 +17,12 @@ pub enum ExecuteError {
     /// Static validation refused it; nothing ran.
     #[error("the script was rejected before running:\n{0}")]
     Rejected(ValidationErrors),
-    /// Every worker is busy and the queue is full, or the wait ran out.
+    /// Every worker is busy and the queue is full, the wait ran out, or a worker failed.
     #[error("{0}")]
     Pool(#[from] PoolError),
+    /// A remote executor could not be reached or refused the request.
+    #[error("executor: {0}")]
+    Remote(String),
 }
 
 /// Runs scripts for callers.

@@ -46,7 +46,10 @@ impl HostLink {
     }
 
     fn waiting(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>>> {
-        self.inner.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .waiting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Delivers the host's reply to request `id`; false if nothing waits for it.

@@ -207,7 +207,10 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
 
     /// Writes and flushes one message as a frame. An oversize message is an
     /// error and leaves the stream untouched.
-    pub async fn write_message<T: Serialize + ?Sized>(&mut self, message: &T) -> Result<(), FrameError> {
+    pub async fn write_message<T: Serialize + ?Sized>(
+        &mut self,
+        message: &T,
+    ) -> Result<(), FrameError> {
         let frame = self.decoder.encode(message)?;
         self.inner.write_all(&frame).await?;
         self.inner.flush().await?;
@@ -263,8 +266,14 @@ mod tests {
                 writer.write_message(&HostMessage::Ping).await.unwrap();
             })
         };
-        assert_eq!(reader.read_message::<HostMessage>().await.unwrap(), Some(sent));
-        assert_eq!(reader.read_message::<HostMessage>().await.unwrap(), Some(HostMessage::Ping));
+        assert_eq!(
+            reader.read_message::<HostMessage>().await.unwrap(),
+            Some(sent)
+        );
+        assert_eq!(
+            reader.read_message::<HostMessage>().await.unwrap(),
+            Some(HostMessage::Ping)
+        );
         send.await.unwrap();
         assert_eq!(reader.read_message::<HostMessage>().await.unwrap(), None);
     }
@@ -275,7 +284,10 @@ mod tests {
         bytes.extend_from_slice(b"{}");
         let results = read_all(bytes, MAX_FRAME_BYTES).await;
         assert_eq!(results.len(), 1);
-        assert!(results[0].as_ref().unwrap_err().contains("over the"), "{results:?}");
+        assert!(
+            results[0].as_ref().unwrap_err().contains("over the"),
+            "{results:?}"
+        );
     }
 
     #[tokio::test]
@@ -306,7 +318,10 @@ mod tests {
     async fn oversize_message_is_not_written() {
         let mut out = Vec::new();
         let mut writer = FrameWriter::with_max_frame(&mut out, 8);
-        let err = writer.write_message(&"a string far longer than eight bytes").await.unwrap_err();
+        let err = writer
+            .write_message(&"a string far longer than eight bytes")
+            .await
+            .unwrap_err();
         assert!(matches!(err, FrameError::TooLarge { .. }));
         assert!(out.is_empty());
     }

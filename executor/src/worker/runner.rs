@@ -21,6 +21,11 @@ use super::{
 };
 use crate::engine::ScriptRuntime;
 
+/// Native stack of an engine thread: well above the 1 MiB the QuickJS backend
+/// lets JavaScript recursion use, so a runaway recursion is a script error,
+/// never a stack overflow of the worker.
+const ENGINE_STACK_BYTES: usize = 8 * 1024 * 1024;
+
 /// One `Execute` handed to the engine thread.
 struct Job {
     code: String,
@@ -111,7 +116,12 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
         Ok(()) => Ok(()),
         Err(FrameError::TooLarge { len, max }) => match message {
             WorkerMessage::Request { id, .. } => {
-                host.resolve(id, Err(format!("the request is {len} bytes; the limit is {max} bytes")));
+                host.resolve(
+                    id,
+                    Err(format!(
+                        "the request is {len} bytes; the limit is {max} bytes"
+                    )),
+                );
                 Ok(())
             }
             WorkerMessage::Done { outcome } => {
@@ -119,7 +129,9 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
                     result: None,
                     error: Some(ScriptError {
                         kind: "output".into(),
-                        message: format!("the outcome is {len} bytes; the worker can send at most {max} bytes"),
+                        message: format!(
+                            "the outcome is {len} bytes; the worker can send at most {max} bytes"
+                        ),
                         line: None,
                     }),
                     logs: Vec::new(),
@@ -156,6 +168,7 @@ impl PreparedEngine {
         let link = link.clone();
         let thread = std::thread::Builder::new()
             .name("quiver-js".into())
+            .stack_size(ENGINE_STACK_BYTES)
             .spawn(move || run_engine_thread(heap_bytes, built_tx, job_rx, link))
             .map_err(|e| format!("could not start an engine thread: {e}"))?;
         Ok(PreparedEngine {
@@ -172,9 +185,9 @@ impl PreparedEngine {
         let built = &self.built;
         self.outcome_of_build
             .get_or_insert_with(|| {
-                built
-                    .recv()
-                    .unwrap_or_else(|_| Err("the engine thread stopped while building a runtime".into()))
+                built.recv().unwrap_or_else(|_| {
+                    Err("the engine thread stopped while building a runtime".into())
+                })
             })
             .clone()
     }
@@ -190,8 +203,12 @@ impl PreparedEngine {
     fn run(self, job: Job) -> Outcome {
         let (outcome_tx, outcome_rx) = std_mpsc::channel();
         let outcome = match self.job.send((job, outcome_tx)) {
-            Ok(()) => outcome_rx.recv().unwrap_or_else(|_| internal_outcome("the script engine failed".into())),
-            Err(_) => internal_outcome("the engine thread stopped before the script started".into()),
+            Ok(()) => outcome_rx
+                .recv()
+                .unwrap_or_else(|_| internal_outcome("the script engine failed".into())),
+            Err(_) => {
+                internal_outcome("the engine thread stopped before the script started".into())
+            }
         };
         // The thread drops its runtime after handing over the outcome; that
         // overlaps with sending `Done`.
@@ -221,7 +238,10 @@ fn run_engine_thread(
     jobs: std_mpsc::Receiver<(Job, std_mpsc::Sender<Outcome>)>,
     link: HostLink,
 ) {
-    let tokio = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let tokio = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(tokio) => tokio,
         Err(e) => {
             let _ = built.send(Err(format!("could not start the engine's event loop: {e}")));

@@ -1,0 +1,127 @@
+//! `quiver executor`: the executor role as its own process — upstream
+//! connections, discovery of their tools, the sandbox worker pool, and the
+//! `quiver.v1.Executor` gRPC service (mTLS when certificates are given).
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+use anyhow::Context as _;
+use clap::Args;
+use quiver_control_plane::{Discovery, ManifestStore};
+use quiver_executor::{
+    LocalExecutor,
+    pool::{PoolConfig, WorkerCommand, WorkerPool},
+    script::{LocalScripts, ScriptRunner, Scripts},
+    service::ExecutorService,
+    worker::protocol::Limits,
+};
+use quiver_upstream::UpstreamSet;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+
+use super::{dev::add_upstreams, logging};
+use crate::config::DevConfig;
+
+/// Arguments of `quiver executor`.
+#[derive(Args, Debug)]
+pub struct ExecutorArgs {
+    /// Configuration file with `[[upstream]]` entries (see deploy/quiver.toml).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Serve every server of this catalog file as a mock upstream.
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+    /// gRPC listen address; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: SocketAddr,
+    /// Server certificate (PEM) for TLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// Server key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// CA whose client certificates are required (mTLS).
+    #[arg(long, requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// Exit when standard input closes (used when started as a child of `quiver dev`,
+    /// so the executor never outlives its parent).
+    #[arg(long, hide = true)]
+    exit_with_stdin: bool,
+}
+
+/// Runs the executor until SIGTERM / Ctrl-C.
+pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
+    logging::init("info,rmcp=warn");
+    let mut config = match &args.config {
+        Some(path) => DevConfig::load(path)?,
+        None => DevConfig::default(),
+    };
+    add_upstreams(&mut config, args.catalog.as_deref())?;
+    config.validate()?;
+
+    let mut server = Server::builder();
+    let mut security = "plaintext";
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let cert_pem = std::fs::read(cert).with_context(|| format!("--tls-cert: reading {}", cert.display()))?;
+        let key_pem = std::fs::read(key).with_context(|| format!("--tls-key: reading {}", key.display()))?;
+        let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(cert_pem, key_pem));
+        security = "TLS";
+        if let Some(ca) = &args.tls_client_ca {
+            let ca_pem = std::fs::read(ca).with_context(|| format!("--tls-client-ca: reading {}", ca.display()))?;
+            tls = tls.client_ca_root(Certificate::from_pem(ca_pem));
+            security = "mTLS";
+        }
+        server = server.tls_config(tls).context("TLS configuration (check the certificate and key)")?;
+    }
+
+    let shutdown = CancellationToken::new();
+    let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
+    let store = Arc::new(ManifestStore::new());
+    let discovery = Discovery::spawn(upstreams.clone(), store.clone(), shutdown.clone());
+    let first_round_limit = config.upstreams.iter().map(|u| u.connect_timeout()).max().unwrap_or_default() + std::time::Duration::from_secs(5);
+    let _ = tokio::time::timeout(first_round_limit, discovery.first_round()).await;
+
+    let dispatch = Arc::new(LocalExecutor::new(upstreams.clone()));
+    let program = std::env::current_exe().context("finding the quiver binary for workers")?;
+    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand { program, args: vec!["__worker".into()] }));
+    if let Err(e) = pool.warm_up().await {
+        tracing::warn!("sandbox workers are not starting ({e}); Execute will report errors");
+    }
+    let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
+    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, dispatch.clone()));
+    let service = ExecutorService::new(store.subscribe(), dispatch, scripts);
+
+    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("--listen: cannot listen on {}", args.listen))?;
+    let bound = listener.local_addr()?;
+    let manifest = store.current();
+    println!(
+        "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}",
+        manifest.tools.len(),
+        manifest.servers.len(),
+        manifest.stub_hash
+    );
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        super::dev::wait_for_signal().await;
+        stop.cancel();
+    });
+    if args.exit_with_stdin {
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut stdin = tokio::io::stdin();
+            let mut buf = [0u8; 64];
+            while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+            stop.cancel();
+        });
+    }
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let result = server
+        .add_service(service.into_server())
+        .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())
+        .await
+        .context("serving gRPC");
+    shutdown.cancel();
+    pool.shutdown();
+    upstreams.shutdown().await;
+    result
+}

@@ -1,0 +1,166 @@
+//! `quiver executor` as its own process: the `quiver.v1.Executor` gRPC service
+//! re-checks every call against its own view, runs scripts, requires client
+//! certificates under mTLS, and `quiver dev --executor child` drives it end to end.
+
+mod support;
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use quiver_executor::{
+    remote::{ClientTls, RemoteExecutor},
+    script::Scripts,
+};
+use quiver_proto::pb::{self, executor_client::ExecutorClient};
+use serde_json::{Value, json};
+use support::{QuiverDev, call, connect, quiver_bin, text, write_file};
+
+struct ExecutorProcess {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for ExecutorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_executor(extra: &[&str]) -> ExecutorProcess {
+    let mut child = Command::new(quiver_bin())
+        .args(["executor", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split_whitespace().skip_while(|w| *w != "on").nth(1).unwrap_or_else(|| panic!("{line}")).to_string();
+    ExecutorProcess { child, addr }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn executor_service_checks_its_own_view_and_runs_scripts() {
+    let executor = start_executor(&[]);
+    let mut client = ExecutorClient::connect(format!("http://{}", executor.addr)).await.unwrap();
+
+    let answer = client
+        .call_tool(pb::CallToolRequest {
+            tenant: "t".into(),
+            server: "weather".into(),
+            tool: "get_forecast".into(),
+            arguments_json: r#"{"city":"Oslo"}"#.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let result: Value = serde_json::from_str(&answer.result_json).unwrap();
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("Oslo"), "{result}");
+
+    let hidden = client
+        .call_tool(pb::CallToolRequest { server: "weather".into(), tool: "launch_missiles".into(), ..Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!(hidden.code(), tonic::Code::NotFound, "{hidden:?}");
+
+    let invalid = client
+        .call_tool(pb::CallToolRequest { server: "weather".into(), tool: "get_forecast".into(), arguments_json: "{}".into(), ..Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!(invalid.code(), tonic::Code::InvalidArgument);
+    assert!(invalid.message().contains("city"), "{invalid:?}");
+
+    let executed = client
+        .execute(pb::ExecuteRequest {
+            tenant: "t".into(),
+            session: "s".into(),
+            code: "const r = await tools.weather.get_forecast({ city: 'Rome' }); return r.arguments.city;".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(executed.error, "", "{executed:?}");
+    assert_eq!(executed.result_json, "\"Rome\"");
+
+    let rejected = client
+        .execute(pb::ExecuteRequest { code: "return eval('1');".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rejected.error_kind, "rejected");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let issue = |name: &str| {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap().signed_by(&key, &issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server_cert, server_key) = issue("localhost");
+    let (client_cert, client_key) = issue("edge");
+    let ca_path = write_file(dir.path(), "ca.pem", &ca.pem());
+    let server_cert_path = write_file(dir.path(), "server.pem", &server_cert);
+    let server_key_path = write_file(dir.path(), "server.key", &server_key);
+    let client_cert_path = write_file(dir.path(), "client.pem", &client_cert);
+    let client_key_path = write_file(dir.path(), "client.key", &client_key);
+
+    let executor = start_executor(&[
+        "--tls-cert",
+        server_cert_path.to_str().unwrap(),
+        "--tls-key",
+        server_key_path.to_str().unwrap(),
+        "--tls-client-ca",
+        ca_path.to_str().unwrap(),
+    ]);
+    let url = format!("https://{}", executor.addr.replace("127.0.0.1", "localhost"));
+
+    let tls = ClientTls { ca: ca_path.clone(), cert: client_cert_path, key: client_key_path, domain: "localhost".into() };
+    let remote = RemoteExecutor::connect(&url, Some(&tls)).await.expect("mTLS handshake with a CA-issued client certificate");
+    let view = std::sync::Arc::new(quiver_view::ToolView::all(std::sync::Arc::new(quiver_proto::Manifest::empty())));
+    let outcome = remote.execute("return 6 * 7;", "s", view, Default::default()).await.unwrap();
+    assert_eq!(outcome.result, Some(json!(42)));
+
+    // Without a client certificate the executor refuses the connection.
+    let ca_only = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(std::fs::read(&ca_path).unwrap()))
+        .domain_name("localhost");
+    let channel = tonic::transport::Endpoint::from_shared(url.clone()).unwrap().tls_config(ca_only).unwrap().connect().await;
+    let refused = match channel {
+        Err(_) => true,
+        Ok(channel) => ExecutorClient::new(channel)
+            .execute(pb::ExecuteRequest { code: "return 1;".into(), ..Default::default() })
+            .await
+            .is_err(),
+    };
+    assert!(refused, "a client without a certificate was served");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_with_a_child_executor_serves_code_mode_end_to_end() {
+    let dev = QuiverDev::start(&["--mode", "code", "--executor", "child"]);
+    let client = connect(&dev.url).await;
+    let result = call(
+        &client,
+        "execute",
+        json!({"code": "const [a, b] = await Promise.all([tools.weather.get_forecast({ city: 'Oslo' }), tools.maps.geocode({ address: 'Main St' })]); await stash.set('k', 1); return [a.tool, b.tool, await stash.get('k')];"}),
+    )
+    .await;
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    assert_eq!(result.structured_content.unwrap()["result"], json!(["get_forecast", "geocode", 1]));
+    client.cancel().await.unwrap();
+    let _ = Duration::ZERO;
+}
