@@ -25,26 +25,37 @@ pub struct DevConfig {
 impl DevConfig {
     /// Reads, expands, parses and validates `path`.
     pub fn load(path: &Path) -> anyhow::Result<DevConfig> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config {}", path.display()))?;
         Self::parse(&text, &path.display().to_string())
     }
 
     /// Parses config text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> anyhow::Result<DevConfig> {
-        let mut value: toml::Value = toml::from_str(text).with_context(|| format!("{origin}: not valid TOML"))?;
-        expand_env(&mut value, &mut Vec::new()).with_context(|| format!("{origin}: expanding environment variables"))?;
-        let mut config: DevConfig = value.try_into().with_context(|| format!("{origin}: invalid configuration"))?;
+        let mut value: toml::Value =
+            toml::from_str(text).with_context(|| format!("{origin}: not valid TOML"))?;
+        expand_env(&mut value, &mut Vec::new())
+            .with_context(|| format!("{origin}: expanding environment variables"))?;
+        let mut config: DevConfig = value
+            .try_into()
+            .with_context(|| format!("{origin}: invalid configuration"))?;
         config.apply_env_overrides()?;
-        config.validate().with_context(|| format!("{origin}: invalid configuration"))?;
+        config
+            .validate()
+            .with_context(|| format!("{origin}: invalid configuration"))?;
         Ok(config)
     }
 
     fn apply_env_overrides(&mut self) -> anyhow::Result<()> {
         if let Ok(listen) = std::env::var("QUIVER_DEV_LISTEN") {
-            self.edge.listen = listen.parse().with_context(|| format!("QUIVER_DEV_LISTEN: `{listen}` is not HOST:PORT"))?;
+            self.edge.listen = listen
+                .parse()
+                .with_context(|| format!("QUIVER_DEV_LISTEN: `{listen}` is not HOST:PORT"))?;
         }
         if let Ok(mode) = std::env::var("QUIVER_DEV_DEFAULT_MODE") {
-            self.edge.default_mode = mode.parse().map_err(|e: String| anyhow::anyhow!("QUIVER_DEV_DEFAULT_MODE: {e}"))?;
+            self.edge.default_mode = mode
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("QUIVER_DEV_DEFAULT_MODE: {e}"))?;
         }
         Ok(())
     }
@@ -53,13 +64,21 @@ impl DevConfig {
     pub fn validate(&self) -> anyhow::Result<()> {
         let mut ids = BTreeSet::new();
         for (i, upstream) in self.upstreams.iter().enumerate() {
-            upstream.validate().with_context(|| format!("upstream[{i}]"))?;
+            upstream
+                .validate()
+                .with_context(|| format!("upstream[{i}]"))?;
             if !ids.insert(upstream.id.as_str()) {
-                bail!("upstream[{i}].id: `{}` is used twice; every upstream needs its own id", upstream.id);
+                bail!(
+                    "upstream[{i}].id: `{}` is used twice; every upstream needs its own id",
+                    upstream.id
+                );
             }
         }
         if self.edge.max_body_bytes < 1024 {
-            bail!("edge.max_body_bytes: {} is too small; use at least 1024", self.edge.max_body_bytes);
+            bail!(
+                "edge.max_body_bytes: {} is too small; use at least 1024",
+                self.edge.max_body_bytes
+            );
         }
         if self.edge.search_limit == 0 || self.edge.search_limit > 50 {
             bail!("edge.search_limit: must be between 1 and 50");
@@ -103,7 +122,9 @@ fn expand_str(text: &str) -> anyhow::Result<String> {
             out.push('$');
             rest = stripped;
         } else if let Some(inner) = after.strip_prefix('{') {
-            let end = inner.find('}').with_context(|| format!("unclosed `${{` in `{text}`"))?;
+            let end = inner
+                .find('}')
+                .with_context(|| format!("unclosed `${{` in `{text}`"))?;
             let spec = &inner[..end];
             let (name, default) = match spec.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
@@ -112,7 +133,9 @@ fn expand_str(text: &str) -> anyhow::Result<String> {
             match (std::env::var(name), default) {
                 (Ok(v), _) => out.push_str(&v),
                 (Err(_), Some(d)) => out.push_str(d),
-                (Err(_), None) => bail!("environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"),
+                (Err(_), None) => bail!(
+                    "environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"
+                ),
             }
             rest = &inner[end + 1..];
         } else {
@@ -155,7 +178,9 @@ mod tests {
         assert_eq!(config.edge.listen.port(), 9000);
         assert_eq!(config.upstreams.len(), 2);
         match &config.upstreams[1].transport {
-            quiver_upstream::Transport::Http { headers, .. } => assert_eq!(headers["Authorization"], "Bearer t0ken"),
+            quiver_upstream::Transport::Http { headers, .. } => {
+                assert_eq!(headers["Authorization"], "Bearer t0ken")
+            }
             other => panic!("unexpected transport {other:?}"),
         }
     }
@@ -175,7 +200,10 @@ mod tests {
         )
         .unwrap_err();
         let text = format!("{err:#}");
-        assert!(text.contains("QUIVER_TEST_SURELY_UNSET") && text.contains("upstream.[0].url"), "{text}");
+        assert!(
+            text.contains("QUIVER_TEST_SURELY_UNSET") && text.contains("upstream.[0].url"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -190,9 +218,17 @@ mod tests {
 
     #[test]
     fn bad_urls_and_ids_are_explained() {
-        let err = DevConfig::parse("[[upstream]]\nid = \"a b\"\ntransport = \"stdio\"\ncommand = \"x\"\n", "q").unwrap_err();
+        let err = DevConfig::parse(
+            "[[upstream]]\nid = \"a b\"\ntransport = \"stdio\"\ncommand = \"x\"\n",
+            "q",
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("[a-zA-Z0-9_-]"));
-        let err = DevConfig::parse("[[upstream]]\nid = \"a\"\ntransport = \"http\"\nurl = \"ftp://x\"\n", "q").unwrap_err();
+        let err = DevConfig::parse(
+            "[[upstream]]\nid = \"a\"\ntransport = \"http\"\nurl = \"ftp://x\"\n",
+            "q",
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("http://"));
     }
 

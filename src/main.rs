@@ -39,7 +39,10 @@ fn main() -> std::process::ExitCode {
     if matches!(cli.command, Command::Worker) {
         return run_worker();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -67,7 +70,10 @@ fn main() -> std::process::ExitCode {
 
 /// The worker runs its JS runtime on one thread (the runtime is not `Send`).
 fn run_worker() -> std::process::ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(_) => return std::process::ExitCode::FAILURE,
     };

@@ -18,7 +18,13 @@ async fn execute<S: rmcp::Service<rmcp::RoleClient>>(
 async fn a_script_searches_calls_three_tools_in_parallel_stashes_and_summarises() {
     let dev = QuiverDev::start(&["--mode", "code"]);
     let client = connect(&dev.url).await;
-    let names: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
     assert_eq!(names, ["list", "search", "describe", "execute"]);
 
     let script = r#"
@@ -62,7 +68,10 @@ async fn bad_scripts_get_clear_errors_and_the_executor_keeps_serving() {
     let rejected = execute(&client, "const x = 1;\nreturn eval('x');").await;
     assert_eq!(rejected.is_error, Some(true));
     let message = text(&rejected);
-    assert!(message.contains("eval") && message.contains("line 2"), "{message}");
+    assert!(
+        message.contains("eval") && message.contains("line 2"),
+        "{message}"
+    );
 
     tracing::info!("--- runs forever");
     let looping = execute(&client, "while (true) {}").await;
@@ -72,7 +81,11 @@ async fn bad_scripts_get_clear_errors_and_the_executor_keeps_serving() {
     tracing::info!("--- throws");
     let thrown = execute(&client, "const a = 1;\nthrow new Error('boom');").await;
     assert_eq!(thrown.is_error, Some(true));
-    assert!(text(&thrown).contains("boom") && text(&thrown).contains("line 2"), "{}", text(&thrown));
+    assert!(
+        text(&thrown).contains("boom") && text(&thrown).contains("line 2"),
+        "{}",
+        text(&thrown)
+    );
 
     tracing::info!("--- unknown tool and bad arguments are catchable errors inside the script");
     let caught = execute(
@@ -87,7 +100,13 @@ async fn bad_scripts_get_clear_errors_and_the_executor_keeps_serving() {
     .await;
     assert_ne!(caught.is_error, Some(true), "{}", text(&caught));
     let errors = caught.structured_content.unwrap()["result"].clone();
-    assert!(errors[0].as_str().unwrap().contains("weather__get_forecast"), "{errors}");
+    assert!(
+        errors[0]
+            .as_str()
+            .unwrap()
+            .contains("weather__get_forecast"),
+        "{errors}"
+    );
     assert!(errors[1].as_str().unwrap().contains("city"), "{errors}");
 
     tracing::info!("--- still healthy");

@@ -39,15 +39,24 @@ fn start_executor(extra: &[&str]) -> ExecutorProcess {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split_whitespace().skip_while(|w| *w != "on").nth(1).unwrap_or_else(|| panic!("{line}")).to_string();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .skip_while(|w| *w != "on")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
     ExecutorProcess { child, addr }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn executor_service_checks_its_own_view_and_runs_scripts() {
     let executor = start_executor(&[]);
-    let mut client = ExecutorClient::connect(format!("http://{}", executor.addr)).await.unwrap();
+    let mut client = ExecutorClient::connect(format!("http://{}", executor.addr))
+        .await
+        .unwrap();
 
     let answer = client
         .call_tool(pb::CallToolRequest {
@@ -61,16 +70,31 @@ async fn executor_service_checks_its_own_view_and_runs_scripts() {
         .unwrap()
         .into_inner();
     let result: Value = serde_json::from_str(&answer.result_json).unwrap();
-    assert!(result["content"][0]["text"].as_str().unwrap().contains("Oslo"), "{result}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Oslo"),
+        "{result}"
+    );
 
     let hidden = client
-        .call_tool(pb::CallToolRequest { server: "weather".into(), tool: "launch_missiles".into(), ..Default::default() })
+        .call_tool(pb::CallToolRequest {
+            server: "weather".into(),
+            tool: "launch_missiles".into(),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert_eq!(hidden.code(), tonic::Code::NotFound, "{hidden:?}");
 
     let invalid = client
-        .call_tool(pb::CallToolRequest { server: "weather".into(), tool: "get_forecast".into(), arguments_json: "{}".into(), ..Default::default() })
+        .call_tool(pb::CallToolRequest {
+            server: "weather".into(),
+            tool: "get_forecast".into(),
+            arguments_json: "{}".into(),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert_eq!(invalid.code(), tonic::Code::InvalidArgument);
@@ -90,7 +114,10 @@ async fn executor_service_checks_its_own_view_and_runs_scripts() {
     assert_eq!(executed.result_json, "\"Rome\"");
 
     let rejected = client
-        .execute(pb::ExecuteRequest { code: "return eval('1');".into(), ..Default::default() })
+        .execute(pb::ExecuteRequest {
+            code: "return eval('1');".into(),
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
@@ -107,7 +134,10 @@ async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
     let issue = |name: &str| {
         let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap().signed_by(&key, &issuer).unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
         (cert.pem(), key.serialize_pem())
     };
     let (server_cert, server_key) = issue("localhost");
@@ -126,23 +156,48 @@ async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
         "--tls-client-ca",
         ca_path.to_str().unwrap(),
     ]);
-    let url = format!("https://{}", executor.addr.replace("127.0.0.1", "localhost"));
+    let url = format!(
+        "https://{}",
+        executor.addr.replace("127.0.0.1", "localhost")
+    );
 
-    let tls = ClientTls { ca: ca_path.clone(), cert: client_cert_path, key: client_key_path, domain: "localhost".into() };
-    let remote = RemoteExecutor::connect(&url, Some(&tls)).await.expect("mTLS handshake with a CA-issued client certificate");
-    let view = std::sync::Arc::new(quiver_view::ToolView::all(std::sync::Arc::new(quiver_proto::Manifest::empty())));
-    let outcome = remote.execute("return 6 * 7;", "s", view, Default::default()).await.unwrap();
+    let tls = ClientTls {
+        ca: ca_path.clone(),
+        cert: client_cert_path,
+        key: client_key_path,
+        domain: "localhost".into(),
+    };
+    let remote = RemoteExecutor::connect(&url, Some(&tls))
+        .await
+        .expect("mTLS handshake with a CA-issued client certificate");
+    let view = std::sync::Arc::new(quiver_view::ToolView::all(std::sync::Arc::new(
+        quiver_proto::Manifest::empty(),
+    )));
+    let outcome = remote
+        .execute("return 6 * 7;", "s", view, Default::default())
+        .await
+        .unwrap();
     assert_eq!(outcome.result, Some(json!(42)));
 
     // Without a client certificate the executor refuses the connection.
     let ca_only = tonic::transport::ClientTlsConfig::new()
-        .ca_certificate(tonic::transport::Certificate::from_pem(std::fs::read(&ca_path).unwrap()))
+        .ca_certificate(tonic::transport::Certificate::from_pem(
+            std::fs::read(&ca_path).unwrap(),
+        ))
         .domain_name("localhost");
-    let channel = tonic::transport::Endpoint::from_shared(url.clone()).unwrap().tls_config(ca_only).unwrap().connect().await;
+    let channel = tonic::transport::Endpoint::from_shared(url.clone())
+        .unwrap()
+        .tls_config(ca_only)
+        .unwrap()
+        .connect()
+        .await;
     let refused = match channel {
         Err(_) => true,
         Ok(channel) => ExecutorClient::new(channel)
-            .execute(pb::ExecuteRequest { code: "return 1;".into(), ..Default::default() })
+            .execute(pb::ExecuteRequest {
+                code: "return 1;".into(),
+                ..Default::default()
+            })
             .await
             .is_err(),
     };
@@ -160,7 +215,10 @@ async fn dev_with_a_child_executor_serves_code_mode_end_to_end() {
     )
     .await;
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
-    assert_eq!(result.structured_content.unwrap()["result"], json!(["get_forecast", "geocode", 1]));
+    assert_eq!(
+        result.structured_content.unwrap()["result"],
+        json!(["get_forecast", "geocode", 1])
+    );
     client.cancel().await.unwrap();
     let _ = Duration::ZERO;
 }

@@ -9,14 +9,25 @@ use support::{QuiverDev, call, connect, text};
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
-async fn post(url: &str, body: impl Into<reqwest::Body>, headers: &[(&str, &str)]) -> (u16, String) {
+async fn post(
+    url: &str,
+    body: impl Into<reqwest::Body>,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
     let client = reqwest::Client::new();
-    let mut request = client.post(url).header("Accept", ACCEPT).header("Content-Type", "application/json").body(body);
+    let mut request = client
+        .post(url)
+        .header("Accept", ACCEPT)
+        .header("Content-Type", "application/json")
+        .body(body);
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
     let response = request.send().await.expect("request sent");
-    (response.status().as_u16(), response.text().await.unwrap_or_default())
+    (
+        response.status().as_u16(),
+        response.text().await.unwrap_or_default(),
+    )
 }
 
 fn initialize() -> String {
@@ -43,7 +54,10 @@ async fn malformed_and_hostile_requests_are_refused_and_the_edge_keeps_serving()
     assert_eq!(error["error"]["code"], -32600, "{body}");
 
     tracing::info!("--- oversized body");
-    let huge = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(5 * 1024 * 1024));
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(5 * 1024 * 1024)
+    );
     let (status, body) = post(&url, huge, &[]).await;
     assert_eq!(status, 413);
     assert!(body.contains("exceeds the limit"), "{body}");
@@ -64,7 +78,9 @@ async fn malformed_and_hostile_requests_are_refused_and_the_edge_keeps_serving()
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
     client.cancel().await.unwrap();
 
-    let health = reqwest::get(format!("http://{}/healthz", dev.authority())).await.unwrap();
+    let health = reqwest::get(format!("http://{}/healthz", dev.authority()))
+        .await
+        .unwrap();
     assert_eq!(health.status().as_u16(), 200);
 }
 

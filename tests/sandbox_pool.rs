@@ -69,15 +69,24 @@ fn config(min: usize, max: usize) -> PoolConfig {
 }
 
 fn limits() -> Limits {
-    Limits { wall_ms: 2_000, ..Limits::default() }
+    Limits {
+        wall_ms: 2_000,
+        ..Limits::default()
+    }
 }
 
 async fn run(pool: &WorkerPool, code: &str) -> Outcome {
-    pool.run(code, limits(), Arc::new(CountingContext::default())).await.expect("the pool ran the script")
+    pool.run(code, limits(), Arc::new(CountingContext::default()))
+        .await
+        .expect("the pool ran the script")
 }
 
 fn ok_value(outcome: &Outcome) -> Value {
-    assert!(outcome.error.is_none(), "unexpected error: {:?}", outcome.error);
+    assert!(
+        outcome.error.is_none(),
+        "unexpected error: {:?}",
+        outcome.error
+    );
     outcome.result.clone().unwrap_or(Value::Null)
 }
 
@@ -97,7 +106,11 @@ async fn nothing_a_script_leaves_behind_reaches_the_next_one_on_the_same_worker(
     )
     .await;
     assert_eq!(ok_value(&second), json!(["undefined", true, 1, "function"]));
-    assert_eq!(pool.stats().spawned, 1, "both ran on the same worker process");
+    assert_eq!(
+        pool.stats().spawned,
+        1,
+        "both ran on the same worker process"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -123,19 +136,27 @@ async fn parallel_tool_calls_are_capped_and_all_complete() {
     assert_eq!(ok_value(&outcome), json!(20));
     assert_eq!(context.calls.load(Ordering::SeqCst), 20);
     let max = context.max_in_flight.load(Ordering::SeqCst);
-    assert!(max > 1 && max <= 8, "at most 8 calls in flight, and they did overlap: {max}");
+    assert!(
+        max > 1 && max <= 8,
+        "at most 8 calls in flight, and they did overlap: {max}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_tool_call_limit_stops_runaway_scripts() {
     let pool = WorkerPool::start(config(1, 1));
     let context = Arc::new(CountingContext::default());
-    let script = "for (let i = 0; i < 100; i++) { await tools.call('demo__echo', {}); } return 'never';";
+    let script =
+        "for (let i = 0; i < 100; i++) { await tools.call('demo__echo', {}); } return 'never';";
     let outcome = pool.run(script, limits(), context.clone()).await.unwrap();
     let error = outcome.error.expect("the script is stopped at the limit");
     assert_eq!(error.kind, "tool_calls", "{error:?}");
     assert!(error.message.contains("50"), "{error:?}");
-    assert_eq!(context.calls.load(Ordering::SeqCst), 50, "no call beyond the limit reached the host");
+    assert_eq!(
+        context.calls.load(Ordering::SeqCst),
+        50,
+        "no call beyond the limit reached the host"
+    );
     assert_eq!(ok_value(&run(&pool, "return 'next';").await), json!("next"));
 }
 
@@ -144,23 +165,54 @@ async fn time_memory_and_output_limits_hold_and_the_pool_stays_healthy() {
     let pool = WorkerPool::start(config(1, 1));
 
     let looping = run(&pool, "while (true) {}").await;
-    assert_eq!(looping.error.as_ref().map(|e| e.kind.as_str()), Some("timeout"), "{looping:?}");
-    assert_eq!(ok_value(&run(&pool, "return 'after timeout';").await), json!("after timeout"));
+    assert_eq!(
+        looping.error.as_ref().map(|e| e.kind.as_str()),
+        Some("timeout"),
+        "{looping:?}"
+    );
+    assert_eq!(
+        ok_value(&run(&pool, "return 'after timeout';").await),
+        json!("after timeout")
+    );
 
-    let hog = run(&pool, "const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length);").await;
-    let kind = hog.error.as_ref().map(|e| e.kind.clone()).unwrap_or_default();
-    assert!(["memory", "runtime", "timeout"].contains(&kind.as_str()), "{hog:?}");
-    assert_eq!(ok_value(&run(&pool, "return 'after memory';").await), json!("after memory"));
+    let hog = run(
+        &pool,
+        "const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length);",
+    )
+    .await;
+    let kind = hog
+        .error
+        .as_ref()
+        .map(|e| e.kind.clone())
+        .unwrap_or_default();
+    assert!(
+        ["memory", "runtime", "timeout"].contains(&kind.as_str()),
+        "{hog:?}"
+    );
+    assert_eq!(
+        ok_value(&run(&pool, "return 'after memory';").await),
+        json!("after memory")
+    );
 
     let big = run(&pool, "return 'y'.repeat(3 * 1024 * 1024);").await;
     assert!(big.truncated, "{:?}", big.error);
     let shown = serde_json::to_string(&big.result).unwrap();
-    assert!(shown.len() < 2 * 1024 * 1024, "the result was cut to the limit");
+    assert!(
+        shown.len() < 2 * 1024 * 1024,
+        "the result was cut to the limit"
+    );
 
-    let noisy = run(&pool, "for (let i = 0; i < 100000; i++) console.log('line ' + i); return 1;").await;
+    let noisy = run(
+        &pool,
+        "for (let i = 0; i < 100000; i++) console.log('line ' + i); return 1;",
+    )
+    .await;
     let logged: usize = noisy.logs.iter().map(String::len).sum();
     assert!(logged <= 70 * 1024, "console output is bounded: {logged}");
-    assert_eq!(ok_value(&run(&pool, "return 'still fine';").await), json!("still fine"));
+    assert_eq!(
+        ok_value(&run(&pool, "return 'still fine';").await),
+        json!("still fine")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -168,8 +220,14 @@ async fn oversized_code_is_rejected_before_any_worker_sees_it() {
     let pool = WorkerPool::start(config(0, 1));
     let runner = ScriptRunner::new(pool.clone(), Limits::default());
     let code = format!("return '{}';", "z".repeat(70 * 1024));
-    match runner.execute(&code, Arc::new(CountingContext::default())).await {
-        Err(ExecuteError::Rejected(errors)) => assert!(errors.to_string().contains("too large") || errors.errors[0].rule == "too-large", "{errors}"),
+    match runner
+        .execute(&code, Arc::new(CountingContext::default()))
+        .await
+    {
+        Err(ExecuteError::Rejected(errors)) => assert!(
+            errors.to_string().contains("too large") || errors.errors[0].rule == "too-large",
+            "{errors}"
+        ),
         other => panic!("expected a rejection, got {other:?}"),
     }
     assert_eq!(pool.stats().spawned, 0);
@@ -194,7 +252,13 @@ async fn a_full_queue_answers_busy_instead_of_hanging() {
         async move { run(&pool, "return 'queued';").await }
     });
     wait_for(|| pool.stats().waiting == 1).await;
-    let third = pool.run("return 'third';", limits(), Arc::new(CountingContext::default())).await;
+    let third = pool
+        .run(
+            "return 'third';",
+            limits(),
+            Arc::new(CountingContext::default()),
+        )
+        .await;
     assert!(matches!(third, Err(PoolError::Busy { .. })), "{third:?}");
     assert!(third.unwrap_err().to_string().contains("busy"));
     assert_eq!(ok_value(&first.await.unwrap()), json!("slow"));
@@ -238,7 +302,11 @@ async fn workers_start_with_no_environment_and_no_inherited_files() {
     pool.warm_up().await.unwrap();
     let pid = pool.idle_pids()[0];
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    assert!(environ.is_empty(), "worker environment: {:?}", String::from_utf8_lossy(&environ));
+    assert!(
+        environ.is_empty(),
+        "worker environment: {:?}",
+        String::from_utf8_lossy(&environ)
+    );
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
         let target = std::fs::read_link(entry.unwrap().path()).unwrap_or_default();
         assert_ne!(target, secret_file, "the worker inherited an open file");

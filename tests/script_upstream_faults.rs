@@ -16,7 +16,10 @@ fn config(extra: &str) -> String {
     )
 }
 
-async fn execute<S: rmcp::Service<rmcp::RoleClient>>(client: &rmcp::service::RunningService<rmcp::RoleClient, S>, code: &str) -> Value {
+async fn execute<S: rmcp::Service<rmcp::RoleClient>>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, S>,
+    code: &str,
+) -> Value {
     let result = call(client, "execute", json!({"code": code})).await;
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
     result.structured_content.expect("structured result")["result"].clone()
@@ -40,8 +43,14 @@ async fn upstream_killed_mid_script_is_an_error_the_script_can_handle() {
     )
     .await;
     assert_eq!(value["before"], "Oslo");
-    assert!(value["failure"].as_str().unwrap().contains("not retried"), "{value}");
-    assert_eq!(value["after"], "Bergen", "the upstream was re-spawned for the next call");
+    assert!(
+        value["failure"].as_str().unwrap().contains("not retried"),
+        "{value}"
+    );
+    assert_eq!(
+        value["after"], "Bergen",
+        "the upstream was re-spawned for the next call"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -59,7 +68,10 @@ async fn hung_upstream_times_out_inside_the_script() {
         "#,
     )
     .await;
-    assert!(value.as_str().unwrap().contains("did not answer within"), "{value}");
+    assert!(
+        value.as_str().unwrap().contains("did not answer within"),
+        "{value}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -74,7 +86,9 @@ async fn breaker_opens_after_failures_and_recovers_with_a_probe() {
     let dev = QuiverDev::start(&["--config", path.to_str().unwrap()]);
     let client = connect(&dev.url).await;
 
-    tracing::info!("--- two timeouts open the breaker; the third call is refused without being sent");
+    tracing::info!(
+        "--- two timeouts open the breaker; the third call is refused without being sent"
+    );
     let value = execute(
         &client,
         r#"
@@ -88,24 +102,47 @@ async fn breaker_opens_after_failures_and_recovers_with_a_probe() {
     .await;
     let errors = value.as_array().unwrap();
     assert_eq!(errors.len(), 3, "{value}");
-    assert!(errors[0].as_str().unwrap().contains("did not answer"), "{value}");
-    assert!(errors[2].as_str().unwrap().contains("circuit breaker open"), "{value}");
-    let status: Value = reqwest::get(format!("http://{}/status", dev.authority())).await.unwrap().json().await.unwrap();
+    assert!(
+        errors[0].as_str().unwrap().contains("did not answer"),
+        "{value}"
+    );
+    assert!(
+        errors[2].as_str().unwrap().contains("circuit breaker open"),
+        "{value}"
+    );
+    let status: Value = reqwest::get(format!("http://{}/status", dev.authority()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(status["upstreams"][0]["breaker"], "open", "{status}");
 
     tracing::info!("--- after the open period one probe goes through and closes it");
     let recovered = async {
         loop {
-            let result = call(&client, "execute", json!({"code": "return await tools.w.get_forecast({ city: 'Rome' });"})).await;
+            let result = call(
+                &client,
+                "execute",
+                json!({"code": "return await tools.w.get_forecast({ city: 'Rome' });"}),
+            )
+            .await;
             if result.is_error != Some(true) {
                 return result.structured_content.unwrap()["result"]["arguments"]["city"].clone();
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
-    let city = tokio::time::timeout(Duration::from_secs(20), recovered).await.expect("the breaker closed again");
+    let city = tokio::time::timeout(Duration::from_secs(20), recovered)
+        .await
+        .expect("the breaker closed again");
     assert_eq!(city, "Rome");
-    let status: Value = reqwest::get(format!("http://{}/status", dev.authority())).await.unwrap().json().await.unwrap();
+    let status: Value = reqwest::get(format!("http://{}/status", dev.authority()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(status["upstreams"][0]["breaker"], "closed", "{status}");
     client.cancel().await.unwrap();
 }

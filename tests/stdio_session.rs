@@ -9,13 +9,35 @@ use support::{call, quiver_bin, text};
 #[tokio::test(flavor = "multi_thread")]
 async fn stdio_session_lists_and_calls() {
     let mut command = tokio::process::Command::new(quiver_bin());
-    command.args(["dev", "--stdio", "--mode", "search"]).env("RUST_LOG", "warn");
+    command
+        .args(["dev", "--stdio", "--mode", "search"])
+        .env("RUST_LOG", "warn");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
-    let names: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
     assert_eq!(names, ["search_tools", "call_tool"]);
-    let found = call(&client, "search_tools", json!({"query": "weather forecast"})).await;
-    assert!(text(&found).contains("weather__get_forecast"), "{}", text(&found));
-    let called = call(&client, "call_tool", json!({"name": "weather__get_forecast", "arguments": {"city": "Paris"}})).await;
+    let found = call(
+        &client,
+        "search_tools",
+        json!({"query": "weather forecast"}),
+    )
+    .await;
+    assert!(
+        text(&found).contains("weather__get_forecast"),
+        "{}",
+        text(&found)
+    );
+    let called = call(
+        &client,
+        "call_tool",
+        json!({"name": "weather__get_forecast", "arguments": {"city": "Paris"}}),
+    )
+    .await;
     assert!(text(&called).contains("Paris"), "{}", text(&called));
     client.cancel().await.unwrap();
 }

@@ -17,7 +17,11 @@ fn hooks_upstream(id: &str, server: &str, extra: &str) -> String {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -33,22 +37,57 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
     tracing::info!("--- start with two of three upstreams unreachable");
     let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let (client, mut changed) = connect_watching(&dev.url).await;
-    let names: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
-    assert!(names.iter().any(|n| n == "weather__get_forecast"), "{names:?}");
-    assert!(!names.iter().any(|n| n.starts_with("late__") || n.starts_with("missing__")));
-    let ok = call(&client, "weather__get_current_conditions", json!({"city": "Oslo"})).await;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "weather__get_forecast"),
+        "{names:?}"
+    );
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("late__") || n.starts_with("missing__"))
+    );
+    let ok = call(
+        &client,
+        "weather__get_current_conditions",
+        json!({"city": "Oslo"}),
+    )
+    .await;
     assert_ne!(ok.is_error, Some(true), "{}", text(&ok));
 
-    let status: serde_json::Value =
-        reqwest::get(format!("http://{}/status", dev.authority())).await.unwrap().json().await.unwrap();
+    let status: serde_json::Value = reqwest::get(format!("http://{}/status", dev.authority()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let upstreams = status["upstreams"].as_array().unwrap();
     let missing = upstreams.iter().find(|u| u["id"] == "missing").unwrap();
     assert_eq!(missing["state"], "down", "{status}");
-    assert!(missing["last_error"].as_str().unwrap().contains("cannot start"), "{status}");
+    assert!(
+        missing["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot start"),
+        "{status}"
+    );
 
     tracing::info!("--- bring the late upstream up; discovery retries and publishes it");
     let mut late = std::process::Command::new(quiver_bin())
-        .args(["mock-upstream", "--demo", "--server", "notes", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "mock-upstream",
+            "--demo",
+            "--server",
+            "notes",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -71,7 +110,11 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
 #[tokio::test(flavor = "multi_thread")]
 async fn upstream_dying_mid_call_is_reported_and_respawned() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", ""));
+    let path = write_file(
+        dir.path(),
+        "quiver.toml",
+        &hooks_upstream("w", "weather", ""),
+    );
     let mut dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let client = connect(&dev.url).await;
 
@@ -92,12 +135,20 @@ async fn upstream_dying_mid_call_is_reported_and_respawned() {
 #[tokio::test(flavor = "multi_thread")]
 async fn hung_upstream_times_out_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", "call_timeout_ms = 300"));
+    let path = write_file(
+        dir.path(),
+        "quiver.toml",
+        &hooks_upstream("w", "weather", "call_timeout_ms = 300"),
+    );
     let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let client = connect(&dev.url).await;
     let hung = call(&client, "w__quiver_test_sleep", json!({"ms": 20000})).await;
     assert_eq!(hung.is_error, Some(true));
-    assert!(text(&hung).contains("did not answer within"), "{}", text(&hung));
+    assert!(
+        text(&hung).contains("did not answer within"),
+        "{}",
+        text(&hung)
+    );
     let fine = call(&client, "w__get_forecast", json!({"city": "Rome"})).await;
     assert_ne!(fine.is_error, Some(true), "{}", text(&fine));
     client.cancel().await.unwrap();
@@ -106,22 +157,46 @@ async fn hung_upstream_times_out_with_a_clear_error() {
 #[tokio::test(flavor = "multi_thread")]
 async fn upstream_tool_list_change_reaches_clients() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", ""));
+    let path = write_file(
+        dir.path(),
+        "quiver.toml",
+        &hooks_upstream("w", "weather", ""),
+    );
     let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let (client, mut changed) = connect_watching(&dev.url).await;
-    assert!(!client.list_all_tools().await.unwrap().iter().any(|t| t.name == "w__fresh_tool"));
+    assert!(
+        !client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "w__fresh_tool")
+    );
 
-    let added = call(&client, "w__quiver_test_add_tool", json!({"name": "fresh_tool"})).await;
+    let added = call(
+        &client,
+        "w__quiver_test_add_tool",
+        json!({"name": "fresh_tool"}),
+    )
+    .await;
     assert_ne!(added.is_error, Some(true), "{}", text(&added));
     let appeared = async {
         loop {
             changed.recv().await.expect("notification channel open");
-            if client.list_all_tools().await.unwrap().iter().any(|t| t.name == "w__fresh_tool") {
+            if client
+                .list_all_tools()
+                .await
+                .unwrap()
+                .iter()
+                .any(|t| t.name == "w__fresh_tool")
+            {
                 return;
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(30), appeared).await.expect("list_changed announced the new tool");
+    tokio::time::timeout(Duration::from_secs(30), appeared)
+        .await
+        .expect("list_changed announced the new tool");
     let result = call(&client, "w__fresh_tool", json!({})).await;
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
     client.cancel().await.unwrap();
@@ -149,7 +224,11 @@ async fn client_cancellation_reaches_the_upstream() {
         transport::StreamableHttpClientTransport,
     };
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(dir.path(), "quiver.toml", &hooks_upstream("w", "weather", ""));
+    let path = write_file(
+        dir.path(),
+        "quiver.toml",
+        &hooks_upstream("w", "weather", ""),
+    );
     let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
     let client = ProgressWatcher(progress_tx)
@@ -161,14 +240,20 @@ async fn client_cancellation_reaches_the_upstream() {
     let mut params = CallToolRequestParams::new("w__quiver_test_sleep");
     params.arguments = json!({"ms": 60000}).as_object().cloned();
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = client.send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    let handle = client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
     tokio::time::timeout(Duration::from_secs(20), progress.recv())
         .await
         .expect("progress from the upstream was relayed")
         .expect("progress channel open");
 
     tracing::info!("--- cancel it; the upstream must see notifications/cancelled");
-    handle.cancel(Some("user pressed stop".into())).await.unwrap();
+    handle
+        .cancel(Some("user pressed stop".into()))
+        .await
+        .unwrap();
     let saw_cancel = async {
         loop {
             let stats = call(&client, "w__quiver_test_stats", json!({})).await;
@@ -179,6 +264,8 @@ async fn client_cancellation_reaches_the_upstream() {
             tokio::task::yield_now().await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(20), saw_cancel).await.expect("the upstream saw notifications/cancelled");
+    tokio::time::timeout(Duration::from_secs(20), saw_cancel)
+        .await
+        .expect("the upstream saw notifications/cancelled");
     client.cancel().await.unwrap();
 }

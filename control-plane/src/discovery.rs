@@ -31,8 +31,15 @@ pub struct Discovery {
 
 impl Discovery {
     /// Starts discovery tasks for every upstream; they stop when `shutdown` is cancelled.
-    pub fn spawn(upstreams: Arc<UpstreamSet>, store: Arc<ManifestStore>, shutdown: CancellationToken) -> Arc<Discovery> {
-        let refresh = upstreams.iter().map(|u| (u.id().to_string(), Arc::new(Notify::new()))).collect();
+    pub fn spawn(
+        upstreams: Arc<UpstreamSet>,
+        store: Arc<ManifestStore>,
+        shutdown: CancellationToken,
+    ) -> Arc<Discovery> {
+        let refresh = upstreams
+            .iter()
+            .map(|u| (u.id().to_string(), Arc::new(Notify::new())))
+            .collect();
         let (attempted, _) = watch::channel(0);
         let discovery = Arc::new(Discovery {
             upstreams: upstreams.clone(),
@@ -96,8 +103,13 @@ impl Discovery {
     }
 
     fn publish_now(&self) {
-        let entries: Vec<ServerEntry> =
-            self.entries.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let entries: Vec<ServerEntry> = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
         self.store.publish(entries);
     }
 
@@ -127,7 +139,10 @@ impl Discovery {
                         features: upstream.features().await,
                         tools,
                     };
-                    self.entries.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), entry);
+                    self.entries
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id.clone(), entry);
                     self.dirty.notify_one();
                     true
                 }
@@ -187,7 +202,11 @@ fn jittered(d: Duration) -> Duration {
 
 /// First line of a description, whitespace collapsed, bounded.
 fn one_line(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let collapsed: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
     match collapsed.char_indices().nth(160) {
         Some((cut, _)) => format!("{}…", &collapsed[..cut]),

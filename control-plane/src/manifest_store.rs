@@ -24,7 +24,11 @@ impl ManifestStore {
     pub fn new() -> ManifestStore {
         let empty = Arc::new(Manifest::empty());
         let (changes, _) = watch::channel(empty.clone());
-        ManifestStore { current: ArcSwap::new(empty), changes, publish: std::sync::Mutex::new(()) }
+        ManifestStore {
+            current: ArcSwap::new(empty),
+            changes,
+            publish: std::sync::Mutex::new(()),
+        }
     }
 
     /// The current version (cheap: an atomic load).
@@ -66,5 +70,8 @@ fn same_content(a: &Manifest, b: &Manifest) -> bool {
                 && x.tags == y.tags
                 && x.features == y.features
         })
-        && a.tools.iter().zip(&b.tools).all(|(x, y)| x.canonical_json == y.canonical_json)
+        && a.tools
+            .iter()
+            .zip(&b.tools)
+            .all(|(x, y)| x.canonical_json == y.canonical_json)
 }

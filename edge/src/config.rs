@@ -75,7 +75,12 @@ impl EdgeConfig {
     pub fn effective_allowed_hosts(&self, bound: SocketAddr) -> Vec<String> {
         let mut hosts = self.allowed_hosts.clone();
         if hosts.is_empty() {
-            hosts = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into(), "::1".into()];
+            hosts = vec![
+                "localhost".into(),
+                "127.0.0.1".into(),
+                "[::1]".into(),
+                "::1".into(),
+            ];
             let ip = bound.ip();
             if !ip.is_unspecified() {
                 hosts.push(ip.to_string());

@@ -51,7 +51,9 @@ impl Gateway {
         tokio::spawn(async move {
             while manifests.changed().await.is_ok() {
                 let manifest = manifests.borrow_and_update().clone();
-                let Some(gateway) = weak.upgrade() else { return };
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
                 let view = tokio::task::spawn_blocking(move || ToolView::all(manifest)).await;
                 match view {
                     Ok(view) => gateway.install(view).await,
@@ -63,7 +65,11 @@ impl Gateway {
     }
 
     async fn install(&self, view: ToolView) {
-        tracing::debug!(version = view.manifest().version, tools = view.len(), "tool view installed");
+        tracing::debug!(
+            version = view.manifest().version,
+            tools = view.len(),
+            "tool view installed"
+        );
         self.view.store(Arc::new(view));
         let peers: Vec<Peer<RoleServer>> = {
             let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());

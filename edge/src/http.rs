@@ -16,7 +16,8 @@ use axum::{
     routing::get,
 };
 use rmcp::transport::{
-    StreamableHttpServerConfig, StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
+    StreamableHttpServerConfig, StreamableHttpService,
+    streamable_http_server::session::local::LocalSessionManager,
 };
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -28,11 +29,19 @@ use crate::{gateway::Gateway, mode::Mode, tls};
 pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 /// The axum router serving every mode.
-pub fn router(gateway: Arc<Gateway>, bound: SocketAddr, shutdown: CancellationToken, status: Option<StatusProvider>) -> Router {
+pub fn router(
+    gateway: Arc<Gateway>,
+    bound: SocketAddr,
+    shutdown: CancellationToken,
+    status: Option<StatusProvider>,
+) -> Router {
     let config = gateway.config().clone();
     let mut hosts = config.effective_allowed_hosts(bound);
     // Clients send the port in Host; accept `name:port` for every allowed name.
-    let with_ports: Vec<String> = hosts.iter().map(|h| format!("{h}:{}", bound.port())).collect();
+    let with_ports: Vec<String> = hosts
+        .iter()
+        .map(|h| format!("{h}:{}", bound.port()))
+        .collect();
     hosts.extend(with_ports);
     let http_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
@@ -42,45 +51,57 @@ pub fn router(gateway: Arc<Gateway>, bound: SocketAddr, shutdown: CancellationTo
     let sessions = Arc::new(LocalSessionManager::default());
     let service_for = |mode: Mode| {
         let gateway = gateway.clone();
-        StreamableHttpService::new(move || Ok(gateway.session(mode)), sessions.clone(), http_config.clone())
+        StreamableHttpService::new(
+            move || Ok(gateway.session(mode)),
+            sessions.clone(),
+            http_config.clone(),
+        )
     };
     let mut router = Router::new().nest_service("/mcp", service_for(config.default_mode));
     for mode in Mode::ALL {
         router = router.nest_service(&format!("/mcp/{mode}"), service_for(mode));
     }
-    let router = router.layer(middleware::from_fn_with_state(config.max_body_bytes, check_json_rpc));
+    let router = router.layer(middleware::from_fn_with_state(
+        config.max_body_bytes,
+        check_json_rpc,
+    ));
     let status_gateway = gateway.clone();
-    router
-        .route("/healthz", get(|| async { "ok" }))
-        .route(
-            "/status",
-            get(move || {
-                let gateway = status_gateway.clone();
-                let status = status.clone();
-                async move {
-                    let view = gateway.view();
-                    let manifest = view.manifest();
-                    let mut body = json!({
-                        "manifest_version": manifest.version,
-                        "stub_hash": manifest.stub_hash.to_hex(),
-                        "servers": manifest.servers.len(),
-                        "tools": manifest.tools.len(),
-                        "default_mode": gateway.config().default_mode,
-                    });
-                    if let (Some(serde_json::Value::Object(more)), Some(obj)) =
-                        (status.map(|s| s()), body.as_object_mut())
-                    {
-                        obj.extend(more);
-                    }
-                    Json(body)
+    router.route("/healthz", get(|| async { "ok" })).route(
+        "/status",
+        get(move || {
+            let gateway = status_gateway.clone();
+            let status = status.clone();
+            async move {
+                let view = gateway.view();
+                let manifest = view.manifest();
+                let mut body = json!({
+                    "manifest_version": manifest.version,
+                    "stub_hash": manifest.stub_hash.to_hex(),
+                    "servers": manifest.servers.len(),
+                    "tools": manifest.tools.len(),
+                    "default_mode": gateway.config().default_mode,
+                });
+                if let (Some(serde_json::Value::Object(more)), Some(obj)) =
+                    (status.map(|s| s()), body.as_object_mut())
+                {
+                    obj.extend(more);
                 }
-            }),
-        )
+                Json(body)
+            }
+        }),
+    )
 }
 
 /// Serves `router` on `listener` (TLS when configured) until `shutdown`.
-pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener, shutdown: CancellationToken, status: Option<StatusProvider>) -> anyhow::Result<()> {
-    let bound = listener.local_addr().context("reading the listener's address")?;
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+    status: Option<StatusProvider>,
+) -> anyhow::Result<()> {
+    let bound = listener
+        .local_addr()
+        .context("reading the listener's address")?;
     let app = router(gateway.clone(), bound, shutdown.clone(), status);
     match &gateway.config().tls {
         None => {
@@ -122,7 +143,11 @@ async fn check_json_rpc(State(limit): State<usize>, request: Request, next: Next
     };
     match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Err(e) => {
-            return json_rpc_error(StatusCode::BAD_REQUEST, -32700, format!("parse error: the body is not valid JSON ({e})"));
+            return json_rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                format!("parse error: the body is not valid JSON ({e})"),
+            );
         }
         Ok(message) if !is_json_rpc(&message) => {
             return json_rpc_error(
@@ -133,7 +158,8 @@ async fn check_json_rpc(State(limit): State<usize>, request: Request, next: Next
         }
         Ok(_) => {}
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 /// A request, notification or response object (or a batch of them).

@@ -45,7 +45,9 @@ impl FromStr for Mode {
             "passthrough" => Ok(Mode::Passthrough),
             "search" => Ok(Mode::Search),
             "code" => Ok(Mode::Code),
-            other => Err(format!("unknown mode `{other}`: expected passthrough, search or code")),
+            other => Err(format!(
+                "unknown mode `{other}`: expected passthrough, search or code"
+            )),
         }
     }
 }

@@ -22,16 +22,30 @@ pub struct SessionRelay {
 impl SessionRelay {
     /// Relays to `peer`; progress only if the client asked for it with a token.
     pub fn new(peer: Peer<RoleServer>, progress_token: Option<ProgressToken>) -> SessionRelay {
-        SessionRelay { peer, progress_token }
+        SessionRelay {
+            peer,
+            progress_token,
+        }
     }
 }
 
 fn relay_error(kind: &str, e: impl std::fmt::Display) -> ErrorData {
-    ErrorData::internal_error(format!("the client did not complete {kind}: {}", quiver_view::redact::redact(&e.to_string())), None)
+    ErrorData::internal_error(
+        format!(
+            "the client did not complete {kind}: {}",
+            quiver_view::redact::redact(&e.to_string())
+        ),
+        None,
+    )
 }
 
 impl CallSink for SessionRelay {
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) -> SinkFuture<'_, ()> {
+    fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> SinkFuture<'_, ()> {
         Box::pin(async move {
             if let Some(token) = &self.progress_token {
                 let mut params = ProgressNotificationParam::new(token.clone(), progress);
@@ -48,11 +62,27 @@ impl CallSink for SessionRelay {
         })
     }
 
-    fn create_message(&self, params: CreateMessageRequestParams) -> SinkFuture<'_, Result<CreateMessageResult, ErrorData>> {
-        Box::pin(async move { self.peer.create_message(params).await.map_err(|e| relay_error("sampling", e)) })
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> SinkFuture<'_, Result<CreateMessageResult, ErrorData>> {
+        Box::pin(async move {
+            self.peer
+                .create_message(params)
+                .await
+                .map_err(|e| relay_error("sampling", e))
+        })
     }
 
-    fn elicit(&self, params: ElicitRequestParams) -> SinkFuture<'_, Result<ElicitResult, ErrorData>> {
-        Box::pin(async move { self.peer.create_elicitation(params).await.map_err(|e| relay_error("elicitation", e)) })
+    fn elicit(
+        &self,
+        params: ElicitRequestParams,
+    ) -> SinkFuture<'_, Result<ElicitResult, ErrorData>> {
+        Box::pin(async move {
+            self.peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| relay_error("elicitation", e))
+        })
     }
 }

@@ -7,10 +7,11 @@ use std::{borrow::Cow, sync::Arc};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
-        GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams,
         SubscribeRequestParams, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext},
@@ -75,7 +76,13 @@ impl GatewaySession {
         self.passthrough_only(method)?;
         let view = self.gateway.view();
         let server = forwarded::route_uri(&self.gateway, &view, uri).await?;
-        forwarded::send(&self.gateway, &server, method, serde_json::json!({"uri": uri})).await?;
+        forwarded::send(
+            &self.gateway,
+            &server,
+            method,
+            serde_json::json!({"uri": uri}),
+        )
+        .await?;
         Ok(())
     }
 }
@@ -94,7 +101,10 @@ impl ServerHandler for GatewaySession {
                 .enable_completions()
                 .build()
         } else {
-            ServerCapabilities::builder().enable_tools().enable_logging().build()
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build()
         };
         if self.mode != Mode::Passthrough {
             capabilities.tools.get_or_insert_default().list_changed = None;
@@ -120,7 +130,11 @@ impl ServerHandler for GatewaySession {
         }
     }
 
-    async fn set_level(&self, _request: SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         // Upstream log messages are relayed as they come; the level is accepted for conformance.
         Ok(())
     }
@@ -151,16 +165,34 @@ impl ServerHandler for GatewaySession {
         self.passthrough_only("resources/read")?;
         let view = self.gateway.view();
         let server = forwarded::route_uri(&self.gateway, &view, &request.uri).await?;
-        let result = forwarded::send(&self.gateway, &server, "resources/read", serde_json::json!({"uri": request.uri})).await?;
-        Ok(ReadResourceResponse::Complete(convert::<ReadResourceResult>(result)?))
+        let result = forwarded::send(
+            &self.gateway,
+            &server,
+            "resources/read",
+            serde_json::json!({"uri": request.uri}),
+        )
+        .await?;
+        Ok(ReadResourceResponse::Complete(
+            convert::<ReadResourceResult>(result)?,
+        ))
     }
 
-    async fn subscribe(&self, request: SubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.forward_subscription("resources/subscribe", &request.uri).await
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.forward_subscription("resources/subscribe", &request.uri)
+            .await
     }
 
-    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.forward_subscription("resources/unsubscribe", &request.uri).await
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.forward_subscription("resources/unsubscribe", &request.uri)
+            .await
     }
 
     async fn list_prompts(
@@ -185,25 +217,44 @@ impl ServerHandler for GatewaySession {
             params["arguments"] = serde_json::Value::Object(arguments.into_iter().collect());
         }
         let result = forwarded::send(&self.gateway, &server, "prompts/get", params).await?;
-        Ok(GetPromptResponse::Complete(convert::<GetPromptResult>(result)?))
+        Ok(GetPromptResponse::Complete(convert::<GetPromptResult>(
+            result,
+        )?))
     }
 
-    async fn complete(&self, request: CompleteRequestParams, _context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
         self.passthrough_only("completion/complete")?;
         let view = self.gateway.view();
-        let mut params = serde_json::to_value(&request).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let mut params = serde_json::to_value(&request)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let server = match params["ref"]["type"].as_str() {
             Some("ref/prompt") => {
-                let exposed = params["ref"]["name"].as_str().unwrap_or_default().to_string();
-                let (server, name) = forwarded::route_prompt(&self.gateway, &view, &exposed).await?;
+                let exposed = params["ref"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let (server, name) =
+                    forwarded::route_prompt(&self.gateway, &view, &exposed).await?;
                 params["ref"]["name"] = serde_json::Value::String(name);
                 server
             }
             Some("ref/resource") => {
-                let uri = params["ref"]["uri"].as_str().unwrap_or_default().to_string();
+                let uri = params["ref"]["uri"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 forwarded::route_uri(&self.gateway, &view, &uri).await?
             }
-            _ => return Err(ErrorData::invalid_params("ref.type must be ref/prompt or ref/resource", None)),
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "ref.type must be ref/prompt or ref/resource",
+                    None,
+                ));
+            }
         };
         convert(forwarded::send(&self.gateway, &server, "completion/complete", params).await?)
     }
@@ -232,11 +283,17 @@ impl ServerHandler for GatewaySession {
         let args = request.arguments;
         let result = match self.mode {
             Mode::Passthrough => match view.by_exposed(name) {
-                Some(tool) => crate::modes::forward(&self.gateway, tool, &view, args, &context).await,
+                Some(tool) => {
+                    crate::modes::forward(&self.gateway, tool, &view, args, &context).await
+                }
                 None => {
                     let suggestions = closest(name, view.exposed_names(), 3);
                     return Err(ErrorData::invalid_params(
-                        unknown_tool_message(name, &suggestions, "call tools/list for the available names"),
+                        unknown_tool_message(
+                            name,
+                            &suggestions,
+                            "call tools/list for the available names",
+                        ),
                         Some(serde_json::json!({"suggestions": suggestions})),
                     ));
                 }
@@ -251,14 +308,25 @@ impl ServerHandler for GatewaySession {
                 "search" => code::search_tool(&view, args, limit),
                 "describe" => code::describe_tool(&view, args),
                 "execute" if self.gateway.scripts().is_some() => {
-                    code::execute_tool(&self.gateway, view.clone(), &self.id, args, context.ct.clone()).await
+                    code::execute_tool(
+                        &self.gateway,
+                        view.clone(),
+                        &self.id,
+                        args,
+                        context.ct.clone(),
+                    )
+                    .await
                 }
                 other => {
                     let mut names: Vec<&str> = vec!["list", "search", "describe", "execute"];
                     names.retain(|n| !code::is_meta(other) || *n != other);
                     let suggestions = closest(other, names.into_iter(), 3);
                     return Err(ErrorData::invalid_params(
-                        unknown_tool_message(other, &suggestions, "code mode has the tools list, search and describe"),
+                        unknown_tool_message(
+                            other,
+                            &suggestions,
+                            "code mode has the tools list, search and describe",
+                        ),
                         None,
                     ));
                 }

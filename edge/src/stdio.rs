@@ -10,7 +10,10 @@ use crate::{gateway::Gateway, mode::Mode};
 /// Serves one session in `mode` on stdin/stdout until the client closes it.
 pub async fn serve_stdio(gateway: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
     let session = gateway.session(mode);
-    let running = session.serve(rmcp::transport::stdio()).await.context("starting the stdio session")?;
+    let running = session
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting the stdio session")?;
     running.waiting().await.context("stdio session")?;
     Ok(())
 }

@@ -18,16 +18,30 @@ use crate::config::TlsConfig;
 
 /// A TLS acceptor from PEM files; errors name the file and what is wrong.
 pub fn acceptor(config: &TlsConfig) -> anyhow::Result<TlsAcceptor> {
-    let cert_pem = fs::read(&config.cert).with_context(|| format!("edge.tls.cert: reading {}", config.cert.display()))?;
-    let key_pem = fs::read(&config.key).with_context(|| format!("edge.tls.key: reading {}", config.key.display()))?;
+    let cert_pem = fs::read(&config.cert)
+        .with_context(|| format!("edge.tls.cert: reading {}", config.cert.display()))?;
+    let key_pem = fs::read(&config.key)
+        .with_context(|| format!("edge.tls.key: reading {}", config.key.display()))?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<_, _>>()
-        .with_context(|| format!("edge.tls.cert: {} is not a PEM certificate chain", config.cert.display()))?;
+        .with_context(|| {
+            format!(
+                "edge.tls.cert: {} is not a PEM certificate chain",
+                config.cert.display()
+            )
+        })?;
     if certs.is_empty() {
-        anyhow::bail!("edge.tls.cert: {} contains no certificate", config.cert.display());
+        anyhow::bail!(
+            "edge.tls.cert: {} contains no certificate",
+            config.cert.display()
+        );
     }
-    let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .with_context(|| format!("edge.tls.key: {} holds no PEM private key", config.key.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).with_context(|| {
+        format!(
+            "edge.tls.key: {} holds no PEM private key",
+            config.key.display()
+        )
+    })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let server = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -41,7 +55,12 @@ pub fn acceptor(config: &TlsConfig) -> anyhow::Result<TlsAcceptor> {
 }
 
 /// Accepts TLS connections until `shutdown`; a failed handshake only drops that connection.
-pub async fn serve(listener: TcpListener, acceptor: TlsAcceptor, app: Router, shutdown: CancellationToken) {
+pub async fn serve(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    app: Router,
+    shutdown: CancellationToken,
+) {
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {

@@ -22,7 +22,11 @@ pub struct ToolCall {
 /// Something that runs tool calls: in-process ([`LocalExecutor`]) or a remote executor.
 pub trait Dispatch: Send + Sync {
     /// Runs `call` once (never retried).
-    fn call_tool(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>>;
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>>;
 
     /// Sends any other MCP request (resources, prompts, completion) to upstream
     /// `server` once, for passthrough.
@@ -52,11 +56,17 @@ impl LocalExecutor {
 }
 
 impl Dispatch for LocalExecutor {
-    fn call_tool(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move {
             let upstream = self.upstreams.get(&call.server)?;
             tracing::debug!(tenant = %call.tenant, server = %call.server, tool = %call.tool, "dispatching tool call");
-            upstream.call_tool(&call.tool, call.arguments, options).await
+            upstream
+                .call_tool(&call.tool, call.arguments, options)
+                .await
         })
     }
 

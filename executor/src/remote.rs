@@ -45,9 +45,12 @@ impl RemoteExecutor {
             .with_context(|| format!("`{url}` is not an executor URL"))?
             .connect_timeout(Duration::from_secs(5));
         if let Some(tls) = tls {
-            let ca = std::fs::read(&tls.ca).with_context(|| format!("reading CA {}", tls.ca.display()))?;
-            let cert = std::fs::read(&tls.cert).with_context(|| format!("reading certificate {}", tls.cert.display()))?;
-            let key = std::fs::read(&tls.key).with_context(|| format!("reading key {}", tls.key.display()))?;
+            let ca = std::fs::read(&tls.ca)
+                .with_context(|| format!("reading CA {}", tls.ca.display()))?;
+            let cert = std::fs::read(&tls.cert)
+                .with_context(|| format!("reading certificate {}", tls.cert.display()))?;
+            let key = std::fs::read(&tls.key)
+                .with_context(|| format!("reading key {}", tls.key.display()))?;
             endpoint = endpoint
                 .tls_config(
                     ClientTlsConfig::new()
@@ -57,22 +60,34 @@ impl RemoteExecutor {
                 )
                 .context("configuring TLS to the executor")?;
         }
-        let channel = endpoint.connect().await.with_context(|| format!("connecting to executor {url}"))?;
-        Ok(RemoteExecutor { client: pb::executor_client::ExecutorClient::new(channel) })
+        let channel = endpoint
+            .connect()
+            .await
+            .with_context(|| format!("connecting to executor {url}"))?;
+        Ok(RemoteExecutor {
+            client: pb::executor_client::ExecutorClient::new(channel),
+        })
     }
 }
 
 impl Dispatch for RemoteExecutor {
-    fn call_tool(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move {
             let server = call.server.clone();
             let request = pb::CallToolRequest {
                 tenant: call.tenant,
                 server: call.server,
                 tool: call.tool,
-                arguments_json: serde_json::to_string(&call.arguments.unwrap_or_default()).unwrap_or_default(),
+                arguments_json: serde_json::to_string(&call.arguments.unwrap_or_default())
+                    .unwrap_or_default(),
                 manifest_version: 0,
-                timeout_ms: options.timeout.map_or(0, |t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
+                timeout_ms: options
+                    .timeout
+                    .map_or(0, |t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
             };
             let mut client = self.client.clone();
             let response = tokio::select! {
@@ -84,8 +99,12 @@ impl Dispatch for RemoteExecutor {
                 code: -32603,
                 message: format!("executor: {}", status.message()),
             })?;
-            serde_json::from_str(&response.into_inner().result_json)
-                .map_err(|e| UpstreamError::Protocol { id: server, detail: format!("executor sent an unreadable result: {e}") })
+            serde_json::from_str(&response.into_inner().result_json).map_err(|e| {
+                UpstreamError::Protocol {
+                    id: server,
+                    detail: format!("executor sent an unreadable result: {e}"),
+                }
+            })
         })
     }
 
@@ -98,7 +117,9 @@ impl Dispatch for RemoteExecutor {
         Box::pin(async move {
             Err(UpstreamError::Protocol {
                 id: server.to_string(),
-                detail: "resources, prompts and completion are not forwarded through a remote executor".into(),
+                detail:
+                    "resources, prompts and completion are not forwarded through a remote executor"
+                        .into(),
             })
         })
     }
@@ -121,7 +142,11 @@ impl Scripts for RemoteExecutor {
                 limits: None,
             };
             let mut client = self.client.clone();
-            let response = client.execute(request).await.map_err(|s| ExecuteError::Remote(s.message().to_string()))?.into_inner();
+            let response = client
+                .execute(request)
+                .await
+                .map_err(|s| ExecuteError::Remote(s.message().to_string()))?
+                .into_inner();
             let result = if response.result_json.is_empty() {
                 None
             } else {
@@ -132,7 +157,12 @@ impl Scripts for RemoteExecutor {
                 message: response.error.clone(),
                 line: (response.error_line > 0).then_some(response.error_line),
             });
-            Ok(Outcome { result, error, logs: response.logs, truncated: response.truncated })
+            Ok(Outcome {
+                result,
+                error,
+                logs: response.logs,
+                truncated: response.truncated,
+            })
         })
     }
 }

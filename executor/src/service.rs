@@ -26,7 +26,11 @@ pub struct ExecutorService {
 impl ExecutorService {
     /// A service over `manifests` (kept current in the background), running calls
     /// through `dispatch` and scripts through `scripts`.
-    pub fn new(mut manifests: watch::Receiver<Arc<Manifest>>, dispatch: Arc<dyn Dispatch>, scripts: Arc<dyn Scripts>) -> ExecutorService {
+    pub fn new(
+        mut manifests: watch::Receiver<Arc<Manifest>>,
+        dispatch: Arc<dyn Dispatch>,
+        scripts: Arc<dyn Scripts>,
+    ) -> ExecutorService {
         let first = manifests.borrow_and_update().clone();
         let view = Arc::new(ArcSwap::from_pointee(ToolView::all(first)));
         let weak = Arc::downgrade(&view);
@@ -34,12 +38,17 @@ impl ExecutorService {
             while manifests.changed().await.is_ok() {
                 let manifest = manifests.borrow_and_update().clone();
                 let Some(view) = weak.upgrade() else { return };
-                if let Ok(next) = tokio::task::spawn_blocking(move || ToolView::all(manifest)).await {
+                if let Ok(next) = tokio::task::spawn_blocking(move || ToolView::all(manifest)).await
+                {
                     view.store(Arc::new(next));
                 }
             }
         });
-        ExecutorService { view, dispatch, scripts }
+        ExecutorService {
+            view,
+            dispatch,
+            scripts,
+        }
     }
 
     /// The tonic server wrapper.
@@ -50,12 +59,21 @@ impl ExecutorService {
 
 #[tonic::async_trait]
 impl pb::executor_server::Executor for ExecutorService {
-    async fn call_tool(&self, request: Request<pb::CallToolRequest>) -> Result<Response<pb::CallToolResponse>, Status> {
+    async fn call_tool(
+        &self,
+        request: Request<pb::CallToolRequest>,
+    ) -> Result<Response<pb::CallToolResponse>, Status> {
         let request = request.into_inner();
         let view = self.view.load_full();
         // The caller's word is not enough: the tool must be in this executor's view.
-        let Some(tool) = view.iter().find(|t| t.tool.id.server == request.server && t.tool.id.tool == request.tool) else {
-            return Err(Status::not_found(format!("tool `{}` of server `{}` is not in this executor's view", request.tool, request.server)));
+        let Some(tool) = view
+            .iter()
+            .find(|t| t.tool.id.server == request.server && t.tool.id.tool == request.tool)
+        else {
+            return Err(Status::not_found(format!(
+                "tool `{}` of server `{}` is not in this executor's view",
+                request.tool, request.server
+            )));
         };
         let arguments: serde_json::Value = if request.arguments_json.is_empty() {
             serde_json::json!({})
@@ -63,8 +81,13 @@ impl pb::executor_server::Executor for ExecutorService {
             serde_json::from_str(&request.arguments_json)
                 .map_err(|e| Status::invalid_argument(format!("arguments_json is not JSON: {e}")))?
         };
-        if let Err(errors) = view.check(tool.index).check(&arguments, tool.server.validation) {
-            return Err(Status::invalid_argument(errors.message(&tool.tool.exposed_name)));
+        if let Err(errors) = view
+            .check(tool.index)
+            .check(&arguments, tool.server.validation)
+        {
+            return Err(Status::invalid_argument(
+                errors.message(&tool.tool.exposed_name),
+            ));
         }
         let call = ToolCall {
             tenant: request.tenant,
@@ -74,22 +97,35 @@ impl pb::executor_server::Executor for ExecutorService {
         };
         let mut options = CallOptions::default();
         if request.timeout_ms > 0 {
-            options.timeout = Some(std::time::Duration::from_millis(u64::from(request.timeout_ms)));
+            options.timeout = Some(std::time::Duration::from_millis(u64::from(
+                request.timeout_ms,
+            )));
         }
         let result = self
             .dispatch
             .call_tool(call, options)
             .await
             .map_err(|e| Status::unavailable(redact(&e.to_string())))?;
-        let result_json = serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
+        let result_json =
+            serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(pb::CallToolResponse { result_json }))
     }
 
-    async fn execute(&self, request: Request<pb::ExecuteRequest>) -> Result<Response<pb::ExecuteResponse>, Status> {
+    async fn execute(
+        &self,
+        request: Request<pb::ExecuteRequest>,
+    ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let request = request.into_inner();
         let view = self.view.load_full();
-        let session = if request.session.is_empty() { "anonymous".to_string() } else { format!("{}/{}", request.tenant, request.session) };
-        let outcome = self.scripts.execute(&request.code, &session, view, CancellationToken::new()).await;
+        let session = if request.session.is_empty() {
+            "anonymous".to_string()
+        } else {
+            format!("{}/{}", request.tenant, request.session)
+        };
+        let outcome = self
+            .scripts
+            .execute(&request.code, &session, view, CancellationToken::new())
+            .await;
         let response = match outcome {
             Ok(outcome) => {
                 let (error, error_kind, error_line) = match outcome.error {

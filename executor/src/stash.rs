@@ -80,13 +80,24 @@ pub struct StashStore {
 impl StashStore {
     /// A store with `limits`.
     pub fn new(limits: StashLimits) -> StashStore {
-        StashStore { limits, sessions: Mutex::new(HashMap::new()) }
+        StashStore {
+            limits,
+            sessions: Mutex::new(HashMap::new()),
+        }
     }
 
-    fn with_session<T>(&self, session: &str, f: impl FnOnce(&mut SessionStash, &StashLimits) -> T) -> T {
+    fn with_session<T>(
+        &self,
+        session: &str,
+        f: impl FnOnce(&mut SessionStash, &StashLimits) -> T,
+    ) -> T {
         let now = Instant::now();
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.retain(|id, s| id == session || s.touched.is_none_or(|t| now.duration_since(t) < self.limits.session_idle));
+        sessions.retain(|id, s| {
+            id == session
+                || s.touched
+                    .is_none_or(|t| now.duration_since(t) < self.limits.session_idle)
+        });
         let stash = sessions.entry(session.to_string()).or_default();
         stash.touched = Some(now);
         stash.purge_expired(now);
@@ -95,7 +106,10 @@ impl StashStore {
 
     fn check_key(&self, key: &str) -> Result<(), String> {
         if key.is_empty() || key.len() > self.limits.max_key_bytes {
-            return Err(format!("stash keys must be 1 to {} bytes", self.limits.max_key_bytes));
+            return Err(format!(
+                "stash keys must be 1 to {} bytes",
+                self.limits.max_key_bytes
+            ));
         }
         if key.chars().any(|c| c.is_control()) {
             return Err("stash keys cannot contain control characters".into());
@@ -106,27 +120,59 @@ impl StashStore {
     /// The value under `key`, or null.
     pub fn get(&self, session: &str, key: &str) -> Result<Value, String> {
         self.check_key(key)?;
-        Ok(self.with_session(session, |s, _| s.entries.get(key).map(|e| e.value.clone()).unwrap_or(Value::Null)))
+        Ok(self.with_session(session, |s, _| {
+            s.entries
+                .get(key)
+                .map(|e| e.value.clone())
+                .unwrap_or(Value::Null)
+        }))
     }
 
     /// Stores `value` under `key` for `ttl_secs` (default and maximum from the limits).
-    pub fn set(&self, session: &str, key: &str, value: Value, ttl_secs: Option<u64>) -> Result<Value, String> {
+    pub fn set(
+        &self,
+        session: &str,
+        key: &str,
+        value: Value,
+        ttl_secs: Option<u64>,
+    ) -> Result<Value, String> {
         self.check_key(key)?;
-        let bytes = key.len() + serde_json::to_string(&value).map_err(|e| e.to_string())?.len();
+        let bytes = key.len()
+            + serde_json::to_string(&value)
+                .map_err(|e| e.to_string())?
+                .len();
         if bytes > self.limits.max_value_bytes {
-            return Err(format!("stash value too large: {bytes} bytes (limit {})", self.limits.max_value_bytes));
+            return Err(format!(
+                "stash value too large: {bytes} bytes (limit {})",
+                self.limits.max_value_bytes
+            ));
         }
-        let ttl = ttl_secs.map_or(self.limits.default_ttl, Duration::from_secs).min(self.limits.max_ttl);
+        let ttl = ttl_secs
+            .map_or(self.limits.default_ttl, Duration::from_secs)
+            .min(self.limits.max_ttl);
         self.with_session(session, |s, limits| {
             let old = s.entries.get(key).map_or(0, |e| e.bytes);
             if s.bytes - old + bytes > limits.max_session_bytes {
-                return Err(format!("stash full: this session may keep {} bytes; delete keys first", limits.max_session_bytes));
+                return Err(format!(
+                    "stash full: this session may keep {} bytes; delete keys first",
+                    limits.max_session_bytes
+                ));
             }
             if old == 0 && s.entries.len() >= limits.max_keys {
-                return Err(format!("stash full: at most {} keys per session", limits.max_keys));
+                return Err(format!(
+                    "stash full: at most {} keys per session",
+                    limits.max_keys
+                ));
             }
             s.bytes = s.bytes - old + bytes;
-            s.entries.insert(key.to_string(), Entry { value, bytes, expires: Instant::now() + ttl });
+            s.entries.insert(
+                key.to_string(),
+                Entry {
+                    value,
+                    bytes,
+                    expires: Instant::now() + ttl,
+                },
+            );
             Ok(Value::Bool(true))
         })
     }
@@ -134,13 +180,15 @@ impl StashStore {
     /// Removes `key`; true if it existed.
     pub fn delete(&self, session: &str, key: &str) -> Result<Value, String> {
         self.check_key(key)?;
-        Ok(self.with_session(session, |s, _| match s.entries.remove(key) {
-            Some(e) => {
-                s.bytes -= e.bytes;
-                Value::Bool(true)
-            }
-            None => Value::Bool(false),
-        }))
+        Ok(
+            self.with_session(session, |s, _| match s.entries.remove(key) {
+                Some(e) => {
+                    s.bytes -= e.bytes;
+                    Value::Bool(true)
+                }
+                None => Value::Bool(false),
+            }),
+        )
     }
 
     /// Live keys, sorted.
@@ -170,13 +218,33 @@ mod tests {
 
     #[test]
     fn quotas_are_enforced_and_named() {
-        let limits = StashLimits { max_value_bytes: 100, max_session_bytes: 150, max_keys: 2, ..StashLimits::default() };
+        let limits = StashLimits {
+            max_value_bytes: 100,
+            max_session_bytes: 150,
+            max_keys: 2,
+            ..StashLimits::default()
+        };
         let store = StashStore::new(limits);
-        assert!(store.set("s", "big", json!("x".repeat(200)), None).unwrap_err().contains("too large"));
+        assert!(
+            store
+                .set("s", "big", json!("x".repeat(200)), None)
+                .unwrap_err()
+                .contains("too large")
+        );
         store.set("s", "a", json!("x".repeat(80)), None).unwrap();
-        assert!(store.set("s", "b", json!("x".repeat(80)), None).unwrap_err().contains("stash full"));
+        assert!(
+            store
+                .set("s", "b", json!("x".repeat(80)), None)
+                .unwrap_err()
+                .contains("stash full")
+        );
         store.set("s", "b", json!(1), None).unwrap();
-        assert!(store.set("s", "c", json!(1), None).unwrap_err().contains("at most 2 keys"));
+        assert!(
+            store
+                .set("s", "c", json!(1), None)
+                .unwrap_err()
+                .contains("at most 2 keys")
+        );
         assert_eq!(store.delete("s", "a").unwrap(), json!(true));
         store.set("s", "c", json!(1), None).unwrap();
     }

@@ -187,7 +187,8 @@ impl Manifest {
             for (offset, js) in tool_js.into_iter().enumerate() {
                 let i = start + offset;
                 let def = Arc::new(flat[i].1.clone());
-                let canonical_json = to_canonical_json(&serde_json::to_value(&*def).unwrap_or_default());
+                let canonical_json =
+                    to_canonical_json(&serde_json::to_value(&*def).unwrap_or_default());
                 let rendered = stub::render(StubInput {
                     server_js: &servers[si].js,
                     tool_js: &js,
@@ -197,7 +198,10 @@ impl Manifest {
                 let stub_hash = StubHash::of(rendered.declaration.as_bytes());
                 servers[si].tools.push(i);
                 tools.push(ManifestTool {
-                    id: ToolId { server: servers[si].id.clone(), tool: def.name.clone() },
+                    id: ToolId {
+                        server: servers[si].id.clone(),
+                        tool: def.name.clone(),
+                    },
                     server_index: si,
                     exposed_name: exposed[i].clone(),
                     js,
@@ -213,9 +217,24 @@ impl Manifest {
             server.stub_hash = StubHash::combine(server.tools.iter().map(|&i| &tools[i].stub_hash));
         }
         let stub_hash = StubHash::combine(servers.iter().map(|s| &s.stub_hash));
-        let by_exposed = tools.iter().enumerate().map(|(i, t)| (t.exposed_name.clone(), i)).collect();
-        let by_server = servers.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
-        Manifest { version, servers, tools, stub_hash, by_exposed, by_server }
+        let by_exposed = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.exposed_name.clone(), i))
+            .collect();
+        let by_server = servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.clone(), i))
+            .collect();
+        Manifest {
+            version,
+            servers,
+            tools,
+            stub_hash,
+            by_exposed,
+            by_server,
+        }
     }
 
     /// An empty manifest (version 0).
@@ -235,7 +254,10 @@ impl Manifest {
 
     /// The tools of server `server_index`, in name order.
     pub fn tools_of(&self, server_index: usize) -> impl Iterator<Item = &ManifestTool> {
-        self.servers[server_index].tools.iter().map(|&i| &self.tools[i])
+        self.servers[server_index]
+            .tools
+            .iter()
+            .map(|&i| &self.tools[i])
     }
 
     /// The tool `tool` of server `server`.
@@ -256,7 +278,11 @@ impl Manifest {
                 group: s.group.clone(),
                 validation: s.validation,
                 features: s.features.clone(),
-                tools: s.tools.iter().map(|&i| (*self.tools[i].def).clone()).collect(),
+                tools: s
+                    .tools
+                    .iter()
+                    .map(|&i| (*self.tools[i].def).clone())
+                    .collect(),
             })
             .collect()
     }
@@ -309,7 +335,11 @@ impl Manifest {
                 tools: Vec::new(),
             })
             .collect();
-        let index: HashMap<String, usize> = entries.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
+        let index: HashMap<String, usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id.clone(), i))
+            .collect();
         for tool in &message.tools {
             let def: ToolDef = serde_json::from_str(&tool.definition_json)?;
             if let Some(&i) = index.get(&tool.server) {

@@ -902,7 +902,9 @@ fn write_compact(out: &mut String, ty: &Ty, depth: usize) {
                 write_compact(&mut piece, &prop.ty, depth + 1);
                 // Required arguments always show; optional ones only while the
                 // line stays short (describe shows them all).
-                if prop.optional && out.chars().count() + piece.chars().count() > SIGNATURE_OPTIONAL_BUDGET {
+                if prop.optional
+                    && out.chars().count() + piece.chars().count() > SIGNATURE_OPTIONAL_BUDGET
+                {
                     skipped_optional = true;
                     break;
                 }
@@ -1540,7 +1542,10 @@ mod tests {
             rendered(json!({"type": "object", "properties": properties, "required": required}))
                 .signature;
         let chars = signature.chars().count();
-        assert!(chars <= MAX_SIGNATURE_CHARS && chars > MAX_SIGNATURE_CHARS - 5, "{chars}");
+        assert!(
+            chars <= MAX_SIGNATURE_CHARS && chars > MAX_SIGNATURE_CHARS - 5,
+            "{chars}"
+        );
         assert!(signature.ends_with('…'));
     }
 

@@ -41,7 +41,9 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
 fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
     use quiver_edge::search::{bench, eval};
     if cfg!(debug_assertions) {
-        eprintln!("warning: this is a debug build; use `cargo run --release -- bench search` for numbers");
+        eprintln!(
+            "warning: this is a debug build; use `cargo run --release -- bench search` for numbers"
+        );
     }
     let report = eval::run(&args.datasets, &args.queries)?;
     println!("## Search quality\n\n{report}");

@@ -45,7 +45,11 @@ impl ScriptContext for DirectContext {
         Box::pin(async move {
             let result = self
                 .upstream
-                .call_tool("get_forecast", args.as_object().cloned(), CallOptions::default())
+                .call_tool(
+                    "get_forecast",
+                    args.as_object().cloned(),
+                    CallOptions::default(),
+                )
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(serde_json::to_value(result.content).unwrap_or_default())
@@ -76,32 +80,56 @@ fn ms(d: Duration) -> String {
 
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok())
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 fn script_with_calls(n: usize) -> String {
     if n == 0 {
         "return 1;".to_string()
     } else {
-        format!("let last; for (let i = 0; i < {n}; i++) {{ last = await tools.call('weather__get_forecast', {{ city: 'Oslo', days: i % 7 + 1 }}); }} return {n};")
+        format!(
+            "let last; for (let i = 0; i < {n}; i++) {{ last = await tools.call('weather__get_forecast', {{ city: 'Oslo', days: i % 7 + 1 }}); }} return {n};"
+        )
     }
 }
 
 /// Runs the benchmark and prints markdown tables.
 pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
-        eprintln!("warning: this is a debug build; use `cargo run --release -- bench executor` for numbers");
+        eprintln!(
+            "warning: this is a debug build; use `cargo run --release -- bench executor` for numbers"
+        );
     }
     let exe = std::env::current_exe().context("finding the quiver binary")?;
-    let command = WorkerCommand { program: exe.clone(), args: vec!["__worker".into()] };
+    let command = WorkerCommand {
+        program: exe.clone(),
+        args: vec!["__worker".into()],
+    };
     let upstream = Upstream::new(UpstreamConfig::stdio(
         "weather",
         exe.to_string_lossy(),
-        vec!["mock-upstream".into(), "--demo".into(), "--server".into(), "weather".into(), "--stdio".into()],
+        vec![
+            "mock-upstream".into(),
+            "--demo".into(),
+            "--server".into(),
+            "weather".into(),
+            "--stdio".into(),
+        ],
     ));
-    upstream.list_tools().await.context("starting the mock upstream")?;
-    let context: Arc<dyn ScriptContext> = Arc::new(DirectContext { upstream: upstream.clone() });
-    let limits = Limits { wall_ms: 30_000, ..Limits::default() };
+    upstream
+        .list_tools()
+        .await
+        .context("starting the mock upstream")?;
+    let context: Arc<dyn ScriptContext> = Arc::new(DirectContext {
+        upstream: upstream.clone(),
+    });
+    let limits = Limits {
+        wall_ms: 30_000,
+        ..Limits::default()
+    };
     let mut out = String::new();
 
     // Direct calls, for comparison.
@@ -109,7 +137,13 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     for i in 0..args.iterations {
         let started = Instant::now();
         upstream
-            .call_tool("get_forecast", json!({"city": "Oslo", "days": i % 7 + 1}).as_object().cloned(), CallOptions::default())
+            .call_tool(
+                "get_forecast",
+                json!({"city": "Oslo", "days": i % 7 + 1})
+                    .as_object()
+                    .cloned(),
+                CallOptions::default(),
+            )
             .await?;
         direct.push(started.elapsed());
     }
@@ -117,16 +151,35 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     let direct_p50 = percentile(&direct, 0.5);
 
     // Warm-pool latency.
-    let pool = WorkerPool::start(PoolConfig { min_workers: 2, ..PoolConfig::new(command.clone()) });
+    let pool = WorkerPool::start(PoolConfig {
+        min_workers: 2,
+        ..PoolConfig::new(command.clone())
+    });
     pool.warm_up().await?;
-    let _ = writeln!(out, "## Warm-pool script latency ({} runs each, one at a time)\n", args.iterations);
-    let _ = writeln!(out, "| script | p50 ms | p99 ms | added per tool call vs direct (p50) ms |\n|---|---:|---:|---:|");
-    let _ = writeln!(out, "| direct upstream call (no script) | {} | {} | — |", ms(direct_p50), ms(percentile(&direct, 0.99)));
+    let _ = writeln!(
+        out,
+        "## Warm-pool script latency ({} runs each, one at a time)\n",
+        args.iterations
+    );
+    let _ = writeln!(
+        out,
+        "| script | p50 ms | p99 ms | added per tool call vs direct (p50) ms |\n|---|---:|---:|---:|"
+    );
+    let _ = writeln!(
+        out,
+        "| direct upstream call (no script) | {} | {} | — |",
+        ms(direct_p50),
+        ms(percentile(&direct, 0.99))
+    );
     let mut trivial_p50 = Duration::ZERO;
     for calls in [0usize, 1, 10, 50] {
         let code = script_with_calls(calls);
         let mut samples = Vec::with_capacity(args.iterations);
-        let runs = if calls >= 50 { args.iterations / 4 } else { args.iterations };
+        let runs = if calls >= 50 {
+            args.iterations / 4
+        } else {
+            args.iterations
+        };
         for _ in 0..runs.max(10) {
             let started = Instant::now();
             let outcome = pool.run(&code, limits, context.clone()).await?;
@@ -146,13 +199,30 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
             let per_call = p50.saturating_sub(trivial_p50).as_secs_f64() / calls as f64;
             format!("{:.3}", (per_call - direct_p50.as_secs_f64()) * 1000.0)
         };
-        let label = if calls == 0 { "trivial (`return 1`)".to_string() } else { format!("{calls} sequential tool calls") };
-        let _ = writeln!(out, "| {label} | {} | {} | {added} |", ms(p50), ms(percentile(&samples, 0.99)));
+        let label = if calls == 0 {
+            "trivial (`return 1`)".to_string()
+        } else {
+            format!("{calls} sequential tool calls")
+        };
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {added} |",
+            ms(p50),
+            ms(percentile(&samples, 0.99))
+        );
     }
 
     // Throughput.
-    let _ = writeln!(out, "\n## Throughput (trivial script, pool of 8 workers)\n\n| concurrency | executions/s | p50 ms | p99 ms |\n|---:|---:|---:|---:|");
-    let pool8 = WorkerPool::start(PoolConfig { min_workers: 8, max_workers: 8, max_queue: 1024, ..PoolConfig::new(command.clone()) });
+    let _ = writeln!(
+        out,
+        "\n## Throughput (trivial script, pool of 8 workers)\n\n| concurrency | executions/s | p50 ms | p99 ms |\n|---:|---:|---:|---:|"
+    );
+    let pool8 = WorkerPool::start(PoolConfig {
+        min_workers: 8,
+        max_workers: 8,
+        max_queue: 1024,
+        ..PoolConfig::new(command.clone())
+    });
     pool8.warm_up().await?;
     for concurrency in [1usize, 8, 32] {
         let per_task = (args.throughput_runs / concurrency).max(1);
@@ -178,7 +248,12 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         let elapsed = started.elapsed();
         samples.sort();
         let rate = samples.len() as f64 / elapsed.as_secs_f64();
-        let _ = writeln!(out, "| {concurrency} | {rate:.0} | {} | {} |", ms(percentile(&samples, 0.5)), ms(percentile(&samples, 0.99)));
+        let _ = writeln!(
+            out,
+            "| {concurrency} | {rate:.0} | {} | {} |",
+            ms(percentile(&samples, 0.5)),
+            ms(percentile(&samples, 0.99))
+        );
     }
     pool8.shutdown();
 
@@ -208,11 +283,27 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     worker.run(busy_script, limits, context.clone()).await?;
     let busy_peak = sampler.await?;
     let _ = writeln!(out, "\n## Workers\n\n| measure | value |\n|---|---:|");
-    let _ = writeln!(out, "| cold worker start (spawn → ready, p50 of 10) | {} ms |", ms(percentile(&cold, 0.5)));
-    let _ = writeln!(out, "| cold worker start (max of 10) | {} ms |", ms(percentile(&cold, 1.0)));
+    let _ = writeln!(
+        out,
+        "| cold worker start (spawn → ready, p50 of 10) | {} ms |",
+        ms(percentile(&cold, 0.5))
+    );
+    let _ = writeln!(
+        out,
+        "| cold worker start (max of 10) | {} ms |",
+        ms(percentile(&cold, 1.0))
+    );
     let idle_mean = idle_rss.iter().sum::<u64>() / idle_rss.len().max(1) as u64;
-    let _ = writeln!(out, "| resident memory, idle worker (mean of 10) | {:.1} MiB |", idle_mean as f64 / 1024.0);
-    let _ = writeln!(out, "| resident memory, busy worker (100k-row script, peak) | {:.1} MiB |", busy_peak as f64 / 1024.0);
+    let _ = writeln!(
+        out,
+        "| resident memory, idle worker (mean of 10) | {:.1} MiB |",
+        idle_mean as f64 / 1024.0
+    );
+    let _ = writeln!(
+        out,
+        "| resident memory, busy worker (100k-row script, peak) | {:.1} MiB |",
+        busy_peak as f64 / 1024.0
+    );
     println!("{out}");
     pool.shutdown();
     upstream.shutdown().await;

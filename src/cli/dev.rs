@@ -10,8 +10,8 @@ use quiver_control_plane::{Discovery, ManifestStore};
 use quiver_edge::{Gateway, Mode};
 use quiver_executor::{
     Dispatch, LocalExecutor,
-    remote::RemoteExecutor,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
+    remote::RemoteExecutor,
     script::{LocalScripts, ScriptRunner, Scripts},
     worker::protocol::Limits,
 };
@@ -70,25 +70,48 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
     let store = Arc::new(ManifestStore::new());
     let discovery = Discovery::spawn(upstreams.clone(), store.clone(), shutdown.clone());
-    let first_round_limit = config.upstreams.iter().map(|u| u.connect_timeout()).max().unwrap_or_default() + Duration::from_secs(5);
-    if tokio::time::timeout(first_round_limit, discovery.first_round()).await.is_err() {
+    let first_round_limit = config
+        .upstreams
+        .iter()
+        .map(|u| u.connect_timeout())
+        .max()
+        .unwrap_or_default()
+        + Duration::from_secs(5);
+    if tokio::time::timeout(first_round_limit, discovery.first_round())
+        .await
+        .is_err()
+    {
         tracing::warn!("some upstreams are still connecting; serving what is ready");
     }
     let mut child_executor = None;
-    let (dispatch, scripts, pool): (Arc<dyn Dispatch>, Arc<dyn Scripts>, Option<Arc<WorkerPool>>) = if args.executor == "child" {
-        let (child, remote) = spawn_child_executor(&args).await?;
-        child_executor = Some(child);
-        let remote = Arc::new(remote);
-        (remote.clone(), remote, None)
-    } else {
-        let (executor, scripts, pool) = local_executor(upstreams.clone()).await?;
-        (executor, scripts, Some(pool))
-    };
-    let gateway = Gateway::with_scripts(store.subscribe(), dispatch, Some(scripts), config.edge.clone());
+    let (dispatch, scripts, pool): (Arc<dyn Dispatch>, Arc<dyn Scripts>, Option<Arc<WorkerPool>>) =
+        if args.executor == "child" {
+            let (child, remote) = spawn_child_executor(&args).await?;
+            child_executor = Some(child);
+            let remote = Arc::new(remote);
+            (remote.clone(), remote, None)
+        } else {
+            let (executor, scripts, pool) = local_executor(upstreams.clone()).await?;
+            (executor, scripts, Some(pool))
+        };
+    let gateway = Gateway::with_scripts(
+        store.subscribe(),
+        dispatch,
+        Some(scripts),
+        config.edge.clone(),
+    );
     let manifest = store.current();
-    let down: Vec<String> = upstreams.statuses().into_iter().filter(|s| s.state != "connected").map(|s| s.id).collect();
+    let down: Vec<String> = upstreams
+        .statuses()
+        .into_iter()
+        .filter(|s| s.state != "connected")
+        .map(|s| s.id)
+        .collect();
     if !down.is_empty() {
-        tracing::warn!("upstreams not reachable yet (retrying with backoff): {}", down.join(", "));
+        tracing::warn!(
+            "upstreams not reachable yet (retrying with backoff): {}",
+            down.join(", ")
+        );
     }
 
     let result = if args.stdio {
@@ -104,19 +127,27 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("edge.listen: cannot listen on {}", config.edge.listen))?;
         let bound = listener.local_addr()?;
-        let scheme = if config.edge.tls.is_some() { "https" } else { "http" };
+        let scheme = if config.edge.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         println!(
             "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /mcp/passthrough /mcp/search /mcp/code{}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,
-            if using_demo { " [built-in demo catalog]" } else { "" },
+            if using_demo {
+                " [built-in demo catalog]"
+            } else {
+                ""
+            },
         );
         let status_upstreams = upstreams.clone();
         let status_pool = pool.clone();
-        let status: quiver_edge::http::StatusProvider = Arc::new(move || {
-            serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.as_ref().map(|p| p.stats())})
-        });
+        let status: quiver_edge::http::StatusProvider = Arc::new(
+            move || serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.as_ref().map(|p| p.stats())}),
+        );
         let serve_shutdown = shutdown.clone();
         tokio::spawn(async move {
             wait_for_signal().await;
@@ -135,10 +166,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 }
 
 /// The in-process executor: this process's upstream connections and a worker pool.
-async fn local_executor(upstreams: Arc<UpstreamSet>) -> anyhow::Result<(Arc<dyn Dispatch>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
+async fn local_executor(
+    upstreams: Arc<UpstreamSet>,
+) -> anyhow::Result<(Arc<dyn Dispatch>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
     let executor: Arc<dyn Dispatch> = Arc::new(LocalExecutor::new(upstreams));
     let program = std::env::current_exe().context("finding the quiver binary for workers")?;
-    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand { program, args: vec!["__worker".into()] }));
+    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand {
+        program,
+        args: vec!["__worker".into()],
+    }));
     if let Err(e) = pool.warm_up().await {
         tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
     }
@@ -148,7 +184,9 @@ async fn local_executor(upstreams: Arc<UpstreamSet>) -> anyhow::Result<(Arc<dyn 
 }
 
 /// Starts `quiver executor` as a child with the same upstreams and connects to it.
-async fn spawn_child_executor(args: &DevArgs) -> anyhow::Result<(tokio::process::Child, RemoteExecutor)> {
+async fn spawn_child_executor(
+    args: &DevArgs,
+) -> anyhow::Result<(tokio::process::Child, RemoteExecutor)> {
     use tokio::io::AsyncBufReadExt;
     let program = std::env::current_exe().context("finding the quiver binary")?;
     let mut command = tokio::process::Command::new(program);
@@ -183,35 +221,56 @@ async fn spawn_child_executor(args: &DevArgs) -> anyhow::Result<(tokio::process:
 
 /// Adds mock upstreams for `catalog`, or the demo catalogue when nothing else is
 /// configured; returns whether the demo is in use.
-pub(crate) fn add_upstreams(config: &mut DevConfig, catalog: Option<&std::path::Path>) -> anyhow::Result<bool> {
+pub(crate) fn add_upstreams(
+    config: &mut DevConfig,
+    catalog: Option<&std::path::Path>,
+) -> anyhow::Result<bool> {
     let exe = std::env::current_exe().context("finding the quiver binary to run mock upstreams")?;
     let exe = exe.to_string_lossy().into_owned();
     if let Some(path) = catalog {
-        let path = std::fs::canonicalize(path).with_context(|| format!("reading catalog {}", path.display()))?;
+        let path = std::fs::canonicalize(path)
+            .with_context(|| format!("reading catalog {}", path.display()))?;
         let catalog = Catalog::load(&path, "default")?;
         let file = path.to_string_lossy().into_owned();
-        config.upstreams.extend(catalog.servers.iter().map(|server| {
-            let mut upstream = UpstreamConfig::stdio(
-                server.id.clone(),
-                exe.clone(),
-                vec!["mock-upstream".into(), "--catalog".into(), file.clone(), "--server".into(), server.id.clone(), "--stdio".into()],
-            );
-            upstream.description = Some(server.description.clone());
-            upstream
-        }));
+        config
+            .upstreams
+            .extend(catalog.servers.iter().map(|server| {
+                let mut upstream = UpstreamConfig::stdio(
+                    server.id.clone(),
+                    exe.clone(),
+                    vec![
+                        "mock-upstream".into(),
+                        "--catalog".into(),
+                        file.clone(),
+                        "--server".into(),
+                        server.id.clone(),
+                        "--stdio".into(),
+                    ],
+                );
+                upstream.description = Some(server.description.clone());
+                upstream
+            }));
     }
     let using_demo = config.upstreams.is_empty();
     if using_demo {
         let catalog = Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?;
-        config.upstreams.extend(catalog.servers.iter().map(|server| {
-            let mut upstream = UpstreamConfig::stdio(
-                server.id.clone(),
-                exe.clone(),
-                vec!["mock-upstream".into(), "--demo".into(), "--server".into(), server.id.clone(), "--stdio".into()],
-            );
-            upstream.description = Some(server.description.clone());
-            upstream
-        }));
+        config
+            .upstreams
+            .extend(catalog.servers.iter().map(|server| {
+                let mut upstream = UpstreamConfig::stdio(
+                    server.id.clone(),
+                    exe.clone(),
+                    vec![
+                        "mock-upstream".into(),
+                        "--demo".into(),
+                        "--server".into(),
+                        server.id.clone(),
+                        "--stdio".into(),
+                    ],
+                );
+                upstream.description = Some(server.description.clone());
+                upstream
+            }));
     }
     Ok(using_demo)
 }
@@ -220,13 +279,14 @@ pub(crate) async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

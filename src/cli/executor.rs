@@ -61,28 +61,42 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let mut server = Server::builder();
     let mut security = "plaintext";
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        let cert_pem = std::fs::read(cert).with_context(|| format!("--tls-cert: reading {}", cert.display()))?;
-        let key_pem = std::fs::read(key).with_context(|| format!("--tls-key: reading {}", key.display()))?;
+        let cert_pem = std::fs::read(cert)
+            .with_context(|| format!("--tls-cert: reading {}", cert.display()))?;
+        let key_pem =
+            std::fs::read(key).with_context(|| format!("--tls-key: reading {}", key.display()))?;
         let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(cert_pem, key_pem));
         security = "TLS";
         if let Some(ca) = &args.tls_client_ca {
-            let ca_pem = std::fs::read(ca).with_context(|| format!("--tls-client-ca: reading {}", ca.display()))?;
+            let ca_pem = std::fs::read(ca)
+                .with_context(|| format!("--tls-client-ca: reading {}", ca.display()))?;
             tls = tls.client_ca_root(Certificate::from_pem(ca_pem));
             security = "mTLS";
         }
-        server = server.tls_config(tls).context("TLS configuration (check the certificate and key)")?;
+        server = server
+            .tls_config(tls)
+            .context("TLS configuration (check the certificate and key)")?;
     }
 
     let shutdown = CancellationToken::new();
     let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
     let store = Arc::new(ManifestStore::new());
     let discovery = Discovery::spawn(upstreams.clone(), store.clone(), shutdown.clone());
-    let first_round_limit = config.upstreams.iter().map(|u| u.connect_timeout()).max().unwrap_or_default() + std::time::Duration::from_secs(5);
+    let first_round_limit = config
+        .upstreams
+        .iter()
+        .map(|u| u.connect_timeout())
+        .max()
+        .unwrap_or_default()
+        + std::time::Duration::from_secs(5);
     let _ = tokio::time::timeout(first_round_limit, discovery.first_round()).await;
 
     let dispatch = Arc::new(LocalExecutor::new(upstreams.clone()));
     let program = std::env::current_exe().context("finding the quiver binary for workers")?;
-    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand { program, args: vec!["__worker".into()] }));
+    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand {
+        program,
+        args: vec!["__worker".into()],
+    }));
     if let Err(e) = pool.warm_up().await {
         tracing::warn!("sandbox workers are not starting ({e}); Execute will report errors");
     }
@@ -90,7 +104,9 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, dispatch.clone()));
     let service = ExecutorService::new(store.subscribe(), dispatch, scripts);
 
-    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("--listen: cannot listen on {}", args.listen))?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("--listen: cannot listen on {}", args.listen))?;
     let bound = listener.local_addr()?;
     let manifest = store.current();
     println!(

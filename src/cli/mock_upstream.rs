@@ -16,12 +16,13 @@ use quiver_proto::catalog::{Catalog, CatalogServer};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler, ServiceExt,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     },
     service::{Peer, RequestContext},
     transport::{
-        StreamableHttpServerConfig, StreamableHttpService, streamable_http_server::session::local::LocalSessionManager,
+        StreamableHttpServerConfig, StreamableHttpService,
+        streamable_http_server::session::local::LocalSessionManager,
     },
 };
 use serde_json::{Value, json};
@@ -66,14 +67,23 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
     let mock = MockServer::new(server, args.page_size.max(1), args.test_hooks);
     match args.listen {
         None => {
-            let running = mock.serve(rmcp::transport::stdio()).await.context("starting the stdio server")?;
+            let running = mock
+                .serve(rmcp::transport::stdio())
+                .await
+                .context("starting the stdio server")?;
             running.waiting().await.context("serving stdio")?;
         }
         Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
             let bound = listener.local_addr()?;
             let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
-            let service = StreamableHttpService::new(move || Ok(mock.clone()), Arc::new(LocalSessionManager::default()), config);
+            let service = StreamableHttpService::new(
+                move || Ok(mock.clone()),
+                Arc::new(LocalSessionManager::default()),
+                config,
+            );
             let app = axum::Router::new().nest_service("/mcp", service);
             println!("mock-upstream listening on http://{bound}/mcp");
             axum::serve(listener, app).await.context("serving HTTP")?;
@@ -84,12 +94,24 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
 
 fn select_server(catalog: &Catalog, wanted: Option<&str>) -> anyhow::Result<CatalogServer> {
     match wanted {
-        None => catalog.servers.first().cloned().context("the catalog has no servers"),
+        None => catalog
+            .servers
+            .first()
+            .cloned()
+            .context("the catalog has no servers"),
         Some(id) => match catalog.servers.iter().find(|s| s.id == id) {
             Some(s) => Ok(s.clone()),
             None => {
-                let ids: Vec<&str> = catalog.servers.iter().map(|s| s.id.as_str()).take(20).collect();
-                bail!("no server `{id}` in the catalog; it has: {}", ids.join(", "))
+                let ids: Vec<&str> = catalog
+                    .servers
+                    .iter()
+                    .map(|s| s.id.as_str())
+                    .take(20)
+                    .collect();
+                bail!(
+                    "no server `{id}` in the catalog; it has: {}",
+                    ids.join(", ")
+                )
             }
         },
     }
@@ -111,7 +133,11 @@ impl MockServer {
         let mut tools: Vec<Tool> = server
             .tools
             .iter()
-            .filter_map(|def| serde_json::to_value(def).ok().and_then(|v| serde_json::from_value(v).ok()))
+            .filter_map(|def| {
+                serde_json::to_value(def)
+                    .ok()
+                    .and_then(|v| serde_json::from_value(v).ok())
+            })
             .collect();
         if test_hooks {
             tools.extend(test_hook_tools());
@@ -134,7 +160,10 @@ impl MockServer {
 
 fn test_hook_tools() -> Vec<Tool> {
     let tool = |name: &str, description: &str, schema: Value| -> Option<Tool> {
-        serde_json::from_value(json!({"name": name, "description": description, "inputSchema": schema})).ok()
+        serde_json::from_value(
+            json!({"name": name, "description": description, "inputSchema": schema}),
+        )
+        .ok()
     };
     [
         tool("quiver_test_crash", "Exit the server process immediately (tests only).", json!({"type": "object"})),
@@ -162,12 +191,18 @@ impl ServerHandler for MockServer {
             tools.list_changed = Some(true);
         }
         ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new(self.id.clone(), env!("CARGO_PKG_VERSION")))
+            .with_server_info(Implementation::new(
+                self.id.clone(),
+                env!("CARGO_PKG_VERSION"),
+            ))
             .with_instructions(self.description.clone())
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        self.peers.lock().unwrap_or_else(|p| p.into_inner()).push(context.peer);
+        self.peers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(context.peer);
     }
 
     async fn list_tools(
@@ -183,7 +218,10 @@ impl ServerHandler for MockServer {
         };
         let tools = self.tools();
         let end = (start + self.page_size).min(tools.len());
-        let page = tools.get(start..end).map(<[Tool]>::to_vec).unwrap_or_default();
+        let page = tools
+            .get(start..end)
+            .map(<[Tool]>::to_vec)
+            .unwrap_or_default();
         let mut result = ListToolsResult::with_all_items(page);
         if end < tools.len() {
             result.next_cursor = Some(end.to_string());
@@ -198,16 +236,29 @@ impl ServerHandler for MockServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         if !self.tools().iter().any(|t| t.name == name) {
-            return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`"),
+                None,
+            ));
         }
         if self.test_hooks {
             match name.as_str() {
                 "quiver_test_crash" => std::process::exit(3),
                 "quiver_test_sleep" => {
-                    let ms = request.arguments.as_ref().and_then(|a| a.get("ms")).and_then(Value::as_u64).unwrap_or(0);
+                    let ms = request
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("ms"))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0);
                     // Tell the caller the call has started (tests wait for this before cancelling).
                     if let Some(token) = context.meta.get_progress_token() {
-                        let _ = context.peer.notify_progress(rmcp::model::ProgressNotificationParam::new(token, 0.0)).await;
+                        let _ = context
+                            .peer
+                            .notify_progress(rmcp::model::ProgressNotificationParam::new(
+                                token, 0.0,
+                            ))
+                            .await;
                     }
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_millis(ms)) => {}
@@ -219,7 +270,10 @@ impl ServerHandler for MockServer {
                 }
                 "quiver_test_stats" => {
                     let stats = json!({"cancelled": self.cancelled.load(std::sync::atomic::Ordering::SeqCst)});
-                    return Ok(CallToolResult::success(vec![ContentBlock::text(stats.to_string())]).into());
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(
+                        stats.to_string(),
+                    )])
+                    .into());
                 }
                 "quiver_test_add_tool" => {
                     let new_name = request

@@ -63,7 +63,10 @@ impl Tokenizers {
     }
 
     fn count(&self, text: &str) -> (usize, usize) {
-        (self.cl100k.encode_with_special_tokens(text).len(), self.o200k.encode_with_special_tokens(text).len())
+        (
+            self.cl100k.encode_with_special_tokens(text).len(),
+            self.o200k.encode_with_special_tokens(text).len(),
+        )
     }
 }
 
@@ -89,13 +92,17 @@ pub async fn run(args: TokensArgs) -> anyhow::Result<()> {
                 modes.push(mode_report(&tokenizers, mode, &up));
             }
             let mut scaling = Vec::new();
-            let mut sizes: Vec<usize> = [10, 50, 100, 250, 500].into_iter().filter(|&n| n < total).collect();
+            let mut sizes: Vec<usize> = [10, 50, 100, 250, 500]
+                .into_iter()
+                .filter(|&n| n < total)
+                .collect();
             sizes.push(total);
             for n in sizes {
                 let mut row = json!({"tools": n});
                 for mode in Mode::ALL {
                     let up = measure_catalog(&catalog, n, mode).await?;
-                    let (cl, o) = tokenizers.count(&format!("{}{}", up.instructions, up.tools_list));
+                    let (cl, o) =
+                        tokenizers.count(&format!("{}{}", up.instructions, up.tools_list));
                     row[mode.as_str()] = json!({"cl100k": cl, "o200k": o});
                 }
                 scaling.push(row);
@@ -162,8 +169,15 @@ fn mode_report(tokenizers: &Tokenizers, mode: Mode, up: &UpFront) -> Value {
 
 fn render_tables(report: &Value) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Up-front cost (initialize instructions + tools/list response as sent), source: {}\n", report["source"].as_str().unwrap_or(""));
-    let _ = writeln!(out, "| mode | tools listed | cl100k | o200k |\n|---|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "Up-front cost (initialize instructions + tools/list response as sent), source: {}\n",
+        report["source"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(
+        out,
+        "| mode | tools listed | cl100k | o200k |\n|---|---:|---:|---:|"
+    );
     for m in report["modes"].as_array().into_iter().flatten() {
         let _ = writeln!(
             out,
@@ -179,16 +193,31 @@ fn render_tables(report: &Value) -> String {
             let _ = writeln!(
                 out,
                 "\nCode-mode `search` (limit 5) over {} sample queries, cl100k: whole response max {} (mean {}; o200k max {}); text content alone max {}; structuredContent alone max {}",
-                s["queries"], s["max_cl100k"], s["mean_cl100k"], s["max_o200k"], s["max_text_cl100k"], s["max_structured_cl100k"]
+                s["queries"],
+                s["max_cl100k"],
+                s["mean_cl100k"],
+                s["max_o200k"],
+                s["max_text_cl100k"],
+                s["max_structured_cl100k"]
             );
         }
     }
     if let Some(rows) = report["scaling"].as_array() {
         let _ = writeln!(out, "\nScaling (cl100k / o200k tokens up front):\n");
-        let _ = writeln!(out, "| tools | passthrough | search | code |\n|---:|---:|---:|---:|");
+        let _ = writeln!(
+            out,
+            "| tools | passthrough | search | code |\n|---:|---:|---:|---:|"
+        );
         for row in rows {
             let cell = |mode: &str| format!("{} / {}", row[mode]["cl100k"], row[mode]["o200k"]);
-            let _ = writeln!(out, "| {} | {} | {} | {} |", row["tools"], cell("passthrough"), cell("search"), cell("code"));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                row["tools"],
+                cell("passthrough"),
+                cell("search"),
+                cell("code")
+            );
         }
     }
     out
@@ -198,7 +227,11 @@ fn render_tables(report: &Value) -> String {
 struct NoDispatch;
 
 impl Dispatch for NoDispatch {
-    fn call_tool(&self, call: ToolCall, _options: CallOptions) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        _options: CallOptions,
+    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move { Err(UpstreamError::Unknown(call.server)) })
     }
 
@@ -240,11 +273,22 @@ async fn measure_catalog(catalog: &Catalog, limit: usize, mode: Mode) -> anyhow:
     let store = ManifestStore::new();
     store.publish(truncated_entries(catalog, limit));
     // A pool that never starts a worker: `execute` is listed (and measured) but never run here.
-    let mut pool_config = PoolConfig::new(WorkerCommand { program: std::env::current_exe()?, args: vec!["__worker".into()] });
+    let mut pool_config = PoolConfig::new(WorkerCommand {
+        program: std::env::current_exe()?,
+        args: vec!["__worker".into()],
+    });
     pool_config.min_workers = 0;
-    let runner = Arc::new(ScriptRunner::new(WorkerPool::start(pool_config), Limits::default()));
+    let runner = Arc::new(ScriptRunner::new(
+        WorkerPool::start(pool_config),
+        Limits::default(),
+    ));
     let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, Arc::new(NoDispatch)));
-    let gateway = Gateway::with_scripts(store.subscribe(), Arc::new(NoDispatch), Some(scripts), EdgeConfig::default());
+    let gateway = Gateway::with_scripts(
+        store.subscribe(),
+        Arc::new(NoDispatch),
+        Some(scripts),
+        EdgeConfig::default(),
+    );
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
     let session = gateway.session(mode);
@@ -256,10 +300,18 @@ async fn measure_catalog(catalog: &Catalog, limit: usize, mode: Mode) -> anyhow:
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = BufReader::new(client_read).lines();
     let mut exchange = async |message: Value| -> anyhow::Result<String> {
-        client_write.write_all(format!("{message}\n").as_bytes()).await?;
-        let Some(id) = message.get("id").cloned() else { return Ok(String::new()) };
+        client_write
+            .write_all(format!("{message}\n").as_bytes())
+            .await?;
+        let Some(id) = message.get("id").cloned() else {
+            return Ok(String::new());
+        };
         while let Some(line) = lines.next_line().await? {
-            if serde_json::from_str::<Value>(&line).ok().and_then(|v| v.get("id").cloned()) == Some(id.clone()) {
+            if serde_json::from_str::<Value>(&line)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+                == Some(id.clone())
+            {
                 return Ok(line);
             }
         }
@@ -290,10 +342,19 @@ fn initialize_request() -> Value {
 
 fn up_front(init: &str, tools_list: String, searches: Vec<String>) -> anyhow::Result<UpFront> {
     let init: Value = serde_json::from_str(init).context("initialize response is not JSON")?;
-    let instructions = init["result"]["instructions"].as_str().unwrap_or("").to_string();
-    let list: Value = serde_json::from_str(&tools_list).context("tools/list response is not JSON")?;
+    let instructions = init["result"]["instructions"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let list: Value =
+        serde_json::from_str(&tools_list).context("tools/list response is not JSON")?;
     let tool_count = list["result"]["tools"].as_array().map_or(0, Vec::len);
-    Ok(UpFront { instructions, tools_list, tool_count, searches })
+    Ok(UpFront {
+        instructions,
+        tools_list,
+        tool_count,
+        searches,
+    })
 }
 
 async fn measure_url(base: &str, mode: Mode) -> anyhow::Result<UpFront> {
@@ -310,8 +371,15 @@ async fn measure_url(base: &str, mode: Mode) -> anyhow::Result<UpFront> {
         if let Some(id) = &session {
             request = request.header("Mcp-Session-Id", id);
         }
-        let response = request.send().await.with_context(|| format!("POST {url}"))?;
-        if let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("POST {url}"))?;
+        if let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
             session = Some(id.to_string());
         }
         let status = response.status();
@@ -319,15 +387,26 @@ async fn measure_url(base: &str, mode: Mode) -> anyhow::Result<UpFront> {
         if !status.is_success() {
             bail!("POST {url}: HTTP {status}: {body}");
         }
-        let Some(id) = message.get("id") else { return Ok(String::new()) };
+        let Some(id) = message.get("id") else {
+            return Ok(String::new());
+        };
         let candidates: Vec<&str> = if body.trim_start().starts_with('{') {
             vec![body.trim()]
         } else {
-            body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect()
+            body.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .collect()
         };
         candidates
             .into_iter()
-            .find(|c| serde_json::from_str::<Value>(c).ok().and_then(|v| v.get("id").cloned()).as_ref() == Some(id))
+            .find(|c| {
+                serde_json::from_str::<Value>(c)
+                    .ok()
+                    .and_then(|v| v.get("id").cloned())
+                    .as_ref()
+                    == Some(id)
+            })
             .map(str::to_string)
             .with_context(|| format!("no response to request {id} from {url}"))
     };

@@ -45,7 +45,10 @@ impl QuiverDev {
             .arg("dev")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -57,7 +60,9 @@ impl QuiverDev {
                 let _ = tx.send(line);
             }
         });
-        let banner = rx.recv_timeout(Duration::from_secs(120)).expect("quiver dev printed no startup line");
+        let banner = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("quiver dev printed no startup line");
         let url = banner
             .split_whitespace()
             .find(|w| w.starts_with("http://") || w.starts_with("https://"))
@@ -73,7 +78,10 @@ impl QuiverDev {
 
     /// `host:port` of the listener.
     pub fn authority(&self) -> String {
-        self.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string()
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string()
     }
 
     /// Whether the process is still running.
@@ -103,11 +111,18 @@ impl ClientHandler for Watcher {
 
 /// A plain rmcp client over Streamable HTTP.
 pub async fn connect(url: &str) -> RunningService<RoleClient, ()> {
-    ().serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("MCP client connects")
+    ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+        .await
+        .expect("MCP client connects")
 }
 
 /// A client that reports tool-list changes.
-pub async fn connect_watching(url: &str) -> (RunningService<RoleClient, Watcher>, tokio::sync::mpsc::UnboundedReceiver<()>) {
+pub async fn connect_watching(
+    url: &str,
+) -> (
+    RunningService<RoleClient, Watcher>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let client = Watcher { changed: tx }
         .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
@@ -117,11 +132,18 @@ pub async fn connect_watching(url: &str) -> (RunningService<RoleClient, Watcher>
 }
 
 /// Calls a tool with JSON arguments.
-pub async fn call<S: rmcp::Service<RoleClient>>(client: &RunningService<RoleClient, S>, name: &str, args: Value) -> CallToolResult {
+pub async fn call<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
     let arguments: Option<JsonObject> = args.as_object().cloned();
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = arguments;
-    client.call_tool(params).await.unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}"))
+    client
+        .call_tool(params)
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}"))
 }
 
 /// All text content of a result, joined.

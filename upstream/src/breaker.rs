@@ -40,7 +40,10 @@ pub struct Admission {
 impl CircuitBreaker {
     /// A closed breaker.
     pub fn new(config: BreakerConfig) -> CircuitBreaker {
-        CircuitBreaker { config, state: Mutex::new(State::Closed { failures: 0 }) }
+        CircuitBreaker {
+            config,
+            state: Mutex::new(State::Closed { failures: 0 }),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -80,10 +83,16 @@ impl CircuitBreaker {
         let mut state = self.lock();
         *state = match (*state, healthy) {
             (_, true) => State::Closed { failures: 0 },
-            (State::Closed { failures }, false) if failures + 1 < self.config.failures && !admission.probe => {
-                State::Closed { failures: failures + 1 }
+            (State::Closed { failures }, false)
+                if failures + 1 < self.config.failures && !admission.probe =>
+            {
+                State::Closed {
+                    failures: failures + 1,
+                }
             }
-            (_, false) => State::Open { until: Instant::now() + self.config.open_for },
+            (_, false) => State::Open {
+                until: Instant::now() + self.config.open_for,
+            },
         };
     }
 
@@ -102,7 +111,10 @@ mod tests {
     use super::*;
 
     fn breaker(open_for: Duration) -> CircuitBreaker {
-        CircuitBreaker::new(BreakerConfig { failures: 3, open_for })
+        CircuitBreaker::new(BreakerConfig {
+            failures: 3,
+            open_for,
+        })
     }
 
     #[test]
@@ -149,7 +161,10 @@ mod tests {
 
     #[test]
     fn zero_failures_disables_it() {
-        let b = CircuitBreaker::new(BreakerConfig { failures: 0, open_for: Duration::from_secs(60) });
+        let b = CircuitBreaker::new(BreakerConfig {
+            failures: 0,
+            open_for: Duration::from_secs(60),
+        });
         for _ in 0..10 {
             let a = b.admit().unwrap();
             b.record(a, false);

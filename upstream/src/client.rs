@@ -6,10 +6,7 @@
 //! versions Quiver serves (2025-06-18, 2025-11-25), so they are relayed.
 #![allow(deprecated)]
 
-use std::{
-    collections::HashMap,
-    sync::Arc,
-};
+use std::{collections::HashMap, sync::Arc};
 
 use futures::future::BoxFuture;
 use rmcp::{
@@ -30,7 +27,12 @@ pub type SinkFuture<'a, T> = BoxFuture<'a, T>;
 /// client that made the call. Implemented by the edge.
 pub trait CallSink: Send + Sync {
     /// Progress of the call (`progress`, `total`, `message` as the upstream sent them).
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) -> SinkFuture<'_, ()>;
+    fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> SinkFuture<'_, ()>;
     /// A log message the upstream emitted while the call ran.
     fn log(&self, params: LoggingMessageNotificationParam) -> SinkFuture<'_, ()>;
     /// A sampling request (`sampling/createMessage`) the upstream made while the call ran.
@@ -39,7 +41,10 @@ pub trait CallSink: Send + Sync {
         params: CreateMessageRequestParams,
     ) -> SinkFuture<'_, Result<CreateMessageResult, ErrorData>>;
     /// An elicitation request the upstream made while the call ran.
-    fn elicit(&self, params: ElicitRequestParams) -> SinkFuture<'_, Result<ElicitResult, ErrorData>>;
+    fn elicit(
+        &self,
+        params: ElicitRequestParams,
+    ) -> SinkFuture<'_, Result<ElicitResult, ErrorData>>;
 }
 
 /// The calls in flight on one connection, keyed by the progress token rmcp put
@@ -52,7 +57,9 @@ pub(crate) struct InFlight {
 
 impl InFlight {
     /// Locks the registry; hold it while sending a call and registering its token.
-    pub(crate) async fn lock(&self) -> tokio::sync::MutexGuard<'_, HashMap<ProgressToken, Arc<dyn CallSink>>> {
+    pub(crate) async fn lock(
+        &self,
+    ) -> tokio::sync::MutexGuard<'_, HashMap<ProgressToken, Arc<dyn CallSink>>> {
         self.calls.lock().await
     }
 
@@ -72,9 +79,10 @@ impl InFlight {
 
     async fn attribute(&self, token: Option<ProgressToken>) -> Option<Arc<dyn CallSink>> {
         if let Some(token) = token
-            && let Some(sink) = self.by_token(&token).await {
-                return Some(sink);
-            }
+            && let Some(sink) = self.by_token(&token).await
+        {
+            return Some(sink);
+        }
         self.sole().await
     }
 }
@@ -117,7 +125,9 @@ pub(crate) struct UpstreamClient {
 
 fn unattributable(kind: &str) -> ErrorData {
     ErrorData::invalid_request(
-        format!("{kind} can only be relayed while exactly one caller has a call in flight on this connection"),
+        format!(
+            "{kind} can only be relayed while exactly one caller has a call in flight on this connection"
+        ),
         None,
     )
 }
@@ -159,9 +169,14 @@ impl ClientHandler for UpstreamClient {
         sink.elicit(params).await
     }
 
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
         if let Some(sink) = self.in_flight.by_token(&params.progress_token).await {
-            sink.progress(params.progress, params.total, params.message).await;
+            sink.progress(params.progress, params.total, params.message)
+                .await;
         }
     }
 
@@ -172,7 +187,9 @@ impl ClientHandler for UpstreamClient {
     ) {
         match self.in_flight.sole().await {
             Some(sink) => sink.log(params).await,
-            None => tracing::debug!(logger = ?params.logger, "upstream log message not attributable to one caller"),
+            None => {
+                tracing::debug!(logger = ?params.logger, "upstream log message not attributable to one caller")
+            }
         }
     }
 

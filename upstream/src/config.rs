@@ -146,24 +146,37 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
                     return Err(misplaced("headers", "http"));
                 }
                 Transport::Stdio {
-                    command: raw.command.ok_or_else(|| format!("upstream `{id}`: missing `command` (the program to run)"))?,
+                    command: raw.command.ok_or_else(|| {
+                        format!("upstream `{id}`: missing `command` (the program to run)")
+                    })?,
                     args: raw.args.unwrap_or_default(),
                     env: raw.env.unwrap_or_default(),
                     cwd: raw.cwd,
                 }
             }
             "http" => {
-                for (key, present) in [("command", raw.command.is_some()), ("args", raw.args.is_some()), ("env", raw.env.is_some()), ("cwd", raw.cwd.is_some())] {
+                for (key, present) in [
+                    ("command", raw.command.is_some()),
+                    ("args", raw.args.is_some()),
+                    ("env", raw.env.is_some()),
+                    ("cwd", raw.cwd.is_some()),
+                ] {
                     if present {
                         return Err(misplaced(key, "stdio"));
                     }
                 }
                 Transport::Http {
-                    url: raw.url.ok_or_else(|| format!("upstream `{id}`: missing `url` (e.g. \"https://host/mcp\")"))?,
+                    url: raw.url.ok_or_else(|| {
+                        format!("upstream `{id}`: missing `url` (e.g. \"https://host/mcp\")")
+                    })?,
                     headers: raw.headers.unwrap_or_default(),
                 }
             }
-            other => return Err(format!("upstream `{id}`: transport = \"{other}\" is not known; use \"stdio\" or \"http\"")),
+            other => {
+                return Err(format!(
+                    "upstream `{id}`: transport = \"{other}\" is not known; use \"stdio\" or \"http\""
+                ));
+            }
         };
         Ok(UpstreamConfig {
             id: raw.id,
@@ -203,13 +216,24 @@ impl UpstreamConfig {
     pub fn stdio(id: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
         Self::with_transport(
             id,
-            Transport::Stdio { command: command.into(), args, env: BTreeMap::new(), cwd: None },
+            Transport::Stdio {
+                command: command.into(),
+                args,
+                env: BTreeMap::new(),
+                cwd: None,
+            },
         )
     }
 
     /// An HTTP upstream with defaults for everything else.
     pub fn http(id: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::with_transport(id, Transport::Http { url: url.into(), headers: BTreeMap::new() })
+        Self::with_transport(
+            id,
+            Transport::Http {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            },
+        )
     }
 
     fn with_transport(id: impl Into<String>, transport: Transport) -> Self {
@@ -236,7 +260,10 @@ impl UpstreamConfig {
 
     /// Circuit breaker settings.
     pub fn breaker(&self) -> crate::breaker::BreakerConfig {
-        crate::breaker::BreakerConfig { failures: self.breaker_failures, open_for: Duration::from_secs(self.breaker_open_secs) }
+        crate::breaker::BreakerConfig {
+            failures: self.breaker_failures,
+            open_for: Duration::from_secs(self.breaker_open_secs),
+        }
     }
 
     /// Call time limit.
@@ -251,15 +278,29 @@ impl UpstreamConfig {
 
     /// Checks the values serde cannot.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |key, message: String| ConfigError { id: self.id.clone(), key, message };
-        let valid_name = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let err = |key, message: String| ConfigError {
+            id: self.id.clone(),
+            key,
+            message,
+        };
+        let valid_name = |s: &str| {
+            s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
         if self.id.is_empty() || self.id.len() > 48 || !valid_name(&self.id) {
-            return Err(err("id", "must be 1-48 characters of [a-zA-Z0-9_-], e.g. `github`".into()));
+            return Err(err(
+                "id",
+                "must be 1-48 characters of [a-zA-Z0-9_-], e.g. `github`".into(),
+            ));
         }
         if let Some(ns) = &self.namespace
-            && (ns.len() > 32 || !valid_name(ns)) {
-                return Err(err("namespace", "must be at most 32 characters of [a-zA-Z0-9_-] (or \"\" for none)".into()));
-            }
+            && (ns.len() > 32 || !valid_name(ns))
+        {
+            return Err(err(
+                "namespace",
+                "must be at most 32 characters of [a-zA-Z0-9_-] (or \"\" for none)".into(),
+            ));
+        }
         if self.call_timeout_ms == 0 {
             return Err(err("call_timeout_ms", "must be greater than 0".into()));
         }
@@ -271,15 +312,25 @@ impl UpstreamConfig {
                 Err(err("command", "must name the program to run".into()))
             }
             Transport::Http { url, headers } => {
-                let parsed = url.parse::<http::Uri>().map_err(|e| err("url", format!("`{url}` is not a URL: {e}")))?;
+                let parsed = url
+                    .parse::<http::Uri>()
+                    .map_err(|e| err("url", format!("`{url}` is not a URL: {e}")))?;
                 if !matches!(parsed.scheme_str(), Some("http" | "https")) {
-                    return Err(err("url", format!("`{url}` must start with http:// or https://")));
+                    return Err(err(
+                        "url",
+                        format!("`{url}` must start with http:// or https://"),
+                    ));
                 }
                 for (name, value) in headers {
-                    http::HeaderName::try_from(name.as_str())
-                        .map_err(|_| err("headers", format!("`{name}` is not a valid header name")))?;
-                    http::HeaderValue::try_from(value.as_str())
-                        .map_err(|_| err("headers", format!("the value of `{name}` is not a valid header value")))?;
+                    http::HeaderName::try_from(name.as_str()).map_err(|_| {
+                        err("headers", format!("`{name}` is not a valid header name"))
+                    })?;
+                    http::HeaderValue::try_from(value.as_str()).map_err(|_| {
+                        err(
+                            "headers",
+                            format!("the value of `{name}` is not a valid header value"),
+                        )
+                    })?;
                 }
                 Ok(())
             }

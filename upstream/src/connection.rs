@@ -11,8 +11,8 @@ use quiver_proto::ToolDef;
 use rmcp::{
     RoleClient, ServiceError, ServiceExt,
     model::{
-        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, CallToolResult, ClientRequest, JsonObject, ListToolsRequest,
-        PaginatedRequestParams, ServerResult,
+        CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+        ClientRequest, JsonObject, ListToolsRequest, PaginatedRequestParams, ServerResult,
     },
     service::{PeerRequestOptions, RunningServiceCancellationToken},
     transport::{
@@ -78,7 +78,11 @@ pub struct CallOptions {
 
 impl Default for CallOptions {
     fn default() -> Self {
-        CallOptions { timeout: None, cancel: CancellationToken::new(), sink: None }
+        CallOptions {
+            timeout: None,
+            cancel: CancellationToken::new(),
+            sink: None,
+        }
     }
 }
 
@@ -100,7 +104,9 @@ pub struct Upstream {
 }
 
 fn now_secs() -> u64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Upstream {
@@ -144,7 +150,11 @@ impl Upstream {
 
     /// Current status.
     pub fn status(&self) -> UpstreamStatus {
-        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut status = self
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         status.breaker = self.breaker.state_name();
         status
     }
@@ -160,7 +170,11 @@ impl Upstream {
 
     /// The server's description as it introduced itself (instructions or name), once connected.
     pub async fn description(&self) -> Option<String> {
-        self.live.lock().await.as_ref().map(|l| l.description.clone())
+        self.live
+            .lock()
+            .await
+            .as_ref()
+            .map(|l| l.description.clone())
     }
 
     /// Closes the connection (and its child process) and stops reconnecting.
@@ -209,7 +223,10 @@ impl Upstream {
     }
 
     fn unavailable(&self, reason: String) -> UpstreamError {
-        UpstreamError::Unavailable { id: self.config.id.clone(), reason }
+        UpstreamError::Unavailable {
+            id: self.config.id.clone(),
+            reason,
+        }
     }
 
     fn failed(&self, reason: String) -> UpstreamError {
@@ -224,9 +241,17 @@ impl Upstream {
 
     async fn connect(self: &Arc<Self>) -> Result<Live, String> {
         let (signals, mut signal_rx) = mpsc::unbounded_channel();
-        let handler = UpstreamClient { in_flight: self.in_flight.clone(), signals };
+        let handler = UpstreamClient {
+            in_flight: self.in_flight.clone(),
+            signals,
+        };
         let service = match &self.config.transport {
-            Transport::Stdio { command, args, env, cwd } => {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).env_clear();
                 for key in ["PATH", "HOME", "LANG", "TMPDIR", "RUST_LOG"] {
@@ -246,7 +271,10 @@ impl Upstream {
                     let id = self.config.id.clone();
                     tokio::spawn(forward_stderr(id, stderr));
                 }
-                handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?
             }
             Transport::Http { url, headers } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -254,14 +282,18 @@ impl Upstream {
                     if name.eq_ignore_ascii_case("authorization") {
                         let token = value.strip_prefix("Bearer ").unwrap_or(value);
                         config = config.auth_header(token.to_string());
-                    } else if let (Ok(n), Ok(v)) =
-                        (http::HeaderName::try_from(name.as_str()), http::HeaderValue::try_from(value.as_str()))
-                    {
+                    } else if let (Ok(n), Ok(v)) = (
+                        http::HeaderName::try_from(name.as_str()),
+                        http::HeaderValue::try_from(value.as_str()),
+                    ) {
                         config.custom_headers.insert(n, v);
                     }
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
-                handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?
             }
         };
         let peer = service.peer().clone();
@@ -271,7 +303,11 @@ impl Upstream {
                 info.instructions
                     .clone()
                     .filter(|i| !i.trim().is_empty())
-                    .or_else(|| info.server_info.as_ref().and_then(|s| s.description.clone()))
+                    .or_else(|| {
+                        info.server_info
+                            .as_ref()
+                            .and_then(|s| s.description.clone())
+                    })
                     .or_else(|| info.server_info.as_ref().and_then(|s| s.title.clone()))
                     .or_else(|| info.server_info.as_ref().map(|s| s.name.clone()))
                     .unwrap_or_default()
@@ -304,7 +340,11 @@ impl Upstream {
                 }
             }
         });
-        Ok(Live { peer, stop, description })
+        Ok(Live {
+            peer,
+            stop,
+            description,
+        })
     }
 
     /// Lists every tool, following pagination. Listing has no side effects, so a
@@ -319,7 +359,11 @@ impl Upstream {
                     self.set_status(|s| s.tools = tools.len());
                     return Ok(tools);
                 }
-                Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) if attempt < 2 => continue,
+                Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
+                    if attempt < 2 =>
+                {
+                    continue;
+                }
                 Err(e) => return Err(self.service_error(e, self.config.call_timeout())),
             }
         }
@@ -333,14 +377,20 @@ impl Upstream {
                 PaginatedRequestParams::default().with_cursor(cursor.take()),
             ));
             let options = PeerRequestOptions::with_timeout(self.config.call_timeout());
-            let response = peer.send_request_with_option(request, options).await?.await_response().await?;
+            let response = peer
+                .send_request_with_option(request, options)
+                .await?
+                .await_response()
+                .await?;
             let ServerResult::ListToolsResult(page) = response else {
                 return Err(ServiceError::UnexpectedResponse);
             };
             for tool in page.tools {
                 match serde_json::to_value(&tool).and_then(serde_json::from_value::<ToolDef>) {
                     Ok(def) => tools.push(def),
-                    Err(e) => tracing::warn!(upstream = %self.config.id, tool = %tool.name, "skipping tool: {e}"),
+                    Err(e) => {
+                        tracing::warn!(upstream = %self.config.id, tool = %tool.name, "skipping tool: {e}")
+                    }
                 }
             }
             match page.next_cursor {
@@ -361,11 +411,20 @@ impl Upstream {
     ) -> Result<CallToolResult, UpstreamError> {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        match self.request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), options).await? {
+        match self
+            .request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                options,
+            )
+            .await?
+        {
             ServerResult::CallToolResult(result) => Ok(result),
             other => Err(UpstreamError::Protocol {
                 id: self.config.id.clone(),
-                detail: format!("expected a tools/call result, got {}", response_kind(&other)),
+                detail: format!(
+                    "expected a tools/call result, got {}",
+                    response_kind(&other)
+                ),
             }),
         }
     }
@@ -381,7 +440,10 @@ impl Upstream {
         let admission = self
             .breaker
             .admit()
-            .map_err(|retry_in| UpstreamError::CircuitOpen { id: self.config.id.clone(), retry_in })?;
+            .map_err(|retry_in| UpstreamError::CircuitOpen {
+                id: self.config.id.clone(),
+                retry_in,
+            })?;
         let result = self.request_once(request, options).await;
         let healthy = match &result {
             Ok(_) | Err(UpstreamError::Remote { .. } | UpstreamError::Cancelled { .. }) => true,
@@ -396,7 +458,9 @@ impl Upstream {
         request: ClientRequest,
         options: CallOptions,
     ) -> Result<ServerResult, UpstreamError> {
-        let timeout = options.timeout.unwrap_or_else(|| self.config.call_timeout());
+        let timeout = options
+            .timeout
+            .unwrap_or_else(|| self.config.call_timeout());
         let peer = tokio::select! {
             peer = self.peer() => peer?,
             () = options.cancel.cancelled() => return Err(UpstreamError::Cancelled { id: self.config.id.clone() }),
@@ -416,7 +480,10 @@ impl Upstream {
             })?;
         let guard = options.sink.map(|sink| {
             registry.insert(handle.progress_token.clone(), sink);
-            InFlightGuard { token: handle.progress_token.clone(), in_flight: self.in_flight.clone() }
+            InFlightGuard {
+                token: handle.progress_token.clone(),
+                in_flight: self.in_flight.clone(),
+            }
         });
         drop(registry);
         let id = handle.id.clone();
@@ -438,11 +505,16 @@ impl Upstream {
                         Some(format!("timed out after {timeout:?}")),
                     ))
                     .await;
-                Err(UpstreamError::Timeout { id: self.config.id.clone(), timeout })
+                Err(UpstreamError::Timeout {
+                    id: self.config.id.clone(),
+                    timeout,
+                })
             }
             Ok(Ok(result)) => Ok(result),
             Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
-                Err(UpstreamError::LostDuringCall { id: self.config.id.clone() })
+                Err(UpstreamError::LostDuringCall {
+                    id: self.config.id.clone(),
+                })
             }
             Ok(Err(e)) => Err(self.service_error(e, timeout)),
         }
@@ -452,7 +524,9 @@ impl Upstream {
     /// `prompts`, `completions`), once connected.
     pub async fn features(&self) -> Vec<String> {
         let live = self.live.lock().await;
-        let Some(info) = live.as_ref().and_then(|l| l.peer.peer_info()) else { return Vec::new() };
+        let Some(info) = live.as_ref().and_then(|l| l.peer.peer_info()) else {
+            return Vec::new();
+        };
         let caps = &info.capabilities;
         let mut features = Vec::new();
         if caps.completions.is_some() {
@@ -470,13 +544,20 @@ impl Upstream {
     fn service_error(&self, error: ServiceError, timeout: Duration) -> UpstreamError {
         let id = self.config.id.clone();
         match error {
-            ServiceError::McpError(e) => UpstreamError::Remote { id, code: e.code.0, message: e.message.to_string() },
+            ServiceError::McpError(e) => UpstreamError::Remote {
+                id,
+                code: e.code.0,
+                message: e.message.to_string(),
+            },
             ServiceError::Timeout { .. } => UpstreamError::Timeout { id, timeout },
             ServiceError::Cancelled { .. } => UpstreamError::Cancelled { id },
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 self.unavailable("connection closed".into())
             }
-            other => UpstreamError::Protocol { id, detail: other.to_string() },
+            other => UpstreamError::Protocol {
+                id,
+                detail: other.to_string(),
+            },
         }
     }
 }
@@ -484,7 +565,10 @@ impl Upstream {
 fn response_kind(result: &ServerResult) -> String {
     serde_json::to_value(result)
         .ok()
-        .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")))
+        .and_then(|v| {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+        })
         .unwrap_or_else(|| "an unknown result".into())
 }
 

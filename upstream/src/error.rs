@@ -18,13 +18,17 @@ pub enum UpstreamError {
         reason: String,
     },
     /// The connection broke after the call was sent: it may or may not have run.
-    #[error("upstream `{id}` connection lost during the call; it may or may not have run and was not retried")]
+    #[error(
+        "upstream `{id}` connection lost during the call; it may or may not have run and was not retried"
+    )]
     LostDuringCall {
         /// Upstream id.
         id: String,
     },
     /// The call did not finish in time (a cancellation was sent upstream).
-    #[error("upstream `{id}` did not answer within {timeout:?}; the call was cancelled and not retried")]
+    #[error(
+        "upstream `{id}` did not answer within {timeout:?}; the call was cancelled and not retried"
+    )]
     Timeout {
         /// Upstream id.
         id: String,
@@ -32,7 +36,9 @@ pub enum UpstreamError {
         timeout: Duration,
     },
     /// The circuit breaker is open after repeated failures; nothing was sent.
-    #[error("upstream `{id}` is failing; calls are paused for {retry_in:?} (circuit breaker open), nothing was sent")]
+    #[error(
+        "upstream `{id}` is failing; calls are paused for {retry_in:?} (circuit breaker open), nothing was sent"
+    )]
     CircuitOpen {
         /// Upstream id.
         id: String,

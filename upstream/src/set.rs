@@ -17,12 +17,19 @@ pub struct UpstreamSet {
 impl UpstreamSet {
     /// One [`Upstream`] per config (not yet connected).
     pub fn new(configs: impl IntoIterator<Item = UpstreamConfig>) -> UpstreamSet {
-        UpstreamSet { upstreams: configs.into_iter().map(|c| (c.id.clone(), Upstream::new(c))).collect() }
+        UpstreamSet {
+            upstreams: configs
+                .into_iter()
+                .map(|c| (c.id.clone(), Upstream::new(c)))
+                .collect(),
+        }
     }
 
     /// The upstream with this id.
     pub fn get(&self, id: &str) -> Result<&Arc<Upstream>, UpstreamError> {
-        self.upstreams.get(id).ok_or_else(|| UpstreamError::Unknown(id.to_string()))
+        self.upstreams
+            .get(id)
+            .ok_or_else(|| UpstreamError::Unknown(id.to_string()))
     }
 
     /// All upstreams in id order.

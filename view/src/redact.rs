@@ -43,14 +43,21 @@ mod tests {
     fn removes_credentials_urls_addresses_and_paths() {
         let text = "cannot start `/usr/local/bin/github-mcp`: token=ghp_abcdefghijklmnop at https://api.example.com/v1?key=1 from 10.1.2.3:8443 Authorization: Bearer abc.def.ghi.jkl";
         let clean = redact(text);
-        for secret in ["/usr/local/bin", "ghp_abcdefghijklmnop", "api.example.com", "10.1.2.3", "abc.def.ghi.jkl"] {
+        for secret in [
+            "/usr/local/bin",
+            "ghp_abcdefghijklmnop",
+            "api.example.com",
+            "10.1.2.3",
+            "abc.def.ghi.jkl",
+        ] {
             assert!(!clean.contains(secret), "{secret} leaked: {clean}");
         }
     }
 
     #[test]
     fn keeps_ordinary_text() {
-        let text = "upstream `weather` did not answer within 30s; the call was cancelled and not retried";
+        let text =
+            "upstream `weather` did not answer within 30s; the call was cancelled and not retried";
         assert_eq!(redact(text), text);
     }
 
@@ -58,6 +65,9 @@ mod tests {
     fn removes_private_keys_and_jwts() {
         let text = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY----- eyJhbGciOi.eyJzdWIiOiIx.sig";
         let clean = redact(text);
-        assert!(!clean.contains("MIIE") && !clean.contains("eyJhbGciOi"), "{clean}");
+        assert!(
+            !clean.contains("MIIE") && !clean.contains("eyJhbGciOi"),
+            "{clean}"
+        );
     }
 }

@@ -42,7 +42,10 @@ impl ArgumentCheck {
     /// the validator cannot compile (e.g. remote `$ref`s) is checked only for
     /// required fields and declared properties.
     pub fn compile(schema: &Value) -> ArgumentCheck {
-        let validator = match jsonschema::options().should_validate_formats(false).build(schema) {
+        let validator = match jsonschema::options()
+            .should_validate_formats(false)
+            .build(schema)
+        {
             Ok(v) => Some(v),
             Err(e) => {
                 tracing::debug!("input schema not compiled, checking structure only: {e}");
@@ -70,7 +73,11 @@ impl ArgumentCheck {
             .unwrap_or_default();
         fields.sort_by(|a, b| b.required.cmp(&a.required).then(a.name.cmp(&b.name)));
         let closed = matches!(schema.get("additionalProperties"), Some(Value::Bool(false)));
-        ArgumentCheck { validator, fields, closed }
+        ArgumentCheck {
+            validator,
+            fields,
+            closed,
+        }
     }
 
     /// Checks `arguments` (an object, or absent) under `mode`.
@@ -91,14 +98,24 @@ impl ArgumentCheck {
                 for error in validator.iter_errors(arguments) {
                     let path = error.instance_path().to_string();
                     let field = path.trim_start_matches('/').to_string();
-                    let field = if field.is_empty() { "(arguments)".to_string() } else { field };
-                    problems.push(Problem { field, message: error.to_string() });
+                    let field = if field.is_empty() {
+                        "(arguments)".to_string()
+                    } else {
+                        field
+                    };
+                    problems.push(Problem {
+                        field,
+                        message: error.to_string(),
+                    });
                 }
             }
             None => {
                 for f in self.fields.iter().filter(|f| f.required) {
                     if !object.contains_key(&f.name) {
-                        problems.push(Problem { field: f.name.clone(), message: format!("required field is missing ({})", f.kind) });
+                        problems.push(Problem {
+                            field: f.name.clone(),
+                            message: format!("required field is missing ({})", f.kind),
+                        });
                     }
                 }
             }
@@ -106,28 +123,46 @@ impl ArgumentCheck {
         if mode == ValidationMode::Strict || (self.validator.is_none() && self.closed) {
             for key in object.keys() {
                 if !self.fields.iter().any(|f| &f.name == key) {
-                    problems.push(Problem { field: key.clone(), message: "not a field of this tool".into() });
+                    problems.push(Problem {
+                        field: key.clone(),
+                        message: "not a field of this tool".into(),
+                    });
                 }
             }
         }
         problems.dedup();
-        if problems.is_empty() { Ok(()) } else { Err(self.errors(problems)) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(self.errors(problems))
+        }
     }
 
     fn errors(&self, problems: Vec<Problem>) -> ArgumentErrors {
         let valid_fields = self
             .fields
             .iter()
-            .map(|f| if f.required { format!("{} ({}, required)", f.name, f.kind) } else { format!("{} ({})", f.name, f.kind) })
+            .map(|f| {
+                if f.required {
+                    format!("{} ({}, required)", f.name, f.kind)
+                } else {
+                    format!("{} ({})", f.name, f.kind)
+                }
+            })
             .collect();
-        ArgumentErrors { problems, valid_fields }
+        ArgumentErrors {
+            problems,
+            valid_fields,
+        }
     }
 }
 
 impl ArgumentErrors {
     /// The message shown to a model, for tool `name`.
     pub fn message(&self, name: &str) -> String {
-        let mut text = format!("invalid arguments for `{name}`; nothing was sent to the tool. Fix these and call again:\n");
+        let mut text = format!(
+            "invalid arguments for `{name}`; nothing was sent to the tool. Fix these and call again:\n"
+        );
         for p in &self.problems {
             let _ = writeln!(text, "- {}: {}", p.field, p.message);
         }
@@ -171,11 +206,18 @@ fn describe_type(schema: &Value) -> String {
     }
     match schema.get("type") {
         Some(Value::String(t)) if t == "array" => {
-            let item = schema.get("items").map(describe_type).unwrap_or_else(|| "any".into());
+            let item = schema
+                .get("items")
+                .map(describe_type)
+                .unwrap_or_else(|| "any".into());
             format!("{item}[]")
         }
         Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("|"),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
         _ => "any".into(),
     }
 }
@@ -198,14 +240,25 @@ mod tests {
 
     #[test]
     fn names_every_offending_field() {
-        let errors = weather().check(&json!({"days": "three", "units": "kelvin"}), ValidationMode::Schema).unwrap_err();
+        let errors = weather()
+            .check(
+                &json!({"days": "three", "units": "kelvin"}),
+                ValidationMode::Schema,
+            )
+            .unwrap_err();
         let fields: Vec<&str> = errors.problems.iter().map(|p| p.field.as_str()).collect();
-        assert!(fields.contains(&"(arguments)"), "missing required is reported at the root: {fields:?}");
+        assert!(
+            fields.contains(&"(arguments)"),
+            "missing required is reported at the root: {fields:?}"
+        );
         assert!(fields.contains(&"days"), "{fields:?}");
         assert!(fields.contains(&"units"), "{fields:?}");
         let message = errors.message("weather__forecast");
         assert!(message.contains("city"), "{message}");
-        assert!(message.contains("Valid fields: city (string, required)"), "{message}");
+        assert!(
+            message.contains("Valid fields: city (string, required)"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -223,7 +276,9 @@ mod tests {
 
     #[test]
     fn non_object_arguments_are_rejected() {
-        let errors = weather().check(&json!([1, 2]), ValidationMode::Schema).unwrap_err();
+        let errors = weather()
+            .check(&json!([1, 2]), ValidationMode::Schema)
+            .unwrap_err();
         assert!(errors.problems[0].message.contains("expected an object"));
     }
 
@@ -234,8 +289,16 @@ mod tests {
             "type": "object",
             "properties": {"n": {"type": "number", "exclusiveMaximum": 10}},
         }));
-        assert!(check.check(&json!({"n": 5}), ValidationMode::Schema).is_ok());
-        assert!(check.check(&json!({"n": 11}), ValidationMode::Schema).is_err());
+        assert!(
+            check
+                .check(&json!({"n": 5}), ValidationMode::Schema)
+                .is_ok()
+        );
+        assert!(
+            check
+                .check(&json!({"n": 11}), ValidationMode::Schema)
+                .is_err()
+        );
     }
 
     #[test]
@@ -246,6 +309,10 @@ mod tests {
             "required": ["a"]
         }));
         assert!(check.check(&json!({}), ValidationMode::Schema).is_err());
-        assert!(check.check(&json!({"a": 1}), ValidationMode::Schema).is_ok());
+        assert!(
+            check
+                .check(&json!({"a": 1}), ValidationMode::Schema)
+                .is_ok()
+        );
     }
 }

@@ -45,13 +45,30 @@ impl ToolView {
 
     /// The view of the given manifest tool indices.
     pub fn with_tools(manifest: Arc<Manifest>, tools: Vec<usize>) -> ToolView {
-        let by_exposed = tools.iter().enumerate().map(|(i, &t)| (manifest.tools[t].exposed_name.clone(), i)).collect();
-        let mut servers: Vec<usize> = tools.iter().map(|&t| manifest.tools[t].server_index).collect();
+        let by_exposed = tools
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (manifest.tools[t].exposed_name.clone(), i))
+            .collect();
+        let mut servers: Vec<usize> = tools
+            .iter()
+            .map(|&t| manifest.tools[t].server_index)
+            .collect();
         servers.dedup();
-        let docs: Vec<SearchDoc> = tools.iter().map(|&t| search_doc(&manifest, &manifest.tools[t])).collect();
+        let docs: Vec<SearchDoc> = tools
+            .iter()
+            .map(|&t| search_doc(&manifest, &manifest.tools[t]))
+            .collect();
         let search = SearchIndex::build(&docs);
         let checks = tools.iter().map(|_| OnceLock::new()).collect();
-        ToolView { manifest, tools, by_exposed, servers, search, checks }
+        ToolView {
+            manifest,
+            tools,
+            by_exposed,
+            servers,
+            search,
+            checks,
+        }
     }
 
     /// The manifest this view is of.
@@ -72,7 +89,11 @@ impl ToolView {
     /// The visible tool at view position `index`.
     pub fn get(&self, index: usize) -> ViewTool<'_> {
         let tool = &self.manifest.tools[self.tools[index]];
-        ViewTool { index, tool, server: &self.manifest.servers[tool.server_index] }
+        ViewTool {
+            index,
+            tool,
+            server: &self.manifest.servers[tool.server_index],
+        }
     }
 
     /// Every visible tool, in manifest order.
@@ -96,7 +117,10 @@ impl ToolView {
     }
 
     /// Visible tools of one server.
-    pub fn tools_of<'a>(&'a self, server: &'a ManifestServer) -> impl Iterator<Item = ViewTool<'a>> + 'a {
+    pub fn tools_of<'a>(
+        &'a self,
+        server: &'a ManifestServer,
+    ) -> impl Iterator<Item = ViewTool<'a>> + 'a {
         self.iter().filter(move |t| t.server.id == server.id)
     }
 
@@ -108,17 +132,23 @@ impl ToolView {
         }
         let (server, tool) = name.split_once('.').or_else(|| name.split_once('/'))?;
         let server = self.server(server)?;
-        self.tools_of(server).find(|t| t.tool.js == tool || t.tool.def.name == tool)
+        self.tools_of(server)
+            .find(|t| t.tool.js == tool || t.tool.def.name == tool)
     }
 
     /// Ranked matches for `query`.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(ViewTool<'_>, f32)> {
-        self.search.search(query, limit).into_iter().map(|hit| (self.get(hit.doc), hit.score)).collect()
+        self.search
+            .search(query, limit)
+            .into_iter()
+            .map(|hit| (self.get(hit.doc), hit.score))
+            .collect()
     }
 
     /// The compiled argument check of the tool at view position `index` (compiled on first use).
     pub fn check(&self, index: usize) -> &ArgumentCheck {
-        self.checks[index].get_or_init(|| ArgumentCheck::compile(&self.get(index).tool.def.input_schema))
+        self.checks[index]
+            .get_or_init(|| ArgumentCheck::compile(&self.get(index).tool.def.input_schema))
     }
 
     /// Names every visible tool could be called by (for "did you mean").

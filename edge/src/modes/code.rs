@@ -45,9 +45,13 @@ pub fn list(execute: bool) -> Vec<Tool> {
         ),
     ];
     if execute {
-        tools.push(meta_tool("execute", &execute_description(), json!({"type": "object", "properties": {
+        tools.push(meta_tool(
+            "execute",
+            &execute_description(),
+            json!({"type": "object", "properties": {
             "code": {"type": "string", "description": "JavaScript: the body of an async function"}
-        }, "required": ["code"]})));
+        }, "required": ["code"]}),
+        ));
     }
     tools
 }
@@ -92,7 +96,11 @@ pub async fn execute_tool(
         Err(e) => return *e,
     };
     let Some(scripts) = gateway.scripts() else {
-        return tool_error("unavailable", "scripts are not enabled on this gateway".into(), json!({}));
+        return tool_error(
+            "unavailable",
+            "scripts are not enabled on this gateway".into(),
+            json!({}),
+        );
     };
     match scripts.execute(&args.code, session, view, cancel).await {
         Ok(outcome) => {
@@ -104,23 +112,47 @@ pub async fn execute_tool(
                     if !logs.is_empty() {
                         let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
                     }
-                    tool_ok(text, Some(json!({"result": result, "logs": logs, "truncated": outcome.truncated})))
+                    tool_ok(
+                        text,
+                        Some(
+                            json!({"result": result, "logs": logs, "truncated": outcome.truncated}),
+                        ),
+                    )
                 }
                 Some(error) => {
-                    let at = error.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-                    let mut text = format!("script {}: {}{at}", error.kind, quiver_view::redact::redact(&error.message));
+                    let at = error
+                        .line
+                        .map(|l| format!(" (line {l})"))
+                        .unwrap_or_default();
+                    let mut text = format!(
+                        "script {}: {}{at}",
+                        error.kind,
+                        quiver_view::redact::redact(&error.message)
+                    );
                     if !logs.is_empty() {
                         let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
                     }
-                    tool_error(&format!("script_{}", error.kind), text, json!({"line": error.line, "logs": logs}))
+                    tool_error(
+                        &format!("script_{}", error.kind),
+                        text,
+                        json!({"line": error.line, "logs": logs}),
+                    )
                 }
             }
         }
         Err(ExecuteError::Rejected(errors)) => {
             let violations = serde_json::to_value(&errors.errors).unwrap_or_default();
-            tool_error("script_rejected", format!("the script was rejected before running; fix and resend:\n{errors}"), json!({"violations": violations}))
+            tool_error(
+                "script_rejected",
+                format!("the script was rejected before running; fix and resend:\n{errors}"),
+                json!({"violations": violations}),
+            )
         }
-        Err(e) => tool_error("executor_error", quiver_view::redact::redact(&e.to_string()), json!({})),
+        Err(e) => tool_error(
+            "executor_error",
+            quiver_view::redact::redact(&e.to_string()),
+            json!({}),
+        ),
     }
 }
 
@@ -154,15 +186,25 @@ pub fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
         Ok(a) => a,
         Err(e) => return *e,
     };
-    let path = args.path.as_deref().map(str::trim).filter(|p| !p.is_empty() && *p != "/");
+    let path = args
+        .path
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && *p != "/");
     match path {
         None => {
             let mut text = String::new();
             let mut servers = Vec::new();
             for server in view.servers() {
                 let count = view.tools_of(server).count();
-                let _ = writeln!(text, "{} — {} ({count} tools)", server.js, server.description);
-                servers.push(json!({"name": server.js, "description": server.description, "tools": count}));
+                let _ = writeln!(
+                    text,
+                    "{} — {} ({count} tools)",
+                    server.js, server.description
+                );
+                servers.push(
+                    json!({"name": server.js, "description": server.description, "tools": count}),
+                );
             }
             if servers.is_empty() {
                 text.push_str("No servers are available yet.");
@@ -170,15 +212,29 @@ pub fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
             tool_ok(text, Some(json!({"servers": servers})))
         }
         Some(path) => {
-            let name = path.trim_start_matches('/').trim_start_matches("tools.").trim_end_matches('/');
+            let name = path
+                .trim_start_matches('/')
+                .trim_start_matches("tools.")
+                .trim_end_matches('/');
             let Some(server) = view.server(name) else {
                 let suggestions = closest(name, view.servers().map(|s| s.js.as_str()), 3);
                 let hint = if suggestions.is_empty() {
                     "call list without a path to see the servers".to_string()
                 } else {
-                    format!("did you mean {}?", suggestions.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "))
+                    format!(
+                        "did you mean {}?",
+                        suggestions
+                            .iter()
+                            .map(|s| format!("`{s}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 };
-                return tool_error("unknown_server", format!("unknown server `{name}`; {hint}"), json!({"suggestions": suggestions}));
+                return tool_error(
+                    "unknown_server",
+                    format!("unknown server `{name}`; {hint}"),
+                    json!({"suggestions": suggestions}),
+                );
             };
             let mut text = String::new();
             let mut tools = Vec::new();
@@ -192,7 +248,11 @@ pub fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
 }
 
 /// `search {query, limit?}`.
-pub fn search_tool(view: &ToolView, args: Option<JsonObject>, default_limit: usize) -> CallToolResult {
+pub fn search_tool(
+    view: &ToolView,
+    args: Option<JsonObject>,
+    default_limit: usize,
+) -> CallToolResult {
     let args: SearchArgs = match parse_args("search", args, "{query: string, limit?: integer}") {
         Ok(a) => a,
         Err(e) => return *e,
@@ -200,7 +260,10 @@ pub fn search_tool(view: &ToolView, args: Option<JsonObject>, default_limit: usi
     let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
     let hits = view.search(&args.query, limit);
     if hits.is_empty() {
-        return tool_ok(format!("No tools match `{}`.", args.query), Some(json!({"results": []})));
+        return tool_ok(
+            format!("No tools match `{}`.", args.query),
+            Some(json!({"results": []})),
+        );
     }
     let mut text = String::new();
     let mut results = Vec::with_capacity(hits.len());
@@ -240,7 +303,11 @@ pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResul
         Names::One(n) => vec![n],
     };
     if names.is_empty() {
-        return tool_error("invalid_arguments", "`names` is empty; pass tool names from search or list".into(), json!({}));
+        return tool_error(
+            "invalid_arguments",
+            "`names` is empty; pass tool names from search or list".into(),
+            json!({}),
+        );
     }
     let mut text = String::new();
     let mut unknown = Vec::new();
@@ -259,14 +326,26 @@ pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResul
         }
     }
     if names.len() > MAX_DESCRIBE {
-        let _ = writeln!(text, "// {} more names not described; ask again for them.", names.len() - MAX_DESCRIBE);
+        let _ = writeln!(
+            text,
+            "// {} more names not described; ask again for them.",
+            names.len() - MAX_DESCRIBE
+        );
     }
     if text.is_empty() {
         return unknown_tool(view, &unknown[0], "use search or list to find tool names");
     }
     for name in unknown {
         let suggestions = closest(&name, view.exposed_names(), 3);
-        let _ = writeln!(text, "// unknown tool `{name}`{}", if suggestions.is_empty() { String::new() } else { format!("; did you mean {}?", suggestions.join(", ")) });
+        let _ = writeln!(
+            text,
+            "// unknown tool `{name}`{}",
+            if suggestions.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean {}?", suggestions.join(", "))
+            }
+        );
     }
     tool_ok(text, None)
 }

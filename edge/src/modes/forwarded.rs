@@ -22,30 +22,51 @@ fn client_request(method: &str, params: Value) -> Result<ClientRequest, ErrorDat
 
 fn upstream_error(e: UpstreamError) -> ErrorData {
     match e {
-        UpstreamError::Remote { code, message, .. } => ErrorData::new(rmcp::model::ErrorCode(code), redact(&message), None),
+        UpstreamError::Remote { code, message, .. } => {
+            ErrorData::new(rmcp::model::ErrorCode(code), redact(&message), None)
+        }
         other => ErrorData::internal_error(redact(&other.to_string()), None),
     }
 }
 
 /// Converts an upstream result into the type a handler returns.
 pub(crate) fn convert<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
-    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(format!("unexpected upstream result: {e}"), None))
+    serde_json::from_value(value)
+        .map_err(|e| ErrorData::internal_error(format!("unexpected upstream result: {e}"), None))
 }
 
 /// Servers of the view that declared `feature`.
-fn servers_with<'a>(view: &'a ToolView, feature: &'a str) -> impl Iterator<Item = &'a ManifestServer> + 'a {
-    view.servers().filter(move |s| s.features.iter().any(|f| f == feature))
+fn servers_with<'a>(
+    view: &'a ToolView,
+    feature: &'a str,
+) -> impl Iterator<Item = &'a ManifestServer> + 'a {
+    view.servers()
+        .filter(move |s| s.features.iter().any(|f| f == feature))
 }
 
 /// Sends `method` with `params` to `server` and returns the result as JSON.
-pub(crate) async fn send(gateway: &Arc<Gateway>, server: &str, method: &str, params: Value) -> Result<Value, ErrorData> {
+pub(crate) async fn send(
+    gateway: &Arc<Gateway>,
+    server: &str,
+    method: &str,
+    params: Value,
+) -> Result<Value, ErrorData> {
     let request = client_request(method, params)?;
-    let result = gateway.dispatch().request(server, request, CallOptions::default()).await.map_err(upstream_error)?;
+    let result = gateway
+        .dispatch()
+        .request(server, request, CallOptions::default())
+        .await
+        .map_err(upstream_error)?;
     serde_json::to_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
 /// Every item under `key` of a paginated list from one server.
-async fn list_from(gateway: &Arc<Gateway>, server: &str, method: &str, key: &str) -> Result<Vec<Value>, ErrorData> {
+async fn list_from(
+    gateway: &Arc<Gateway>,
+    server: &str,
+    method: &str,
+    key: &str,
+) -> Result<Vec<Value>, ErrorData> {
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
@@ -54,8 +75,17 @@ async fn list_from(gateway: &Arc<Gateway>, server: &str, method: &str, key: &str
             None => json!({}),
         };
         let page = send(gateway, server, method, params).await?;
-        items.extend(page.get(key).and_then(Value::as_array).cloned().unwrap_or_default());
-        cursor = page.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_string);
+        items.extend(
+            page.get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+        );
+        cursor = page
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
         if cursor.is_none() {
             break;
         }
@@ -65,7 +95,13 @@ async fn list_from(gateway: &Arc<Gateway>, server: &str, method: &str, key: &str
 
 /// Items under `key` from every server of the view with `feature`, tagged by server.
 /// An upstream that fails is skipped (and logged), never failing the whole list.
-async fn list_all(gateway: &Arc<Gateway>, view: &ToolView, feature: &str, method: &str, key: &str) -> Vec<(String, Value)> {
+async fn list_all(
+    gateway: &Arc<Gateway>,
+    view: &ToolView,
+    feature: &str,
+    method: &str,
+    key: &str,
+) -> Vec<(String, Value)> {
     let mut all = Vec::new();
     for server in servers_with(view, feature) {
         match list_from(gateway, &server.id, method, key).await {
@@ -78,9 +114,16 @@ async fn list_all(gateway: &Arc<Gateway>, view: &ToolView, feature: &str, method
 
 /// `resources/list` or `resources/templates/list` across upstreams.
 pub async fn list_resources(gateway: &Arc<Gateway>, view: &ToolView, templates: bool) -> Value {
-    let (method, key) =
-        if templates { ("resources/templates/list", "resourceTemplates") } else { ("resources/list", "resources") };
-    let items: Vec<Value> = list_all(gateway, view, "resources", method, key).await.into_iter().map(|(_, v)| v).collect();
+    let (method, key) = if templates {
+        ("resources/templates/list", "resourceTemplates")
+    } else {
+        ("resources/list", "resources")
+    };
+    let items: Vec<Value> = list_all(gateway, view, "resources", method, key)
+        .await
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
     json!({ key: items })
 }
 
@@ -108,44 +151,88 @@ fn template_matches(template: &str, uri: &str) -> bool {
 
 /// The upstream that serves `uri`: the only one with resources, or the one that
 /// lists it, or the one with a matching template.
-pub async fn route_uri(gateway: &Arc<Gateway>, view: &ToolView, uri: &str) -> Result<String, ErrorData> {
+pub async fn route_uri(
+    gateway: &Arc<Gateway>,
+    view: &ToolView,
+    uri: &str,
+) -> Result<String, ErrorData> {
     let candidates: Vec<&ManifestServer> = servers_with(view, "resources").collect();
     match candidates.as_slice() {
-        [] => return Err(ErrorData::resource_not_found(format!("no upstream serves resources; `{uri}` is unknown"), None)),
+        [] => {
+            return Err(ErrorData::resource_not_found(
+                format!("no upstream serves resources; `{uri}` is unknown"),
+                None,
+            ));
+        }
         [only] => return Ok(only.id.clone()),
         _ => {}
     }
     for server in &candidates {
         if let Ok(items) = list_from(gateway, &server.id, "resources/list", "resources").await
-            && items.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
+            && items
+                .iter()
+                .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
         {
             return Ok(server.id.clone());
         }
     }
     for server in &candidates {
-        if let Ok(items) = list_from(gateway, &server.id, "resources/templates/list", "resourceTemplates").await
-            && items.iter().filter_map(|t| t.get("uriTemplate").and_then(Value::as_str)).any(|t| template_matches(t, uri))
+        if let Ok(items) = list_from(
+            gateway,
+            &server.id,
+            "resources/templates/list",
+            "resourceTemplates",
+        )
+        .await
+            && items
+                .iter()
+                .filter_map(|t| t.get("uriTemplate").and_then(Value::as_str))
+                .any(|t| template_matches(t, uri))
         {
             return Ok(server.id.clone());
         }
     }
-    Err(ErrorData::resource_not_found(format!("no upstream lists resource `{uri}`; call resources/list"), None))
+    Err(ErrorData::resource_not_found(
+        format!("no upstream lists resource `{uri}`; call resources/list"),
+        None,
+    ))
 }
 
 /// Prompts of every upstream with their exposed names: `(exposed, server, prompt JSON)`.
 async fn named_prompts(gateway: &Arc<Gateway>, view: &ToolView) -> Vec<(String, String, Value)> {
     let mut prompts = list_all(gateway, view, "prompts", "prompts/list", "prompts").await;
     prompts.sort_by(|a, b| {
-        (a.0.as_str(), a.1.get("name").and_then(Value::as_str)).cmp(&(b.0.as_str(), b.1.get("name").and_then(Value::as_str)))
+        (a.0.as_str(), a.1.get("name").and_then(Value::as_str))
+            .cmp(&(b.0.as_str(), b.1.get("name").and_then(Value::as_str)))
     });
     let namespaces: Vec<String> = prompts
         .iter()
-        .map(|(server, _)| view.server(server).map(|s| s.namespace.clone()).unwrap_or_default())
+        .map(|(server, _)| {
+            view.server(server)
+                .map(|s| s.namespace.clone())
+                .unwrap_or_default()
+        })
         .collect();
-    let names: Vec<String> = prompts.iter().map(|(_, p)| p.get("name").and_then(Value::as_str).unwrap_or("").to_string()).collect();
-    let pairs: Vec<(&str, &str)> = namespaces.iter().zip(&names).map(|(n, p)| (n.as_str(), p.as_str())).collect();
+    let names: Vec<String> = prompts
+        .iter()
+        .map(|(_, p)| {
+            p.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = namespaces
+        .iter()
+        .zip(&names)
+        .map(|(n, p)| (n.as_str(), p.as_str()))
+        .collect();
     let exposed = assign_exposed_names(&pairs);
-    prompts.into_iter().zip(exposed).map(|((server, prompt), name)| (name, server, prompt)).collect()
+    prompts
+        .into_iter()
+        .zip(exposed)
+        .map(|((server, prompt), name)| (name, server, prompt))
+        .collect()
 }
 
 /// `prompts/list` across upstreams, names namespaced.
@@ -162,15 +249,29 @@ pub async fn list_prompts(gateway: &Arc<Gateway>, view: &ToolView) -> Value {
 }
 
 /// The upstream and original name of the prompt exposed as `name`.
-pub async fn route_prompt(gateway: &Arc<Gateway>, view: &ToolView, name: &str) -> Result<(String, String), ErrorData> {
+pub async fn route_prompt(
+    gateway: &Arc<Gateway>,
+    view: &ToolView,
+    name: &str,
+) -> Result<(String, String), ErrorData> {
     let prompts = named_prompts(gateway, view).await;
     if let Some((_, server, prompt)) = prompts.iter().find(|(exposed, _, _)| exposed == name) {
-        let original = prompt.get("name").and_then(Value::as_str).unwrap_or(name).to_string();
+        let original = prompt
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(name)
+            .to_string();
         return Ok((server.clone(), original));
     }
-    let suggestions = quiver_view::suggest::closest(name, prompts.iter().map(|(n, _, _)| n.as_str()), 3);
+    let suggestions =
+        quiver_view::suggest::closest(name, prompts.iter().map(|(n, _, _)| n.as_str()), 3);
     Err(ErrorData::invalid_params(
-        quiver_view::suggest::unknown_tool_message(name, &suggestions, "call prompts/list for the available names").replace("tool", "prompt"),
+        quiver_view::suggest::unknown_tool_message(
+            name,
+            &suggestions,
+            "call prompts/list for the available names",
+        )
+        .replace("tool", "prompt"),
         None,
     ))
 }
@@ -181,8 +282,14 @@ mod tests {
 
     #[test]
     fn templates_match_expanded_uris() {
-        assert!(template_matches("test://template/{id}/data", "test://template/123/data"));
-        assert!(!template_matches("test://template/{id}/data", "test://other/123/data"));
+        assert!(template_matches(
+            "test://template/{id}/data",
+            "test://template/123/data"
+        ));
+        assert!(!template_matches(
+            "test://template/{id}/data",
+            "test://other/123/data"
+        ));
         assert!(template_matches("file:///{+path}", "file:///a/b.txt"));
     }
 }

@@ -50,7 +50,11 @@ pub(crate) fn tool_ok(text: String, structured: Option<Value>) -> CallToolResult
 }
 
 /// Parses a meta-tool's arguments, or explains what was expected.
-pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Option<JsonObject>, usage: &str) -> Result<T, Box<CallToolResult>> {
+pub(crate) fn parse_args<T: DeserializeOwned>(
+    tool: &str,
+    args: Option<JsonObject>,
+    usage: &str,
+) -> Result<T, Box<CallToolResult>> {
     serde_json::from_value(Value::Object(args.unwrap_or_default())).map_err(|e| {
         Box::new(tool_error(
             "invalid_arguments",
@@ -77,7 +81,10 @@ pub(crate) async fn forward(
     context: &RequestContext<RoleServer>,
 ) -> CallToolResult {
     let args_value = Value::Object(arguments.clone().unwrap_or_default());
-    if let Err(errors) = view.check(tool.index).check(&args_value, tool.server.validation) {
+    if let Err(errors) = view
+        .check(tool.index)
+        .check(&args_value, tool.server.validation)
+    {
         return tool_error(
             "invalid_arguments",
             errors.message(&tool.tool.exposed_name),
@@ -91,12 +98,20 @@ pub(crate) async fn forward(
         arguments,
     };
     let relay = SessionRelay::new(context.peer.clone(), context.meta.get_progress_token());
-    let options = CallOptions { timeout: None, cancel: context.ct.clone(), sink: Some(Arc::new(relay)) };
+    let options = CallOptions {
+        timeout: None,
+        cancel: context.ct.clone(),
+        sink: Some(Arc::new(relay)),
+    };
     match gateway.dispatch().call_tool(call, options).await {
         Ok(result) => result,
         Err(e) => {
             tracing::warn!(tool = %tool.tool.exposed_name, "call failed: {e}");
-            tool_error("upstream_error", redact(&e.to_string()), json!({"tool": tool.tool.exposed_name}))
+            tool_error(
+                "upstream_error",
+                redact(&e.to_string()),
+                json!({"tool": tool.tool.exposed_name}),
+            )
         }
     }
 }

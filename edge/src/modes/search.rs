@@ -57,11 +57,16 @@ struct CallArgs {
 }
 
 /// `search_tools`.
-pub fn search_tools(view: &ToolView, args: Option<JsonObject>, default_limit: usize) -> CallToolResult {
-    let args: SearchArgs = match parse_args("search_tools", args, "{query: string, limit?: integer}") {
-        Ok(a) => a,
-        Err(e) => return *e,
-    };
+pub fn search_tools(
+    view: &ToolView,
+    args: Option<JsonObject>,
+    default_limit: usize,
+) -> CallToolResult {
+    let args: SearchArgs =
+        match parse_args("search_tools", args, "{query: string, limit?: integer}") {
+            Ok(a) => a,
+            Err(e) => return *e,
+        };
     let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
     let hits = view.search(&args.query, limit);
     let mut text = String::new();
@@ -69,7 +74,11 @@ pub fn search_tools(view: &ToolView, args: Option<JsonObject>, default_limit: us
     for (tool, score) in &hits {
         let t = tool.tool;
         let schema = serde_json::to_string(&t.def.input_schema).unwrap_or_default();
-        let _ = writeln!(text, "{} — {}\n  arguments: {schema}", t.exposed_name, t.stub.summary);
+        let _ = writeln!(
+            text,
+            "{} — {}\n  arguments: {schema}",
+            t.exposed_name, t.stub.summary
+        );
         results.push(json!({
             "name": t.exposed_name,
             "server": t.id.server,

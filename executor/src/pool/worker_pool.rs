@@ -60,7 +60,9 @@ impl PoolConfig {
 #[non_exhaustive]
 pub enum PoolError {
     /// Every worker is busy and the wait queue is full or the wait timed out.
-    #[error("the executor is busy ({running} scripts running, {waiting} waiting); try again shortly")]
+    #[error(
+        "the executor is busy ({running} scripts running, {waiting} waiting); try again shortly"
+    )]
     Busy {
         /// Executions running.
         running: usize,
@@ -121,7 +123,8 @@ impl WorkerPool {
             loop {
                 let Some(pool) = weak.upgrade() else { return };
                 pool.maintain().await;
-                let period = (pool.config.idle_timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+                let period = (pool.config.idle_timeout / 4)
+                    .clamp(Duration::from_millis(100), Duration::from_secs(5));
                 drop(pool);
                 tokio::select! {
                     () = tokio::time::sleep(period) => {}
@@ -145,7 +148,10 @@ impl WorkerPool {
 
     /// Process ids of the idle workers (for status pages and isolation checks).
     pub fn idle_pids(&self) -> Vec<u32> {
-        self.lock_idle().iter().filter_map(WorkerProcess::pid).collect()
+        self.lock_idle()
+            .iter()
+            .filter_map(WorkerProcess::pid)
+            .collect()
     }
 
     /// Waits until `min_workers` are warm (for start-up and tests).
@@ -212,7 +218,12 @@ impl WorkerPool {
     }
 
     /// Runs one script on a worker; waits for a free slot within the queue bounds.
-    pub async fn run(&self, code: &str, limits: Limits, context: Arc<dyn ScriptContext>) -> Result<Outcome, PoolError> {
+    pub async fn run(
+        &self,
+        code: &str,
+        limits: Limits,
+        context: Arc<dyn ScriptContext>,
+    ) -> Result<Outcome, PoolError> {
         let busy = || PoolError::Busy {
             running: self.running.load(Ordering::Relaxed),
             waiting: self.waiting.load(Ordering::Relaxed),
@@ -224,7 +235,11 @@ impl WorkerPool {
                     self.waiting.fetch_sub(1, Ordering::SeqCst);
                     return Err(busy());
                 }
-                let acquired = tokio::time::timeout(self.config.queue_timeout, self.slots.clone().acquire_owned()).await;
+                let acquired = tokio::time::timeout(
+                    self.config.queue_timeout,
+                    self.slots.clone().acquire_owned(),
+                )
+                .await;
                 self.waiting.fetch_sub(1, Ordering::SeqCst);
                 match acquired {
                     Ok(Ok(permit)) => permit,
@@ -239,7 +254,12 @@ impl WorkerPool {
         result
     }
 
-    async fn run_on_worker(&self, code: &str, limits: Limits, context: Arc<dyn ScriptContext>) -> Result<Outcome, PoolError> {
+    async fn run_on_worker(
+        &self,
+        code: &str,
+        limits: Limits,
+        context: Arc<dyn ScriptContext>,
+    ) -> Result<Outcome, PoolError> {
         // Oldest idle first: a worker that just finished may still be building its
         // next runtime, while one idle for longer has it ready.
         let reused = {
@@ -252,7 +272,8 @@ impl WorkerPool {
         };
         match worker.run(code, limits, context).await {
             Ok(outcome) => {
-                if WorkerProcess::in_doubt_after(&outcome) || worker.uses() >= self.config.max_uses {
+                if WorkerProcess::in_doubt_after(&outcome) || worker.uses() >= self.config.max_uses
+                {
                     self.retire(worker);
                 } else {
                     self.lock_idle().push(worker);
@@ -265,7 +286,10 @@ impl WorkerPool {
                     result: None,
                     error: Some(ScriptError {
                         kind: "timeout".into(),
-                        message: format!("the script ran longer than {} ms and was stopped", limits.wall_ms),
+                        message: format!(
+                            "the script ran longer than {} ms and was stopped",
+                            limits.wall_ms
+                        ),
                         line: None,
                     }),
                     logs: Vec::new(),

@@ -69,7 +69,10 @@ impl WorkerProcess {
     /// Starts a worker with an empty environment and waits until it is ready.
     pub async fn spawn(command: &WorkerCommand) -> Result<WorkerProcess, WorkerFault> {
         if !command.program.is_absolute() {
-            return Err(WorkerFault::Spawn(format!("{} is not an absolute path", command.program.display())));
+            return Err(WorkerFault::Spawn(format!(
+                "{} is not an absolute path",
+                command.program.display()
+            )));
         }
         let mut child = Command::new(&command.program)
             .args(&command.args)
@@ -90,12 +93,18 @@ impl WorkerProcess {
             uses: 0,
             idle_since: Instant::now(),
         };
-        match tokio::time::timeout(START_TIMEOUT, worker.reader.read_message::<WorkerMessage>()).await {
+        match tokio::time::timeout(START_TIMEOUT, worker.reader.read_message::<WorkerMessage>())
+            .await
+        {
             Ok(Ok(Some(WorkerMessage::Ready))) => Ok(worker),
-            Ok(Ok(Some(other))) => Err(WorkerFault::Protocol(format!("expected Ready, got {other:?}"))),
+            Ok(Ok(Some(other))) => Err(WorkerFault::Protocol(format!(
+                "expected Ready, got {other:?}"
+            ))),
             Ok(Ok(None)) => Err(WorkerFault::Died),
             Ok(Err(e)) => Err(WorkerFault::Protocol(e.to_string())),
-            Err(_) => Err(WorkerFault::Spawn("the worker did not become ready in time".into())),
+            Err(_) => Err(WorkerFault::Spawn(
+                "the worker did not become ready in time".into(),
+            )),
         }
     }
 
@@ -120,18 +129,35 @@ impl WorkerProcess {
             return false;
         }
         matches!(
-            tokio::time::timeout(Duration::from_secs(2), self.reader.read_message::<WorkerMessage>()).await,
+            tokio::time::timeout(
+                Duration::from_secs(2),
+                self.reader.read_message::<WorkerMessage>()
+            )
+            .await,
             Ok(Ok(Some(WorkerMessage::Pong)))
         )
     }
 
     /// Runs one script. Requests from the worker are answered through `context`,
     /// with the tool-call limits enforced here too.
-    pub async fn run(&mut self, code: &str, limits: Limits, context: Arc<dyn ScriptContext>) -> Result<Outcome, WorkerFault> {
+    pub async fn run(
+        &mut self,
+        code: &str,
+        limits: Limits,
+        context: Arc<dyn ScriptContext>,
+    ) -> Result<Outcome, WorkerFault> {
         self.uses += 1;
-        let execute = HostMessage::Execute { code: code.to_string(), limits, tools: context.tool_names() };
-        self.writer.write_message(&execute).await.map_err(|_| WorkerFault::Died)?;
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.wall_ms) + DEADLINE_GRACE;
+        let execute = HostMessage::Execute {
+            code: code.to_string(),
+            limits,
+            tools: context.tool_names(),
+        };
+        self.writer
+            .write_message(&execute)
+            .await
+            .map_err(|_| WorkerFault::Died)?;
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(limits.wall_ms) + DEADLINE_GRACE;
         let parallel = Arc::new(Semaphore::new(limits.parallel_calls.max(1) as usize));
         let mut tool_calls = 0u32;
         let mut pending = FuturesUnordered::new();
@@ -187,7 +213,11 @@ async fn answer(context: &dyn ScriptContext, request: HostRequest) -> Result<Val
         HostRequest::Search { query, limit } => context.search(query, limit).await,
         HostRequest::Describe { name } => context.describe(name).await,
         HostRequest::StashGet { key } => context.stash(StashOp::Get(key)).await,
-        HostRequest::StashSet { key, value, ttl_secs } => context.stash(StashOp::Set(key, value, ttl_secs)).await,
+        HostRequest::StashSet {
+            key,
+            value,
+            ttl_secs,
+        } => context.stash(StashOp::Set(key, value, ttl_secs)).await,
         HostRequest::StashDelete { key } => context.stash(StashOp::Delete(key)).await,
         HostRequest::StashKeys => context.stash(StashOp::Keys).await,
     }

@@ -127,7 +127,12 @@ impl ValidationErrors {
     /// A rejection because validation itself could not complete.
     pub fn internal(message: &str) -> ValidationErrors {
         ValidationErrors {
-            errors: vec![Violation { rule: "internal", message: message.to_string(), line: 1, column: 1 }],
+            errors: vec![Violation {
+                rule: "internal",
+                message: message.to_string(),
+                line: 1,
+                column: 1,
+            }],
         }
     }
 }

@@ -48,13 +48,24 @@ impl ScriptRunner {
     }
 
     /// Validates and runs `code` against `context`.
-    pub async fn execute(&self, code: &str, context: Arc<dyn ScriptContext>) -> Result<Outcome, ExecuteError> {
-        let validation = ValidationLimits { max_code_bytes: self.limits.code_bytes as usize, ..ValidationLimits::default() };
+    pub async fn execute(
+        &self,
+        code: &str,
+        context: Arc<dyn ScriptContext>,
+    ) -> Result<Outcome, ExecuteError> {
+        let validation = ValidationLimits {
+            max_code_bytes: self.limits.code_bytes as usize,
+            ..ValidationLimits::default()
+        };
         // Parsing may take milliseconds on hostile input: keep it off the async threads.
         let source = code.to_string();
         let checked = tokio::task::spawn_blocking(move || validate(&source, &validation))
             .await
-            .unwrap_or_else(|_| Err(ValidationErrors::internal("the validator stopped unexpectedly")));
+            .unwrap_or_else(|_| {
+                Err(ValidationErrors::internal(
+                    "the validator stopped unexpectedly",
+                ))
+            });
         checked.map_err(ExecuteError::Rejected)?;
         Ok(self.pool.run(code, self.limits, context).await?)
     }

@@ -37,7 +37,11 @@ pub struct LocalScripts {
 impl LocalScripts {
     /// Local execution with its own session stash store.
     pub fn new(runner: Arc<ScriptRunner>, dispatch: Arc<dyn Dispatch>) -> LocalScripts {
-        LocalScripts { runner, dispatch, stash: Arc::new(StashStore::default()) }
+        LocalScripts {
+            runner,
+            dispatch,
+            stash: Arc::new(StashStore::default()),
+        }
     }
 
     /// The runner.

@@ -39,7 +39,13 @@ impl ViewScriptContext {
         session: String,
         cancel: CancellationToken,
     ) -> ViewScriptContext {
-        ViewScriptContext { dispatch, stash, view, session, cancel }
+        ViewScriptContext {
+            dispatch,
+            stash,
+            view,
+            session,
+            cancel,
+        }
     }
 
     fn unknown(&self, name: &str) -> String {
@@ -71,7 +77,9 @@ pub fn script_value(result: &CallToolResult) -> Result<Value, String> {
         .iter()
         .filter_map(|c| serde_json::to_value(c).ok())
         .map(|block| match block.get("text").and_then(Value::as_str) {
-            Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string())),
+            Some(text) => {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+            }
             None => block,
         })
         .collect();
@@ -86,7 +94,10 @@ impl ScriptContext for ViewScriptContext {
     fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
         let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for tool in self.view.iter() {
-            names.entry(tool.server.js.clone()).or_default().push(tool.tool.js.clone());
+            names
+                .entry(tool.server.js.clone())
+                .or_default()
+                .push(tool.tool.js.clone());
         }
         names
     }
@@ -97,7 +108,11 @@ impl ScriptContext for ViewScriptContext {
                 return Err(self.unknown(&name));
             };
             let args = if args.is_null() { json!({}) } else { args };
-            if let Err(errors) = self.view.check(tool.index).check(&args, tool.server.validation) {
+            if let Err(errors) = self
+                .view
+                .check(tool.index)
+                .check(&args, tool.server.validation)
+            {
                 return Err(errors.message(&tool.tool.exposed_name));
             }
             let call = ToolCall {
@@ -106,7 +121,11 @@ impl ScriptContext for ViewScriptContext {
                 tool: tool.tool.id.tool.clone(),
                 arguments: args.as_object().cloned(),
             };
-            let options = CallOptions { timeout: None, cancel: self.cancel.clone(), sink: None };
+            let options = CallOptions {
+                timeout: None,
+                cancel: self.cancel.clone(),
+                sink: None,
+            };
             match self.dispatch.call_tool(call, options).await {
                 Ok(result) => script_value(&result),
                 Err(e) => Err(redact(&e.to_string())),
