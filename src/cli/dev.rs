@@ -84,16 +84,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         tracing::warn!("some upstreams are still connecting; serving what is ready");
     }
     let mut child_executor = None;
-    let (dispatch, scripts, pool): (Arc<dyn Dispatch>, Arc<dyn Scripts>, Option<Arc<WorkerPool>>) =
-        if args.executor == "child" {
-            let (child, remote) = spawn_child_executor(&args).await?;
-            child_executor = Some(child);
-            let remote = Arc::new(remote);
-            (remote.clone(), remote, None)
-        } else {
-            let (executor, scripts, pool) = local_executor(upstreams.clone()).await?;
-            (executor, scripts, Some(pool))
-        };
+    let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
+        let (child, remote) = spawn_child_executor(&args).await?;
+        child_executor = Some(child);
+        let remote = Arc::new(remote);
+        (remote.clone(), remote, None)
+    } else {
+        let (executor, scripts, pool) = local_executor(upstreams.clone()).await?;
+        (executor, scripts, Some(pool))
+    };
     let gateway = Gateway::with_scripts(
         store.subscribe(),
         dispatch,
@@ -164,6 +163,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     upstreams.shutdown().await;
     result
 }
+
+/// Where calls go, where scripts run, and the local pool (absent with a child executor).
+type ExecutorParts = (Arc<dyn Dispatch>, Arc<dyn Scripts>, Option<Arc<WorkerPool>>);
 
 /// The in-process executor: this process's upstream connections and a worker pool.
 async fn local_executor(
