@@ -1,6 +1,7 @@
 //! `quiver dev --catalog` over the real LiveMCPBench catalogue: 70 mock upstream
 //! processes, 527 tools in passthrough, the small constant surfaces in search
-//! and code mode, and the token budget of each mode.
+//! and code mode (including a script over the real catalogue), and the token
+//! budget of each mode.
 
 mod support;
 
@@ -61,7 +62,7 @@ async fn livemcpbench_catalog_serves_527_tools_and_constant_surfaces() {
     search.cancel().await.unwrap();
 
     let code = connect(&dev.mode_url("code")).await;
-    assert_eq!(code.list_all_tools().await.unwrap().len(), 3);
+    assert_eq!(code.list_all_tools().await.unwrap().len(), 4);
     let servers = call(&code, "list", json!({})).await;
     assert_eq!(
         servers.structured_content.unwrap()["servers"]

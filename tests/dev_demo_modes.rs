@@ -142,17 +142,13 @@ async fn search_mode_exposes_two_tools_and_finds_then_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn code_mode_discovers_progressively_without_execute() {
+async fn code_mode_discovers_progressively() {
     let dev = QuiverDev::start(&["--mode", "code"]);
     // /mcp serves the default mode, here code.
     let client = connect(&dev.url).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(
-        names,
-        ["list", "search", "describe"],
-        "execute is absent until the executor exists"
-    );
+    assert_eq!(names, ["list", "search", "describe", "execute"]);
 
     let servers = call(&client, "list", json!({})).await;
     let listed = servers.structured_content.as_ref().unwrap()["servers"]
