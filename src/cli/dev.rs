@@ -67,22 +67,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     }
 
     let shutdown = CancellationToken::new();
-    let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
-    let store = Arc::new(ManifestStore::new());
-    let discovery = Discovery::spawn(upstreams.clone(), store.clone(), shutdown.clone());
-    let first_round_limit = config
-        .upstreams
-        .iter()
-        .map(|u| u.connect_timeout())
-        .max()
-        .unwrap_or_default()
-        + Duration::from_secs(5);
-    if tokio::time::timeout(first_round_limit, discovery.first_round())
-        .await
-        .is_err()
-    {
-        tracing::warn!("some upstreams are still connecting; serving what is ready");
-    }
+    let (upstreams, store) = start_discovery(&config, &shutdown).await;
     let mut child_executor = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
         let (child, remote) = spawn_child_executor(&args).await?;
@@ -167,8 +152,34 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 /// Where calls go, where scripts run, and the local pool (absent with a child executor).
 type ExecutorParts = (Arc<dyn Dispatch>, Arc<dyn Scripts>, Option<Arc<WorkerPool>>);
 
+/// Connects the configured upstreams and lists their tools into a manifest
+/// store; waits for each upstream's first attempt (bounded by the longest
+/// connect timeout), after which discovery goes on in the background.
+pub(crate) async fn start_discovery(
+    config: &DevConfig,
+    shutdown: &CancellationToken,
+) -> (Arc<UpstreamSet>, Arc<ManifestStore>) {
+    let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
+    let store = Arc::new(ManifestStore::new());
+    let discovery = Discovery::spawn(upstreams.clone(), store.clone(), shutdown.clone());
+    let limit = config
+        .upstreams
+        .iter()
+        .map(|u| u.connect_timeout())
+        .max()
+        .unwrap_or_default()
+        + Duration::from_secs(5);
+    if tokio::time::timeout(limit, discovery.first_round())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some upstreams are still connecting; serving what is ready");
+    }
+    (upstreams, store)
+}
+
 /// The in-process executor: this process's upstream connections and a worker pool.
-async fn local_executor(
+pub(crate) async fn local_executor(
     upstreams: Arc<UpstreamSet>,
 ) -> anyhow::Result<(Arc<dyn Dispatch>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
     let executor: Arc<dyn Dispatch> = Arc::new(LocalExecutor::new(upstreams));

@@ -2,23 +2,18 @@
 //! connections, discovery of their tools, the sandbox worker pool, and the
 //! `quiver.v1.Executor` gRPC service (mTLS when certificates are given).
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+use std::{net::SocketAddr, path::PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
-use quiver_control_plane::{Discovery, ManifestStore};
-use quiver_executor::{
-    LocalExecutor,
-    pool::{PoolConfig, WorkerCommand, WorkerPool},
-    script::{LocalScripts, ScriptRunner, Scripts},
-    service::ExecutorService,
-    worker::protocol::Limits,
-};
-use quiver_upstream::UpstreamSet;
+use quiver_executor::service::ExecutorService;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
-use super::{dev::add_upstreams, logging};
+use super::{
+    dev::{add_upstreams, local_executor, start_discovery},
+    logging,
+};
 use crate::config::DevConfig;
 
 /// Arguments of `quiver executor`.
@@ -79,29 +74,8 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     }
 
     let shutdown = CancellationToken::new();
-    let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
-    let store = Arc::new(ManifestStore::new());
-    let discovery = Discovery::spawn(upstreams.clone(), store.clone(), shutdown.clone());
-    let first_round_limit = config
-        .upstreams
-        .iter()
-        .map(|u| u.connect_timeout())
-        .max()
-        .unwrap_or_default()
-        + std::time::Duration::from_secs(5);
-    let _ = tokio::time::timeout(first_round_limit, discovery.first_round()).await;
-
-    let dispatch = Arc::new(LocalExecutor::new(upstreams.clone()));
-    let program = std::env::current_exe().context("finding the quiver binary for workers")?;
-    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand {
-        program,
-        args: vec!["__worker".into()],
-    }));
-    if let Err(e) = pool.warm_up().await {
-        tracing::warn!("sandbox workers are not starting ({e}); Execute will report errors");
-    }
-    let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
-    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, dispatch.clone()));
+    let (upstreams, store) = start_discovery(&config, &shutdown).await;
+    let (dispatch, scripts, pool) = local_executor(upstreams.clone()).await?;
     let service = ExecutorService::new(store.subscribe(), dispatch, scripts);
 
     let listener = tokio::net::TcpListener::bind(args.listen)
