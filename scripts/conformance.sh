@@ -249,5 +249,8 @@ if ((total == 0)); then
 fi
 if ((unexpected > 0)); then
     log "error: unexpected failures; details in ${run_dir}/suite.log"
+    echo "conformance: ${passed} passed, $((total - passed)) failed"
     exit 1
 fi
+# The plain closing line CI reads.
+echo "conformance: ${passed} passed, $((total - passed)) failed"
