@@ -314,3 +314,24 @@ async fn workers_start_with_no_environment_and_no_inherited_files() {
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
     assert_eq!(cwd, PathBuf::from("/"));
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_idle_worker_is_found_by_the_health_check_and_replaced() {
+    let mut config = config(1, 1);
+    config.idle_timeout = Duration::from_millis(400);
+    let pool = WorkerPool::start(config);
+    pool.warm_up().await.unwrap();
+    let pid = pool.idle_pids()[0];
+    // Kill the worker behind the pool's back.
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    wait_for(|| pool.stats().retired == 1 && pool.idle_pids().iter().any(|p| *p != pid)).await;
+    assert_eq!(
+        ok_value(&run(&pool, "return 'replaced';").await),
+        json!("replaced")
+    );
+}

@@ -212,6 +212,18 @@ impl WorkerPool {
         for worker in expired {
             self.retire(worker);
         }
+        // Health check: an idle worker that does not answer a ping is replaced.
+        let candidates: Vec<WorkerProcess> = std::mem::take(&mut *self.lock_idle());
+        let mut healthy = Vec::with_capacity(candidates.len());
+        for mut worker in candidates {
+            if worker.healthy().await {
+                healthy.push(worker);
+            } else {
+                tracing::warn!(pid = ?worker.pid(), "an idle worker failed its health check; replacing it");
+                self.retire(worker);
+            }
+        }
+        self.lock_idle().extend(healthy);
         if let Err(e) = self.top_up().await {
             tracing::warn!("cannot keep a warm worker: {e}");
         }
@@ -270,7 +282,14 @@ impl WorkerPool {
             Some(worker) => worker,
             None => self.spawn().await?,
         };
-        match worker.run(code, limits, context).await {
+        let mut result = worker.run(code, limits, context.clone()).await;
+        if matches!(result, Err(WorkerFault::NotStarted)) {
+            // The worker died while idle; nothing was sent, so a fresh one may run it.
+            self.retire(worker);
+            worker = self.spawn().await?;
+            result = worker.run(code, limits, context).await;
+        }
+        match result {
             Ok(outcome) => {
                 if WorkerProcess::in_doubt_after(&outcome) || worker.uses() >= self.config.max_uses
                 {

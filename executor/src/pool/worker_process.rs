@@ -48,6 +48,9 @@ pub enum WorkerFault {
     /// It exited or closed its pipes.
     #[error("the worker process died")]
     Died,
+    /// It was gone before the execution could be handed to it (nothing ran).
+    #[error("the worker process was gone before the script was sent")]
+    NotStarted,
     /// It sent something that is not a valid frame or message.
     #[error("the worker broke the IPC protocol: {0}")]
     Protocol(String),
