@@ -21,6 +21,9 @@ use crate::{
     worker::protocol::{Limits, Outcome, ScriptError},
 };
 
+/// Idle time after which a worker is pinged by the health check.
+const HEALTH_CHECK_AFTER: Duration = Duration::from_secs(1);
+
 /// Pool settings.
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
@@ -212,8 +215,17 @@ impl WorkerPool {
         for worker in expired {
             self.retire(worker);
         }
-        // Health check: an idle worker that does not answer a ping is replaced.
-        let candidates: Vec<WorkerProcess> = std::mem::take(&mut *self.lock_idle());
+        // Health check: a worker idle for a while that does not answer a ping is
+        // replaced. Recently used workers are skipped (they just proved healthy and
+        // are the ones callers are about to take).
+        let candidates: Vec<WorkerProcess> = {
+            let mut idle = self.lock_idle();
+            let (stale, fresh): (Vec<_>, Vec<_>) = idle
+                .drain(..)
+                .partition(|w| w.idle_since().elapsed() >= HEALTH_CHECK_AFTER);
+            *idle = fresh;
+            stale
+        };
         let mut healthy = Vec::with_capacity(candidates.len());
         for mut worker in candidates {
             if worker.healthy().await {
