@@ -232,6 +232,27 @@ async fn spawn_child_executor(
     Ok((child, remote))
 }
 
+/// One stdio `quiver mock-upstream` per server of `catalog`; `source` tells the
+/// child where the catalogue is (`--catalog FILE` or `--demo`).
+fn mock_upstreams<'a>(
+    catalog: &'a Catalog,
+    exe: &'a str,
+    source: &'a [String],
+) -> impl Iterator<Item = UpstreamConfig> + 'a {
+    catalog.servers.iter().map(move |server| {
+        let mut args = vec!["mock-upstream".to_string()];
+        args.extend(source.iter().cloned());
+        args.extend([
+            "--server".to_string(),
+            server.id.clone(),
+            "--stdio".to_string(),
+        ]);
+        let mut upstream = UpstreamConfig::stdio(server.id.clone(), exe.to_string(), args);
+        upstream.description = Some(server.description.clone());
+        upstream
+    })
+}
+
 /// Adds mock upstreams for `catalog`, or the demo catalogue when nothing else is
 /// configured; returns whether the demo is in use.
 pub(crate) fn add_upstreams(
@@ -244,46 +265,17 @@ pub(crate) fn add_upstreams(
         let path = std::fs::canonicalize(path)
             .with_context(|| format!("reading catalog {}", path.display()))?;
         let catalog = Catalog::load(&path, "default")?;
-        let file = path.to_string_lossy().into_owned();
+        let source = ["--catalog".to_string(), path.to_string_lossy().into_owned()];
         config
             .upstreams
-            .extend(catalog.servers.iter().map(|server| {
-                let mut upstream = UpstreamConfig::stdio(
-                    server.id.clone(),
-                    exe.clone(),
-                    vec![
-                        "mock-upstream".into(),
-                        "--catalog".into(),
-                        file.clone(),
-                        "--server".into(),
-                        server.id.clone(),
-                        "--stdio".into(),
-                    ],
-                );
-                upstream.description = Some(server.description.clone());
-                upstream
-            }));
+            .extend(mock_upstreams(&catalog, &exe, &source));
     }
     let using_demo = config.upstreams.is_empty();
     if using_demo {
         let catalog = Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?;
         config
             .upstreams
-            .extend(catalog.servers.iter().map(|server| {
-                let mut upstream = UpstreamConfig::stdio(
-                    server.id.clone(),
-                    exe.clone(),
-                    vec![
-                        "mock-upstream".into(),
-                        "--demo".into(),
-                        "--server".into(),
-                        server.id.clone(),
-                        "--stdio".into(),
-                    ],
-                );
-                upstream.description = Some(server.description.clone());
-                upstream
-            }));
+            .extend(mock_upstreams(&catalog, &exe, &["--demo".to_string()]));
     }
     Ok(using_demo)
 }
