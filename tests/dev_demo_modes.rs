@@ -212,3 +212,38 @@ async fn code_mode_discovers_progressively() {
     );
     client.cancel().await.unwrap();
 }
+
+#[test]
+fn tokens_measures_a_running_edge() {
+    let dev = QuiverDev::start(&[]);
+    let output = std::process::Command::new(support::quiver_bin())
+        .args(["tokens", "--json", "--url", &dev.url])
+        .output()
+        .expect("run quiver tokens --url");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let modes = report["modes"].as_array().unwrap();
+    let listed = |name: &str| {
+        modes.iter().find(|m| m["mode"] == name).unwrap()["tools_listed"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        (listed("passthrough"), listed("search"), listed("code")),
+        (16, 2, 4),
+        "{report}"
+    );
+    let code = modes.iter().find(|m| m["mode"] == "code").unwrap();
+    assert!(
+        code["up_front"]["cl100k"].as_u64().unwrap() <= 600,
+        "{code}"
+    );
+    assert!(
+        code["search_limit_5"]["queries"].as_u64().unwrap() > 0,
+        "{code}"
+    );
+}
