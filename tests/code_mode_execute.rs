@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{QuiverDev, call, connect, text};
+use support::{QuiverDev, call, connect, text, tool_names};
 
 async fn execute<S: rmcp::Service<rmcp::RoleClient>>(
     client: &rmcp::service::RunningService<rmcp::RoleClient, S>,
@@ -18,13 +18,7 @@ async fn execute<S: rmcp::Service<rmcp::RoleClient>>(
 async fn a_script_searches_calls_three_tools_in_parallel_stashes_and_summarises() {
     let dev = QuiverDev::start(&["--mode", "code"]);
     let client = connect(&dev.url).await;
-    let names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&client).await;
     assert_eq!(names, ["list", "search", "describe", "execute"]);
 
     let script = r#"

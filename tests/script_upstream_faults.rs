@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{QuiverDev, call, connect, quiver_bin, text, write_file};
+use support::{call, connect, quiver_bin, start_with_config, text};
 
 fn config(extra: &str) -> String {
     format!(
@@ -27,9 +27,7 @@ async fn execute<S: rmcp::Service<rmcp::RoleClient>>(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn upstream_killed_mid_script_is_an_error_the_script_can_handle() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_file(dir.path(), "quiver.toml", &config(""));
-    let dev = QuiverDev::start(&["--config", path.to_str().unwrap()]);
+    let (dev, _dir) = start_with_config(&config(""), &[]);
     let client = connect(&dev.url).await;
     let value = execute(
         &client,
@@ -56,9 +54,7 @@ async fn upstream_killed_mid_script_is_an_error_the_script_can_handle() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hung_upstream_times_out_inside_the_script() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_file(dir.path(), "quiver.toml", &config("call_timeout_ms = 300"));
-    let dev = QuiverDev::start(&["--config", path.to_str().unwrap()]);
+    let (dev, _dir) = start_with_config(&config("call_timeout_ms = 300"), &[]);
     let client = connect(&dev.url).await;
     let value = execute(
         &client,
@@ -77,13 +73,10 @@ async fn hung_upstream_times_out_inside_the_script() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn breaker_opens_after_failures_and_recovers_with_a_probe() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        "quiver.toml",
+    let (dev, _dir) = start_with_config(
         &config("call_timeout_ms = 200\nbreaker_failures = 2\nbreaker_open_secs = 1"),
+        &[],
     );
-    let dev = QuiverDev::start(&["--config", path.to_str().unwrap()]);
     let client = connect(&dev.url).await;
 
     tracing::info!(

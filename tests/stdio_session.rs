@@ -4,7 +4,7 @@ mod support;
 
 use rmcp::{ServiceExt, transport::TokioChildProcess};
 use serde_json::json;
-use support::{call, quiver_bin, text};
+use support::{call, quiver_bin, text, tool_names};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stdio_session_lists_and_calls() {
@@ -13,13 +13,7 @@ async fn stdio_session_lists_and_calls() {
         .args(["dev", "--stdio", "--mode", "search"])
         .env("RUST_LOG", "warn");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
-    let names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&client).await;
     assert_eq!(names, ["search_tools", "call_tool"]);
     let found = call(
         &client,

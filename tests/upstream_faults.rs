@@ -7,7 +7,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{QuiverDev, call, connect, connect_watching, quiver_bin, text, write_file};
+use support::{
+    QuiverDev, call, connect, connect_watching, quiver_bin, start_with_config, text, tool_names,
+    write_file,
+};
 
 fn hooks_upstream(id: &str, server: &str, extra: &str) -> String {
     format!(
@@ -37,13 +40,7 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
     tracing::info!("--- start with two of three upstreams unreachable");
     let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let (client, mut changed) = connect_watching(&dev.url).await;
-    let names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&client).await;
     assert!(
         names.iter().any(|n| n == "weather__get_forecast"),
         "{names:?}"
@@ -109,13 +106,10 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn upstream_dying_mid_call_is_reported_and_respawned() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        "quiver.toml",
+    let (mut dev, _dir) = start_with_config(
         &hooks_upstream("w", "weather", ""),
+        &["--mode", "passthrough"],
     );
-    let mut dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let client = connect(&dev.url).await;
 
     tracing::info!("--- the upstream process exits while handling the call");
@@ -134,13 +128,10 @@ async fn upstream_dying_mid_call_is_reported_and_respawned() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hung_upstream_times_out_with_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        "quiver.toml",
+    let (dev, _dir) = start_with_config(
         &hooks_upstream("w", "weather", "call_timeout_ms = 300"),
+        &["--mode", "passthrough"],
     );
-    let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let client = connect(&dev.url).await;
     let hung = call(&client, "w__quiver_test_sleep", json!({"ms": 20000})).await;
     assert_eq!(hung.is_error, Some(true));
@@ -156,13 +147,10 @@ async fn hung_upstream_times_out_with_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn upstream_tool_list_change_reaches_clients() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        "quiver.toml",
+    let (dev, _dir) = start_with_config(
         &hooks_upstream("w", "weather", ""),
+        &["--mode", "passthrough"],
     );
-    let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let (client, mut changed) = connect_watching(&dev.url).await;
     assert!(
         !client
@@ -223,13 +211,10 @@ async fn client_cancellation_reaches_the_upstream() {
         service::PeerRequestOptions,
         transport::StreamableHttpClientTransport,
     };
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        "quiver.toml",
+    let (dev, _dir) = start_with_config(
         &hooks_upstream("w", "weather", ""),
+        &["--mode", "passthrough"],
     );
-    let dev = QuiverDev::start(&["--config", path.to_str().unwrap(), "--mode", "passthrough"]);
     let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
     let client = ProgressWatcher(progress_tx)
         .serve(StreamableHttpClientTransport::from_uri(dev.url.clone()))

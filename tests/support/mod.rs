@@ -163,3 +163,26 @@ pub fn write_file(dir: &Path, name: &str, contents: &str) -> PathBuf {
     std::fs::write(&path, contents).expect("write file");
     path
 }
+
+/// Writes `config` to a temporary `quiver.toml` and starts `quiver dev` on it;
+/// the directory lives as long as the returned guard.
+pub fn start_with_config(config: &str, args: &[&str]) -> (QuiverDev, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write_file(dir.path(), "quiver.toml", config);
+    let mut all = vec!["--config", path.to_str().expect("utf-8 path")];
+    all.extend_from_slice(args);
+    (QuiverDev::start(&all), dir)
+}
+
+/// The names `tools/list` returns, in order.
+pub async fn tool_names<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+) -> Vec<String> {
+    client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
