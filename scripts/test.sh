@@ -5,12 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
+# CI builds once from scratch: incremental caches would only take disk.
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL=0
+fi
+report_disk() { echo "   disk: target $(du -sh target 2>/dev/null | cut -f1), free $(df -h . | awk 'NR==2 {print $4}')"; }
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
+report_disk
 echo "== cargo test"
 if command -v cargo-nextest >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast
@@ -20,10 +27,12 @@ else
   cargo test --workspace --no-fail-fast
 fi
 
+report_disk
 echo "== v8 engine type-check (links nothing: rusty_v8's library cannot be fetched here)"
 empty_archive="$PWD/target/empty-rusty-v8.a"
 mkdir -p target && rm -f "$empty_archive" && ar rc "$empty_archive"
 RUSTY_V8_ARCHIVE="$empty_archive" cargo check --no-default-features --features v8 -p quiver-executor --target-dir target/v8-check
 
+report_disk
 echo "== MCP conformance"
 scripts/conformance.sh

@@ -35,7 +35,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // Several crates enable rustls; pick its ring provider once for the process.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    quiver_upstream::install_crypto_provider();
     if matches!(cli.command, Command::Worker) {
         return run_worker();
     }

@@ -14,7 +14,7 @@ async fn post(
     body: impl Into<reqwest::Body>,
     headers: &[(&str, &str)],
 ) -> (u16, String) {
-    let client = reqwest::Client::new();
+    let client = support::http();
     let mut request = client
         .post(url)
         .header("Accept", ACCEPT)
@@ -78,7 +78,9 @@ async fn malformed_and_hostile_requests_are_refused_and_the_edge_keeps_serving()
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
     client.cancel().await.unwrap();
 
-    let health = reqwest::get(format!("http://{}/healthz", dev.authority()))
+    let health = support::http()
+        .get(format!("http://{}/healthz", dev.authority()))
+        .send()
         .await
         .unwrap();
     assert_eq!(health.status().as_u16(), 200);

@@ -103,7 +103,9 @@ async fn breaker_opens_after_failures_and_recovers_with_a_probe() {
         errors[2].as_str().unwrap().contains("circuit breaker open"),
         "{value}"
     );
-    let status: Value = reqwest::get(format!("http://{}/status", dev.authority()))
+    let status: Value = support::http()
+        .get(format!("http://{}/status", dev.authority()))
+        .send()
         .await
         .unwrap()
         .json()
@@ -130,7 +132,9 @@ async fn breaker_opens_after_failures_and_recovers_with_a_probe() {
         .await
         .expect("the breaker closed again");
     assert_eq!(city, "Rome");
-    let status: Value = reqwest::get(format!("http://{}/status", dev.authority()))
+    let status: Value = support::http()
+        .get(format!("http://{}/status", dev.authority()))
+        .send()
         .await
         .unwrap()
         .json()

@@ -29,7 +29,7 @@ async fn https_edge_serves_a_client_that_trusts_its_certificate() {
     let dev = QuiverDev::start(&["--config", config_path.to_str().unwrap()]);
     assert!(dev.url.starts_with("https://"), "{}", dev.url);
 
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    quiver_upstream::install_crypto_provider();
     let root = reqwest::Certificate::from_pem(cert.cert.pem().as_bytes()).unwrap();
     let http = reqwest::Client::builder()
         .add_root_certificate(root)

@@ -58,7 +58,9 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
     .await;
     assert_ne!(ok.is_error, Some(true), "{}", text(&ok));
 
-    let status: serde_json::Value = reqwest::get(format!("http://{}/status", dev.authority()))
+    let status: serde_json::Value = support::http()
+        .get(format!("http://{}/status", dev.authority()))
+        .send()
         .await
         .unwrap()
         .json()
@@ -215,6 +217,7 @@ async fn client_cancellation_reaches_the_upstream() {
         &hooks_upstream("w", "weather", ""),
         &["--mode", "passthrough"],
     );
+    quiver_upstream::install_crypto_provider();
     let (progress_tx, mut progress) = tokio::sync::mpsc::unbounded_channel();
     let client = ProgressWatcher(progress_tx)
         .serve(StreamableHttpClientTransport::from_uri(dev.url.clone()))

@@ -109,8 +109,15 @@ impl ClientHandler for Watcher {
     }
 }
 
+/// A plain HTTP client (rustls with ring, like the `quiver` binary).
+pub fn http() -> reqwest::Client {
+    quiver_upstream::install_crypto_provider();
+    reqwest::Client::new()
+}
+
 /// A plain rmcp client over Streamable HTTP.
 pub async fn connect(url: &str) -> RunningService<RoleClient, ()> {
+    quiver_upstream::install_crypto_provider();
     ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
         .await
         .expect("MCP client connects")
@@ -123,6 +130,7 @@ pub async fn connect_watching(
     RunningService<RoleClient, Watcher>,
     tokio::sync::mpsc::UnboundedReceiver<()>,
 ) {
+    quiver_upstream::install_crypto_provider();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let client = Watcher { changed: tx }
         .serve(StreamableHttpClientTransport::from_uri(url.to_string()))

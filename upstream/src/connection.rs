@@ -289,6 +289,7 @@ impl Upstream {
                         config.custom_headers.insert(n, v);
                     }
                 }
+                crate::install_crypto_provider();
                 let transport = StreamableHttpClientTransport::from_config(config);
                 handler
                     .serve(transport)

@@ -19,3 +19,15 @@ pub use config::{ConfigError, Transport, UpstreamConfig};
 pub use connection::{CallOptions, Upstream, UpstreamEvent, UpstreamStatus};
 pub use error::UpstreamError;
 pub use set::UpstreamSet;
+
+/// Makes rustls' ring provider the process default unless one is already set.
+///
+/// HTTP clients (reqwest, and rmcp's client transport on top of it) take the
+/// process-wide rustls provider; Quiver builds rustls with ring only, so call
+/// this before building one. Idempotent and cheap.
+pub fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // A concurrent caller may win the race; either way ring is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
