@@ -20,6 +20,38 @@ pub struct DevConfig {
     /// Downstream MCP servers.
     #[serde(default, rename = "upstream")]
     pub upstreams: Vec<UpstreamConfig>,
+    /// The embedded control plane.
+    #[serde(default)]
+    pub control_plane: DevControlPlane,
+}
+
+/// `[control_plane]` of `quiver dev`: the embedded one-node cluster.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevControlPlane {
+    /// Data directory (Raft log, snapshots). Default `.quiver/dev`.
+    #[serde(default = "default_dev_data")]
+    pub data: std::path::PathBuf,
+    /// gRPC address for `quiver ctl`. Default `127.0.0.1:0` (a free port, printed at start).
+    #[serde(default = "default_dev_control_plane_listen")]
+    pub listen: std::net::SocketAddr,
+}
+
+impl Default for DevControlPlane {
+    fn default() -> Self {
+        DevControlPlane {
+            data: default_dev_data(),
+            listen: default_dev_control_plane_listen(),
+        }
+    }
+}
+
+fn default_dev_data() -> std::path::PathBuf {
+    std::path::PathBuf::from(".quiver/dev")
+}
+
+fn default_dev_control_plane_listen() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
 impl DevConfig {
@@ -87,8 +119,16 @@ impl DevConfig {
     }
 }
 
+/// `upstream.[i].headers` and `upstream.[i].env`.
+fn is_secret_table(path: &[String]) -> bool {
+    matches!(path, [first, _, last] if first == "upstream" && (last == "headers" || last == "env"))
+}
+
 fn expand_env(value: &mut toml::Value, path: &mut Vec<String>) -> anyhow::Result<()> {
     match value {
+        // Upstream credentials stay references: the node that connects resolves
+        // them, so they are never stored or replicated in clear.
+        toml::Value::Table(_) if is_secret_table(path) => {}
         toml::Value::String(s) => {
             *s = expand_str(s).with_context(|| format!("at `{}`", path.join(".")))?;
         }
@@ -111,40 +151,8 @@ fn expand_env(value: &mut toml::Value, path: &mut Vec<String>) -> anyhow::Result
     Ok(())
 }
 
-/// Expands `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`.
 fn expand_str(text: &str) -> anyhow::Result<String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        if let Some(stripped) = after.strip_prefix('$') {
-            out.push('$');
-            rest = stripped;
-        } else if let Some(inner) = after.strip_prefix('{') {
-            let end = inner
-                .find('}')
-                .with_context(|| format!("unclosed `${{` in `{text}`"))?;
-            let spec = &inner[..end];
-            let (name, default) = match spec.split_once(":-") {
-                Some((n, d)) => (n, Some(d)),
-                None => (spec, None),
-            };
-            match (std::env::var(name), default) {
-                (Ok(v), _) => out.push_str(&v),
-                (Err(_), Some(d)) => out.push_str(d),
-                (Err(_), None) => bail!(
-                    "environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"
-                ),
-            }
-            rest = &inner[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
+    quiver_upstream::expand_references(text).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]

@@ -20,6 +20,10 @@ enum Command {
     Dev(cli::dev::DevArgs),
     /// Run the executor role: upstream connections, sandboxed scripts, gRPC `quiver.v1.Executor`.
     Executor(cli::executor::ExecutorArgs),
+    /// Run one control-plane node (Raft-replicated manifest, upstreams, tenants).
+    ControlPlane(cli::control_plane::ControlPlaneArgs),
+    /// Operate a cluster: membership, upstreams, tenants, keys, manifests.
+    Ctl(cli::ctl::CtlArgs),
     /// Serve tools from a catalog file as an MCP server (deterministic answers).
     MockUpstream(cli::mock_upstream::MockUpstreamArgs),
     /// Print the token cost of what a client loads up front, per mode.
@@ -53,6 +57,8 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Dev(args) => cli::dev::run(args).await,
             Command::Executor(args) => cli::executor::run(args).await,
+            Command::ControlPlane(args) => cli::control_plane::run(args).await,
+            Command::Ctl(args) => cli::ctl::run(args).await,
             Command::MockUpstream(args) => cli::mock_upstream::run(args).await,
             Command::Tokens(args) => cli::tokens::run(args).await,
             Command::Bench(command) => cli::bench::run(command).await,

@@ -1,121 +1,166 @@
 //! Discovery: lists every upstream's tools at start, on `tools/list_changed`, on
-//! an interval and on demand, and publishes a new manifest version when anything
-//! changed. An upstream that cannot be reached is retried with backoff and keeps
-//! its last known tools; it never holds up the others.
+//! an interval and on demand, and hands each result to a [`DiscoverySink`]: the
+//! local manifest store, or (on the control-plane leader) a replicated command.
+//! An upstream that cannot be reached is retried with backoff and keeps its last
+//! known tools; it never holds up the others. The set of upstreams can change
+//! while it runs ([`Discovery::sync`]).
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use quiver_proto::manifest::ServerEntry;
-use quiver_upstream::{Upstream, UpstreamEvent, UpstreamSet};
+use quiver_upstream::{Upstream, UpstreamConfig, UpstreamEvent, UpstreamSet};
 use tokio::sync::{Notify, broadcast, watch};
 use tokio_util::sync::CancellationToken;
-
-use crate::manifest_store::ManifestStore;
 
 const BACKOFF_START: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
-/// Runs discovery for a set of upstreams.
+/// Where discovery results go.
+pub trait DiscoverySink: Send + Sync + 'static {
+    /// One upstream's current tools and metadata.
+    fn discovered(&self, entry: ServerEntry);
+    /// An upstream left the set.
+    fn removed(&self, _id: &str) {}
+}
+
+struct Watched {
+    stop: CancellationToken,
+    refresh: Arc<Notify>,
+}
+
+/// Runs discovery for a changing set of upstreams.
 pub struct Discovery {
     upstreams: Arc<UpstreamSet>,
-    store: Arc<ManifestStore>,
-    entries: Mutex<BTreeMap<String, ServerEntry>>,
-    refresh: BTreeMap<String, Arc<Notify>>,
-    attempted: watch::Sender<usize>,
-    dirty: Notify,
+    sink: Arc<dyn DiscoverySink>,
+    watched: Mutex<BTreeMap<String, Watched>>,
+    attempted: watch::Sender<BTreeSet<String>>,
+    shutdown: CancellationToken,
 }
 
 impl Discovery {
-    /// Starts discovery tasks for every upstream; they stop when `shutdown` is cancelled.
-    pub fn spawn(
+    /// Discovery over `upstreams` (which [`Discovery::sync`] keeps in step);
+    /// everything stops when `shutdown` is cancelled.
+    pub fn new(
         upstreams: Arc<UpstreamSet>,
-        store: Arc<ManifestStore>,
+        sink: Arc<dyn DiscoverySink>,
         shutdown: CancellationToken,
     ) -> Arc<Discovery> {
-        let refresh = upstreams
-            .iter()
-            .map(|u| (u.id().to_string(), Arc::new(Notify::new())))
-            .collect();
-        let (attempted, _) = watch::channel(0);
-        let discovery = Arc::new(Discovery {
-            upstreams: upstreams.clone(),
-            store,
-            entries: Mutex::new(BTreeMap::new()),
-            refresh,
+        let (attempted, _) = watch::channel(BTreeSet::new());
+        Arc::new(Discovery {
+            upstreams,
+            sink,
+            watched: Mutex::new(BTreeMap::new()),
             attempted,
-            dirty: Notify::new(),
-        });
-        for upstream in upstreams.iter() {
-            let d = discovery.clone();
-            let u = upstream.clone();
-            let stop = shutdown.clone();
+            shutdown,
+        })
+    }
+
+    /// Discovery over a fixed set, started at once.
+    pub fn spawn(
+        upstreams: Arc<UpstreamSet>,
+        sink: Arc<dyn DiscoverySink>,
+        shutdown: CancellationToken,
+    ) -> Arc<Discovery> {
+        let discovery = Discovery::new(upstreams, sink, shutdown);
+        discovery.watch_new();
+        discovery
+    }
+
+    /// Makes the set exactly `configs`: new upstreams are connected and listed,
+    /// removed ones are closed, changed ones are reconnected.
+    pub async fn sync(self: &Arc<Self>, configs: Vec<UpstreamConfig>) {
+        let removed = self.upstreams.reconcile(configs);
+        for upstream in &removed {
+            let id = upstream.id().to_string();
+            if let Some(w) = self.lock().remove(&id) {
+                w.stop.cancel();
+            }
+            self.attempted.send_modify(|a| {
+                a.remove(&id);
+            });
+            upstream.shutdown().await;
+            if !self.upstreams.contains(&id) {
+                self.sink.removed(&id);
+            }
+        }
+        self.watch_new();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Watched>> {
+        self.watched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a task for every upstream of the set that has none.
+    fn watch_new(self: &Arc<Self>) {
+        for upstream in self.upstreams.all() {
+            let id = upstream.id().to_string();
+            let mut watched = self.lock();
+            if watched.contains_key(&id) {
+                continue;
+            }
+            let stop = self.shutdown.child_token();
+            let refresh = Arc::new(Notify::new());
+            watched.insert(
+                id,
+                Watched {
+                    stop: stop.clone(),
+                    refresh: refresh.clone(),
+                },
+            );
+            drop(watched);
+            let d = self.clone();
             tokio::spawn(async move {
                 tokio::select! {
-                    () = d.watch_upstream(u) => {}
+                    () = d.watch_upstream(upstream, refresh) => {}
                     () = stop.cancelled() => {}
                 }
             });
         }
-        let d = discovery.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = d.publish_loop() => {}
-                () = shutdown.cancelled() => {}
-            }
-        });
-        discovery
     }
 
-    /// Resolves once every upstream has been tried at least once (successfully or not)
-    /// and the result is published.
+    /// Resolves once every upstream of the set has been tried at least once.
     pub async fn first_round(&self) {
-        let total = self.upstreams.len();
+        self.first_round_of(&self.upstreams.ids()).await;
+    }
+
+    /// Resolves once each of `ids` has been tried at least once (they may join
+    /// the set later).
+    pub async fn first_round_of(&self, ids: &[String]) {
         let mut rx = self.attempted.subscribe();
-        let _ = rx.wait_for(|n| *n >= total).await;
-        self.publish_now();
+        let _ = rx.wait_for(|done| ids.iter().all(|id| done.contains(id))).await;
     }
 
     /// Asks for an immediate re-list of one upstream, or of all.
     pub fn refresh(&self, id: Option<&str>) -> Result<(), quiver_upstream::UpstreamError> {
+        let watched = self.lock();
         match id {
             Some(id) => {
-                self.refresh
+                watched
                     .get(id)
                     .ok_or_else(|| quiver_upstream::UpstreamError::Unknown(id.to_string()))?
+                    .refresh
                     .notify_one();
             }
-            None => self.refresh.values().for_each(|n| n.notify_one()),
+            None => watched.values().for_each(|w| w.refresh.notify_one()),
         }
         Ok(())
     }
 
-    async fn publish_loop(&self) {
-        loop {
-            self.dirty.notified().await;
-            // Coalesce a burst of changes (e.g. 70 upstreams coming up) into one version.
-            tokio::time::sleep(Duration::from_millis(25)).await;
-            self.publish_now();
-        }
+    /// Connection state of every upstream, by id.
+    pub fn statuses(&self) -> BTreeMap<String, String> {
+        self.upstreams
+            .statuses()
+            .into_iter()
+            .map(|s| (s.id, s.state.to_string()))
+            .collect()
     }
 
-    fn publish_now(&self) {
-        let entries: Vec<ServerEntry> = self
-            .entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        self.store.publish(entries);
-    }
-
-    async fn watch_upstream(&self, upstream: Arc<Upstream>) {
+    async fn watch_upstream(&self, upstream: Arc<Upstream>, refresh: Arc<Notify>) {
         let id = upstream.id().to_string();
-        let refresh = self.refresh.get(&id).cloned().unwrap_or_default();
         let mut events = upstream.subscribe();
         let interval = upstream.config().refresh_interval_secs;
         let mut backoff = BACKOFF_START;
@@ -129,7 +174,7 @@ impl Discovery {
                         None => upstream.description().await.unwrap_or_default(),
                     };
                     let config = upstream.config();
-                    let entry = ServerEntry {
+                    self.sink.discovered(ServerEntry {
                         id: id.clone(),
                         description: one_line(&description),
                         namespace: config.namespace().to_string(),
@@ -138,12 +183,7 @@ impl Discovery {
                         validation: config.validation,
                         features: upstream.features().await,
                         tools,
-                    };
-                    self.entries
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(id.clone(), entry);
-                    self.dirty.notify_one();
+                    });
                     true
                 }
                 Err(e) => {
@@ -153,7 +193,9 @@ impl Discovery {
             };
             if first {
                 first = false;
-                self.attempted.send_modify(|n| *n += 1);
+                self.attempted.send_modify(|a| {
+                    a.insert(id.clone());
+                });
             }
             let wait = if healthy {
                 (interval > 0).then(|| Duration::from_secs(interval))

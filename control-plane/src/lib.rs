@@ -1,11 +1,28 @@
-//! Quiver's source of truth: the versioned manifest and the discovery that feeds it.
+//! Quiver's source of truth: a Raft-replicated control plane holding the
+//! upstream registry, the discovered tool catalogue and its manifest versions,
+//! tenants and their policy, and a bounded drift/admin event log.
 //!
-//! This crate owns what every edge and executor must agree on. Today it runs in
-//! one process ([`ManifestStore`] + [`Discovery`]); the Raft-replicated service
-//! grows here. It never serves clients or runs tools itself.
+//! - [`node::ControlPlaneNode`] runs one member: redb-backed Raft log and
+//!   snapshots, gRPC for Raft and for the `ControlPlane` service, discovery
+//!   while it leads.
+//! - [`client::AdminClient`] is the operator API's client (`quiver ctl`).
+//! - [`watcher`] feeds an edge's or executor's [`ManifestStore`] from the
+//!   `WatchManifest` stream.
+//! - [`Discovery`] with a [`LocalCatalogue`] serves a node with no control plane.
 
-mod discovery;
-mod manifest_store;
+pub mod admin;
+pub mod client;
+pub mod command;
+pub mod discovery;
+pub mod fleet;
+pub mod manifest_store;
+pub mod node;
+pub mod raft;
+pub mod service;
+pub mod state;
+pub mod tenant;
+pub mod watcher;
 
-pub use discovery::Discovery;
-pub use manifest_store::ManifestStore;
+pub use discovery::{Discovery, DiscoverySink};
+pub use manifest_store::{LocalCatalogue, ManifestStore};
+pub use node::{ControlPlaneNode, NodeConfig, RaftTuning};

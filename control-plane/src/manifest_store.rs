@@ -1,10 +1,16 @@
 //! The current manifest, swapped atomically, with a watch for new versions.
 
-use std::sync::Arc;
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use arc_swap::ArcSwap;
 use quiver_proto::{Manifest, manifest::ServerEntry};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
+
+use crate::discovery::DiscoverySink;
 
 /// Holds the current [`Manifest`] and hands out new versions to watchers.
 pub struct ManifestStore {
@@ -41,6 +47,14 @@ impl ManifestStore {
         self.changes.subscribe()
     }
 
+    /// Installs a manifest built elsewhere (the control plane's watch stream).
+    pub fn install(&self, manifest: Arc<Manifest>) {
+        let _serialised = self.publish.lock().unwrap_or_else(|p| p.into_inner());
+        tracing::info!(version = manifest.version, tools = manifest.tools.len(), stub_hash = %manifest.stub_hash, "manifest installed");
+        self.current.store(manifest.clone());
+        self.changes.send_replace(manifest);
+    }
+
     /// Builds a manifest from `entries` and publishes it as the next version,
     /// unless nothing a client can see changed. Returns the current manifest.
     pub fn publish(&self, entries: Vec<ServerEntry>) -> Arc<Manifest> {
@@ -60,7 +74,7 @@ impl ManifestStore {
 }
 
 /// Same stubs and same server metadata: nothing a client could observe changed.
-fn same_content(a: &Manifest, b: &Manifest) -> bool {
+pub fn same_content(a: &Manifest, b: &Manifest) -> bool {
     a.stub_hash == b.stub_hash
         && a.servers.len() == b.servers.len()
         && a.servers.iter().zip(&b.servers).all(|(x, y)| {
@@ -74,4 +88,72 @@ fn same_content(a: &Manifest, b: &Manifest) -> bool {
             .iter()
             .zip(&b.tools)
             .all(|(x, y)| x.canonical_json == y.canonical_json)
+}
+
+/// A discovery sink for a node without a control plane: keeps every upstream's
+/// last entry and publishes a new manifest version into a [`ManifestStore`],
+/// coalescing bursts (70 upstreams coming up give one version, not 70).
+pub struct LocalCatalogue {
+    store: Arc<ManifestStore>,
+    entries: Mutex<BTreeMap<String, ServerEntry>>,
+    dirty: Notify,
+}
+
+impl LocalCatalogue {
+    /// A catalogue publishing into `store`; its publisher task runs until `shutdown`.
+    pub fn new(
+        store: Arc<ManifestStore>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) -> Arc<LocalCatalogue> {
+        let catalogue = Arc::new(LocalCatalogue {
+            store,
+            entries: Mutex::new(BTreeMap::new()),
+            dirty: Notify::new(),
+        });
+        let c = catalogue.clone();
+        tokio::spawn(async move {
+            let publish = async {
+                loop {
+                    c.dirty.notified().await;
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                    c.publish_now();
+                }
+            };
+            tokio::select! {
+                () = publish => {}
+                () = shutdown.cancelled() => {}
+            }
+        });
+        catalogue
+    }
+
+    /// Publishes what has been discovered so far, now.
+    pub fn publish_now(&self) -> Arc<Manifest> {
+        let entries: Vec<ServerEntry> = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        self.store.publish(entries)
+    }
+}
+
+impl DiscoverySink for LocalCatalogue {
+    fn discovered(&self, entry: ServerEntry) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(entry.id.clone(), entry);
+        self.dirty.notify_one();
+    }
+
+    fn removed(&self, id: &str) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        self.dirty.notify_one();
+    }
 }

@@ -1,12 +1,18 @@
-//! `quiver dev`: the embedded default. A single-process control plane
-//! (discovery + manifest store), an in-process executor holding the upstream
-//! connections, and the edge, over a config file, a catalog, or the demo.
+//! `quiver dev`: the embedded default. A one-node control plane with a data
+//! directory (its state survives restarts), an in-process executor holding the
+//! upstream connections, and the edge, over a config file, a catalog, or the
+//! demo. The edge takes its manifest from the control plane's `WatchManifest`
+//! stream over loopback gRPC: the same path as a distributed deployment.
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
-use quiver_control_plane::{Discovery, ManifestStore};
+use quiver_control_plane::{
+    ControlPlaneNode, Discovery, LocalCatalogue, ManifestStore, NodeConfig, RaftTuning,
+    command::Command,
+    watcher::{WatchConfig, spawn_watcher},
+};
 use quiver_edge::{Gateway, Mode};
 use quiver_executor::{
     Dispatch, LocalExecutor,
@@ -44,11 +50,19 @@ pub struct DevArgs {
     /// `quiver executor` child process, reached over gRPC).
     #[arg(long, default_value = "in-process", value_parser = ["in-process", "child"])]
     executor: String,
+    /// Data directory of the embedded control plane (overrides the config;
+    /// default `.quiver/dev` in the current directory).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Where the embedded control plane serves gRPC for `quiver ctl` (overrides
+    /// the config; default 127.0.0.1:0, printed at start).
+    #[arg(long)]
+    control_plane_listen: Option<SocketAddr>,
 }
 
 /// Runs until Ctrl-C / SIGTERM (or, with `--stdio`, until the client disconnects).
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
-    logging::init("info,rmcp=warn");
+    logging::init("info,rmcp=warn,openraft=warn");
     let mut config = match &args.config {
         Some(path) => DevConfig::load(path)?,
         None => DevConfig::default(),
@@ -66,8 +80,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         quiver_edge::tls::acceptor(tls)?;
     }
 
+    if let Some(data) = &args.data {
+        config.control_plane.data = data.clone();
+    }
+    if let Some(listen) = args.control_plane_listen {
+        config.control_plane.listen = listen;
+    }
+
     let shutdown = CancellationToken::new();
-    let (upstreams, store) = start_discovery(&config, &shutdown).await;
+    let (upstreams, store, control_plane) = start_control_plane(&config, &shutdown).await?;
     let mut child_executor = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
         let (child, remote) = spawn_child_executor(&args).await?;
@@ -117,10 +138,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             "http"
         };
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /mcp/passthrough /mcp/search /mcp/code{}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /mcp/passthrough /mcp/search /mcp/code; control plane {} (data {}){}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,
+            control_plane.addr(),
+            config.control_plane.data.display(),
             if using_demo {
                 " [built-in demo catalog]"
             } else {
@@ -145,23 +168,129 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         pool.shutdown();
     }
     drop(child_executor);
+    control_plane.shutdown().await;
     upstreams.shutdown().await;
     result
+}
+
+/// Starts the one-node control plane on the config's data directory, makes
+/// its upstream registry match the config, waits for the first discovery round
+/// and for the edge's watch to hold the resulting manifest.
+async fn start_control_plane(
+    config: &DevConfig,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(Arc<UpstreamSet>, Arc<ManifestStore>, Arc<ControlPlaneNode>)> {
+    let upstreams = Arc::new(UpstreamSet::default());
+    let node_config = NodeConfig {
+        node_id: 1,
+        listen: config.control_plane.listen,
+        advertise: None,
+        data: config.control_plane.data.clone(),
+        bootstrap: true,
+        tls: None,
+        tuning: RaftTuning::default(),
+    };
+    let (node, addr) =
+        ControlPlaneNode::start_with(node_config, upstreams.clone(), shutdown.clone())
+            .await
+            .context("starting the embedded control plane")?;
+    if node.wait_for_leader(Duration::from_secs(10)).await != Some(node.id()) {
+        anyhow::bail!(
+            "the embedded control plane in {} did not become leader; is that data directory a member of another cluster?",
+            config.control_plane.data.display()
+        );
+    }
+    sync_registry(&node, &config.upstreams).await?;
+    let limit = config
+        .upstreams
+        .iter()
+        .map(|u| u.connect_timeout())
+        .max()
+        .unwrap_or_default()
+        + Duration::from_secs(5);
+    if tokio::time::timeout(limit, node.first_discovery())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some upstreams are still connecting; serving what is ready");
+    }
+    let store = Arc::new(ManifestStore::new());
+    spawn_watcher(
+        WatchConfig {
+            endpoints: vec![addr.to_string()],
+            tls: None,
+            node: format!("dev-{}@{}", std::process::id(), addr),
+            role: "dev".into(),
+        },
+        store.clone(),
+        None,
+        shutdown.clone(),
+    );
+    // Discovery results are being committed; wait until they are and the
+    // edge's copy has caught up with what the control plane holds (bounded).
+    let caught_up = async {
+        node.discoveries_committed().await;
+        let want = node.shared().manifest().version;
+        let mut watched = store.subscribe();
+        let _ = watched.wait_for(|m| m.version >= want).await;
+    };
+    if tokio::time::timeout(Duration::from_secs(10), caught_up)
+        .await
+        .is_err()
+    {
+        tracing::warn!("serving before every discovery result was committed");
+    }
+    Ok((upstreams, store, node))
+}
+
+/// Makes the control plane's registry hold exactly the configured upstreams.
+async fn sync_registry(node: &ControlPlaneNode, configured: &[UpstreamConfig]) -> anyhow::Result<()> {
+    let registered: std::collections::BTreeMap<String, UpstreamConfig> = node
+        .shared()
+        .lock()
+        .upstreams
+        .iter()
+        .map(|(id, r)| (id.clone(), r.config.clone()))
+        .collect();
+    for upstream in configured {
+        if registered.get(&upstream.id) != Some(upstream) {
+            node.write(
+                "dev",
+                Command::PutUpstream {
+                    upstream: upstream.clone(),
+                    quarantine: false,
+                    replace: true,
+                },
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("registering upstream `{}`: {e}", upstream.id))?;
+        }
+    }
+    for id in registered.keys() {
+        if !configured.iter().any(|u| &u.id == id) {
+            node.write("dev", Command::RemoveUpstream { id: id.clone() })
+                .await
+                .map_err(|e| anyhow::anyhow!("removing upstream `{id}`: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Where calls go, where scripts run, and the local pool (absent with a child executor).
 type ExecutorParts = (Arc<dyn Dispatch>, Arc<dyn Scripts>, Option<Arc<WorkerPool>>);
 
-/// Connects the configured upstreams and lists their tools into a manifest
-/// store; waits for each upstream's first attempt (bounded by the longest
-/// connect timeout), after which discovery goes on in the background.
+/// Without a control plane (a standalone `quiver executor`): connects the
+/// configured upstreams and lists their tools into a local manifest store;
+/// waits for each upstream's first attempt (bounded by the longest connect
+/// timeout), after which discovery goes on in the background.
 pub(crate) async fn start_discovery(
     config: &DevConfig,
     shutdown: &CancellationToken,
 ) -> (Arc<UpstreamSet>, Arc<ManifestStore>) {
     let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
     let store = Arc::new(ManifestStore::new());
-    let discovery = Discovery::spawn(upstreams.clone(), store.clone(), shutdown.clone());
+    let catalogue = LocalCatalogue::new(store.clone(), shutdown.clone());
+    let discovery = Discovery::spawn(upstreams.clone(), catalogue.clone(), shutdown.clone());
     let limit = config
         .upstreams
         .iter()
@@ -175,6 +304,7 @@ pub(crate) async fn start_discovery(
     {
         tracing::warn!("some upstreams are still connecting; serving what is ready");
     }
+    catalogue.publish_now();
     (upstreams, store)
 }
 

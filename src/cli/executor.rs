@@ -45,7 +45,7 @@ pub struct ExecutorArgs {
 
 /// Runs the executor until SIGTERM / Ctrl-C.
 pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
-    logging::init("info,rmcp=warn");
+    logging::init("info,rmcp=warn,openraft=warn");
     let mut config = match &args.config {
         Some(path) => DevConfig::load(path)?,
         None => DevConfig::default(),

@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod bench_executor;
+pub mod control_plane;
+pub mod ctl;
 pub mod dev;
 pub mod executor;
 pub mod logging;

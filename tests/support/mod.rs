@@ -36,15 +36,25 @@ pub struct QuiverDev {
     pub url: String,
     /// The startup line.
     pub banner: String,
+    /// The embedded control plane's gRPC address (for `quiver ctl --endpoints`).
+    pub control_plane: String,
+    /// The data directory, when the test did not pass its own `--data`.
+    _data: Option<tempfile::TempDir>,
 }
 
 impl QuiverDev {
     /// Starts `quiver dev --listen 127.0.0.1:0 <args>` and waits for its startup line.
     pub fn start(args: &[&str]) -> QuiverDev {
-        let mut child = Command::new(quiver_bin())
+        let data = (!args.contains(&"--data")).then(|| tempfile::tempdir().expect("temp dir"));
+        let mut command = Command::new(quiver_bin());
+        command
             .arg("dev")
             .args(["--listen", "127.0.0.1:0"])
-            .args(args)
+            .args(args);
+        if let Some(dir) = &data {
+            command.arg("--data").arg(dir.path());
+        }
+        let mut child = command
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
@@ -68,7 +78,19 @@ impl QuiverDev {
             .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("no URL in startup line: {banner}"))
             .to_string();
-        QuiverDev { child, url, banner }
+        let control_plane = banner
+            .split("control plane ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_default()
+            .to_string();
+        QuiverDev {
+            child,
+            url,
+            banner,
+            control_plane,
+            _data: data,
+        }
     }
 
     /// URL of one mode's endpoint.

@@ -338,3 +338,43 @@ impl UpstreamConfig {
         }
     }
 }
+
+/// Expands `${VAR}` and `${VAR:-default}` from this process's environment; `$$`
+/// is a literal `$`. Upstream `headers` and `env` values are kept in this form
+/// (secrets by reference) and expanded by the node that connects.
+pub fn expand_references(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(stripped) = after.strip_prefix('$') {
+            out.push('$');
+            rest = stripped;
+        } else if let Some(inner) = after.strip_prefix('{') {
+            let end = inner
+                .find('}')
+                .ok_or_else(|| "unclosed `${` in a value".to_string())?;
+            let spec = &inner[..end];
+            let (name, default) = match spec.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (spec, None),
+            };
+            match (std::env::var(name), default) {
+                (Ok(v), _) => out.push_str(&v),
+                (Err(_), Some(d)) => out.push_str(d),
+                (Err(_), None) => {
+                    return Err(format!(
+                        "environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"
+                    ));
+                }
+            }
+            rest = &inner[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}

@@ -259,7 +259,11 @@ impl Upstream {
                         cmd.env(key, value);
                     }
                 }
-                cmd.envs(env);
+                for (key, value) in env {
+                    let value = crate::expand_references(value)
+                        .map_err(|e| format!("env `{key}`: {e}"))?;
+                    cmd.env(key, value);
+                }
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
@@ -279,6 +283,8 @@ impl Upstream {
             Transport::Http { url, headers } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 for (name, value) in headers {
+                    let value = &crate::expand_references(value)
+                        .map_err(|e| format!("header `{name}`: {e}"))?;
                     if name.eq_ignore_ascii_case("authorization") {
                         let token = value.strip_prefix("Bearer ").unwrap_or(value);
                         config = config.auth_header(token.to_string());

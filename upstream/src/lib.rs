@@ -15,7 +15,7 @@ mod set;
 
 pub use breaker::{BreakerConfig, CircuitBreaker};
 pub use client::{CallSink, SinkFuture};
-pub use config::{ConfigError, Transport, UpstreamConfig};
+pub use config::{ConfigError, Transport, UpstreamConfig, expand_references};
 pub use connection::{CallOptions, Upstream, UpstreamEvent, UpstreamStatus};
 pub use error::UpstreamError;
 pub use set::UpstreamSet;

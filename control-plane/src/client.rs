@@ -1,0 +1,175 @@
+//! Clients of the `ControlPlane` service: [`AdminClient`] (the operator CLI and
+//! node-to-node relays) follows the leader by itself; it tries each endpoint
+//! and, told "not the leader", goes where the answer points.
+
+use std::time::Duration;
+
+use quiver_proto::pb::{self, control_plane_client::ControlPlaneClient};
+use serde_json::Value;
+use tonic::{Code, transport::Channel};
+
+use crate::{
+    admin::AdminRequest,
+    raft::network::{TlsMaterial, channel},
+    service::{LEADER_METADATA, MAX_MESSAGE_BYTES},
+};
+
+/// How many "not the leader" redirects one call follows.
+const MAX_REDIRECTS: usize = 5;
+
+/// Why a call failed, worded for an operator.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// No endpoint answered.
+    #[error(
+        "cluster unreachable: no control-plane node answered ({tried}); check --endpoints and that the nodes are running"
+    )]
+    Unreachable {
+        /// Each endpoint and its error.
+        tried: String,
+    },
+    /// Nodes answered but none could act as leader.
+    #[error("{0}")]
+    NoLeader(String),
+    /// The cluster answered with an error.
+    #[error("{message}")]
+    Status {
+        /// gRPC status code.
+        code: Code,
+        /// The node's explanation.
+        message: String,
+    },
+    /// The answer could not be read.
+    #[error("unreadable answer from {endpoint}: {message}")]
+    Protocol {
+        /// Who answered.
+        endpoint: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// A client of the operator API.
+pub struct AdminClient {
+    endpoints: Vec<String>,
+    tls: Option<TlsMaterial>,
+    timeout: Duration,
+}
+
+impl AdminClient {
+    /// A client that starts with `endpoints` (`host:port` each).
+    pub fn new(endpoints: Vec<String>, tls: Option<TlsMaterial>) -> AdminClient {
+        AdminClient {
+            endpoints,
+            tls,
+            timeout: Duration::from_secs(15),
+        }
+    }
+
+    /// A client of one node.
+    pub fn connect_one(addr: &str, tls: Option<&TlsMaterial>) -> anyhow::Result<AdminClient> {
+        Ok(AdminClient::new(vec![addr.to_string()], tls.cloned()))
+    }
+
+    /// Sets the time limit of one call to one node.
+    pub fn with_timeout(mut self, timeout: Duration) -> AdminClient {
+        self.timeout = timeout;
+        self
+    }
+
+    fn client(&self, addr: &str) -> Result<ControlPlaneClient<Channel>, ClientError> {
+        let channel = channel(addr, self.tls.as_ref()).map_err(|e| ClientError::Unreachable {
+            tried: format!("{addr}: {e}"),
+        })?;
+        Ok(ControlPlaneClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES))
+    }
+
+    async fn send(&self, addr: &str, request: &AdminRequest) -> Result<Value, tonic::Status> {
+        let mut client = self
+            .client(addr)
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let mut call = tonic::Request::new(pb::AdminCall {
+            request_json: serde_json::to_string(request).unwrap_or_default(),
+        });
+        call.set_timeout(self.timeout);
+        let reply = client.admin(call).await?.into_inner();
+        serde_json::from_str(&reply.response_json)
+            .map_err(|e| tonic::Status::internal(format!("unreadable answer: {e}")))
+    }
+
+    /// Sends `request` to the first endpoint only, without following the leader.
+    pub async fn call_here(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
+        let addr = self.endpoints.first().cloned().unwrap_or_default();
+        self.send(&addr, request).await.map_err(|s| status_error(&addr, s))
+    }
+
+    /// Sends `request` to the leader, wherever it is; the endpoint that answers
+    /// is moved to the front for the next call.
+    pub async fn call(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
+        let mut tried = Vec::new();
+        let mut no_leader = None;
+        let mut queue: Vec<String> = self.endpoints.clone();
+        let mut redirects = 0;
+        while let Some(addr) = (!queue.is_empty()).then(|| queue.remove(0)) {
+            match self.send(&addr, request).await {
+                Ok(value) => {
+                    self.endpoints.retain(|e| *e != addr);
+                    self.endpoints.insert(0, addr);
+                    return Ok(value);
+                }
+                Err(status) if status.code() == Code::FailedPrecondition
+                    && status.message().starts_with("not the leader") =>
+                {
+                    let leader = status
+                        .metadata()
+                        .get(LEADER_METADATA)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
+                    match leader {
+                        Some(leader) if redirects < MAX_REDIRECTS && leader != addr => {
+                            redirects += 1;
+                            queue.retain(|e| *e != leader);
+                            queue.insert(0, leader);
+                        }
+                        _ => no_leader = Some(format!("{addr}: {}", status.message())),
+                    }
+                }
+                Err(status)
+                    if matches!(status.code(), Code::Unavailable | Code::DeadlineExceeded | Code::Unknown | Code::Cancelled) =>
+                {
+                    tried.push(format!("{addr}: {}", status.message()));
+                }
+                Err(status) => return Err(status_error(&addr, status)),
+            }
+        }
+        match no_leader {
+            Some(message) => Err(ClientError::NoLeader(format!(
+                "no leader to take the request ({message}); if nodes were lost, a majority must be running for the cluster to elect one"
+            ))),
+            None => Err(ClientError::Unreachable {
+                tried: tried.join("; "),
+            }),
+        }
+    }
+}
+
+fn status_error(addr: &str, status: tonic::Status) -> ClientError {
+    match status.code() {
+        Code::Unavailable | Code::DeadlineExceeded => ClientError::Unreachable {
+            tried: format!("{addr}: {}", status.message()),
+        },
+        Code::Internal if status.message().starts_with("unreadable answer") => {
+            ClientError::Protocol {
+                endpoint: addr.to_string(),
+                message: status.message().to_string(),
+            }
+        }
+        code => ClientError::Status {
+            code,
+            message: status.message().to_string(),
+        },
+    }
+}

@@ -1,0 +1,165 @@
+//! The replicated commands: what goes into the Raft log. Every entry is an
+//! [`Envelope`] carrying a format version and the leader's clock, so applying
+//! it is a pure function of the entry and the state before it.
+
+use serde::{Deserialize, Serialize};
+
+use quiver_proto::manifest::ServerEntry;
+use quiver_upstream::UpstreamConfig;
+
+use crate::tenant::TenantPatch;
+
+/// The format version written by this build. Entries of a newer version are
+/// refused at apply time rather than misread.
+pub const COMMAND_FORMAT: u32 = 1;
+
+/// One Raft log entry's payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Format version ([`COMMAND_FORMAT`] when written by this build).
+    pub format: u32,
+    /// Leader's wall clock when the command was proposed (ms since the epoch);
+    /// the only time the state machine ever sees.
+    pub at_ms: u64,
+    /// Who asked (an operator CLI, `discovery`, `dev`): recorded in the event log.
+    #[serde(default)]
+    pub actor: String,
+    /// What to do.
+    pub command: Command,
+}
+
+impl Envelope {
+    /// Wraps `command` with this build's format version and the current time.
+    pub fn now(actor: &str, command: Command) -> Envelope {
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Envelope {
+            format: COMMAND_FORMAT,
+            at_ms,
+            actor: actor.to_string(),
+            command,
+        }
+    }
+}
+
+/// A change to the replicated state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Command {
+    /// Registers an upstream, or replaces its settings when `replace` is set.
+    PutUpstream {
+        /// Its settings; header and env values may be `${SECRET}` references,
+        /// resolved by the node that connects, never stored resolved.
+        upstream: UpstreamConfig,
+        /// Keep the previous schema of a changed tool until an operator approves.
+        #[serde(default)]
+        quarantine: bool,
+        /// Replace an existing upstream of the same id instead of refusing.
+        #[serde(default)]
+        replace: bool,
+    },
+    /// Removes an upstream and its tools.
+    RemoveUpstream {
+        /// Upstream id.
+        id: String,
+    },
+    /// Discovery's results for one or more upstreams (proposed by the leader;
+    /// a burst of results is one entry and at most one manifest version).
+    RecordDiscovery {
+        /// What `tools/list` returned, with each server's metadata.
+        entries: Vec<ServerEntry>,
+    },
+    /// Accepts quarantined schema changes of one upstream (all, or one tool).
+    ApproveDrift {
+        /// Upstream id.
+        upstream: String,
+        /// One tool, or every pending change of the upstream.
+        #[serde(default)]
+        tool: Option<String>,
+    },
+    /// Creates a tenant.
+    CreateTenant {
+        /// Tenant id.
+        id: String,
+        /// Initial settings.
+        #[serde(default)]
+        patch: TenantPatch,
+    },
+    /// Changes a tenant's settings.
+    UpdateTenant {
+        /// Tenant id.
+        id: String,
+        /// Fields to change.
+        patch: TenantPatch,
+    },
+    /// Deletes a tenant and its keys.
+    DeleteTenant {
+        /// Tenant id.
+        id: String,
+    },
+    /// Adds an API key (its hash) to a tenant.
+    IssueKey {
+        /// Tenant id.
+        tenant: String,
+        /// Key id (the part of the key before the secret).
+        key_id: String,
+        /// Hex SHA-256 of the key.
+        sha256: String,
+    },
+    /// Removes an API key.
+    RevokeKey {
+        /// Tenant id.
+        tenant: String,
+        /// Key id.
+        key_id: String,
+    },
+}
+
+impl Command {
+    /// A short name for logs and the event log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::PutUpstream { .. } => "put_upstream",
+            Command::RemoveUpstream { .. } => "remove_upstream",
+            Command::RecordDiscovery { .. } => "record_discovery",
+            Command::ApproveDrift { .. } => "approve_drift",
+            Command::CreateTenant { .. } => "create_tenant",
+            Command::UpdateTenant { .. } => "update_tenant",
+            Command::DeleteTenant { .. } => "delete_tenant",
+            Command::IssueKey { .. } => "issue_key",
+            Command::RevokeKey { .. } => "revoke_key",
+        }
+    }
+}
+
+/// What applying a command produced: either a JSON result or a refusal that
+/// changed nothing. Refusals are deterministic, so every node agrees on them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Applied.
+    Applied {
+        /// Command-specific result (the tenant, the upstream, …).
+        #[serde(default)]
+        result: serde_json::Value,
+        /// The manifest version after the command.
+        manifest_version: u64,
+    },
+    /// Refused; the state is unchanged.
+    Refused {
+        /// Machine-readable reason (`not_found`, `already_exists`, `invalid`, `unsupported`).
+        code: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+}
+
+impl Outcome {
+    pub(crate) fn refused(code: &str, message: impl Into<String>) -> Outcome {
+        Outcome::Refused {
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+}

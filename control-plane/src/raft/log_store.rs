@@ -1,0 +1,385 @@
+//! The durable Raft log, vote and snapshot store: one redb file in the node's
+//! data directory. Every write is a committed (fsynced) redb transaction before
+//! openraft is told it is done; what is read back is checked, and a damaged
+//! file is an error naming the file, never a silently shorter log.
+
+use std::{
+    fmt::Debug,
+    ops::{Bound, RangeBounds},
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use openraft::{
+    AnyError, ErrorSubject, ErrorVerb, LogId, LogState, RaftLogReader, StorageIOError, Vote,
+    storage::{LogFlushed, RaftLogStorage},
+};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::{NodeId, TypeConfig, typ};
+
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("raft_meta");
+pub(crate) const SNAPSHOT: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshot");
+
+/// The file name inside the data directory.
+pub const DATA_FILE: &str = "raft.redb";
+
+/// Why a data directory could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The directory cannot be created or read.
+    #[error("data directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The database file is damaged or not a redb file.
+    #[error(
+        "{path} is damaged or not a Quiver data file ({detail}); restore it from a backup, or remove this node's data directory and re-add the node to the cluster so it catches up from the others"
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What was found.
+        detail: String,
+    },
+    /// The directory belongs to another node id.
+    #[error(
+        "{path} holds the data of node {found}, not node {wanted}; pass --node-id {found} or use another --data directory"
+    )]
+    WrongNode {
+        /// The file.
+        path: PathBuf,
+        /// Node id recorded in the file.
+        found: NodeId,
+        /// Node id asked for.
+        wanted: NodeId,
+    },
+}
+
+/// An open data directory, shared by the log store and the state machine.
+#[derive(Clone)]
+pub struct DataDir {
+    pub(crate) db: Arc<Database>,
+    pub(crate) path: PathBuf,
+}
+
+impl DataDir {
+    /// Opens (or creates) `dir/raft.redb` for `node_id` and checks that what it
+    /// holds is readable and consistent.
+    pub fn open(dir: &Path, node_id: NodeId) -> Result<DataDir, OpenError> {
+        std::fs::create_dir_all(dir).map_err(|source| OpenError::Directory {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join(DATA_FILE);
+        let damaged = |detail: String| OpenError::Damaged {
+            path: path.clone(),
+            detail,
+        };
+        let db = Database::create(&path).map_err(|e| damaged(e.to_string()))?;
+        let data = DataDir {
+            db: Arc::new(db),
+            path: path.clone(),
+        };
+        // Claim the file for this node, or check it is ours.
+        match data.meta::<NodeId>("node_id").map_err(|e| damaged(e.to_string()))? {
+            Some(found) if found != node_id => {
+                return Err(OpenError::WrongNode {
+                    path,
+                    found,
+                    wanted: node_id,
+                });
+            }
+            Some(_) => {}
+            None => data
+                .put_meta("node_id", &node_id)
+                .map_err(|e| damaged(e.to_string()))?,
+        }
+        data.check_log().map_err(damaged)?;
+        Ok(data)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every entry decodes, indexes are contiguous and start right after the
+    /// purged prefix: a torn or edited file is found here, not mid-election.
+    fn check_log(&self) -> Result<(), String> {
+        let purged: Option<LogId<NodeId>> =
+            self.meta("last_purged").map_err(|e| e.to_string())?;
+        let txn = self.db.begin_read().map_err(|e| e.to_string())?;
+        let table = match txn.open_table(LOG) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        };
+        let mut expected = purged.map(|p| p.index + 1);
+        for item in table.iter().map_err(|e| e.to_string())? {
+            let (key, value) = item.map_err(|e| e.to_string())?;
+            let index = key.value();
+            if purged.is_some_and(|p| index <= p.index) {
+                // Left by a purge interrupted after recording its point: harmless.
+                continue;
+            }
+            let entry: typ::Entry = serde_json::from_slice(value.value())
+                .map_err(|e| format!("raft log entry {index} does not decode: {e}"))?;
+            if entry.log_id.index != index {
+                return Err(format!(
+                    "raft log entry stored at {index} claims index {}",
+                    entry.log_id.index
+                ));
+            }
+            if let Some(want) = expected
+                && index != want
+            {
+                return Err(format!(
+                    "raft log has a gap: expected entry {want}, found {index}"
+                ));
+            }
+            expected = Some(index + 1);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn meta<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, String> {
+        read_value(&self.db, META, key)
+    }
+
+    pub(crate) fn put_meta<T: Serialize>(&self, key: &str, value: &T) -> Result<(), String> {
+        let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
+        let txn = self.db.begin_write().map_err(|e| e.to_string())?;
+        {
+            let mut table = txn.open_table(META).map_err(|e| e.to_string())?;
+            table
+                .insert(key, bytes.as_slice())
+                .map_err(|e| e.to_string())?;
+        }
+        txn.commit().map_err(|e| e.to_string())
+    }
+}
+
+/// Reads one JSON value from a string-keyed table (absent table or key: `None`).
+pub(crate) fn read_value<T: DeserializeOwned>(
+    db: &Database,
+    def: TableDefinition<&str, &[u8]>,
+    key: &str,
+) -> Result<Option<T>, String> {
+    match read_raw(db, def, key)? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("`{key}` does not decode: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// Reads one value's bytes from a string-keyed table (absent table or key: `None`).
+pub(crate) fn read_raw(
+    db: &Database,
+    def: TableDefinition<&str, &[u8]>,
+    key: &str,
+) -> Result<Option<Vec<u8>>, String> {
+    let txn = db.begin_read().map_err(|e| e.to_string())?;
+    let table = match txn.open_table(def) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(table
+        .get(key)
+        .map_err(|e| e.to_string())?
+        .map(|v| v.value().to_vec()))
+}
+
+fn storage_error(subject: ErrorSubject<NodeId>, verb: ErrorVerb, e: impl ToString) -> typ::StorageError {
+    StorageIOError::new(subject, verb, AnyError::error(e.to_string())).into()
+}
+
+/// openraft's log storage over [`DataDir`].
+#[derive(Clone)]
+pub struct LogStore {
+    data: DataDir,
+}
+
+impl LogStore {
+    /// The log store of an open data directory.
+    pub fn new(data: DataDir) -> LogStore {
+        LogStore { data }
+    }
+
+    fn write_meta<T: Serialize>(
+        &self,
+        key: &str,
+        value: &T,
+        subject: ErrorSubject<NodeId>,
+    ) -> Result<(), typ::StorageError> {
+        self.data
+            .put_meta(key, value)
+            .map_err(|e| storage_error(subject, ErrorVerb::Write, e))
+    }
+
+    fn read_meta<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        subject: ErrorSubject<NodeId>,
+    ) -> Result<Option<T>, typ::StorageError> {
+        self.data
+            .meta(key)
+            .map_err(|e| storage_error(subject, ErrorVerb::Read, e))
+    }
+
+    fn last_entry_id(&self) -> Result<Option<LogId<NodeId>>, String> {
+        let txn = self.data.db.begin_read().map_err(|e| e.to_string())?;
+        let table = match txn.open_table(LOG) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        let Some(last) = table.last().map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let entry: typ::Entry = serde_json::from_slice(last.1.value()).map_err(|e| e.to_string())?;
+        Ok(Some(entry.log_id))
+    }
+
+    /// Deletes the entries in `range` in one transaction.
+    fn delete_range(&self, range: (Bound<u64>, Bound<u64>)) -> Result<(), String> {
+        let txn = self.data.db.begin_write().map_err(|e| e.to_string())?;
+        {
+            let mut table = txn.open_table(LOG).map_err(|e| e.to_string())?;
+            let keys: Vec<u64> = table
+                .range(range)
+                .map_err(|e| e.to_string())?
+                .filter_map(|item| item.ok().map(|(k, _)| k.value()))
+                .collect();
+            for key in keys {
+                table.remove(key).map_err(|e| e.to_string())?;
+            }
+        }
+        txn.commit().map_err(|e| e.to_string())
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<typ::Entry>, typ::StorageError> {
+        let read = || -> Result<Vec<typ::Entry>, String> {
+            let txn = self.data.db.begin_read().map_err(|e| e.to_string())?;
+            let table = match txn.open_table(LOG) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(e.to_string()),
+            };
+            let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
+            let mut entries = Vec::new();
+            for item in table.range(bounds).map_err(|e| e.to_string())? {
+                let (key, value) = item.map_err(|e| e.to_string())?;
+                let entry: typ::Entry = serde_json::from_slice(value.value())
+                    .map_err(|e| format!("entry {} does not decode: {e}", key.value()))?;
+                entries.push(entry);
+            }
+            Ok(entries)
+        };
+        read().map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, typ::StorageError> {
+        let last_purged_log_id: Option<LogId<NodeId>> =
+            self.read_meta("last_purged", ErrorSubject::Logs)?;
+        let last = self
+            .last_entry_id()
+            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))?;
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id: last.or(last_purged_log_id),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), typ::StorageError> {
+        self.write_meta("vote", vote, ErrorSubject::Vote)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, typ::StorageError> {
+        self.read_meta("vote", ErrorSubject::Vote)
+    }
+
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<NodeId>>,
+    ) -> Result<(), typ::StorageError> {
+        self.write_meta("committed", &committed, ErrorSubject::Store)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, typ::StorageError> {
+        Ok(self
+            .read_meta::<Option<LogId<NodeId>>>("committed", ErrorSubject::Store)?
+            .flatten())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), typ::StorageError>
+    where
+        I: IntoIterator<Item = typ::Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let write = || -> Result<(), String> {
+            let txn = self.data.db.begin_write().map_err(|e| e.to_string())?;
+            {
+                let mut table = txn.open_table(LOG).map_err(|e| e.to_string())?;
+                for entry in entries {
+                    let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
+                    table
+                        .insert(entry.log_id.index, bytes.as_slice())
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            // A redb commit is durable (fsync) by default: the entries are on disk
+            // before openraft counts this node towards a quorum.
+            txn.commit().map_err(|e| e.to_string())
+        };
+        let result = write();
+        match result {
+            Ok(()) => {
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Err(e) => {
+                callback.log_io_completed(Err(std::io::Error::other(e.clone())));
+                Err(storage_error(ErrorSubject::Logs, ErrorVerb::Write, e))
+            }
+        }
+    }
+
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), typ::StorageError> {
+        self.delete_range((Bound::Included(log_id.index), Bound::Unbounded))
+            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
+    }
+
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), typ::StorageError> {
+        // Record the purge point first: a crash between the two leaves extra
+        // entries below it, which the next purge removes, never a gap.
+        self.write_meta("last_purged", &log_id, ErrorSubject::Logs)?;
+        self.delete_range((Bound::Unbounded, Bound::Included(log_id.index)))
+            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
+    }
+}

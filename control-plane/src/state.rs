@@ -1,0 +1,727 @@
+//! The replicated application state and the pure function that applies a
+//! command to it. Nothing here reads a clock, a disk or the network: every node
+//! that applies the same log reaches byte-identical state, manifest and hashes.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    sync::Arc,
+};
+
+use quiver_proto::{
+    Manifest,
+    canonical::to_canonical_json,
+    hash::StubHash,
+    manifest::ServerEntry,
+    tool::ToolDef,
+};
+use quiver_upstream::UpstreamConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::{
+    command::{COMMAND_FORMAT, Command, Envelope, Outcome},
+    manifest_store::same_content,
+    tenant::{ApiKey, Tenant, TenantPatch, valid_id},
+};
+
+/// Events kept in the drift/admin log; older ones are dropped.
+pub const EVENT_LOG_LIMIT: usize = 1000;
+/// Manifest versions kept for `manifest show V` and `manifest diff`.
+pub const MANIFEST_HISTORY_LIMIT: usize = 64;
+
+/// One registered upstream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamRecord {
+    /// Its settings, secrets by reference.
+    pub config: UpstreamConfig,
+    /// Whether schema changes wait for approval.
+    #[serde(default)]
+    pub quarantine: bool,
+    /// When it was registered or last replaced.
+    pub updated_ms: u64,
+}
+
+/// A schema change held back by quarantine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingDrift {
+    /// The definition the upstream now reports.
+    pub proposed: ToolDef,
+    /// When it was first seen.
+    pub seen_ms: u64,
+}
+
+/// One entry of the bounded event log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Monotonic id.
+    pub id: u64,
+    /// Leader's clock when the command was proposed.
+    pub at_ms: u64,
+    /// `drift` (a tool appeared, disappeared or changed schema) or `admin`.
+    pub kind: String,
+    /// Who caused it.
+    pub actor: String,
+    /// Upstream concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Tool concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// What happened.
+    pub message: String,
+}
+
+/// A manifest version as remembered for history and diffs: the definition hash
+/// of every tool, by server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestRecord {
+    /// Version number.
+    pub version: u64,
+    /// Hex stub hash of the version.
+    pub stub_hash: String,
+    /// When it was committed.
+    pub at_ms: u64,
+    /// `server → tool → hex SHA-256 of the canonical definition`.
+    pub tools: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Everything the control plane replicates (the snapshot payload).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ControlState {
+    /// Registered upstreams by id.
+    pub upstreams: BTreeMap<String, UpstreamRecord>,
+    /// Last discovered tools per upstream (with quarantined changes held back).
+    pub catalogue: BTreeMap<String, ServerEntry>,
+    /// Quarantined changes: upstream → tool → proposed definition.
+    pub pending: BTreeMap<String, BTreeMap<String, PendingDrift>>,
+    /// Tenants by id.
+    pub tenants: BTreeMap<String, Tenant>,
+    /// The drift and administrative event log, oldest first.
+    pub events: VecDeque<Event>,
+    /// Id of the next event.
+    pub next_event_id: u64,
+    /// Recent manifest versions, oldest first; the last is the current one.
+    pub history: VecDeque<ManifestRecord>,
+    /// The built current manifest (derived from `catalogue`, not serialised).
+    #[serde(skip)]
+    manifest: Option<Arc<Manifest>>,
+}
+
+impl ControlState {
+    /// The current manifest (version 0 and empty before any discovery).
+    pub fn manifest(&mut self) -> Arc<Manifest> {
+        if self.manifest.is_none() {
+            self.manifest = Some(Arc::new(self.rebuild(self.manifest_version())));
+        }
+        self.manifest.clone().unwrap_or_else(|| Arc::new(Manifest::empty()))
+    }
+
+    /// The current manifest version.
+    pub fn manifest_version(&self) -> u64 {
+        self.history.back().map_or(0, |r| r.version)
+    }
+
+    fn rebuild(&self, version: u64) -> Manifest {
+        Manifest::build(version, self.catalogue.values().cloned().collect())
+    }
+
+    /// Applies one log entry. Refusals leave the state untouched.
+    pub fn apply(&mut self, entry: &Envelope) -> Outcome {
+        if entry.format > COMMAND_FORMAT {
+            return Outcome::refused(
+                "unsupported",
+                format!(
+                    "log entry format {} is newer than this build understands ({COMMAND_FORMAT}); upgrade this node",
+                    entry.format
+                ),
+            );
+        }
+        let at = entry.at_ms;
+        let actor = entry.actor.as_str();
+        let result = match &entry.command {
+            Command::PutUpstream {
+                upstream,
+                quarantine,
+                replace,
+            } => self.put_upstream(upstream, *quarantine, *replace, at, actor),
+            Command::RemoveUpstream { id } => self.remove_upstream(id, at, actor),
+            Command::RecordDiscovery { entries } => {
+                let results: Vec<Value> = entries
+                    .iter()
+                    .map(|entry| match self.record_discovery(entry, at, actor) {
+                        Ok(v) => v,
+                        Err(Outcome::Refused { message, .. }) => {
+                            json!({"upstream": entry.id, "skipped": message})
+                        }
+                        Err(other) => json!({"upstream": entry.id, "skipped": format!("{other:?}")}),
+                    })
+                    .collect();
+                Ok(Value::Array(results))
+            }
+            Command::ApproveDrift { upstream, tool } => {
+                self.approve_drift(upstream, tool.as_deref(), at, actor)
+            }
+            Command::CreateTenant { id, patch } => self.create_tenant(id, patch, at, actor),
+            Command::UpdateTenant { id, patch } => self.update_tenant(id, patch, at, actor),
+            Command::DeleteTenant { id } => self.delete_tenant(id, at, actor),
+            Command::IssueKey {
+                tenant,
+                key_id,
+                sha256,
+            } => self.issue_key(tenant, key_id, sha256, at, actor),
+            Command::RevokeKey { tenant, key_id } => self.revoke_key(tenant, key_id, at, actor),
+        };
+        match result {
+            Ok(result) => {
+                self.publish_manifest(at);
+                Outcome::Applied {
+                    result,
+                    manifest_version: self.manifest_version(),
+                }
+            }
+            Err(refused) => refused,
+        }
+    }
+
+    fn put_upstream(
+        &mut self,
+        config: &UpstreamConfig,
+        quarantine: bool,
+        replace: bool,
+        at: u64,
+        actor: &str,
+    ) -> Result<Value, Outcome> {
+        if let Err(e) = config.validate() {
+            return Err(Outcome::refused("invalid", e.to_string()));
+        }
+        let id = config.id.clone();
+        let existed = self.upstreams.contains_key(&id);
+        if existed && !replace {
+            return Err(Outcome::refused(
+                "already_exists",
+                format!("upstream `{id}` already exists; remove it first or pass --replace"),
+            ));
+        }
+        self.upstreams.insert(
+            id.clone(),
+            UpstreamRecord {
+                config: config.clone(),
+                quarantine,
+                updated_ms: at,
+            },
+        );
+        // Settings that shape the manifest take effect before the next discovery.
+        if let Some(entry) = self.catalogue.get_mut(&id) {
+            entry.namespace = config.namespace().to_string();
+            entry.tags = config.tags.clone();
+            entry.group = config.group.clone();
+            entry.validation = config.validation;
+            if let Some(d) = &config.description {
+                entry.description = d.clone();
+            }
+        }
+        let verb = if existed { "replaced" } else { "added" };
+        self.log_event(at, "admin", actor, Some(&id), None, format!("upstream {verb}"));
+        Ok(json!({"id": id, "replaced": existed}))
+    }
+
+    fn remove_upstream(&mut self, id: &str, at: u64, actor: &str) -> Result<Value, Outcome> {
+        if self.upstreams.remove(id).is_none() {
+            return Err(self.unknown_upstream(id));
+        }
+        self.catalogue.remove(id);
+        self.pending.remove(id);
+        self.log_event(at, "admin", actor, Some(id), None, "upstream removed".into());
+        Ok(json!({"id": id}))
+    }
+
+    fn record_discovery(
+        &mut self,
+        entry: &ServerEntry,
+        at: u64,
+        actor: &str,
+    ) -> Result<Value, Outcome> {
+        let Some(record) = self.upstreams.get(&entry.id) else {
+            // Removed while discovery was in flight: nothing to record.
+            return Err(self.unknown_upstream(&entry.id));
+        };
+        let quarantine = record.quarantine;
+        let mut incoming = entry.clone();
+        let previous = self.catalogue.get(&entry.id);
+        let old: BTreeMap<&str, &ToolDef> = previous
+            .map(|p| p.tools.iter().map(|t| (t.name.as_str(), t)).collect())
+            .unwrap_or_default();
+        let mut events = Vec::new();
+        let mut pending = self.pending.remove(&entry.id).unwrap_or_default();
+        let mut held = BTreeMap::new();
+        if previous.is_some() {
+            for tool in &mut incoming.tools {
+                let Some(before) = old.get(tool.name.as_str()) else {
+                    events.push((tool.name.clone(), "tool appeared".to_string()));
+                    continue;
+                };
+                if definition_hash(before) == definition_hash(tool) {
+                    continue;
+                }
+                if quarantine {
+                    let unchanged_pending = pending
+                        .get(&tool.name)
+                        .is_some_and(|p| definition_hash(&p.proposed) == definition_hash(tool));
+                    let seen_ms = pending.get(&tool.name).map_or(at, |p| p.seen_ms);
+                    if !unchanged_pending {
+                        events.push((
+                            tool.name.clone(),
+                            "schema changed; quarantined until approved".to_string(),
+                        ));
+                    }
+                    held.insert(
+                        tool.name.clone(),
+                        PendingDrift {
+                            proposed: tool.clone(),
+                            seen_ms,
+                        },
+                    );
+                    *tool = (*before).clone();
+                } else {
+                    events.push((tool.name.clone(), "schema changed".to_string()));
+                }
+            }
+            let now: std::collections::BTreeSet<&str> =
+                entry.tools.iter().map(|t| t.name.as_str()).collect();
+            for name in old.keys().filter(|n| !now.contains(*n)) {
+                events.push(((*name).to_string(), "tool disappeared".to_string()));
+            }
+        }
+        pending.clear();
+        pending.extend(held);
+        if !pending.is_empty() {
+            self.pending.insert(entry.id.clone(), pending);
+        }
+        // The registry's settings win over what the node reported.
+        let config = &record.config;
+        incoming.namespace = config.namespace().to_string();
+        incoming.tags = config.tags.clone();
+        incoming.group = config.group.clone();
+        incoming.validation = config.validation;
+        if let Some(d) = &config.description {
+            incoming.description = d.clone();
+        }
+        let changed = previous != Some(&incoming);
+        self.catalogue.insert(entry.id.clone(), incoming);
+        for (tool, message) in events {
+            self.log_event(at, "drift", actor, Some(&entry.id), Some(&tool), message);
+        }
+        Ok(json!({"upstream": entry.id, "changed": changed}))
+    }
+
+    fn approve_drift(
+        &mut self,
+        upstream: &str,
+        tool: Option<&str>,
+        at: u64,
+        actor: &str,
+    ) -> Result<Value, Outcome> {
+        if !self.upstreams.contains_key(upstream) {
+            return Err(self.unknown_upstream(upstream));
+        }
+        let Some(pending) = self.pending.get_mut(upstream) else {
+            return Err(Outcome::refused(
+                "not_found",
+                format!("upstream `{upstream}` has no quarantined changes"),
+            ));
+        };
+        let approved: Vec<PendingDrift> = match tool {
+            Some(name) => match pending.remove(name) {
+                Some(p) => vec![p],
+                None => {
+                    let known: Vec<&str> = pending.keys().map(String::as_str).collect();
+                    return Err(Outcome::refused(
+                        "not_found",
+                        format!(
+                            "tool `{name}` of `{upstream}` has no quarantined change; pending: {}",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            },
+            None => std::mem::take(pending).into_values().collect(),
+        };
+        if pending.is_empty() {
+            self.pending.remove(upstream);
+        }
+        let mut names = Vec::new();
+        if let Some(entry) = self.catalogue.get_mut(upstream) {
+            for change in approved {
+                if let Some(slot) = entry
+                    .tools
+                    .iter_mut()
+                    .find(|t| t.name == change.proposed.name)
+                {
+                    names.push(change.proposed.name.clone());
+                    *slot = change.proposed;
+                }
+            }
+        }
+        for name in &names {
+            self.log_event(
+                at,
+                "admin",
+                actor,
+                Some(upstream),
+                Some(name),
+                "schema change approved".into(),
+            );
+        }
+        Ok(json!({"upstream": upstream, "approved": names}))
+    }
+
+    fn create_tenant(
+        &mut self,
+        id: &str,
+        patch: &TenantPatch,
+        at: u64,
+        actor: &str,
+    ) -> Result<Value, Outcome> {
+        if !valid_id(id) {
+            return Err(Outcome::refused(
+                "invalid",
+                format!("tenant id `{id}` must be 1-64 characters of a-z, A-Z, 0-9, _ and -"),
+            ));
+        }
+        patch
+            .validate()
+            .map_err(|m| Outcome::refused("invalid", m))?;
+        if self.tenants.contains_key(id) {
+            return Err(Outcome::refused(
+                "already_exists",
+                format!("tenant `{id}` already exists; use `tenant update`"),
+            ));
+        }
+        let tenant = Tenant::new(id, patch, at);
+        let result = serde_json::to_value(&tenant).unwrap_or_default();
+        self.tenants.insert(id.to_string(), tenant);
+        self.log_event(at, "admin", actor, None, None, format!("tenant `{id}` created"));
+        Ok(result)
+    }
+
+    fn update_tenant(
+        &mut self,
+        id: &str,
+        patch: &TenantPatch,
+        at: u64,
+        actor: &str,
+    ) -> Result<Value, Outcome> {
+        patch
+            .validate()
+            .map_err(|m| Outcome::refused("invalid", m))?;
+        let Some(tenant) = self.tenants.get_mut(id) else {
+            return Err(self.unknown_tenant(id));
+        };
+        tenant.apply(patch, at);
+        let result = serde_json::to_value(&*tenant).unwrap_or_default();
+        self.log_event(at, "admin", actor, None, None, format!("tenant `{id}` updated"));
+        Ok(result)
+    }
+
+    fn delete_tenant(&mut self, id: &str, at: u64, actor: &str) -> Result<Value, Outcome> {
+        if self.tenants.remove(id).is_none() {
+            return Err(self.unknown_tenant(id));
+        }
+        self.log_event(at, "admin", actor, None, None, format!("tenant `{id}` deleted"));
+        Ok(json!({"id": id}))
+    }
+
+    fn issue_key(
+        &mut self,
+        tenant: &str,
+        key_id: &str,
+        sha256: &str,
+        at: u64,
+        actor: &str,
+    ) -> Result<Value, Outcome> {
+        let valid_hash = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit());
+        if !valid_hash || !valid_id(key_id) {
+            return Err(Outcome::refused(
+                "invalid",
+                "a key needs an id of a-z, A-Z, 0-9, _ and - and a hex SHA-256",
+            ));
+        }
+        let Some(record) = self.tenants.get_mut(tenant) else {
+            return Err(self.unknown_tenant(tenant));
+        };
+        if record.keys.contains_key(key_id) {
+            return Err(Outcome::refused(
+                "already_exists",
+                format!("tenant `{tenant}` already has a key `{key_id}`"),
+            ));
+        }
+        record.keys.insert(
+            key_id.to_string(),
+            ApiKey {
+                sha256: sha256.to_ascii_lowercase(),
+                created_ms: at,
+            },
+        );
+        record.updated_ms = at;
+        self.log_event(
+            at,
+            "admin",
+            actor,
+            None,
+            None,
+            format!("key `{key_id}` issued to tenant `{tenant}`"),
+        );
+        Ok(json!({"tenant": tenant, "key_id": key_id}))
+    }
+
+    fn revoke_key(
+        &mut self,
+        tenant: &str,
+        key_id: &str,
+        at: u64,
+        actor: &str,
+    ) -> Result<Value, Outcome> {
+        let Some(record) = self.tenants.get_mut(tenant) else {
+            return Err(self.unknown_tenant(tenant));
+        };
+        if record.keys.remove(key_id).is_none() {
+            let known: Vec<&str> = record.keys.keys().map(String::as_str).collect();
+            return Err(Outcome::refused(
+                "not_found",
+                format!(
+                    "tenant `{tenant}` has no key `{key_id}`; its keys: {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        record.updated_ms = at;
+        self.log_event(
+            at,
+            "admin",
+            actor,
+            None,
+            None,
+            format!("key `{key_id}` of tenant `{tenant}` revoked"),
+        );
+        Ok(json!({"tenant": tenant, "key_id": key_id}))
+    }
+
+    /// Rebuilds the manifest from the catalogue and records a new version when
+    /// anything a client can see changed.
+    fn publish_manifest(&mut self, at: u64) {
+        let current = self.manifest();
+        let next = self.rebuild(current.version + 1);
+        if current.version > 0 && same_content(&current, &next) {
+            return;
+        }
+        if current.version == 0 && next.tools.is_empty() && next.servers.is_empty() {
+            return;
+        }
+        let record = ManifestRecord {
+            version: next.version,
+            stub_hash: next.stub_hash.to_hex(),
+            at_ms: at,
+            tools: next
+                .servers
+                .iter()
+                .map(|s| {
+                    let tools = next
+                        .tools
+                        .iter()
+                        .filter(|t| t.id.server == s.id)
+                        .map(|t| {
+                            (
+                                t.id.tool.clone(),
+                                StubHash::of(t.canonical_json.as_bytes()).to_hex(),
+                            )
+                        })
+                        .collect();
+                    (s.id.clone(), tools)
+                })
+                .collect(),
+        };
+        self.history.push_back(record);
+        while self.history.len() > MANIFEST_HISTORY_LIMIT {
+            self.history.pop_front();
+        }
+        self.manifest = Some(Arc::new(next));
+    }
+
+    fn log_event(
+        &mut self,
+        at: u64,
+        kind: &str,
+        actor: &str,
+        upstream: Option<&str>,
+        tool: Option<&str>,
+        message: String,
+    ) {
+        self.events.push_back(Event {
+            id: self.next_event_id,
+            at_ms: at,
+            kind: kind.to_string(),
+            actor: actor.to_string(),
+            upstream: upstream.map(str::to_string),
+            tool: tool.map(str::to_string),
+            message,
+        });
+        self.next_event_id += 1;
+        while self.events.len() > EVENT_LOG_LIMIT {
+            self.events.pop_front();
+        }
+    }
+
+    fn unknown_upstream(&self, id: &str) -> Outcome {
+        let known: Vec<&str> = self.upstreams.keys().map(String::as_str).collect();
+        Outcome::refused(
+            "not_found",
+            format!(
+                "unknown upstream `{id}`; registered: {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        )
+    }
+
+    fn unknown_tenant(&self, id: &str) -> Outcome {
+        Outcome::refused(
+            "not_found",
+            format!("unknown tenant `{id}`; `quiver ctl tenant list` shows the tenants"),
+        )
+    }
+}
+
+/// Hex SHA-256 of a tool's canonical definition.
+pub fn definition_hash(tool: &ToolDef) -> String {
+    let value = serde_json::to_value(tool).unwrap_or(Value::Null);
+    StubHash::of(to_canonical_json(&value).as_bytes()).to_hex()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(command: Command) -> Envelope {
+        Envelope {
+            format: COMMAND_FORMAT,
+            at_ms: 1000,
+            actor: "test".into(),
+            command,
+        }
+    }
+
+    fn tool(name: &str, param: &str) -> ToolDef {
+        serde_json::from_value(json!({
+            "name": name,
+            "description": format!("{name} things"),
+            "inputSchema": {"type": "object", "properties": {param: {"type": "string"}}},
+        }))
+        .unwrap()
+    }
+
+    fn discovered(id: &str, tools: Vec<ToolDef>) -> Command {
+        Command::RecordDiscovery {
+            entries: vec![ServerEntry {
+                id: id.into(),
+                description: String::new(),
+                namespace: id.into(),
+                tags: vec![],
+                group: String::new(),
+                validation: Default::default(),
+                features: vec![],
+                tools,
+            }],
+        }
+    }
+
+    fn with_upstream(quarantine: bool) -> ControlState {
+        let mut state = ControlState::default();
+        let upstream = UpstreamConfig::stdio("gh", "true", vec![]);
+        let outcome = state.apply(&envelope(Command::PutUpstream {
+            upstream,
+            quarantine,
+            replace: false,
+        }));
+        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+        state
+    }
+
+    #[test]
+    fn discovery_commits_a_new_manifest_version_only_on_change() {
+        let mut state = with_upstream(false);
+        assert_eq!(state.manifest_version(), 0);
+        state.apply(&envelope(discovered("gh", vec![tool("search", "q")])));
+        assert_eq!(state.manifest_version(), 1);
+        state.apply(&envelope(discovered("gh", vec![tool("search", "q")])));
+        assert_eq!(state.manifest_version(), 1, "same tools, same version");
+        state.apply(&envelope(discovered("gh", vec![tool("search", "query")])));
+        assert_eq!(state.manifest_version(), 2);
+        let drift: Vec<&Event> = state.events.iter().filter(|e| e.kind == "drift").collect();
+        assert_eq!(drift.len(), 1);
+        assert_eq!(drift[0].tool.as_deref(), Some("search"));
+    }
+
+    #[test]
+    fn quarantine_keeps_the_old_schema_until_approved() {
+        let mut state = with_upstream(true);
+        state.apply(&envelope(discovered("gh", vec![tool("search", "q")])));
+        let before = state.manifest().stub_hash;
+        state.apply(&envelope(discovered("gh", vec![tool("search", "query")])));
+        assert_eq!(state.manifest().stub_hash, before, "change held back");
+        assert!(state.pending["gh"].contains_key("search"));
+        // Seen again: still pending, no second drift event.
+        state.apply(&envelope(discovered("gh", vec![tool("search", "query")])));
+        assert_eq!(state.events.iter().filter(|e| e.kind == "drift").count(), 1);
+        let outcome = state.apply(&envelope(Command::ApproveDrift {
+            upstream: "gh".into(),
+            tool: None,
+        }));
+        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+        assert_ne!(state.manifest().stub_hash, before);
+        assert!(state.pending.is_empty());
+        let schema = &state.catalogue["gh"].tools[0].input_schema;
+        assert!(schema["properties"].get("query").is_some());
+    }
+
+    #[test]
+    fn refusals_name_what_exists_and_change_nothing() {
+        let mut state = with_upstream(false);
+        let before = serde_json::to_string(&state).unwrap();
+        let Outcome::Refused { code, message } = state.apply(&envelope(Command::RemoveUpstream {
+            id: "gitlab".into(),
+        })) else {
+            panic!("removing an unknown upstream must be refused");
+        };
+        assert_eq!(code, "not_found");
+        assert!(message.contains("registered: gh"), "{message}");
+        assert_eq!(serde_json::to_string(&state).unwrap(), before);
+    }
+
+    #[test]
+    fn newer_entry_formats_are_refused_not_misread() {
+        let mut state = ControlState::default();
+        let mut entry = envelope(Command::DeleteTenant { id: "x".into() });
+        entry.format = COMMAND_FORMAT + 1;
+        assert!(matches!(
+            state.apply(&entry),
+            Outcome::Refused { code, .. } if code == "unsupported"
+        ));
+    }
+
+    #[test]
+    fn a_snapshot_round_trip_gives_the_same_manifest_hash() {
+        let mut state = with_upstream(false);
+        state.apply(&envelope(discovered("gh", vec![tool("a", "x"), tool("b", "y")])));
+        let bytes = serde_json::to_vec(&state).unwrap();
+        let mut restored: ControlState = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(restored.manifest().stub_hash, state.manifest().stub_hash);
+        assert_eq!(restored.manifest().version, state.manifest().version);
+    }
+}

@@ -1,0 +1,154 @@
+//! The consumer side of `WatchManifest`, used by edges and executors: hold the
+//! newest manifest in a [`ManifestStore`], recompute its stub hash locally,
+//! follow the upstream registry, and report what this node holds so
+//! `quiver ctl cluster verify` can compare. A broken stream is resumed from the
+//! last version held, on whichever endpoint answers.
+
+use std::{sync::Arc, time::Duration};
+
+use quiver_proto::{Manifest, pb};
+use quiver_upstream::UpstreamConfig;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    manifest_store::ManifestStore,
+    raft::network::{TlsMaterial, channel},
+    service::MAX_MESSAGE_BYTES,
+};
+
+/// How often a node re-reports itself between manifest changes.
+pub const REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// Called with the registry whenever it changes (secrets still by reference).
+pub type RegistrySink = Arc<dyn Fn(Vec<UpstreamConfig>) + Send + Sync>;
+
+/// Where to watch and how to name this node.
+#[derive(Clone)]
+pub struct WatchConfig {
+    /// Control-plane endpoints, `host:port`.
+    pub endpoints: Vec<String>,
+    /// mTLS, when the cluster uses it.
+    pub tls: Option<TlsMaterial>,
+    /// This node's name in reports (unique in the fleet).
+    pub node: String,
+    /// `edge`, `executor` or `dev`.
+    pub role: String,
+}
+
+/// Starts watching; the task ends with `shutdown`.
+pub fn spawn_watcher(
+    config: WatchConfig,
+    store: Arc<ManifestStore>,
+    registry: Option<RegistrySink>,
+    shutdown: CancellationToken,
+) {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = watch_loop(&config, &store, registry.as_ref()) => {}
+            () = shutdown.cancelled() => {}
+        }
+    });
+}
+
+async fn watch_loop(config: &WatchConfig, store: &Arc<ManifestStore>, registry: Option<&RegistrySink>) {
+    let mut backoff = Duration::from_millis(100);
+    let mut last_registry: Option<String> = None;
+    let mut turn = 0usize;
+    loop {
+        let addr = &config.endpoints[turn % config.endpoints.len().max(1)];
+        turn += 1;
+        match watch_once(config, addr, store, registry, &mut last_registry).await {
+            Ok(()) => backoff = Duration::from_millis(100),
+            Err(e) => {
+                tracing::warn!(endpoint = %addr, "manifest watch: {e}; retrying in {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+async fn watch_once(
+    config: &WatchConfig,
+    addr: &str,
+    store: &Arc<ManifestStore>,
+    registry: Option<&RegistrySink>,
+    last_registry: &mut Option<String>,
+) -> anyhow::Result<()> {
+    let mut client = pb::control_plane_client::ControlPlaneClient::new(channel(addr, config.tls.as_ref())?)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES);
+    let after = store.current().version;
+    // After a reconnect, ask for anything newer than what we hold; the first
+    // connection asks for the current state.
+    let request = pb::WatchManifestRequest {
+        after_version: if last_registry.is_some() { after } else { 0 },
+    };
+    let mut stream = client.watch_manifest(request).await?.into_inner();
+    let mut report = tokio::time::interval(REPORT_EVERY);
+    loop {
+        tokio::select! {
+            message = stream.message() => {
+                let Some(update) = message? else {
+                    anyhow::bail!("the control plane closed the stream");
+                };
+                apply_update(config, store, registry, last_registry, update)?;
+                send_report(&mut client, config, store).await;
+            }
+            _ = report.tick() => send_report(&mut client, config, store).await,
+        }
+    }
+}
+
+fn apply_update(
+    config: &WatchConfig,
+    store: &ManifestStore,
+    registry: Option<&RegistrySink>,
+    last_registry: &mut Option<String>,
+    update: pb::ManifestUpdate,
+) -> anyhow::Result<()> {
+    if last_registry.as_deref() != Some(update.upstreams_json.as_str()) {
+        let upstreams: Vec<UpstreamConfig> = serde_json::from_str(&update.upstreams_json)
+            .map_err(|e| anyhow::anyhow!("unreadable upstream registry: {e}"))?;
+        if let Some(sink) = registry {
+            sink(upstreams);
+        }
+        *last_registry = Some(update.upstreams_json);
+    }
+    let Some(message) = update.manifest else {
+        return Ok(());
+    };
+    let manifest = Manifest::from_pb(&message)
+        .map_err(|e| anyhow::anyhow!("unreadable manifest version {}: {e}", message.version))?;
+    let local = manifest.stub_hash.to_hex();
+    if local != message.stub_hash {
+        // Reported as is: `cluster verify` names this node.
+        tracing::error!(
+            node = %config.node,
+            version = manifest.version,
+            claimed = %message.stub_hash,
+            computed = %local,
+            "stub hash of the manifest differs from the control plane's"
+        );
+    }
+    if manifest.version != store.current().version {
+        store.install(Arc::new(manifest));
+    }
+    Ok(())
+}
+
+async fn send_report(
+    client: &mut pb::control_plane_client::ControlPlaneClient<tonic::transport::Channel>,
+    config: &WatchConfig,
+    store: &ManifestStore,
+) {
+    let manifest = store.current();
+    let report = pb::NodeReport {
+        node: config.node.clone(),
+        role: config.role.clone(),
+        manifest_version: manifest.version,
+        stub_hash: manifest.stub_hash.to_hex(),
+    };
+    if let Err(e) = client.report_node(report).await {
+        tracing::debug!("report to the control plane failed: {e}");
+    }
+}
