@@ -133,7 +133,7 @@ EOF
         server_cmd=(bash -c "exec ${QUIVER_CONFORMANCE_GATEWAY_CMD}")
     else
         [[ -x "${quiver_bin}" ]] || die "${quiver_bin} is missing; build the quiver binary"
-        server_cmd=("${quiver_bin}" dev --config "${config}" --listen "127.0.0.1:${port}")
+        server_cmd=("${quiver_bin}" dev --config "${config}" --listen "127.0.0.1:${port}" --control-plane-listen 127.0.0.1:0 --data "${work_dir}/data")
     fi
     log "starting: ${server_cmd[*]}"
     (cd "${work_dir}" && exec setsid "${server_cmd[@]}") >"${work_dir}/server.log" 2>&1 &

@@ -32,7 +32,7 @@ pub struct DevControlPlane {
     /// Data directory (Raft log, snapshots). Default `.quiver/dev`.
     #[serde(default = "default_dev_data")]
     pub data: std::path::PathBuf,
-    /// gRPC address for `quiver ctl`. Default `127.0.0.1:0` (a free port, printed at start).
+    /// gRPC address for `quiver ctl`. Default `127.0.0.1:7400`, where `quiver ctl` looks first.
     #[serde(default = "default_dev_control_plane_listen")]
     pub listen: std::net::SocketAddr,
 }
@@ -51,7 +51,7 @@ fn default_dev_data() -> std::path::PathBuf {
 }
 
 fn default_dev_control_plane_listen() -> std::net::SocketAddr {
-    std::net::SocketAddr::from(([127, 0, 0, 1], 0))
+    std::net::SocketAddr::from(([127, 0, 0, 1], 7400))
 }
 
 impl DevConfig {
@@ -187,7 +187,13 @@ mod tests {
         assert_eq!(config.upstreams.len(), 2);
         match &config.upstreams[1].transport {
             quiver_upstream::Transport::Http { headers, .. } => {
-                assert_eq!(headers["Authorization"], "Bearer t0ken")
+                // Credentials stay references until the connecting node resolves them.
+                let header = &headers["Authorization"];
+                assert_eq!(header, "Bearer ${QUIVER_TEST_UNSET_TOKEN:-t0ken}");
+                assert_eq!(
+                    quiver_upstream::expand_references(header).unwrap(),
+                    "Bearer t0ken"
+                );
             }
             other => panic!("unexpected transport {other:?}"),
         }

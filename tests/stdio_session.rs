@@ -8,9 +8,12 @@ use support::{call, quiver_bin, text, tool_names};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stdio_session_lists_and_calls() {
+    let data = tempfile::tempdir().unwrap();
     let mut command = tokio::process::Command::new(quiver_bin());
     command
         .args(["dev", "--stdio", "--mode", "search"])
+        .args(["--control-plane-listen", "127.0.0.1:0", "--data"])
+        .arg(data.path())
         .env("RUST_LOG", "warn");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
     let names = tool_names(&client).await;

@@ -103,7 +103,9 @@ impl AdminClient {
     /// Sends `request` to the first endpoint only, without following the leader.
     pub async fn call_here(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
         let addr = self.endpoints.first().cloned().unwrap_or_default();
-        self.send(&addr, request).await.map_err(|s| status_error(&addr, s))
+        self.send(&addr, request)
+            .await
+            .map_err(|s| status_error(&addr, s))
     }
 
     /// Sends `request` to the leader, wherever it is; the endpoint that answers
@@ -120,8 +122,9 @@ impl AdminClient {
                     self.endpoints.insert(0, addr);
                     return Ok(value);
                 }
-                Err(status) if status.code() == Code::FailedPrecondition
-                    && status.message().starts_with("not the leader") =>
+                Err(status)
+                    if status.code() == Code::FailedPrecondition
+                        && status.message().starts_with("not the leader") =>
                 {
                     let leader = status
                         .metadata()
@@ -138,7 +141,13 @@ impl AdminClient {
                     }
                 }
                 Err(status)
-                    if matches!(status.code(), Code::Unavailable | Code::DeadlineExceeded | Code::Unknown | Code::Cancelled) =>
+                    if matches!(
+                        status.code(),
+                        Code::Unavailable
+                            | Code::DeadlineExceeded
+                            | Code::Unknown
+                            | Code::Cancelled
+                    ) =>
                 {
                     tried.push(format!("{addr}: {}", status.message()));
                 }

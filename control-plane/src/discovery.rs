@@ -131,7 +131,9 @@ impl Discovery {
     /// the set later).
     pub async fn first_round_of(&self, ids: &[String]) {
         let mut rx = self.attempted.subscribe();
-        let _ = rx.wait_for(|done| ids.iter().all(|id| done.contains(id))).await;
+        let _ = rx
+            .wait_for(|done| ids.iter().all(|id| done.contains(id)))
+            .await;
     }
 
     /// Asks for an immediate re-list of one upstream, or of all.

@@ -153,9 +153,12 @@ impl ControlPlaneNode {
         .validate()?;
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
-            .map_err(|e| anyhow::anyhow!("control plane: cannot listen on {}: {e}", config.listen))?;
+            .map_err(|e| anyhow::anyhow!("control plane: cannot listen on {}: {e} (another quiver dev or control-plane node? choose another address, or port 0 for a free one)", config.listen))?;
         let bound = listener.local_addr()?;
-        let addr = config.advertise.clone().unwrap_or_else(|| bound.to_string());
+        let addr = config
+            .advertise
+            .clone()
+            .unwrap_or_else(|| bound.to_string());
         let raft = Raft::new(
             config.node_id,
             Arc::new(raft_config),
@@ -290,7 +293,9 @@ impl ControlPlaneNode {
             Outcome::Applied {
                 result,
                 manifest_version,
-            } => Ok(json!({"result": result, "manifest_version": manifest_version, "log_index": response.log_id.index})),
+            } => Ok(
+                json!({"result": result, "manifest_version": manifest_version, "log_index": response.log_id.index}),
+            ),
             Outcome::Refused { code, message } => Err(AdminError::Refused { code, message }),
         }
     }
@@ -573,7 +578,11 @@ impl ControlPlaneNode {
 
     fn ensure_member(&self, node_id: NodeId) -> Result<(), AdminError> {
         if self.membership().get_node(&node_id).is_none() {
-            let known: Vec<String> = self.membership().nodes().map(|(id, _)| id.to_string()).collect();
+            let known: Vec<String> = self
+                .membership()
+                .nodes()
+                .map(|(id, _)| id.to_string())
+                .collect();
             return Err(AdminError::Refused {
                 code: "not_found".into(),
                 message: format!(
@@ -591,7 +600,11 @@ impl ControlPlaneNode {
             code: "not_found".into(),
             message: format!(
                 "unknown upstream `{id}`; registered: {}",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             ),
         }
     }
@@ -632,6 +645,7 @@ impl ControlPlaneNode {
             "last_log_index": metrics.last_log_index,
             "last_applied": metrics.last_applied.map(|l| l.index),
             "snapshot": metrics.snapshot.map(|l| l.index),
+            "purged": metrics.purged.map(|l| l.index),
             "members": members,
             "manifest_version": version,
             "stub_hash": hash,
@@ -744,13 +758,14 @@ impl ControlPlaneNode {
             .values()
             .map(|m| {
                 let expected = history.get(&m.manifest_version);
-                let verdict = if m.manifest_version == canonical_version && m.stub_hash == canonical_hash {
-                    "ok"
-                } else if expected.is_some_and(|h| *h == m.stub_hash) {
-                    "behind"
-                } else {
-                    "mismatch"
-                };
+                let verdict =
+                    if m.manifest_version == canonical_version && m.stub_hash == canonical_hash {
+                        "ok"
+                    } else if expected.is_some_and(|h| *h == m.stub_hash) {
+                        "behind"
+                    } else {
+                        "mismatch"
+                    };
                 if verdict != "ok" {
                     disagree.push(m.node.clone());
                 }
@@ -886,7 +901,10 @@ impl DiscoverySink for RaftSink {
             let entries = std::mem::take(&mut *batch.lock().unwrap_or_else(|p| p.into_inner()));
             let count = entries.len();
             if let Err(e) = raft
-                .client_write(Envelope::now("discovery", Command::RecordDiscovery { entries }))
+                .client_write(Envelope::now(
+                    "discovery",
+                    Command::RecordDiscovery { entries },
+                ))
                 .await
             {
                 tracing::warn!("recording discovery of {count} upstreams failed: {e}");

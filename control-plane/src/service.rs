@@ -140,7 +140,9 @@ fn error_text(error: &AdminError) -> String {
     match error {
         AdminError::NotLeader { leader, .. } => match leader {
             Some((id, addr)) => format!("not the leader; the leader is node {id} at {addr}"),
-            None => "not the leader, and no leader is elected yet (is a quorum of nodes up?)".into(),
+            None => {
+                "not the leader, and no leader is elected yet (is a quorum of nodes up?)".into()
+            }
         },
         other => other.to_string(),
     }
@@ -177,7 +179,10 @@ impl ControlPlane for ControlPlaneService {
                     let manifest = state.manifest();
                     let upstreams: Vec<&quiver_upstream::UpstreamConfig> =
                         state.upstreams.values().map(|u| &u.config).collect();
-                    (manifest, serde_json::to_string(&upstreams).unwrap_or_default())
+                    (
+                        manifest,
+                        serde_json::to_string(&upstreams).unwrap_or_default(),
+                    )
                 };
                 let key = (manifest.version, upstreams_json.clone());
                 let wanted = manifest.version > after || (after == 0 && sent.is_none());
@@ -197,7 +202,9 @@ impl ControlPlane for ControlPlaneService {
                 }
             }
         });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     async fn admin(
@@ -222,7 +229,9 @@ impl ControlPlane for ControlPlaneService {
     ) -> Result<Response<pb::NodeReportAck>, Status> {
         let report = request.into_inner();
         if report.node.is_empty() || report.node.len() > 256 {
-            return Err(Status::invalid_argument("a report needs a node name of 1-256 bytes"));
+            return Err(Status::invalid_argument(
+                "a report needs a node name of 1-256 bytes",
+            ));
         }
         self.node.fleet().report(
             &report.node,

@@ -8,11 +8,7 @@ use std::{
 };
 
 use quiver_proto::{
-    Manifest,
-    canonical::to_canonical_json,
-    hash::StubHash,
-    manifest::ServerEntry,
-    tool::ToolDef,
+    Manifest, canonical::to_canonical_json, hash::StubHash, manifest::ServerEntry, tool::ToolDef,
 };
 use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
@@ -113,7 +109,9 @@ impl ControlState {
         if self.manifest.is_none() {
             self.manifest = Some(Arc::new(self.rebuild(self.manifest_version())));
         }
-        self.manifest.clone().unwrap_or_else(|| Arc::new(Manifest::empty()))
+        self.manifest
+            .clone()
+            .unwrap_or_else(|| Arc::new(Manifest::empty()))
     }
 
     /// The current manifest version.
@@ -153,7 +151,9 @@ impl ControlState {
                         Err(Outcome::Refused { message, .. }) => {
                             json!({"upstream": entry.id, "skipped": message})
                         }
-                        Err(other) => json!({"upstream": entry.id, "skipped": format!("{other:?}")}),
+                        Err(other) => {
+                            json!({"upstream": entry.id, "skipped": format!("{other:?}")})
+                        }
                     })
                     .collect();
                 Ok(Value::Array(results))
@@ -221,7 +221,14 @@ impl ControlState {
             }
         }
         let verb = if existed { "replaced" } else { "added" };
-        self.log_event(at, "admin", actor, Some(&id), None, format!("upstream {verb}"));
+        self.log_event(
+            at,
+            "admin",
+            actor,
+            Some(&id),
+            None,
+            format!("upstream {verb}"),
+        );
         Ok(json!({"id": id, "replaced": existed}))
     }
 
@@ -231,7 +238,14 @@ impl ControlState {
         }
         self.catalogue.remove(id);
         self.pending.remove(id);
-        self.log_event(at, "admin", actor, Some(id), None, "upstream removed".into());
+        self.log_event(
+            at,
+            "admin",
+            actor,
+            Some(id),
+            None,
+            "upstream removed".into(),
+        );
         Ok(json!({"id": id}))
     }
 
@@ -400,7 +414,14 @@ impl ControlState {
         let tenant = Tenant::new(id, patch, at);
         let result = serde_json::to_value(&tenant).unwrap_or_default();
         self.tenants.insert(id.to_string(), tenant);
-        self.log_event(at, "admin", actor, None, None, format!("tenant `{id}` created"));
+        self.log_event(
+            at,
+            "admin",
+            actor,
+            None,
+            None,
+            format!("tenant `{id}` created"),
+        );
         Ok(result)
     }
 
@@ -419,7 +440,14 @@ impl ControlState {
         };
         tenant.apply(patch, at);
         let result = serde_json::to_value(&*tenant).unwrap_or_default();
-        self.log_event(at, "admin", actor, None, None, format!("tenant `{id}` updated"));
+        self.log_event(
+            at,
+            "admin",
+            actor,
+            None,
+            None,
+            format!("tenant `{id}` updated"),
+        );
         Ok(result)
     }
 
@@ -427,7 +455,14 @@ impl ControlState {
         if self.tenants.remove(id).is_none() {
             return Err(self.unknown_tenant(id));
         }
-        self.log_event(at, "admin", actor, None, None, format!("tenant `{id}` deleted"));
+        self.log_event(
+            at,
+            "admin",
+            actor,
+            None,
+            None,
+            format!("tenant `{id}` deleted"),
+        );
         Ok(json!({"id": id}))
     }
 
@@ -718,7 +753,10 @@ mod tests {
     #[test]
     fn a_snapshot_round_trip_gives_the_same_manifest_hash() {
         let mut state = with_upstream(false);
-        state.apply(&envelope(discovered("gh", vec![tool("a", "x"), tool("b", "y")])));
+        state.apply(&envelope(discovered(
+            "gh",
+            vec![tool("a", "x"), tool("b", "y")],
+        )));
         let bytes = serde_json::to_vec(&state).unwrap();
         let mut restored: ControlState = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(restored.manifest().stub_hash, state.manifest().stub_hash);

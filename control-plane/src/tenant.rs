@@ -95,10 +95,7 @@ impl TenantPatch {
             && !mode.is_empty()
             && !MODES.contains(&mode)
         {
-            return Err(format!(
-                "mode `{mode}` is not one of {}",
-                MODES.join(", ")
-            ));
+            return Err(format!("mode `{mode}` is not one of {}", MODES.join(", ")));
         }
         if let Some(budget) = self.budget
             && !budget.is_finite()

@@ -50,7 +50,11 @@ pub fn spawn_watcher(
     });
 }
 
-async fn watch_loop(config: &WatchConfig, store: &Arc<ManifestStore>, registry: Option<&RegistrySink>) {
+async fn watch_loop(
+    config: &WatchConfig,
+    store: &Arc<ManifestStore>,
+    registry: Option<&RegistrySink>,
+) {
     let mut backoff = Duration::from_millis(100);
     let mut last_registry: Option<String> = None;
     let mut turn = 0usize;
@@ -75,8 +79,9 @@ async fn watch_once(
     registry: Option<&RegistrySink>,
     last_registry: &mut Option<String>,
 ) -> anyhow::Result<()> {
-    let mut client = pb::control_plane_client::ControlPlaneClient::new(channel(addr, config.tls.as_ref())?)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES);
+    let mut client =
+        pb::control_plane_client::ControlPlaneClient::new(channel(addr, config.tls.as_ref())?)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
     let after = store.current().version;
     // After a reconnect, ask for anything newer than what we hold; the first
     // connection asks for the current state.
@@ -151,4 +156,35 @@ async fn send_report(
     if let Err(e) = client.report_node(report).await {
         tracing::debug!("report to the control plane failed: {e}");
     }
+}
+
+/// For a node that builds its own manifest (a standalone executor with a local
+/// config): report what it holds every [`REPORT_EVERY`], so `cluster verify`
+/// can tell whether it matches the control plane.
+pub fn spawn_reporter(config: WatchConfig, store: Arc<ManifestStore>, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(REPORT_EVERY);
+        let mut turn = 0usize;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = shutdown.cancelled() => return,
+            }
+            let addr = &config.endpoints[turn % config.endpoints.len().max(1)];
+            match channel(addr, config.tls.as_ref()) {
+                Ok(ch) => {
+                    let mut client = pb::control_plane_client::ControlPlaneClient::new(ch);
+                    let before = std::time::Instant::now();
+                    send_report(&mut client, &config, &store).await;
+                    if before.elapsed() > Duration::from_secs(2) {
+                        turn += 1;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(endpoint = %addr, "reporting to the control plane: {e}");
+                    turn += 1;
+                }
+            }
+        }
+    });
 }

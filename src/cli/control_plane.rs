@@ -3,9 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Args;
-use quiver_control_plane::{
-    ControlPlaneNode, NodeConfig, RaftTuning, raft::network::ClusterTls,
-};
+use quiver_control_plane::{ControlPlaneNode, NodeConfig, RaftTuning, raft::network::ClusterTls};
 use tokio_util::sync::CancellationToken;
 
 use super::{dev::wait_for_signal, logging};

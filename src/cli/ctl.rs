@@ -370,7 +370,9 @@ fn request_of(command: CtlCommand) -> anyhow::Result<(AdminRequest, View)> {
             ClusterCommand::AddLearner { node_id, addr } => {
                 (AdminRequest::AddLearner { node_id, addr }, View::Object)
             }
-            ClusterCommand::Promote { node_id } => (AdminRequest::Promote { node_id }, View::Object),
+            ClusterCommand::Promote { node_id } => {
+                (AdminRequest::Promote { node_id }, View::Object)
+            }
             ClusterCommand::Remove { node_id } => (AdminRequest::Remove { node_id }, View::Object),
             ClusterCommand::TransferLeader { node_id } => {
                 (AdminRequest::TransferLeader { node_id }, View::Object)
@@ -449,8 +451,8 @@ fn pairs(items: &[String], what: &str) -> anyhow::Result<BTreeMap<String, String
 
 fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
     if let Some(path) = &add.file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let upstream: UpstreamConfig = toml::from_str(&text)
             .with_context(|| format!("{}: not a valid upstream", path.display()))?;
         upstream
@@ -458,9 +460,9 @@ fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
             .with_context(|| format!("{}: invalid upstream", path.display()))?;
         return Ok(upstream);
     }
-    let id = add
-        .id
-        .context("give the upstream an id: `quiver ctl upstream add ID --command …` or `--url …`")?;
+    let id = add.id.context(
+        "give the upstream an id: `quiver ctl upstream add ID --command …` or `--url …`",
+    )?;
     let mut upstream = match (&add.command, &add.url) {
         (Some(command), None) => {
             let mut u = UpstreamConfig::stdio(id, command.clone(), add.args.clone());
@@ -476,7 +478,9 @@ fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
             }
             u
         }
-        _ => anyhow::bail!("give exactly one of --command (stdio) or --url (Streamable HTTP), or --file"),
+        _ => anyhow::bail!(
+            "give exactly one of --command (stdio) or --url (Streamable HTTP), or --file"
+        ),
     };
     upstream.namespace = add.namespace;
     upstream.description = add.description;
@@ -607,17 +611,28 @@ fn print_table(view: View, answer: &Value) {
         }
         View::List => match answer.as_array() {
             Some(rows) if rows.first().is_some_and(|r| r.get("transport").is_some()) => table(
-                &["id", "transport", "state", "tools", "pending", "quarantine", "tags"],
+                &[
+                    "id",
+                    "transport",
+                    "state",
+                    "tools",
+                    "pending",
+                    "quarantine",
+                    "tags",
+                ],
                 rows,
             ),
-            Some(rows) => table(&["id", "display_name", "mode", "servers", "keys"], &rows
-                .iter()
-                .map(|r| {
-                    let mut r = r.clone();
-                    r["keys"] = Value::from(r["keys"].as_array().map_or(0, Vec::len));
-                    r
-                })
-                .collect::<Vec<_>>()),
+            Some(rows) => table(
+                &["id", "display_name", "mode", "servers", "keys"],
+                &rows
+                    .iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        r["keys"] = Value::from(r["keys"].as_array().map_or(0, Vec::len));
+                        r
+                    })
+                    .collect::<Vec<_>>(),
+            ),
             None => say!("{answer}"),
         },
         View::Key => {

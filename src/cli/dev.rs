@@ -55,7 +55,7 @@ pub struct DevArgs {
     #[arg(long)]
     data: Option<PathBuf>,
     /// Where the embedded control plane serves gRPC for `quiver ctl` (overrides
-    /// the config; default 127.0.0.1:0, printed at start).
+    /// the config; default 127.0.0.1:7400; port 0 picks a free one).
     #[arg(long)]
     control_plane_listen: Option<SocketAddr>,
 }
@@ -244,7 +244,10 @@ async fn start_control_plane(
 }
 
 /// Makes the control plane's registry hold exactly the configured upstreams.
-async fn sync_registry(node: &ControlPlaneNode, configured: &[UpstreamConfig]) -> anyhow::Result<()> {
+async fn sync_registry(
+    node: &ControlPlaneNode,
+    configured: &[UpstreamConfig],
+) -> anyhow::Result<()> {
     let registered: std::collections::BTreeMap<String, UpstreamConfig> = node
         .shared()
         .lock()

@@ -2,11 +2,16 @@
 //! connections, discovery of their tools, the sandbox worker pool, and the
 //! `quiver.v1.Executor` gRPC service (mTLS when certificates are given).
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
+use quiver_control_plane::{
+    ManifestStore,
+    watcher::{RegistrySink, WatchConfig, spawn_reporter, spawn_watcher},
+};
 use quiver_executor::service::ExecutorService;
+use quiver_upstream::UpstreamSet;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
@@ -37,6 +42,15 @@ pub struct ExecutorArgs {
     /// CA whose client certificates are required (mTLS).
     #[arg(long, requires = "tls_cert")]
     tls_client_ca: Option<PathBuf>,
+    /// Control-plane endpoints (`host:port`, comma-separated). Without
+    /// `--config`/`--catalog`, the executor takes its upstreams and manifest
+    /// from the control plane's watch stream; with them, it only reports the
+    /// manifest it built, so `quiver ctl cluster verify` can compare.
+    #[arg(long, value_delimiter = ',')]
+    control_plane: Vec<String>,
+    /// This executor's name in the fleet (default `executor@<listen address>`).
+    #[arg(long)]
+    node_name: Option<String>,
     /// Exit when standard input closes (used when started as a child of `quiver dev`,
     /// so the executor never outlives its parent).
     #[arg(long, hide = true)]
@@ -50,7 +64,11 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         Some(path) => DevConfig::load(path)?,
         None => DevConfig::default(),
     };
-    add_upstreams(&mut config, args.catalog.as_deref())?;
+    let from_control_plane =
+        !args.control_plane.is_empty() && args.config.is_none() && args.catalog.is_none();
+    if !from_control_plane {
+        add_upstreams(&mut config, args.catalog.as_deref())?;
+    }
     config.validate()?;
 
     let mut server = Server::builder();
@@ -74,14 +92,46 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     }
 
     let shutdown = CancellationToken::new();
-    let (upstreams, store) = start_discovery(&config, &shutdown).await;
-    let (dispatch, scripts, pool) = local_executor(upstreams.clone()).await?;
-    let service = ExecutorService::new(store.subscribe(), dispatch, scripts);
-
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("--listen: cannot listen on {}", args.listen))?;
     let bound = listener.local_addr()?;
+    let watch = WatchConfig {
+        endpoints: args.control_plane.clone(),
+        tls: None,
+        node: args
+            .node_name
+            .clone()
+            .unwrap_or_else(|| format!("executor@{bound}")),
+        role: "executor".into(),
+    };
+    let (upstreams, store) = if from_control_plane {
+        let upstreams = Arc::new(UpstreamSet::default());
+        let store = Arc::new(ManifestStore::new());
+        let set = upstreams.clone();
+        let registry: RegistrySink = Arc::new(move |configs| {
+            let set = set.clone();
+            tokio::spawn(async move {
+                for removed in set.reconcile(configs) {
+                    removed.shutdown().await;
+                }
+            });
+        });
+        let mut first = store.subscribe();
+        spawn_watcher(watch, store.clone(), Some(registry), shutdown.clone());
+        // Serve once the first manifest arrived (bounded: an unreachable
+        // control plane is retried in the background).
+        let _ = tokio::time::timeout(Duration::from_secs(10), first.changed()).await;
+        (upstreams, store)
+    } else {
+        let (upstreams, store) = start_discovery(&config, &shutdown).await;
+        if !args.control_plane.is_empty() {
+            spawn_reporter(watch, store.clone(), shutdown.clone());
+        }
+        (upstreams, store)
+    };
+    let (dispatch, scripts, pool) = local_executor(upstreams.clone()).await?;
+    let service = ExecutorService::new(store.subscribe(), dispatch, scripts);
     let manifest = store.current();
     println!(
         "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}",

@@ -54,6 +54,9 @@ impl QuiverDev {
         if let Some(dir) = &data {
             command.arg("--data").arg(dir.path());
         }
+        if !args.contains(&"--control-plane-listen") {
+            command.args(["--control-plane-listen", "127.0.0.1:0"]);
+        }
         let mut child = command
             .env(
                 "RUST_LOG",
@@ -215,4 +218,107 @@ pub async fn tool_names<S: rmcp::Service<RoleClient>>(
         .into_iter()
         .map(|t| t.name.to_string())
         .collect()
+}
+
+/// A free loopback `host:port` (bound and released; the test then binds it).
+pub fn free_addr() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").to_string()
+}
+
+/// A running `quiver control-plane` node (SIGKILLed on drop).
+pub struct ControlPlaneProcess {
+    child: Option<Child>,
+    /// Node id.
+    pub id: u64,
+    /// gRPC address.
+    pub addr: String,
+    /// Data directory.
+    pub data: PathBuf,
+    extra: Vec<String>,
+}
+
+impl ControlPlaneProcess {
+    /// Starts node `id` on `addr` with `data`; `extra` are more flags
+    /// (`--bootstrap`, `--snapshot-every N`). Waits for its startup line.
+    pub fn start(id: u64, addr: &str, data: &Path, extra: &[&str]) -> ControlPlaneProcess {
+        let mut node = ControlPlaneProcess {
+            child: None,
+            id,
+            addr: addr.to_string(),
+            data: data.to_path_buf(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        node.restart();
+        node
+    }
+
+    /// Starts the process again on the same address and data directory.
+    pub fn restart(&mut self) {
+        let mut child = Command::new(quiver_bin())
+            .args(["control-plane", "--node-id", &self.id.to_string()])
+            .args(["--listen", &self.addr, "--data"])
+            .arg(&self.data)
+            .args(["--heartbeat-ms", "50", "--election-timeout-ms", "300"])
+            .args(&self.extra)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn quiver control-plane");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let banner = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("control-plane node {} printed no startup line", self.id));
+        assert!(banner.contains("serving on"), "{banner}");
+        // Only the first start bootstraps; a restart resumes from disk.
+        self.extra.retain(|a| a != "--bootstrap");
+        self.child = Some(child);
+    }
+
+    /// `kill -9`.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ControlPlaneProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs `quiver ctl <args>`; returns (success, stdout, stderr).
+pub fn ctl(endpoints: &str, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(quiver_bin())
+        .args(["ctl", "--endpoints", endpoints])
+        .args(args)
+        .output()
+        .expect("run quiver ctl");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `quiver ctl -o json <args>`, parsed; panics with stderr on failure.
+pub fn ctl_json(endpoints: &str, args: &[&str]) -> Value {
+    let mut all = vec!["-o", "json"];
+    all.extend_from_slice(args);
+    let (ok, stdout, stderr) = ctl(endpoints, &all);
+    assert!(ok, "quiver ctl {args:?} failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }

@@ -260,8 +260,8 @@ impl Upstream {
                     }
                 }
                 for (key, value) in env {
-                    let value = crate::expand_references(value)
-                        .map_err(|e| format!("env `{key}`: {e}"))?;
+                    let value =
+                        crate::expand_references(value).map_err(|e| format!("env `{key}`: {e}"))?;
                     cmd.env(key, value);
                 }
                 if let Some(dir) = cwd {

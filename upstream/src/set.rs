@@ -89,9 +89,7 @@ impl UpstreamSet {
             }
         });
         for (id, config) in wanted {
-            upstreams
-                .entry(id)
-                .or_insert_with(|| Upstream::new(config));
+            upstreams.entry(id).or_insert_with(|| Upstream::new(config));
         }
         out
     }

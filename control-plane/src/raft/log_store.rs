@@ -88,7 +88,10 @@ impl DataDir {
             path: path.clone(),
         };
         // Claim the file for this node, or check it is ours.
-        match data.meta::<NodeId>("node_id").map_err(|e| damaged(e.to_string()))? {
+        match data
+            .meta::<NodeId>("node_id")
+            .map_err(|e| damaged(e.to_string()))?
+        {
             Some(found) if found != node_id => {
                 return Err(OpenError::WrongNode {
                     path,
@@ -113,8 +116,7 @@ impl DataDir {
     /// Every entry decodes, indexes are contiguous and start right after the
     /// purged prefix: a torn or edited file is found here, not mid-election.
     fn check_log(&self) -> Result<(), String> {
-        let purged: Option<LogId<NodeId>> =
-            self.meta("last_purged").map_err(|e| e.to_string())?;
+        let purged: Option<LogId<NodeId>> = self.meta("last_purged").map_err(|e| e.to_string())?;
         let txn = self.db.begin_read().map_err(|e| e.to_string())?;
         let table = match txn.open_table(LOG) {
             Ok(t) => t,
@@ -198,7 +200,11 @@ pub(crate) fn read_raw(
         .map(|v| v.value().to_vec()))
 }
 
-fn storage_error(subject: ErrorSubject<NodeId>, verb: ErrorVerb, e: impl ToString) -> typ::StorageError {
+fn storage_error(
+    subject: ErrorSubject<NodeId>,
+    verb: ErrorVerb,
+    e: impl ToString,
+) -> typ::StorageError {
     StorageIOError::new(subject, verb, AnyError::error(e.to_string())).into()
 }
 
@@ -245,7 +251,8 @@ impl LogStore {
         let Some(last) = table.last().map_err(|e| e.to_string())? else {
             return Ok(None);
         };
-        let entry: typ::Entry = serde_json::from_slice(last.1.value()).map_err(|e| e.to_string())?;
+        let entry: typ::Entry =
+            serde_json::from_slice(last.1.value()).map_err(|e| e.to_string())?;
         Ok(Some(entry.log_id))
     }
 

@@ -41,7 +41,8 @@ impl ClusterTls {
     /// Reads the three files; the error names the file.
     pub fn load(&self) -> anyhow::Result<TlsMaterial> {
         let read = |path: &PathBuf, what: &str| {
-            std::fs::read(path).map_err(|e| anyhow::anyhow!("reading {what} {}: {e}", path.display()))
+            std::fs::read(path)
+                .map_err(|e| anyhow::anyhow!("reading {what} {}: {e}", path.display()))
         };
         Ok(TlsMaterial {
             ca: read(&self.ca, "CA certificate")?,
@@ -135,10 +136,14 @@ impl RaftPeer {
     {
         let client = match &mut self.client {
             Ok(c) => c,
-            Err(e) => return Err(RPCError::Unreachable(Unreachable::new(&NetError(e.clone())))),
+            Err(e) => {
+                return Err(RPCError::Unreachable(Unreachable::new(&NetError(
+                    e.clone(),
+                ))));
+            }
         };
-        let payload = serde_json::to_vec(request)
-            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let payload =
+            serde_json::to_vec(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let mut message = tonic::Request::new(pb::RaftMessage { payload });
         message.set_timeout(option.hard_ttl());
         let reply = match rpc {

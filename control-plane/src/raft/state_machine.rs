@@ -140,9 +140,7 @@ impl StateMachine {
         let txn = self.data.db.begin_write().map_err(|e| e.to_string())?;
         {
             let mut table = txn.open_table(SNAPSHOT).map_err(|e| e.to_string())?;
-            table
-                .insert("data", bytes)
-                .map_err(|e| e.to_string())?;
+            table.insert("data", bytes).map_err(|e| e.to_string())?;
             table
                 .insert("meta", meta.as_slice())
                 .map_err(|e| e.to_string())?;
@@ -265,7 +263,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, typ::StorageError> {
+    async fn begin_receiving_snapshot(
+        &mut self,
+    ) -> Result<Box<Cursor<Vec<u8>>>, typ::StorageError> {
         Ok(Box::new(Cursor::new(Vec::new())))
     }
 
@@ -301,7 +301,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok(())
     }
 
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, typ::StorageError> {
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<TypeConfig>>, typ::StorageError> {
         let meta: Option<SnapshotMeta<NodeId, Node>> = read_value(&self.data.db, SNAPSHOT, "meta")
             .map_err(|e| sm_error(ErrorVerb::Read, e))?;
         let Some(meta) = meta else {
