@@ -77,6 +77,11 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
     };
     let shutdown = CancellationToken::new();
     let (node, bound) = ControlPlaneNode::start(config, shutdown.clone()).await?;
+    if args.bootstrap {
+        // A fresh one-node cluster elects itself at once; say so before serving.
+        node.wait_for_leader(std::time::Duration::from_secs(10))
+            .await;
+    }
     println!(
         "quiver control-plane: node {} serving on {bound} (advertised as {}, data {})",
         node.id(),

@@ -1,0 +1,200 @@
+//! `quiver ctl` against the one-node control plane inside `quiver dev`:
+//! tenants, upstreams, `cluster verify` (green for dev and a synced executor,
+//! naming an executor whose manifest differs), and state surviving a restart.
+
+mod support;
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use support::{QuiverDev, connect_watching, ctl, ctl_json, quiver_bin, tool_names, write_file};
+
+/// A `quiver executor` process (killed on drop).
+struct Executor(Child);
+
+impl Executor {
+    fn start(args: &[&str]) -> Executor {
+        let mut child = Command::new(quiver_bin())
+            .args(["executor", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn quiver executor");
+        let stdout = child.stdout.take().unwrap();
+        let line = BufReader::new(stdout).lines().next();
+        assert!(
+            matches!(&line, Some(Ok(l)) if l.contains("quiver executor: serving")),
+            "executor did not start: {line:?}"
+        );
+        Executor(child)
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `cluster verify` until `done(success, stdout)` holds (reports arrive
+/// every few seconds), returning the last output.
+fn verify_until(endpoint: &str, done: impl Fn(bool, &str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (ok, stdout, stderr) = ctl(endpoint, &["cluster", "verify"]);
+        let all = format!("{stdout}{stderr}");
+        if done(ok, &all) {
+            return all;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cluster verify never got there: {all}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_diverging_node() {
+    let data = tempfile::tempdir().unwrap();
+    let data_arg = data.path().to_str().unwrap().to_string();
+    let dev = QuiverDev::start(&["--mode", "passthrough", "--data", &data_arg]);
+    let cp = dev.control_plane.clone();
+    assert!(
+        !cp.is_empty(),
+        "no control plane address in: {}",
+        dev.banner
+    );
+
+    tracing::info!("--- cluster status: one node, leading");
+    let status = ctl_json(&cp, &["cluster", "status"]);
+    assert_eq!(status["leader"], 1);
+    assert!(status["term"].as_u64().unwrap() >= 1);
+    assert_eq!(status["members"][0]["role"], "leader");
+    assert!(status["members"][0]["addr"].is_string());
+
+    tracing::info!("--- tenants: create, list as JSON, refuse a duplicate with advice");
+    let (ok, _, err) = ctl(&cp, &["tenant", "create", "acme", "--mode", "code"]);
+    assert!(ok, "{err}");
+    let tenants = ctl_json(&cp, &["tenant", "list"]);
+    let list = tenants.as_array().expect("a JSON array");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["id"], "acme");
+    assert_eq!(list[0]["mode"], "code");
+    let (ok, _, err) = ctl(&cp, &["tenant", "create", "acme"]);
+    assert!(!ok);
+    assert!(
+        err.contains("already exists") && err.contains("tenant update"),
+        "{err}"
+    );
+    let key = ctl_json(&cp, &["key", "issue", "acme"]);
+    let secret = key["key"].as_str().unwrap();
+    let shown = ctl_json(&cp, &["tenant", "show", "acme"]).to_string();
+    assert!(!shown.contains(secret), "the key must be shown only once");
+
+    tracing::info!("--- cluster verify is green for quiver dev");
+    let out = verify_until(&cp, |ok, _| ok);
+    assert!(out.contains("dev-"), "{out}");
+
+    tracing::info!("--- an executor following the control plane agrees");
+    let _synced = Executor::start(&["--control-plane", &cp, "--node-name", "synced-executor"]);
+    let out = verify_until(&cp, |ok, out| ok && out.contains("synced-executor"));
+    assert!(out.contains("ok"), "{out}");
+
+    tracing::info!("--- an executor serving its own, different catalogue is named");
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[[upstream]]\nid = \"weather\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n",
+        quiver_bin()
+    );
+    let path = write_file(dir.path(), "rogue.toml", &config);
+    let _rogue = Executor::start(&[
+        "--config",
+        path.to_str().unwrap(),
+        "--control-plane",
+        &cp,
+        "--node-name",
+        "rogue-executor",
+    ]);
+    let out = verify_until(&cp, |ok, out| !ok && out.contains("rogue-executor"));
+    assert!(
+        out.contains("stub hashes disagree on: rogue-executor"),
+        "{out}"
+    );
+    assert!(!out.contains("disagree on: synced-executor"), "{out}");
+
+    tracing::info!("--- an upstream added with ctl reaches the edge's tool list");
+    let (client, mut changed) = connect_watching(&dev.url).await;
+    let before = tool_names(&client).await;
+    assert!(!before.iter().any(|n| n.starts_with("extra__")));
+    let (ok, _, err) = ctl(
+        &cp,
+        &[
+            "upstream",
+            "add",
+            "extra",
+            "--command",
+            quiver_bin(),
+            "--arg",
+            "mock-upstream",
+            "--arg",
+            "--demo",
+            "--arg",
+            "--server",
+            "--arg",
+            "notes",
+            "--arg",
+            "--stdio",
+        ],
+    );
+    assert!(ok, "{err}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        tokio::time::timeout(Duration::from_secs(30), changed.recv())
+            .await
+            .expect("tools/list_changed after adding an upstream");
+        if tool_names(&client)
+            .await
+            .iter()
+            .any(|n| n.starts_with("extra__"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "extra__ tools never appeared");
+    }
+    let upstreams = ctl_json(&cp, &["upstream", "list"]);
+    assert!(
+        upstreams
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["id"] == "extra")
+    );
+    let (ok, _, err) = ctl(&cp, &["upstream", "remove", "nope"]);
+    assert!(!ok && err.contains("unknown upstream `nope`"), "{err}");
+    drop(client);
+
+    tracing::info!("--- restart quiver dev on the same data directory: tenants survive");
+    drop(dev);
+    let dev = QuiverDev::start(&["--mode", "passthrough", "--data", &data_arg]);
+    let tenants = ctl_json(&dev.control_plane, &["tenant", "list"]);
+    assert_eq!(tenants[0]["id"], "acme");
+    assert_eq!(tenants[0]["keys"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn ctl_says_what_to_do_when_the_cluster_is_unreachable() {
+    let addr = support::free_addr();
+    let (ok, _, err) = ctl(&addr, &["tenant", "list"]);
+    assert!(!ok);
+    assert!(
+        err.contains("cluster unreachable") && err.contains("--endpoints"),
+        "{err}"
+    );
+}
