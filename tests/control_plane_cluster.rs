@@ -391,11 +391,21 @@ fn a_damaged_data_directory_stops_the_node_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("raft.redb"), vec![0xA5u8; 4096]).unwrap();
     let output = std::process::Command::new(support::quiver_bin())
-        .args(["control-plane", "--node-id", "1", "--listen", &free_addr(), "--data"])
+        .args([
+            "control-plane",
+            "--node-id",
+            "1",
+            "--listen",
+            &free_addr(),
+            "--data",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(!output.status.success(), "a damaged data file must not start");
+    assert!(
+        !output.status.success(),
+        "a damaged data file must not start"
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("raft.redb") && stderr.contains("damaged"),

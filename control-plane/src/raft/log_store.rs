@@ -424,18 +424,35 @@ mod tests {
         drop(data);
         assert!(DataDir::open(dir.path(), 7).is_ok());
         let err = DataDir::open(dir.path(), 8).err().expect("another node id");
-        assert!(matches!(err, OpenError::WrongNode { found: 7, wanted: 8, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                OpenError::WrongNode {
+                    found: 7,
+                    wanted: 8,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         assert!(err.to_string().contains("--node-id 7"), "{err}");
     }
 
     #[test]
     fn a_file_that_is_not_a_database_is_refused_with_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(DATA_FILE), b"this is not a redb file at all, sorry").unwrap();
+        std::fs::write(
+            dir.path().join(DATA_FILE),
+            b"this is not a redb file at all, sorry",
+        )
+        .unwrap();
         let err = DataDir::open(dir.path(), 1).err().expect("garbage refused");
         let text = err.to_string();
         assert!(matches!(err, OpenError::Damaged { .. }), "{text}");
-        assert!(text.contains(DATA_FILE) && text.contains("restore it from a backup"), "{text}");
+        assert!(
+            text.contains(DATA_FILE) && text.contains("restore it from a backup"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -467,7 +484,10 @@ mod tests {
         write_entries(&data, 1..=3);
         write_entries(&data, 5..=6);
         let err = data.check_log().unwrap_err();
-        assert!(err.contains("gap") && err.contains("expected entry 4"), "{err}");
+        assert!(
+            err.contains("gap") && err.contains("expected entry 4"),
+            "{err}"
+        );
 
         let txn = data.db.begin_write().unwrap();
         {
@@ -476,7 +496,9 @@ mod tests {
         }
         txn.commit().unwrap();
         drop(data);
-        let err = DataDir::open(dir.path(), 1).err().expect("bad entry refused");
+        let err = DataDir::open(dir.path(), 1)
+            .err()
+            .expect("bad entry refused");
         assert!(err.to_string().contains("entry 4 does not decode"), "{err}");
     }
 }
