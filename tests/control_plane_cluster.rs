@@ -162,7 +162,7 @@ async fn load(
             // The cluster is electing; the next attempt goes to whoever answers.
             tokio::task::yield_now().await;
         }
-        if n % 3 == 0 {
+        if n.is_multiple_of(3) {
             let invoked = Instant::now();
             if let Ok(list) = client.call(&AdminRequest::TenantList).await {
                 history.ops.lock().unwrap().push(Op::Read {

@@ -115,7 +115,8 @@ impl AdminClient {
         let mut no_leader = None;
         let mut queue: Vec<String> = self.endpoints.clone();
         let mut redirects = 0;
-        while let Some(addr) = (!queue.is_empty()).then(|| queue.remove(0)) {
+        while !queue.is_empty() {
+        let addr = queue.remove(0);
             match self.send(&addr, request).await {
                 Ok(value) => {
                     self.endpoints.retain(|e| *e != addr);

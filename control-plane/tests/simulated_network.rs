@@ -1,3 +1,4 @@
+#![allow(clippy::result_large_err)] // openraft's error types are large and fixed
 //! A seeded, simulated network in one process: five control-plane Raft nodes
 //! (real redb log stores and state machines) whose messages are dropped,
 //! delayed and cut by partitions chosen from a seed, on tokio's paused clock,

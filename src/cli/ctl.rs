@@ -116,7 +116,7 @@ enum ClusterCommand {
 #[derive(Subcommand, Debug)]
 enum UpstreamCommand {
     /// Register an upstream (stdio command or Streamable HTTP URL, or a TOML file).
-    Add(UpstreamAddArgs),
+    Add(Box<UpstreamAddArgs>),
     /// List upstreams.
     List,
     /// One upstream: settings, tools, pending changes.
@@ -342,12 +342,7 @@ pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
 }
 
 fn explain(error: ClientError) -> anyhow::Error {
-    match error {
-        ClientError::Status { code, message } if code == tonic::Code::NotFound => {
-            anyhow::anyhow!("{message}")
-        }
-        other => anyhow::anyhow!("{other}"),
-    }
+    anyhow::anyhow!("{error}")
 }
 
 /// How to print an answer.
@@ -385,7 +380,7 @@ fn request_of(command: CtlCommand) -> anyhow::Result<(AdminRequest, View)> {
                 let replace = add.replace;
                 (
                     AdminRequest::UpstreamAdd {
-                        upstream: upstream_of(add)?,
+                        upstream: upstream_of(*add)?,
                         quarantine,
                         replace,
                     },
