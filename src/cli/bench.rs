@@ -11,6 +11,8 @@ pub enum BenchCommand {
     Search(SearchBenchArgs),
     /// Script execution: warm-pool latency, per-call overhead, throughput, cold start, memory.
     Executor(super::bench_executor::ExecutorBenchArgs),
+    /// Control plane: write latency (1 and 3 nodes), watch propagation, failover time.
+    ControlPlane(super::bench_control_plane::ControlPlaneBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -35,6 +37,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Search(args) => search(args),
         BenchCommand::Executor(args) => super::bench_executor::run(args).await,
+        BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,
     }
 }
 

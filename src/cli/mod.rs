@@ -1,6 +1,7 @@
 //! The subcommands of `quiver`.
 
 pub mod bench;
+pub mod bench_control_plane;
 pub mod bench_executor;
 pub mod control_plane;
 pub mod ctl;
