@@ -412,3 +412,75 @@ fn a_damaged_data_directory_stops_the_node_with_a_clear_error() {
         "the error should name the file: {stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_certificates_nodes_and_ctl_speak_mutual_tls_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = support::TestCa::new();
+    let issue = |name: &str| {
+        let (cert, key) = ca.issue("127.0.0.1");
+        let cert_path = support::write_file(dir.path(), &format!("{name}.pem"), &cert);
+        let key_path = support::write_file(dir.path(), &format!("{name}.key"), &key);
+        (cert_path, key_path)
+    };
+    let ca_path = support::write_file(dir.path(), "ca.pem", &ca.pem);
+    let tls_flags = |(cert, key): &(std::path::PathBuf, std::path::PathBuf)| -> Vec<String> {
+        vec![
+            "--tls-ca".into(),
+            ca_path.to_str().unwrap().into(),
+            "--tls-cert".into(),
+            cert.to_str().unwrap().into(),
+            "--tls-key".into(),
+            key.to_str().unwrap().into(),
+        ]
+    };
+    let addrs: Vec<String> = (0..2).map(|_| free_addr()).collect();
+    let n1 = tls_flags(&issue("node1"));
+    let n2 = tls_flags(&issue("node2"));
+    let operator = tls_flags(&issue("operator"));
+    let mut flags1: Vec<&str> = n1.iter().map(String::as_str).collect();
+    flags1.push("--bootstrap");
+    let _a = ControlPlaneProcess::start(1, &addrs[0], &dir.path().join("n1"), &flags1);
+    let flags2: Vec<&str> = n2.iter().map(String::as_str).collect();
+    let _b = ControlPlaneProcess::start(2, &addrs[1], &dir.path().join("n2"), &flags2);
+
+    tracing::info!("--- with the operator's certificate: form the cluster and write");
+    let endpoints = addrs.join(",");
+    let with_tls = |args: &[&str]| {
+        let mut all: Vec<&str> = operator.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        ctl(&endpoints, &all)
+    };
+    let (ok, _, err) = with_tls(&[
+        "cluster",
+        "add-learner",
+        "--node-id",
+        "2",
+        "--addr",
+        &addrs[1],
+    ]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = with_tls(&["cluster", "promote", "2"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = with_tls(&["tenant", "create", "secure"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = with_tls(&["-o", "json", "cluster", "status"]);
+    assert!(ok, "{err}");
+    let status: Value = serde_json::from_str(&out).unwrap();
+    let matched: Vec<Option<u64>> = status["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["matched_index"].as_u64())
+        .collect();
+    assert_eq!(matched.len(), 2);
+    assert!(
+        matched.iter().all(Option::is_some),
+        "node 2 replicates over mTLS: {status}"
+    );
+
+    tracing::info!("--- without a certificate: refused");
+    let (ok, _, err) = ctl(&endpoints, &["tenant", "list"]);
+    assert!(!ok, "a plaintext client must not be served");
+    assert!(err.contains("cluster unreachable"), "{err}");
+}

@@ -127,22 +127,10 @@ async fn executor_service_checks_its_own_view_and_runs_scripts() {
 #[tokio::test(flavor = "multi_thread")]
 async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
     let dir = tempfile::tempdir().unwrap();
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let issue = |name: &str| {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
-        (cert.pem(), key.serialize_pem())
-    };
-    let (server_cert, server_key) = issue("localhost");
-    let (client_cert, client_key) = issue("edge");
-    let ca_path = write_file(dir.path(), "ca.pem", &ca.pem());
+    let ca = support::TestCa::new();
+    let (server_cert, server_key) = ca.issue("localhost");
+    let (client_cert, client_key) = ca.issue("edge");
+    let ca_path = write_file(dir.path(), "ca.pem", &ca.pem);
     let server_cert_path = write_file(dir.path(), "server.pem", &server_cert);
     let server_key_path = write_file(dir.path(), "server.key", &server_key);
     let client_cert_path = write_file(dir.path(), "client.pem", &client_cert);

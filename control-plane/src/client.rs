@@ -116,7 +116,7 @@ impl AdminClient {
         let mut queue: Vec<String> = self.endpoints.clone();
         let mut redirects = 0;
         while !queue.is_empty() {
-        let addr = queue.remove(0);
+            let addr = queue.remove(0);
             match self.send(&addr, request).await {
                 Ok(value) => {
                     self.endpoints.retain(|e| *e != addr);

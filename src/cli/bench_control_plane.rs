@@ -89,7 +89,10 @@ impl Cluster {
     }
 
     fn node(&self, i: usize) -> Arc<ControlPlaneNode> {
-        self.nodes[i].as_ref().map(|(n, _)| n.clone()).expect("node running")
+        self.nodes[i]
+            .as_ref()
+            .map(|(n, _)| n.clone())
+            .expect("node running")
     }
 
     fn endpoints(&self) -> Vec<String> {
@@ -206,14 +209,22 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
         let mut receivers: Vec<_> = stores.iter().map(|s| s.subscribe()).collect();
         let started = Instant::now();
         let answer = leader
-            .write("bench", Command::RecordDiscovery { entries: vec![entry] })
+            .write(
+                "bench",
+                Command::RecordDiscovery {
+                    entries: vec![entry],
+                },
+            )
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let version = answer["manifest_version"].as_u64().unwrap_or(0);
         for rx in &mut receivers {
-            tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|m| m.version >= version))
-                .await
-                .map_err(|_| anyhow::anyhow!("a watcher never saw version {version}"))??;
+            tokio::time::timeout(
+                Duration::from_secs(10),
+                rx.wait_for(|m| m.version >= version),
+            )
+            .await
+            .map_err(|_| anyhow::anyhow!("a watcher never saw version {version}"))??;
         }
         samples.push(started.elapsed());
     }
@@ -225,7 +236,8 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
 
 async fn failover(rounds: usize) -> anyhow::Result<Vec<Duration>> {
     let mut cluster = Cluster::start(3).await?;
-    let mut client = AdminClient::new(cluster.endpoints(), None).with_timeout(Duration::from_millis(500));
+    let mut client =
+        AdminClient::new(cluster.endpoints(), None).with_timeout(Duration::from_millis(500));
     let mut samples = Vec::new();
     let mut n = 0;
     for _ in 0..rounds {
@@ -252,7 +264,10 @@ async fn failover(rounds: usize) -> anyhow::Result<Vec<Duration>> {
             if write.is_ok() {
                 break;
             }
-            anyhow::ensure!(started.elapsed() < Duration::from_secs(30), "no new leader in 30 s");
+            anyhow::ensure!(
+                started.elapsed() < Duration::from_secs(30),
+                "no new leader in 30 s"
+            );
         }
         samples.push(started.elapsed());
         let node = cluster.boot(leader).await?;
@@ -272,7 +287,9 @@ pub async fn run(args: ControlPlaneBenchArgs) -> anyhow::Result<()> {
             "warning: this is a debug build; use `cargo run --release -- bench control-plane` for numbers"
         );
     }
-    println!("## Control plane: write latency (tenant create through `quiver ctl`'s client, loopback gRPC, fsync per entry)\n");
+    println!(
+        "## Control plane: write latency (tenant create through `quiver ctl`'s client, loopback gRPC, fsync per entry)\n"
+    );
     println!("| nodes | writes | p50 ms | p99 ms | max ms |");
     println!("|---|---|---|---|---|");
     for size in [1u64, 3] {
@@ -298,7 +315,9 @@ pub async fn run(args: ControlPlaneBenchArgs) -> anyhow::Result<()> {
         ms(*s.last().unwrap_or(&Duration::ZERO))
     );
     let s = failover(args.failovers).await?;
-    println!("\n## Control plane: leader lost → first accepted write (election timeout 400-800 ms, heartbeat 100 ms)\n");
+    println!(
+        "\n## Control plane: leader lost → first accepted write (election timeout 400-800 ms, heartbeat 100 ms)\n"
+    );
     println!("| nodes | kills | p50 ms | max ms |");
     println!("|---|---|---|---|");
     println!(

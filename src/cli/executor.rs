@@ -154,7 +154,8 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             stop.cancel();
         });
     }
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // TCP_NODELAY: small replies must not wait for the peer's delayed ACK.
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let result = server
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned())

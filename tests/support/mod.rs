@@ -322,3 +322,34 @@ pub fn ctl_json(endpoints: &str, args: &[&str]) -> Value {
     assert!(ok, "quiver ctl {args:?} failed: {stderr}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
+
+/// A throwaway certificate authority for mTLS tests.
+pub struct TestCa {
+    /// The CA certificate (PEM).
+    pub pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl TestCa {
+    /// A new self-signed CA.
+    pub fn new() -> TestCa {
+        let key = rcgen::KeyPair::generate().expect("CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let pem = params.self_signed(&key).expect("CA certificate").pem();
+        TestCa {
+            pem,
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `name` (a DNS name or an IP address) and its key, PEM.
+    pub fn issue(&self, name: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .expect("params")
+            .signed_by(&key, &self.issuer)
+            .expect("certificate");
+        (cert.pem(), key.serialize_pem())
+    }
+}
