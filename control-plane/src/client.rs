@@ -23,7 +23,7 @@ const MAX_REDIRECTS: usize = 5;
 pub enum ClientError {
     /// No endpoint answered.
     #[error(
-        "cluster unreachable: no control-plane node answered ({tried}); check --endpoints and that the nodes are running"
+        "cluster unreachable: no control-plane node answered ({tried}); check --endpoints, that the nodes are running, and whether the cluster requires TLS (--tls-ca/--tls-cert/--tls-key)"
     )]
     Unreachable {
         /// Each endpoint and its error.
@@ -166,11 +166,26 @@ impl AdminClient {
     }
 }
 
-fn status_error(addr: &str, status: tonic::Status) -> ClientError {
+/// The call never reached a working node: down, refused, timed out, or a
+/// protocol mismatch (a plaintext client against a TLS node, or the reverse).
+fn transport_failure(status: &tonic::Status) -> bool {
     match status.code() {
-        Code::Unavailable | Code::DeadlineExceeded => ClientError::Unreachable {
+        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown | Code::Cancelled => true,
+        Code::Internal => {
+            let m = status.message();
+            m.contains("h2 protocol error") || m.contains("transport error") || m.contains("tls")
+        }
+        _ => false,
+    }
+}
+
+fn status_error(addr: &str, status: tonic::Status) -> ClientError {
+    if transport_failure(&status) {
+        return ClientError::Unreachable {
             tried: format!("{addr}: {}", status.message()),
-        },
+        };
+    }
+    match status.code() {
         Code::Internal if status.message().starts_with("unreadable answer") => {
             ClientError::Protocol {
                 endpoint: addr.to_string(),
