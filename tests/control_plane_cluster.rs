@@ -479,6 +479,47 @@ async fn with_certificates_nodes_and_ctl_speak_mutual_tls_only() {
         "node 2 replicates over mTLS: {status}"
     );
 
+    tracing::info!("--- an executor follows the TLS cluster with its own certificate");
+    let (exec_cert, exec_key) = issue("executor");
+    let mut executor = std::process::Command::new(support::quiver_bin())
+        .args([
+            "executor",
+            "--listen",
+            "127.0.0.1:0",
+            "--control-plane",
+            &endpoints,
+        ])
+        .args(["--node-name", "tls-executor", "--control-plane-tls-ca"])
+        .arg(&ca_path)
+        .arg("--control-plane-tls-cert")
+        .arg(&exec_cert)
+        .arg("--control-plane-tls-key")
+        .arg(&exec_key)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let banner =
+        std::io::BufRead::lines(std::io::BufReader::new(executor.stdout.take().unwrap())).next();
+    assert!(
+        matches!(&banner, Some(Ok(l)) if l.contains("serving")),
+        "{banner:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (ok, out, err) = with_tls(&["cluster", "verify"]);
+        if ok && out.contains("tls-executor") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the TLS executor never reported: {out}{err}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let _ = executor.kill();
+    let _ = executor.wait();
+
     tracing::info!("--- without a certificate: refused");
     let (ok, _, err) = ctl(&endpoints, &["tenant", "list"]);
     assert!(!ok, "a plaintext client must not be served");

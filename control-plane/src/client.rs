@@ -55,6 +55,7 @@ pub struct AdminClient {
     endpoints: Vec<String>,
     tls: Option<TlsMaterial>,
     timeout: Duration,
+    election_wait: Duration,
 }
 
 impl AdminClient {
@@ -64,6 +65,7 @@ impl AdminClient {
             endpoints,
             tls,
             timeout: Duration::from_secs(15),
+            election_wait: Duration::from_secs(5),
         }
     }
 
@@ -110,13 +112,44 @@ impl AdminClient {
 
     /// Sends `request` to the leader, wherever it is; the endpoint that answers
     /// is moved to the front for the next call.
+    ///
+    /// While the cluster is electing a leader (nodes answer but none leads), it
+    /// waits and asks again, for up to [`AdminClient::with_election_wait`]
+    /// (default 5 s), so an operator's command rides through a failover.
     pub async fn call(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
+        let deadline = tokio::time::Instant::now() + self.election_wait;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.call_once(request).await {
+                Err(ClientError::NoLeader(message)) => {
+                    if tokio::time::Instant::now() + pause > deadline {
+                        return Err(ClientError::NoLeader(message));
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// How long [`AdminClient::call`] waits for a leader to be elected.
+    pub fn with_election_wait(mut self, wait: Duration) -> AdminClient {
+        self.election_wait = wait;
+        self
+    }
+
+    async fn call_once(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
         let mut tried = Vec::new();
+        let mut failed = std::collections::BTreeSet::new();
         let mut no_leader = None;
         let mut queue: Vec<String> = self.endpoints.clone();
         let mut redirects = 0;
         while !queue.is_empty() {
             let addr = queue.remove(0);
+            if failed.contains(&addr) {
+                continue;
+            }
             match self.send(&addr, request).await {
                 Ok(value) => {
                     self.endpoints.retain(|e| *e != addr);
@@ -133,24 +166,28 @@ impl AdminClient {
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_string);
                     match leader {
-                        Some(leader) if redirects < MAX_REDIRECTS && leader != addr => {
+                        // A leader this round could not reach is gone: the
+                        // others just have not noticed yet (an election follows).
+                        Some(leader)
+                            if redirects < MAX_REDIRECTS
+                                && leader != addr
+                                && !failed.contains(&leader) =>
+                        {
                             redirects += 1;
                             queue.retain(|e| *e != leader);
                             queue.insert(0, leader);
                         }
+                        Some(leader) if failed.contains(&leader) => {
+                            no_leader = Some(format!(
+                                "{addr} still follows {leader}, which does not answer"
+                            ));
+                        }
                         _ => no_leader = Some(format!("{addr}: {}", status.message())),
                     }
                 }
-                Err(status)
-                    if matches!(
-                        status.code(),
-                        Code::Unavailable
-                            | Code::DeadlineExceeded
-                            | Code::Unknown
-                            | Code::Cancelled
-                    ) =>
-                {
+                Err(status) if transport_failure(&status) => {
                     tried.push(format!("{addr}: {}", status.message()));
+                    failed.insert(addr);
                 }
                 Err(status) => return Err(status_error(&addr, status)),
             }

@@ -57,11 +57,21 @@ async fn watch_loop(
 ) {
     let mut backoff = Duration::from_millis(100);
     let mut last_registry: Option<String> = None;
+    let mut last_seen_version: Option<u64> = None;
     let mut turn = 0usize;
     loop {
         let addr = &config.endpoints[turn % config.endpoints.len().max(1)];
         turn += 1;
-        match watch_once(config, addr, store, registry, &mut last_registry).await {
+        match watch_once(
+            config,
+            addr,
+            store,
+            registry,
+            &mut last_registry,
+            &mut last_seen_version,
+        )
+        .await
+        {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
                 tracing::warn!(endpoint = %addr, "manifest watch: {e}; retrying in {backoff:?}");
@@ -78,6 +88,7 @@ async fn watch_once(
     store: &Arc<ManifestStore>,
     registry: Option<&RegistrySink>,
     last_registry: &mut Option<String>,
+    last_seen_version: &mut Option<u64>,
 ) -> anyhow::Result<()> {
     let mut client =
         pb::control_plane_client::ControlPlaneClient::new(channel(addr, config.tls.as_ref())?)
@@ -96,7 +107,7 @@ async fn watch_once(
                 let Some(update) = message? else {
                     anyhow::bail!("the control plane closed the stream");
                 };
-                apply_update(config, store, registry, last_registry, update)?;
+                apply_update(config, store, registry, last_registry, last_seen_version, update)?;
                 send_report(&mut client, config, store).await;
             }
             _ = report.tick() => send_report(&mut client, config, store).await,
@@ -109,6 +120,7 @@ fn apply_update(
     store: &ManifestStore,
     registry: Option<&RegistrySink>,
     last_registry: &mut Option<String>,
+    last_seen_version: &mut Option<u64>,
     update: pb::ManifestUpdate,
 ) -> anyhow::Result<()> {
     if last_registry.as_deref() != Some(update.upstreams_json.as_str()) {
@@ -135,9 +147,13 @@ fn apply_update(
             "stub hash of the manifest differs from the control plane's"
         );
     }
-    if manifest.version != store.current().version {
+    // The first update is installed even at version 0, so a consumer waiting
+    // for "the control plane answered" is not left waiting for a change.
+    let first = last_seen_version.is_none();
+    if first || manifest.version != store.current().version {
         store.install(Arc::new(manifest));
     }
+    *last_seen_version = Some(message.version);
     Ok(())
 }
 

@@ -34,6 +34,10 @@ pub struct ControlPlaneBenchArgs {
     /// Leader kills measured.
     #[arg(long, default_value_t = 5)]
     failovers: usize,
+    /// Election timeouts (minimum, ms; the maximum is twice it) to measure
+    /// failover with, comma-separated; heartbeats are a quarter of each.
+    #[arg(long, value_delimiter = ',', default_values_t = [400u64, 150])]
+    election_timeouts_ms: Vec<u64>,
 }
 
 struct Cluster {
@@ -44,6 +48,10 @@ struct Cluster {
 
 impl Cluster {
     async fn start(size: u64) -> anyhow::Result<Cluster> {
+        Cluster::start_tuned(size, RaftTuning::default()).await
+    }
+
+    async fn start_tuned(size: u64, tuning: RaftTuning) -> anyhow::Result<Cluster> {
         let dir = tempfile::tempdir()?;
         let mut configs = Vec::new();
         for id in 1..=size {
@@ -57,7 +65,7 @@ impl Cluster {
                 data: dir.path().join(format!("n{id}")),
                 bootstrap: id == 1,
                 tls: None,
-                tuning: RaftTuning::default(),
+                tuning: tuning.clone(),
             });
         }
         let mut cluster = Cluster {
@@ -234,13 +242,23 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
     Ok(samples)
 }
 
-async fn failover(rounds: usize) -> anyhow::Result<Vec<Duration>> {
-    let mut cluster = Cluster::start(3).await?;
-    let mut client =
-        AdminClient::new(cluster.endpoints(), None).with_timeout(Duration::from_millis(500));
-    let mut samples = Vec::new();
-    let mut n = 0;
-    for _ in 0..rounds {
+/// Per kill: (leader elected, first write accepted), both from the kill.
+async fn failover(
+    rounds: usize,
+    election_ms: u64,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let tuning = RaftTuning {
+        heartbeat_ms: (election_ms / 4).max(10),
+        election_ms: (election_ms, election_ms * 2),
+        ..RaftTuning::default()
+    };
+    let mut cluster = Cluster::start_tuned(3, tuning).await?;
+    let mut client = AdminClient::new(cluster.endpoints(), None)
+        .with_timeout(Duration::from_secs(2))
+        .with_election_wait(Duration::from_secs(30));
+    let mut elected = Vec::new();
+    let mut written = Vec::new();
+    for n in 0..rounds {
         // Make sure the cluster is healthy and every node caught up.
         client
             .call(&AdminRequest::TenantCreate {
@@ -251,33 +269,42 @@ async fn failover(rounds: usize) -> anyhow::Result<Vec<Duration>> {
         let Some(leader) = cluster.leader_index() else {
             anyhow::bail!("no leader before the kill");
         };
+        let survivors: Vec<Arc<ControlPlaneNode>> = (0..cluster.nodes.len())
+            .filter(|i| *i != leader)
+            .map(|i| cluster.node(i))
+            .collect();
+        let old = cluster.node(leader).id();
         let started = Instant::now();
         cluster.stop(leader).await;
-        loop {
-            n += 1;
-            let write = client
+        let watch_election = async {
+            let mut metrics = survivors[0].raft().metrics();
+            let _ = metrics
+                .wait_for(|m| m.current_leader.is_some_and(|l| l != old))
+                .await;
+            started.elapsed()
+        };
+        let write = async {
+            let result = client
                 .call(&AdminRequest::TenantCreate {
                     id: format!("after-{n}"),
                     patch: TenantPatch::default(),
                 })
                 .await;
-            if write.is_ok() {
-                break;
-            }
-            anyhow::ensure!(
-                started.elapsed() < Duration::from_secs(30),
-                "no new leader in 30 s"
-            );
-        }
-        samples.push(started.elapsed());
+            (result, started.elapsed())
+        };
+        let (election, (result, first_write)) = tokio::join!(watch_election, write);
+        result.map_err(|e| anyhow::anyhow!("no write accepted after the kill: {e}"))?;
+        elected.push(election);
+        written.push(first_write);
         let node = cluster.boot(leader).await?;
         // The restarted node rejoins before the next round.
         node.0.wait_for_leader(Duration::from_secs(10)).await;
         cluster.nodes[leader] = Some(node);
     }
     cluster.shutdown().await;
-    samples.sort();
-    Ok(samples)
+    elected.sort();
+    written.sort();
+    Ok((elected, written))
 }
 
 /// Runs the benchmark and prints markdown tables.
@@ -314,17 +341,26 @@ pub async fn run(args: ControlPlaneBenchArgs) -> anyhow::Result<()> {
         ms(percentile(&s, 0.99)),
         ms(*s.last().unwrap_or(&Duration::ZERO))
     );
-    let s = failover(args.failovers).await?;
+    println!("\n## Control plane: leader lost → new leader elected, → first accepted write\n");
     println!(
-        "\n## Control plane: leader lost → first accepted write (election timeout 400-800 ms, heartbeat 100 ms)\n"
+        "| nodes | election timeout ms | heartbeat ms | kills | from the kill to | p50 ms | max ms |"
     );
-    println!("| nodes | kills | p50 ms | max ms |");
-    println!("|---|---|---|---|");
-    println!(
-        "| 3 | {} | {} | {} |",
-        s.len(),
-        ms(percentile(&s, 0.5)),
-        ms(*s.last().unwrap_or(&Duration::ZERO))
-    );
+    println!("|---|---|---|---|---|---|---|");
+    for election_ms in &args.election_timeouts_ms {
+        let (elected, written) = failover(args.failovers, *election_ms).await?;
+        for (what, s) in [
+            ("a new leader elected", &elected),
+            ("the first accepted write", &written),
+        ] {
+            println!(
+                "| 3 | {election_ms}-{} | {} | {} | {what} | {} | {} |",
+                election_ms * 2,
+                (election_ms / 4).max(10),
+                s.len(),
+                ms(percentile(s, 0.5)),
+                ms(*s.last().unwrap_or(&Duration::ZERO))
+            );
+        }
+    }
     Ok(())
 }

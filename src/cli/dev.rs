@@ -91,7 +91,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let (upstreams, store, control_plane) = start_control_plane(&config, &shutdown).await?;
     let mut child_executor = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
-        let (child, remote) = spawn_child_executor(&args).await?;
+        let (child, remote) = spawn_child_executor(control_plane.addr()).await?;
         child_executor = Some(child);
         let remote = Arc::new(remote);
         (remote.clone(), remote, None)
@@ -329,20 +329,20 @@ pub(crate) async fn local_executor(
     Ok((executor, scripts, pool))
 }
 
-/// Starts `quiver executor` as a child with the same upstreams and connects to it.
+/// Starts `quiver executor` as a child following the embedded control plane
+/// (its upstreams and manifest come over the watch stream) and connects to it.
 async fn spawn_child_executor(
-    args: &DevArgs,
+    control_plane: &str,
 ) -> anyhow::Result<(tokio::process::Child, RemoteExecutor)> {
     use tokio::io::AsyncBufReadExt;
     let program = std::env::current_exe().context("finding the quiver binary")?;
     let mut command = tokio::process::Command::new(program);
     command.args(["executor", "--listen", "127.0.0.1:0", "--exit-with-stdin"]);
-    if let Some(config) = &args.config {
-        command.arg("--config").arg(config);
-    }
-    if let Some(catalog) = &args.catalog {
-        command.arg("--catalog").arg(catalog);
-    }
+    command.args(["--control-plane", control_plane]);
+    command.args([
+        "--node-name",
+        &format!("dev-executor-{}", std::process::id()),
+    ]);
     let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use clap::Args;
 use quiver_control_plane::{
     ManifestStore,
+    raft::network::ClusterTls,
     watcher::{RegistrySink, WatchConfig, spawn_reporter, spawn_watcher},
 };
 use quiver_executor::service::ExecutorService;
@@ -48,6 +49,15 @@ pub struct ExecutorArgs {
     /// manifest it built, so `quiver ctl cluster verify` can compare.
     #[arg(long, value_delimiter = ',')]
     control_plane: Vec<String>,
+    /// CA certificate (PEM) of a control plane that requires mTLS.
+    #[arg(long, requires_all = ["control_plane_tls_cert", "control_plane_tls_key"])]
+    control_plane_tls_ca: Option<PathBuf>,
+    /// This executor's client certificate for the control plane (PEM).
+    #[arg(long, requires = "control_plane_tls_ca")]
+    control_plane_tls_cert: Option<PathBuf>,
+    /// Its key (PEM).
+    #[arg(long, requires = "control_plane_tls_ca")]
+    control_plane_tls_key: Option<PathBuf>,
     /// This executor's name in the fleet (default `executor@<listen address>`).
     #[arg(long)]
     node_name: Option<String>,
@@ -96,9 +106,24 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("--listen: cannot listen on {}", args.listen))?;
     let bound = listener.local_addr()?;
+    let control_plane_tls = match (
+        &args.control_plane_tls_ca,
+        &args.control_plane_tls_cert,
+        &args.control_plane_tls_key,
+    ) {
+        (Some(ca), Some(cert), Some(key)) => Some(
+            ClusterTls {
+                ca: ca.clone(),
+                cert: cert.clone(),
+                key: key.clone(),
+            }
+            .load()?,
+        ),
+        _ => None,
+    };
     let watch = WatchConfig {
         endpoints: args.control_plane.clone(),
-        tls: None,
+        tls: control_plane_tls,
         node: args
             .node_name
             .clone()
