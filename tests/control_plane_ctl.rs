@@ -150,6 +150,8 @@ async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_dive
             "--arg",
             "notes",
             "--arg",
+            "--test-hooks",
+            "--arg",
             "--stdio",
         ],
     );
@@ -178,6 +180,45 @@ async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_dive
     );
     let (ok, _, err) = ctl(&cp, &["upstream", "remove", "nope"]);
     assert!(!ok && err.contains("unknown upstream `nope`"), "{err}");
+
+    tracing::info!("--- the upstream grows a tool: a drift event and a manifest diff record it");
+    let before = ctl_json(&cp, &["manifest", "hash"])["version"]
+        .as_u64()
+        .unwrap();
+    support::call(
+        &client,
+        "extra__quiver_test_add_tool",
+        serde_json::json!({"name": "fresh"}),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !tool_names(&client)
+        .await
+        .iter()
+        .any(|n| n == "extra__fresh")
+    {
+        tokio::time::timeout(Duration::from_secs(30), changed.recv())
+            .await
+            .expect("tools/list_changed after the upstream added a tool");
+        assert!(Instant::now() < deadline, "extra__fresh never appeared");
+    }
+    let drift = ctl_json(&cp, &["upstream", "drift", "extra"]);
+    assert!(
+        drift["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["tool"] == "fresh" && e["message"].as_str().unwrap().contains("appeared")),
+        "{drift}"
+    );
+    let after = ctl_json(&cp, &["manifest", "hash"])["version"]
+        .as_u64()
+        .unwrap();
+    let diff = ctl_json(
+        &cp,
+        &["manifest", "diff", &before.to_string(), &after.to_string()],
+    );
+    assert_eq!(diff["added"], serde_json::json!(["extra/fresh"]), "{diff}");
     drop(client);
 
     tracing::info!("--- restart quiver dev on the same data directory: tenants survive");
