@@ -525,3 +525,52 @@ async fn with_certificates_nodes_and_ctl_speak_mutual_tls_only() {
     assert!(!ok, "a plaintext client must not be served");
     assert!(err.contains("cluster unreachable"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn losing_the_majority_is_reported_and_a_returning_node_restores_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let addrs: Vec<String> = (0..3).map(|_| free_addr()).collect();
+    let endpoints = addrs.join(",");
+    let mut nodes: Vec<ControlPlaneProcess> = (0..3)
+        .map(|i| {
+            let extra: &[&str] = if i == 0 { &["--bootstrap"] } else { &[] };
+            ControlPlaneProcess::start(
+                i as u64 + 1,
+                &addrs[i],
+                &dir.path().join(format!("n{}", i + 1)),
+                extra,
+            )
+        })
+        .collect();
+    for id in ["2", "3"] {
+        let addr = &addrs[id.parse::<usize>().unwrap() - 1];
+        assert!(
+            ctl(
+                &endpoints,
+                &["cluster", "add-learner", "--node-id", id, "--addr", addr]
+            )
+            .0
+        );
+        assert!(ctl(&endpoints, &["cluster", "promote", id]).0);
+    }
+
+    tracing::info!("--- kill -9 both followers: the leader cannot commit and says why");
+    let leader = leader_of(&endpoints);
+    for id in (1..=3u64).filter(|id| *id != leader) {
+        nodes[id as usize - 1].kill();
+    }
+    let (ok, _, err) = ctl(&endpoints, &["tenant", "create", "during-outage"]);
+    assert!(!ok, "a write without a majority must not be acknowledged");
+    assert!(
+        err.contains("majority"),
+        "the error should say a majority is missing: {err}"
+    );
+
+    tracing::info!("--- one follower returns: a majority again, writes go through");
+    let back = (1..=3u64).find(|id| *id != leader).unwrap();
+    nodes[back as usize - 1].restart();
+    let (ok, _, err) = ctl(&endpoints, &["tenant", "create", "after-outage"]);
+    assert!(ok, "{err}");
+    let ids = tenant_ids(&ctl_json(&endpoints, &["tenant", "list"]));
+    assert!(ids.contains("after-outage"));
+}

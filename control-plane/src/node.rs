@@ -33,6 +33,9 @@ use crate::{
     tenant::hash_key,
 };
 
+/// How long a write or a consistent read waits for a majority of the voters.
+pub const QUORUM_WAIT: Duration = Duration::from_secs(5);
+
 /// Raft timing and log compaction.
 #[derive(Debug, Clone)]
 pub struct RaftTuning {
@@ -99,9 +102,12 @@ pub enum AdminError {
     /// The request itself is wrong.
     #[error("{0}")]
     Invalid(String),
-    /// The cluster cannot answer now (no quorum, shutting down).
+    /// The cluster cannot answer now (shutting down, a transport failure).
     #[error("{0}")]
     Unavailable(String),
+    /// A majority of the voters did not answer in time.
+    #[error("{0}")]
+    NoQuorum(String),
 }
 
 /// A running control-plane node.
@@ -284,10 +290,15 @@ impl ControlPlaneNode {
 
     /// Proposes a command; resolves once it is committed and applied.
     pub async fn write(&self, actor: &str, command: Command) -> Result<Value, AdminError> {
-        let response = self
-            .raft
-            .client_write(Envelope::now(actor, command))
+        let write = self.raft.client_write(Envelope::now(actor, command));
+        let response = tokio::time::timeout(QUORUM_WAIT, write)
             .await
+            .map_err(|_| {
+                AdminError::NoQuorum(format!(
+                    "the write was not committed within {} s: fewer than a majority of the voters answer (quorum lost?); it may still be applied once they are back, so read before retrying",
+                    QUORUM_WAIT.as_secs()
+                ))
+            })?
             .map_err(|e| self.write_error(e))?;
         match response.data {
             Outcome::Applied {
@@ -315,7 +326,15 @@ impl ControlPlaneNode {
     /// Reads the state after confirming leadership with a quorum: the answer
     /// includes every write acknowledged before the read began.
     pub async fn read<T>(&self, f: impl FnOnce(&mut ControlState) -> T) -> Result<T, AdminError> {
-        self.raft.ensure_linearizable().await.map_err(|e| {
+        let confirm = tokio::time::timeout(QUORUM_WAIT, self.raft.ensure_linearizable())
+            .await
+            .map_err(|_| {
+                AdminError::NoQuorum(format!(
+                    "cannot confirm within {} s that this node still leads: fewer than a majority of the voters answer (quorum lost?)",
+                    QUORUM_WAIT.as_secs()
+                ))
+            })?;
+        confirm.map_err(|e| {
             if e.forward_to_leader::<Node>().is_some() {
                 self.not_leader()
             } else {

@@ -136,6 +136,8 @@ pub fn admin_status(error: AdminError) -> Status {
         },
         AdminError::Invalid(message) => Status::invalid_argument(message),
         AdminError::Unavailable(message) => Status::unavailable(message),
+        // Not a transport failure: asking another node would not help.
+        AdminError::NoQuorum(message) => Status::aborted(message),
     }
 }
 
