@@ -574,3 +574,102 @@ async fn losing_the_majority_is_reported_and_a_returning_node_restores_writes() 
     let ids = tenant_ids(&ctl_json(&endpoints, &["tenant", "list"]));
     assert!(ids.contains("after-outage"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watching_executor_resumes_on_another_node_when_its_node_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let addrs: Vec<String> = (0..3).map(|_| free_addr()).collect();
+    let endpoints = addrs.join(",");
+    let mut nodes: Vec<ControlPlaneProcess> = (0..3)
+        .map(|i| {
+            let extra: &[&str] = if i == 0 { &["--bootstrap"] } else { &[] };
+            ControlPlaneProcess::start(
+                i as u64 + 1,
+                &addrs[i],
+                &dir.path().join(format!("n{}", i + 1)),
+                extra,
+            )
+        })
+        .collect();
+    for id in ["2", "3"] {
+        let addr = &addrs[id.parse::<usize>().unwrap() - 1];
+        assert!(
+            ctl(
+                &endpoints,
+                &["cluster", "add-learner", "--node-id", id, "--addr", addr]
+            )
+            .0
+        );
+        assert!(ctl(&endpoints, &["cluster", "promote", id]).0);
+    }
+
+    tracing::info!("--- an executor watches node 1 first (all three are its endpoints)");
+    let mut executor = std::process::Command::new(support::quiver_bin())
+        .args([
+            "executor",
+            "--listen",
+            "127.0.0.1:0",
+            "--control-plane",
+            &endpoints,
+        ])
+        .args(["--node-name", "watching-executor"])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let banner =
+        std::io::BufRead::lines(std::io::BufReader::new(executor.stdout.take().unwrap())).next();
+    assert!(
+        matches!(&banner, Some(Ok(l)) if l.contains("serving")),
+        "{banner:?}"
+    );
+
+    tracing::info!("--- kill -9 node 1, then change the manifest through the others");
+    nodes[0].kill();
+    let (ok, _, err) = ctl(
+        &endpoints,
+        &[
+            "upstream",
+            "add",
+            "weather",
+            "--command",
+            support::quiver_bin(),
+            "--arg",
+            "mock-upstream",
+            "--arg",
+            "--demo",
+            "--arg",
+            "--server",
+            "--arg",
+            "weather",
+            "--arg",
+            "--stdio",
+        ],
+    );
+    assert!(ok, "{err}");
+
+    tracing::info!("--- the executor resumes on another node and holds the new version");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (ok, out, err) = ctl(&endpoints, &["-o", "json", "cluster", "verify"]);
+        if ok {
+            let report: Value = serde_json::from_str(&out).unwrap();
+            let version = report["manifest_version"].as_u64().unwrap_or(0);
+            let executor_ok = report["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["node"] == "watching-executor" && n["verdict"] == "ok");
+            if version >= 1 && executor_ok {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the executor never caught up: {out}{err}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let _ = executor.kill();
+    let _ = executor.wait();
+}
