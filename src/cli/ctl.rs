@@ -638,9 +638,44 @@ fn print_table(view: View, answer: &Value) {
                 cell(&answer["key"])
             );
         }
-        View::Object => say!(
-            "{}",
-            serde_json::to_string_pretty(answer).unwrap_or_default()
-        ),
+        View::Object => print_object(answer),
+    }
+}
+
+/// `key: value` lines; lists of objects become tables, other nested values
+/// compact JSON. A write's `{result, manifest_version, log_index}` shows its
+/// result first.
+fn print_object(answer: &Value) {
+    let Some(object) = answer.as_object() else {
+        say!("{}", cell(answer));
+        return;
+    };
+    if let Some(result) = object.get("result").filter(|r| r.is_object()) {
+        print_object(result);
+        say!(
+            "(committed at log index {}, manifest v{})",
+            cell(&object["log_index"]),
+            cell(&object["manifest_version"])
+        );
+        return;
+    }
+    let width = object.keys().map(String::len).max().unwrap_or(0);
+    let mut tables = Vec::new();
+    for (key, value) in object {
+        match value {
+            Value::Array(items) if items.first().is_some_and(Value::is_object) => {
+                tables.push((key, items));
+            }
+            Value::Object(_) => say!("{key:<width$}  {value}"),
+            other => say!("{key:<width$}  {}", cell(other)),
+        }
+    }
+    for (key, items) in tables {
+        say!("\n{key}:");
+        let columns: Vec<&str> = items[0]
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        table(&columns, items);
     }
 }
