@@ -200,6 +200,15 @@ mod tests {
     }
 
     #[test]
+    fn the_example_control_plane_config_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/control-plane.toml");
+        let file = ControlPlaneFile::load(&path).unwrap();
+        assert_eq!(file.control_plane.node_id, Some(1));
+        assert!(file.control_plane.bootstrap);
+        assert!(file.control_plane.data.unwrap().ends_with("n1"));
+    }
+
+    #[test]
     fn unknown_keys_are_named() {
         let err = DevConfig::parse("[edge]\nlisten_addr = \"x\"\n", "quiver.toml").unwrap_err();
         let text = format!("{err:#}");
@@ -249,5 +258,68 @@ mod tests {
     #[test]
     fn dollar_escapes() {
         assert_eq!(expand_str("a$$b$c").unwrap(), "a$b$c");
+    }
+}
+
+/// A `quiver control-plane` config file: a `[control_plane]` table with the
+/// same settings as the flags (flags win). `${VAR}` expansion as above.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlPlaneFile {
+    /// The node.
+    #[serde(default)]
+    pub control_plane: ControlPlaneSettings,
+}
+
+/// `[control_plane]`: every key optional here; the command says which are required.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlPlaneSettings {
+    /// `--node-id`.
+    pub node_id: Option<u64>,
+    /// `--listen`.
+    pub listen: Option<std::net::SocketAddr>,
+    /// `--data`.
+    pub data: Option<std::path::PathBuf>,
+    /// `--advertise`.
+    pub advertise: Option<String>,
+    /// `--bootstrap`.
+    #[serde(default)]
+    pub bootstrap: bool,
+    /// `--heartbeat-ms`.
+    pub heartbeat_ms: Option<u64>,
+    /// `--election-timeout-ms`.
+    pub election_timeout_ms: Option<u64>,
+    /// `--snapshot-every`.
+    pub snapshot_every: Option<u64>,
+    /// `[control_plane.tls]`: `ca`, `cert`, `key` (PEM files).
+    pub tls: Option<ControlPlaneTls>,
+}
+
+/// `[control_plane.tls]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlPlaneTls {
+    /// CA certificate.
+    pub ca: std::path::PathBuf,
+    /// This node's certificate.
+    pub cert: std::path::PathBuf,
+    /// Its key.
+    pub key: std::path::PathBuf,
+}
+
+impl ControlPlaneFile {
+    /// Reads, expands and parses `path`; errors name the file and the key.
+    pub fn load(path: &Path) -> anyhow::Result<ControlPlaneFile> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config {}", path.display()))?;
+        let origin = path.display().to_string();
+        let mut value: toml::Value =
+            toml::from_str(&text).with_context(|| format!("{origin}: not valid TOML"))?;
+        expand_env(&mut value, &mut Vec::new())
+            .with_context(|| format!("{origin}: expanding environment variables"))?;
+        value
+            .try_into()
+            .with_context(|| format!("{origin}: invalid control-plane configuration"))
     }
 }

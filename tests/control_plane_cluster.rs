@@ -673,3 +673,45 @@ async fn a_watching_executor_resumes_on_another_node_when_its_node_dies() {
     let _ = executor.kill();
     let _ = executor.wait();
 }
+
+#[test]
+fn a_config_file_can_say_what_the_flags_say_and_a_wrong_key_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let data = dir.path().join("n7");
+    let config = format!(
+        "[control_plane]\nnode_id = 7\nlisten = \"{addr}\"\ndata = \"{}\"\nbootstrap = true\n",
+        data.display()
+    );
+    let path = support::write_file(dir.path(), "cp.toml", &config);
+    let mut child = std::process::Command::new(support::quiver_bin())
+        .args(["control-plane", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let banner =
+        std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap())).next();
+    assert!(
+        matches!(&banner, Some(Ok(l)) if l.contains("node 7 serving")),
+        "{banner:?}"
+    );
+    let status = ctl_json(&addr, &["cluster", "status"]);
+    assert_eq!(status["leader"], 7);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let bad = support::write_file(dir.path(), "bad.toml", "[control_plane]\nnode_idd = 7\n");
+    let output = std::process::Command::new(support::quiver_bin())
+        .args(["control-plane", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("node_idd") && stderr.contains("bad.toml"),
+        "{stderr}"
+    );
+}

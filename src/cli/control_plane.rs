@@ -2,24 +2,30 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
+use anyhow::Context as _;
 use clap::Args;
 use quiver_control_plane::{ControlPlaneNode, NodeConfig, RaftTuning, raft::network::ClusterTls};
 use tokio_util::sync::CancellationToken;
 
 use super::{dev::wait_for_signal, logging};
+use crate::config::{ControlPlaneFile, ControlPlaneSettings};
 
 /// Arguments of `quiver control-plane`.
 #[derive(Args, Debug)]
 pub struct ControlPlaneArgs {
+    /// A TOML file with a `[control_plane]` table holding any of these settings
+    /// (see deploy/control-plane.toml); flags and environment win over it.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
     /// This node's id: a positive integer, unique in the cluster, never reused.
     #[arg(long, env = "QUIVER_CONTROL_PLANE_NODE_ID")]
-    node_id: u64,
+    node_id: Option<u64>,
     /// gRPC listen address (Raft between nodes, and `quiver ctl`).
     #[arg(long, env = "QUIVER_CONTROL_PLANE_LISTEN")]
-    listen: SocketAddr,
+    listen: Option<SocketAddr>,
     /// Data directory (Raft log, vote, snapshots). Keep it on durable storage.
     #[arg(long, env = "QUIVER_CONTROL_PLANE_DATA")]
-    data: PathBuf,
+    data: Option<PathBuf>,
     /// Make a fresh data directory a one-node cluster (ignored once it holds one).
     #[arg(long)]
     bootstrap: bool,
@@ -36,48 +42,84 @@ pub struct ControlPlaneArgs {
     /// This node's key (PEM).
     #[arg(long, requires = "tls_ca")]
     tls_key: Option<PathBuf>,
-    /// Leader heartbeat interval, ms.
-    #[arg(long, default_value_t = 100)]
-    heartbeat_ms: u64,
-    /// Minimum election timeout, ms (the maximum is twice this).
-    #[arg(long, default_value_t = 400)]
-    election_timeout_ms: u64,
-    /// Build a snapshot (and purge the log behind it) every N entries.
-    #[arg(long, default_value_t = 1000)]
-    snapshot_every: u64,
+    /// Leader heartbeat interval, ms (default 100).
+    #[arg(long)]
+    heartbeat_ms: Option<u64>,
+    /// Minimum election timeout, ms; the maximum is twice this (default 400).
+    #[arg(long)]
+    election_timeout_ms: Option<u64>,
+    /// Build a snapshot (and purge the log behind it) every N entries (default 1000).
+    #[arg(long)]
+    snapshot_every: Option<u64>,
 }
 
 /// Runs the node until Ctrl-C / SIGTERM.
 pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
     logging::init("info,openraft=warn");
-    if args.node_id == 0 {
-        anyhow::bail!("--node-id must be a positive integer");
+    let file = match &args.config {
+        Some(path) => ControlPlaneFile::load(path)?.control_plane,
+        None => ControlPlaneSettings::default(),
+    };
+    let origin = args
+        .config
+        .as_ref()
+        .map_or("the command line".to_string(), |p| p.display().to_string());
+    let node_id = args.node_id.or(file.node_id).with_context(|| {
+        format!("no node id: pass --node-id N or set control_plane.node_id in {origin}")
+    })?;
+    if node_id == 0 {
+        anyhow::bail!("the node id must be a positive integer");
     }
-    let tls = match (&args.tls_ca, &args.tls_cert, &args.tls_key) {
-        (Some(ca), Some(cert), Some(key)) => Some(ClusterTls {
+    let listen = args.listen.or(file.listen).with_context(|| {
+        format!(
+            "no listen address: pass --listen HOST:PORT or set control_plane.listen in {origin}"
+        )
+    })?;
+    let data = args.data.clone().or(file.data.clone()).with_context(|| {
+        format!("no data directory: pass --data DIR or set control_plane.data in {origin}")
+    })?;
+    let tls = match (&args.tls_ca, &args.tls_cert, &args.tls_key, &file.tls) {
+        (Some(ca), Some(cert), Some(key), _) => Some(ClusterTls {
             ca: ca.clone(),
             cert: cert.clone(),
             key: key.clone(),
         }),
+        (_, _, _, Some(t)) => Some(ClusterTls {
+            ca: t.ca.clone(),
+            cert: t.cert.clone(),
+            key: t.key.clone(),
+        }),
         _ => None,
     };
+    let heartbeat_ms = args.heartbeat_ms.or(file.heartbeat_ms).unwrap_or(100);
+    let election_ms = args
+        .election_timeout_ms
+        .or(file.election_timeout_ms)
+        .unwrap_or(400);
+    let snapshot_every = args.snapshot_every.or(file.snapshot_every).unwrap_or(1000);
+    if heartbeat_ms == 0 || heartbeat_ms >= election_ms {
+        anyhow::bail!(
+            "the heartbeat ({heartbeat_ms} ms) must be positive and shorter than the election timeout ({election_ms} ms)"
+        );
+    }
+    let bootstrap = args.bootstrap || file.bootstrap;
     let config = NodeConfig {
-        node_id: args.node_id,
-        listen: args.listen,
-        advertise: args.advertise.clone(),
-        data: args.data.clone(),
-        bootstrap: args.bootstrap,
+        node_id,
+        listen,
+        advertise: args.advertise.clone().or(file.advertise.clone()),
+        data: data.clone(),
+        bootstrap,
         tls,
         tuning: RaftTuning {
-            heartbeat_ms: args.heartbeat_ms,
-            election_ms: (args.election_timeout_ms, args.election_timeout_ms * 2),
-            snapshot_every: args.snapshot_every,
-            keep_behind_snapshot: (args.snapshot_every / 5).max(10),
+            heartbeat_ms,
+            election_ms: (election_ms, election_ms * 2),
+            snapshot_every,
+            keep_behind_snapshot: (snapshot_every / 5).max(10),
         },
     };
     let shutdown = CancellationToken::new();
     let (node, bound) = ControlPlaneNode::start(config, shutdown.clone()).await?;
-    if args.bootstrap {
+    if bootstrap {
         // A fresh one-node cluster elects itself at once; say so before serving.
         node.wait_for_leader(std::time::Duration::from_secs(10))
             .await;
@@ -86,7 +128,7 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
         "quiver control-plane: node {} serving on {bound} (advertised as {}, data {})",
         node.id(),
         node.addr(),
-        args.data.display()
+        data.display()
     );
     wait_for_signal().await;
     tracing::info!("shutting down");
