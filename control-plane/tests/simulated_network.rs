@@ -1,8 +1,9 @@
 #![allow(clippy::result_large_err)] // openraft's error types are large and fixed
 //! A seeded, simulated network in one process: five control-plane Raft nodes
 //! (real redb log stores and state machines) whose messages are dropped,
-//! delayed and cut by partitions chosen from a seed, on tokio's paused clock,
-//! so time only moves when the simulation says so. After every step it checks
+//! delayed and cut by partitions, and which crash and restart from their data
+//! directories, all chosen from a seed, on tokio's paused clock, so time only
+//! moves when the simulation says so. After every step it checks
 //!
 //! - election safety: never two leaders for one term;
 //! - durability: a write the cluster acknowledged is in the state of every node
@@ -205,6 +206,33 @@ impl Checker {
     }
 }
 
+/// Opens node `id`'s data directory (fresh or from an earlier life) and starts it.
+async fn boot(
+    id: NodeId,
+    dir: &std::path::Path,
+    config: &Arc<Config>,
+    router: &Arc<Router>,
+) -> SimNode {
+    let data = DataDir::open(&dir.join(format!("n{id}")), id).unwrap();
+    let sm = StateMachine::open(data.clone()).unwrap();
+    let state = sm.shared();
+    let network = SimNetwork {
+        from: id,
+        router: router.clone(),
+    };
+    let raft = Raft::new(id, config.clone(), network, LogStore::new(data), sm)
+        .await
+        .unwrap();
+    router.rafts.lock().unwrap().insert(id, raft.clone());
+    SimNode { raft, state }
+}
+
+/// Stops node `id` abruptly: no more messages reach it, its storage is closed.
+async fn crash(id: NodeId, node: SimNode, router: &Arc<Router>) {
+    router.rafts.lock().unwrap().remove(&id);
+    let _ = node.raft.shutdown().await;
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn elections_are_safe_and_committed_writes_survive_partitions_and_loss() {
     let seed: u64 = std::env::var("QUIVER_SIM_SEED")
@@ -238,18 +266,8 @@ async fn elections_are_safe_and_committed_writes_survive_partitions_and_loss() {
     );
     let mut nodes = BTreeMap::new();
     for id in 1..=NODES {
-        let data = DataDir::open(&dir.path().join(format!("n{id}")), id).unwrap();
-        let sm = StateMachine::open(data.clone()).unwrap();
-        let state = sm.shared();
-        let network = SimNetwork {
-            from: id,
-            router: router.clone(),
-        };
-        let raft = Raft::new(id, config.clone(), network, LogStore::new(data), sm)
-            .await
-            .unwrap();
-        router.rafts.lock().unwrap().insert(id, raft.clone());
-        nodes.insert(id, SimNode { raft, state });
+        let node = boot(id, dir.path(), &config, &router).await;
+        nodes.insert(id, node);
     }
     let members: BTreeMap<NodeId, BasicNode> = (1..=NODES)
         .map(|id| (id, BasicNode::new(format!("sim-{id}"))))
@@ -258,6 +276,8 @@ async fn elections_are_safe_and_committed_writes_survive_partitions_and_loss() {
 
     let mut checker = Checker::default();
     let mut next = 0u64;
+    let mut down = std::collections::BTreeSet::new();
+    let mut crashes = 0usize;
     for step in 0..STEPS {
         match rng.random_range(0..10) {
             // Write through whichever node believes it leads.
@@ -296,6 +316,22 @@ async fn elections_are_safe_and_committed_writes_survive_partitions_and_loss() {
                     side.insert(id, 0);
                 }
             }
+            // Crash a node (at most two down at once), or restart one from disk.
+            8 => {
+                let victim = rng.random_range(1..=NODES);
+                if let Some(node) = nodes.remove(&victim) {
+                    if down.len() < 2 {
+                        crash(victim, node, &router).await;
+                        down.insert(victim);
+                        crashes += 1;
+                    } else {
+                        nodes.insert(victim, node);
+                    }
+                } else {
+                    nodes.insert(victim, boot(victim, dir.path(), &config, &router).await);
+                    down.remove(&victim);
+                }
+            }
             // Change the loss rate (0-30 %).
             _ => *router.loss.lock().unwrap() = rng.random_range(0..31),
         }
@@ -306,8 +342,11 @@ async fn elections_are_safe_and_committed_writes_survive_partitions_and_loss() {
         }
     }
 
-    // Heal everything and let the cluster converge; every acknowledged write
-    // must then be on every node.
+    // Restart every crashed node, heal everything and let the cluster
+    // converge; every acknowledged write must then be on every node.
+    for id in std::mem::take(&mut down) {
+        nodes.insert(id, boot(id, dir.path(), &config, &router).await);
+    }
     {
         let mut side = router.side.lock().unwrap();
         for id in 1..=NODES {
@@ -339,7 +378,7 @@ async fn elections_are_safe_and_committed_writes_survive_partitions_and_loss() {
         "no write was ever acknowledged (seed {seed}): the simulation tested nothing"
     );
     eprintln!(
-        "{} writes acknowledged, {} terms with a leader, seed {seed}",
+        "{} writes acknowledged, {} terms with a leader, {crashes} crashes, seed {seed}",
         checker.acked.len(),
         checker.leaders.len()
     );
