@@ -173,7 +173,20 @@ impl ControlState {
         };
         match result {
             Ok(result) => {
-                self.publish_manifest(at);
+                // Only the registry and the catalogue shape the manifest; a
+                // tenant write or an unchanged re-listing rebuilds nothing.
+                let may_change_manifest = match &entry.command {
+                    Command::PutUpstream { .. }
+                    | Command::RemoveUpstream { .. }
+                    | Command::ApproveDrift { .. } => true,
+                    Command::RecordDiscovery { .. } => result
+                        .as_array()
+                        .is_some_and(|r| r.iter().any(|e| e["changed"] == true)),
+                    _ => false,
+                };
+                if may_change_manifest {
+                    self.publish_manifest(at);
+                }
                 Outcome::Applied {
                     result,
                     manifest_version: self.manifest_version(),
