@@ -1,0 +1,110 @@
+//! Discovery on the leader: while this node leads, it lists the registered
+//! upstreams' tools and commits what it finds; when it stops leading, it stops
+//! and drops the connections.
+
+use std::{sync::Arc, time::Duration};
+
+use openraft::ServerState;
+use quiver_proto::manifest::ServerEntry;
+use quiver_upstream::UpstreamConfig;
+
+use crate::{
+    command::{Command, Envelope},
+    discovery::DiscoverySink,
+    node::ControlPlaneNode,
+    raft::Raft,
+};
+
+/// Discovery's results become replicated commands; results arriving within
+/// 25 ms of each other (70 upstreams coming up) go in one entry.
+pub(crate) struct RaftSink {
+    raft: Raft,
+    in_flight: Arc<tokio::sync::watch::Sender<usize>>,
+    batch: Arc<std::sync::Mutex<Vec<ServerEntry>>>,
+}
+
+impl RaftSink {
+    pub(crate) fn new(raft: Raft) -> RaftSink {
+        RaftSink {
+            raft,
+            in_flight: Arc::new(tokio::sync::watch::channel(0).0),
+            batch: Arc::default(),
+        }
+    }
+
+    /// Resolves when no result is waiting to be committed.
+    pub(crate) async fn committed(&self) {
+        let mut rx = self.in_flight.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+}
+
+impl DiscoverySink for RaftSink {
+    fn discovered(&self, entry: ServerEntry) {
+        let first = {
+            let mut batch = self.batch.lock().unwrap_or_else(|p| p.into_inner());
+            let before = batch.len();
+            batch.retain(|e| e.id != entry.id);
+            if batch.len() == before {
+                self.in_flight.send_modify(|n| *n += 1);
+            }
+            batch.push(entry);
+            batch.len() == 1
+        };
+        if !first {
+            return;
+        }
+        let raft = self.raft.clone();
+        let in_flight = self.in_flight.clone();
+        let batch = self.batch.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(25)).await;
+            let entries = std::mem::take(&mut *batch.lock().unwrap_or_else(|p| p.into_inner()));
+            let count = entries.len();
+            if let Err(e) = raft
+                .client_write(Envelope::now(
+                    "discovery",
+                    Command::RecordDiscovery { entries },
+                ))
+                .await
+            {
+                tracing::warn!("recording discovery of {count} upstreams failed: {e}");
+            }
+            in_flight.send_modify(|n| *n = n.saturating_sub(count));
+        });
+    }
+}
+
+/// Runs discovery while this node leads, over the registered upstreams; stops
+/// (and drops the connections) when it no longer leads.
+pub(crate) async fn lead_discovery(node: Arc<ControlPlaneNode>) {
+    let mut metrics = node.raft.metrics();
+    let mut applied = node.shared.subscribe_applied();
+    let mut registry: Option<Vec<UpstreamConfig>> = None;
+    loop {
+        let leading = {
+            let m = metrics.borrow_and_update();
+            m.state == ServerState::Leader && m.current_leader == Some(node.id)
+        };
+        let wanted: Vec<UpstreamConfig> = if leading {
+            node.shared
+                .lock()
+                .upstreams
+                .values()
+                .map(|u| u.config.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if registry.as_ref() != Some(&wanted) {
+            node.discovery.sync(wanted.clone()).await;
+            registry = Some(wanted);
+        }
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { break },
+            changed = applied.changed() => if changed.is_err() { break },
+            () = node.shutdown.cancelled() => break,
+        }
+    }
+    node.discovery.sync(Vec::new()).await;
+}
