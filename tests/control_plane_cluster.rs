@@ -215,20 +215,18 @@ async fn caught_up(endpoints: &str, node: u64) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn killing_nodes_loses_no_acknowledged_write_and_reads_stay_linearizable() {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts three nodes (node 1 bootstrapped), adds 2 and 3 as learners and
+/// promotes them with `quiver ctl`; returns the nodes and their addresses.
+fn three_node_cluster(dir: &std::path::Path) -> (Vec<ControlPlaneProcess>, Vec<String>) {
     let addrs: Vec<String> = (0..3).map(|_| free_addr()).collect();
     let endpoints = addrs.join(",");
-
-    tracing::info!("--- form a three-node cluster: bootstrap 1, add 2 and 3, promote them");
-    let mut nodes: Vec<ControlPlaneProcess> = (0..3)
+    let nodes: Vec<ControlPlaneProcess> = (0..3)
         .map(|i| {
             let extra: &[&str] = if i == 0 { &["--bootstrap"] } else { &[] };
             ControlPlaneProcess::start(
                 i as u64 + 1,
                 &addrs[i],
-                &dir.path().join(format!("n{}", i + 1)),
+                &dir.join(format!("n{}", i + 1)),
                 extra,
             )
         })
@@ -250,6 +248,16 @@ async fn killing_nodes_loses_no_acknowledged_write_and_reads_stay_linearizable()
         let (ok, _, err) = ctl(&endpoints, &["cluster", "promote", &id.to_string()]);
         assert!(ok, "promote {id}: {err}");
     }
+    (nodes, addrs)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_nodes_loses_no_acknowledged_write_and_reads_stay_linearizable() {
+    let dir = tempfile::tempdir().unwrap();
+
+    tracing::info!("--- form a three-node cluster: bootstrap 1, add 2 and 3, promote them");
+    let (mut nodes, addrs) = three_node_cluster(dir.path());
+    let endpoints = addrs.join(",");
     let status = ctl_json(&endpoints, &["cluster", "status"]);
     let roles: Vec<&str> = status["members"]
         .as_array()
@@ -529,30 +537,8 @@ async fn with_certificates_nodes_and_ctl_speak_mutual_tls_only() {
 #[tokio::test(flavor = "multi_thread")]
 async fn losing_the_majority_is_reported_and_a_returning_node_restores_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let addrs: Vec<String> = (0..3).map(|_| free_addr()).collect();
+    let (mut nodes, addrs) = three_node_cluster(dir.path());
     let endpoints = addrs.join(",");
-    let mut nodes: Vec<ControlPlaneProcess> = (0..3)
-        .map(|i| {
-            let extra: &[&str] = if i == 0 { &["--bootstrap"] } else { &[] };
-            ControlPlaneProcess::start(
-                i as u64 + 1,
-                &addrs[i],
-                &dir.path().join(format!("n{}", i + 1)),
-                extra,
-            )
-        })
-        .collect();
-    for id in ["2", "3"] {
-        let addr = &addrs[id.parse::<usize>().unwrap() - 1];
-        assert!(
-            ctl(
-                &endpoints,
-                &["cluster", "add-learner", "--node-id", id, "--addr", addr]
-            )
-            .0
-        );
-        assert!(ctl(&endpoints, &["cluster", "promote", id]).0);
-    }
 
     tracing::info!("--- kill -9 both followers: the leader cannot commit and says why");
     let leader = leader_of(&endpoints);
@@ -578,30 +564,8 @@ async fn losing_the_majority_is_reported_and_a_returning_node_restores_writes() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watching_executor_resumes_on_another_node_when_its_node_dies() {
     let dir = tempfile::tempdir().unwrap();
-    let addrs: Vec<String> = (0..3).map(|_| free_addr()).collect();
+    let (mut nodes, addrs) = three_node_cluster(dir.path());
     let endpoints = addrs.join(",");
-    let mut nodes: Vec<ControlPlaneProcess> = (0..3)
-        .map(|i| {
-            let extra: &[&str] = if i == 0 { &["--bootstrap"] } else { &[] };
-            ControlPlaneProcess::start(
-                i as u64 + 1,
-                &addrs[i],
-                &dir.path().join(format!("n{}", i + 1)),
-                extra,
-            )
-        })
-        .collect();
-    for id in ["2", "3"] {
-        let addr = &addrs[id.parse::<usize>().unwrap() - 1];
-        assert!(
-            ctl(
-                &endpoints,
-                &["cluster", "add-learner", "--node-id", id, "--addr", addr]
-            )
-            .0
-        );
-        assert!(ctl(&endpoints, &["cluster", "promote", id]).0);
-    }
 
     tracing::info!("--- an executor watches node 1 first (all three are its endpoints)");
     let mut executor = std::process::Command::new(support::quiver_bin())

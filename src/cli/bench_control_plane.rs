@@ -17,6 +17,8 @@ use quiver_control_plane::{
 use quiver_proto::manifest::ServerEntry;
 use quiver_upstream::UpstreamConfig;
 use tokio::time::Instant;
+
+use super::bench_executor::percentile;
 use tokio_util::sync::CancellationToken;
 
 /// Arguments of `quiver bench control-plane`.
@@ -127,14 +129,6 @@ impl Cluster {
             self.stop(i).await;
         }
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
 }
 
 fn ms(d: Duration) -> String {

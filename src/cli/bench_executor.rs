@@ -66,7 +66,8 @@ impl ScriptContext for DirectContext {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+/// The `p` quantile (0..=1) of sorted samples, nearest rank.
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }

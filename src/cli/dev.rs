@@ -201,19 +201,7 @@ async fn start_control_plane(
         );
     }
     sync_registry(&node, &config.upstreams).await?;
-    let limit = config
-        .upstreams
-        .iter()
-        .map(|u| u.connect_timeout())
-        .max()
-        .unwrap_or_default()
-        + Duration::from_secs(5);
-    if tokio::time::timeout(limit, node.first_discovery())
-        .await
-        .is_err()
-    {
-        tracing::warn!("some upstreams are still connecting; serving what is ready");
-    }
+    first_round_within(config, node.first_discovery()).await;
     let store = Arc::new(ManifestStore::new());
     spawn_watcher(
         WatchConfig {
@@ -241,6 +229,21 @@ async fn start_control_plane(
         tracing::warn!("serving before every discovery result was committed");
     }
     Ok((upstreams, store, node))
+}
+
+/// Waits for discovery's first round, bounded by the longest connect timeout
+/// (plus 5 s); after that, slow upstreams join in the background.
+async fn first_round_within(config: &DevConfig, round: impl std::future::Future<Output = ()>) {
+    let limit = config
+        .upstreams
+        .iter()
+        .map(|u| u.connect_timeout())
+        .max()
+        .unwrap_or_default()
+        + Duration::from_secs(5);
+    if tokio::time::timeout(limit, round).await.is_err() {
+        tracing::warn!("some upstreams are still connecting; serving what is ready");
+    }
 }
 
 /// Makes the control plane's registry hold exactly the configured upstreams.
@@ -294,19 +297,7 @@ pub(crate) async fn start_discovery(
     let store = Arc::new(ManifestStore::new());
     let catalogue = LocalCatalogue::new(store.clone(), shutdown.clone());
     let discovery = Discovery::spawn(upstreams.clone(), catalogue.clone(), shutdown.clone());
-    let limit = config
-        .upstreams
-        .iter()
-        .map(|u| u.connect_timeout())
-        .max()
-        .unwrap_or_default()
-        + Duration::from_secs(5);
-    if tokio::time::timeout(limit, discovery.first_round())
-        .await
-        .is_err()
-    {
-        tracing::warn!("some upstreams are still connecting; serving what is ready");
-    }
+    first_round_within(config, discovery.first_round()).await;
     catalogue.publish_now();
     (upstreams, store)
 }

@@ -29,6 +29,31 @@ pub fn datasets() -> Option<PathBuf> {
     dir.join("livemcpbench/tools.json").exists().then_some(dir)
 }
 
+/// Spawns `command` (logs at `RUST_LOG`, default warn, on stderr) and waits for
+/// the first line it prints on stdout; later lines are drained.
+fn spawn_with_banner(command: &mut Command, what: &str) -> (Child, String) {
+    let mut child = command
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let banner = rx
+        .recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("{what} printed no startup line"));
+    (child, banner)
+}
+
 /// A running `quiver dev` (killed on drop).
 pub struct QuiverDev {
     child: Child,
@@ -57,25 +82,7 @@ impl QuiverDev {
         if !args.contains(&"--control-plane-listen") {
             command.args(["--control-plane-listen", "127.0.0.1:0"]);
         }
-        let mut child = command
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn quiver dev");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let banner = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("quiver dev printed no startup line");
+        let (child, banner) = spawn_with_banner(&mut command, "quiver dev");
         let url = banner
             .split_whitespace()
             .find(|w| w.starts_with("http://") || w.starts_with("https://"))
@@ -255,30 +262,14 @@ impl ControlPlaneProcess {
 
     /// Starts the process again on the same address and data directory.
     pub fn restart(&mut self) {
-        let mut child = Command::new(quiver_bin())
+        let mut command = Command::new(quiver_bin());
+        command
             .args(["control-plane", "--node-id", &self.id.to_string()])
             .args(["--listen", &self.addr, "--data"])
             .arg(&self.data)
             .args(["--heartbeat-ms", "50", "--election-timeout-ms", "300"])
-            .args(&self.extra)
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn quiver control-plane");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let banner = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("control-plane node {} printed no startup line", self.id));
+            .args(&self.extra);
+        let (child, banner) = spawn_with_banner(&mut command, "quiver control-plane");
         assert!(banner.contains("serving on"), "{banner}");
         // Only the first start bootstraps; a restart resumes from disk.
         self.extra.retain(|a| a != "--bootstrap");
