@@ -293,19 +293,7 @@ pub struct ControlPlaneSettings {
     /// `--snapshot-every`.
     pub snapshot_every: Option<u64>,
     /// `[control_plane.tls]`: `ca`, `cert`, `key` (PEM files).
-    pub tls: Option<ControlPlaneTls>,
-}
-
-/// `[control_plane.tls]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ControlPlaneTls {
-    /// CA certificate.
-    pub ca: std::path::PathBuf,
-    /// This node's certificate.
-    pub cert: std::path::PathBuf,
-    /// Its key.
-    pub key: std::path::PathBuf,
+    pub tls: Option<quiver_control_plane::raft::network::ClusterTls>,
 }
 
 impl ControlPlaneFile {

@@ -489,44 +489,28 @@ async fn with_certificates_nodes_and_ctl_speak_mutual_tls_only() {
 
     tracing::info!("--- an executor follows the TLS cluster with its own certificate");
     let (exec_cert, exec_key) = issue("executor");
-    let mut executor = std::process::Command::new(support::quiver_bin())
-        .args([
-            "executor",
-            "--listen",
-            "127.0.0.1:0",
-            "--control-plane",
-            &endpoints,
-        ])
-        .args(["--node-name", "tls-executor", "--control-plane-tls-ca"])
-        .arg(&ca_path)
-        .arg("--control-plane-tls-cert")
-        .arg(&exec_cert)
-        .arg("--control-plane-tls-key")
-        .arg(&exec_key)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let banner =
-        std::io::BufRead::lines(std::io::BufReader::new(executor.stdout.take().unwrap())).next();
-    assert!(
-        matches!(&banner, Some(Ok(l)) if l.contains("serving")),
-        "{banner:?}"
+    let (ca_arg, cert_arg, key_arg) = (
+        ca_path.to_str().unwrap(),
+        exec_cert.to_str().unwrap(),
+        exec_key.to_str().unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (ok, out, err) = with_tls(&["cluster", "verify"]);
-        if ok && out.contains("tls-executor") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the TLS executor never reported: {out}{err}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    let _ = executor.kill();
-    let _ = executor.wait();
+    let _executor = support::ExecutorProcess::start(&[
+        "--control-plane",
+        &endpoints,
+        "--node-name",
+        "tls-executor",
+        "--control-plane-tls-ca",
+        ca_arg,
+        "--control-plane-tls-cert",
+        cert_arg,
+        "--control-plane-tls-key",
+        key_arg,
+    ]);
+    let mut verify: Vec<&str> = operator.iter().map(String::as_str).collect();
+    verify.extend(["cluster", "verify"]);
+    support::ctl_until(&endpoints, &verify, |ok, out| {
+        ok && out.contains("tls-executor")
+    });
 
     tracing::info!("--- without a certificate: refused");
     let (ok, _, err) = ctl(&endpoints, &["tenant", "list"]);
@@ -568,74 +552,39 @@ async fn a_watching_executor_resumes_on_another_node_when_its_node_dies() {
     let endpoints = addrs.join(",");
 
     tracing::info!("--- an executor watches node 1 first (all three are its endpoints)");
-    let mut executor = std::process::Command::new(support::quiver_bin())
-        .args([
-            "executor",
-            "--listen",
-            "127.0.0.1:0",
-            "--control-plane",
-            &endpoints,
-        ])
-        .args(["--node-name", "watching-executor"])
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let banner =
-        std::io::BufRead::lines(std::io::BufReader::new(executor.stdout.take().unwrap())).next();
-    assert!(
-        matches!(&banner, Some(Ok(l)) if l.contains("serving")),
-        "{banner:?}"
-    );
+    let _executor = support::ExecutorProcess::start(&[
+        "--control-plane",
+        &endpoints,
+        "--node-name",
+        "watching-executor",
+    ]);
 
     tracing::info!("--- kill -9 node 1, then change the manifest through the others");
     nodes[0].kill();
-    let (ok, _, err) = ctl(
-        &endpoints,
-        &[
-            "upstream",
-            "add",
-            "weather",
-            "--command",
-            support::quiver_bin(),
-            "--arg",
-            "mock-upstream",
-            "--arg",
-            "--demo",
-            "--arg",
-            "--server",
-            "--arg",
-            "weather",
-            "--arg",
-            "--stdio",
-        ],
-    );
+    let mut add = vec!["upstream", "add", "weather"];
+    let flags = support::demo_upstream_flags("weather", &[]);
+    add.extend(flags.iter().map(String::as_str));
+    let (ok, _, err) = ctl(&endpoints, &add);
     assert!(ok, "{err}");
 
     tracing::info!("--- the executor resumes on another node and holds the new version");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (ok, out, err) = ctl(&endpoints, &["-o", "json", "cluster", "verify"]);
-        if ok {
-            let report: Value = serde_json::from_str(&out).unwrap();
-            let version = report["manifest_version"].as_u64().unwrap_or(0);
-            let executor_ok = report["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|n| n["node"] == "watching-executor" && n["verdict"] == "ok");
-            if version >= 1 && executor_ok {
-                break;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the executor never caught up: {out}{err}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    let _ = executor.kill();
-    let _ = executor.wait();
+    support::ctl_until(
+        &endpoints,
+        &["-o", "json", "cluster", "verify"],
+        |ok, out| {
+            let Some(report) = ok
+                .then(|| serde_json::from_str::<Value>(out).ok())
+                .flatten()
+            else {
+                return false;
+            };
+            report["manifest_version"].as_u64().unwrap_or(0) >= 1
+                && report["nodes"].as_array().is_some_and(|n| {
+                    n.iter()
+                        .any(|n| n["node"] == "watching-executor" && n["verdict"] == "ok")
+                })
+        },
+    );
 }
 
 #[test]
@@ -648,19 +597,10 @@ fn a_config_file_can_say_what_the_flags_say_and_a_wrong_key_is_named() {
         data.display()
     );
     let path = support::write_file(dir.path(), "cp.toml", &config);
-    let mut child = std::process::Command::new(support::quiver_bin())
-        .args(["control-plane", "--config"])
-        .arg(&path)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let banner =
-        std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap())).next();
-    assert!(
-        matches!(&banner, Some(Ok(l)) if l.contains("node 7 serving")),
-        "{banner:?}"
-    );
+    let mut command = std::process::Command::new(support::quiver_bin());
+    command.args(["control-plane", "--config"]).arg(&path);
+    let (mut child, banner) = support::spawn_with_banner(&mut command, "quiver control-plane");
+    assert!(banner.contains("node 7 serving"), "{banner}");
     let status = ctl_json(&addr, &["cluster", "status"]);
     assert_eq!(status["leader"], 7);
     let _ = child.kill();

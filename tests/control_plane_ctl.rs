@@ -4,60 +4,16 @@
 
 mod support;
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+use std::time::{Duration, Instant};
+
+use support::{
+    ExecutorProcess, QuiverDev, connect_watching, ctl, ctl_json, demo_upstream_flags, quiver_bin,
+    tool_names, write_file,
 };
 
-use support::{QuiverDev, connect_watching, ctl, ctl_json, quiver_bin, tool_names, write_file};
-
-/// A `quiver executor` process (killed on drop).
-struct Executor(Child);
-
-impl Executor {
-    fn start(args: &[&str]) -> Executor {
-        let mut child = Command::new(quiver_bin())
-            .args(["executor", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn quiver executor");
-        let stdout = child.stdout.take().unwrap();
-        let line = BufReader::new(stdout).lines().next();
-        assert!(
-            matches!(&line, Some(Ok(l)) if l.contains("quiver executor: serving")),
-            "executor did not start: {line:?}"
-        );
-        Executor(child)
-    }
-}
-
-impl Drop for Executor {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Runs `cluster verify` until `done(success, stdout)` holds (reports arrive
-/// every few seconds), returning the last output.
+/// `cluster verify` until `done(success, output)` holds.
 fn verify_until(endpoint: &str, done: impl Fn(bool, &str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (ok, stdout, stderr) = ctl(endpoint, &["cluster", "verify"]);
-        let all = format!("{stdout}{stderr}");
-        if done(ok, &all) {
-            return all;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "cluster verify never got there: {all}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    support::ctl_until(endpoint, &["cluster", "verify"], done)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -103,7 +59,8 @@ async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_dive
     assert!(out.contains("dev-"), "{out}");
 
     tracing::info!("--- an executor following the control plane agrees");
-    let _synced = Executor::start(&["--control-plane", &cp, "--node-name", "synced-executor"]);
+    let _synced =
+        ExecutorProcess::start(&["--control-plane", &cp, "--node-name", "synced-executor"]);
     let out = verify_until(&cp, |ok, out| ok && out.contains("synced-executor"));
     assert!(out.contains("ok"), "{out}");
 
@@ -114,7 +71,7 @@ async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_dive
         quiver_bin()
     );
     let path = write_file(dir.path(), "rogue.toml", &config);
-    let _rogue = Executor::start(&[
+    let _rogue = ExecutorProcess::start(&[
         "--config",
         path.to_str().unwrap(),
         "--control-plane",
@@ -133,28 +90,10 @@ async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_dive
     let (client, mut changed) = connect_watching(&dev.url).await;
     let before = tool_names(&client).await;
     assert!(!before.iter().any(|n| n.starts_with("extra__")));
-    let (ok, _, err) = ctl(
-        &cp,
-        &[
-            "upstream",
-            "add",
-            "extra",
-            "--command",
-            quiver_bin(),
-            "--arg",
-            "mock-upstream",
-            "--arg",
-            "--demo",
-            "--arg",
-            "--server",
-            "--arg",
-            "notes",
-            "--arg",
-            "--test-hooks",
-            "--arg",
-            "--stdio",
-        ],
-    );
+    let mut add = vec!["upstream", "add", "extra"];
+    let flags = demo_upstream_flags("notes", &["--test-hooks"]);
+    add.extend(flags.iter().map(String::as_str));
+    let (ok, _, err) = ctl(&cp, &add);
     assert!(ok, "{err}");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

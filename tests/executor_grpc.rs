@@ -4,11 +4,7 @@
 
 mod support;
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
+use std::time::Duration;
 
 use quiver_executor::{
     remote::{ClientTls, RemoteExecutor},
@@ -16,39 +12,10 @@ use quiver_executor::{
 };
 use quiver_proto::pb::{self, executor_client::ExecutorClient};
 use serde_json::{Value, json};
-use support::{QuiverDev, call, connect, quiver_bin, text, write_file};
-
-struct ExecutorProcess {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for ExecutorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::{ExecutorProcess, QuiverDev, call, connect, text, write_file};
 
 fn start_executor(extra: &[&str]) -> ExecutorProcess {
-    let mut child = Command::new(quiver_bin())
-        .args(["executor", "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split_whitespace()
-        .skip_while(|w| *w != "on")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
-    ExecutorProcess { child, addr }
+    ExecutorProcess::start(extra)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -103,14 +103,7 @@ async fn breaker_opens_after_failures_and_recovers_with_a_probe() {
         errors[2].as_str().unwrap().contains("circuit breaker open"),
         "{value}"
     );
-    let status: Value = support::http()
-        .get(format!("http://{}/status", dev.authority()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let status: Value = dev.status().await;
     assert_eq!(status["upstreams"][0]["breaker"], "open", "{status}");
 
     tracing::info!("--- after the open period one probe goes through and closes it");
@@ -132,14 +125,7 @@ async fn breaker_opens_after_failures_and_recovers_with_a_probe() {
         .await
         .expect("the breaker closed again");
     assert_eq!(city, "Rome");
-    let status: Value = support::http()
-        .get(format!("http://{}/status", dev.authority()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let status: Value = dev.status().await;
     assert_eq!(status["upstreams"][0]["breaker"], "closed", "{status}");
     client.cancel().await.unwrap();
 }

@@ -58,14 +58,7 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
     .await;
     assert_ne!(ok.is_error, Some(true), "{}", text(&ok));
 
-    let status: serde_json::Value = support::http()
-        .get(format!("http://{}/status", dev.authority()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let status: serde_json::Value = dev.status().await;
     let upstreams = status["upstreams"].as_array().unwrap();
     let missing = upstreams.iter().find(|u| u["id"] == "missing").unwrap();
     assert_eq!(missing["state"], "down", "{status}");

@@ -103,6 +103,18 @@ pub enum AdminError {
     NoQuorum(String),
 }
 
+impl From<Outcome> for AdminError {
+    /// A state-machine refusal as an operator error.
+    fn from(outcome: Outcome) -> AdminError {
+        match outcome {
+            Outcome::Refused { code, message } => AdminError::Refused { code, message },
+            Outcome::Applied { .. } => {
+                AdminError::Invalid("an applied command is not an error".into())
+            }
+        }
+    }
+}
+
 /// A running control-plane node.
 pub struct ControlPlaneNode {
     pub(crate) id: NodeId,
@@ -295,7 +307,7 @@ impl ControlPlaneNode {
             } => Ok(
                 json!({"result": result, "manifest_version": manifest_version, "log_index": response.log_id.index}),
             ),
-            Outcome::Refused { code, message } => Err(AdminError::Refused { code, message }),
+            refused @ Outcome::Refused { .. } => Err(refused.into()),
         }
     }
 

@@ -190,10 +190,7 @@ impl ControlPlaneNode {
             AdminRequest::TenantShow { id } => self
                 .read(|s| s.tenants.get(&id).map(tenant_public))
                 .await?
-                .ok_or_else(|| AdminError::Refused {
-                    code: "not_found".into(),
-                    message: format!("unknown tenant `{id}`; `quiver ctl tenant list` shows the tenants"),
-                }),
+                .ok_or_else(|| AdminError::from(self.shared.lock().unknown_tenant(&id))),
             AdminRequest::TenantUpdate { id, patch } => {
                 self.write("ctl", Command::UpdateTenant { id, patch }).await
             }
@@ -291,18 +288,7 @@ impl ControlPlaneNode {
     }
 
     fn unknown_upstream(&self, id: &str) -> AdminError {
-        let known: Vec<String> = self.shared.lock().upstreams.keys().cloned().collect();
-        AdminError::Refused {
-            code: "not_found".into(),
-            message: format!(
-                "unknown upstream `{id}`; registered: {}",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ),
-        }
+        AdminError::from(self.shared.lock().unknown_upstream(id))
     }
 
     async fn cluster_status(&self) -> Result<Value, AdminError> {

@@ -234,14 +234,7 @@ impl ControlState {
             }
         }
         let verb = if existed { "replaced" } else { "added" };
-        self.log_event(
-            at,
-            "admin",
-            actor,
-            Some(&id),
-            None,
-            format!("upstream {verb}"),
-        );
+        self.log_admin(at, actor, Some(&id), format!("upstream {verb}"));
         Ok(json!({"id": id, "replaced": existed}))
     }
 
@@ -251,14 +244,7 @@ impl ControlState {
         }
         self.catalogue.remove(id);
         self.pending.remove(id);
-        self.log_event(
-            at,
-            "admin",
-            actor,
-            Some(id),
-            None,
-            "upstream removed".into(),
-        );
+        self.log_admin(at, actor, Some(id), "upstream removed".into());
         Ok(json!({"id": id}))
     }
 
@@ -427,14 +413,7 @@ impl ControlState {
         let tenant = Tenant::new(id, patch, at);
         let result = serde_json::to_value(&tenant).unwrap_or_default();
         self.tenants.insert(id.to_string(), tenant);
-        self.log_event(
-            at,
-            "admin",
-            actor,
-            None,
-            None,
-            format!("tenant `{id}` created"),
-        );
+        self.log_admin(at, actor, None, format!("tenant `{id}` created"));
         Ok(result)
     }
 
@@ -453,14 +432,7 @@ impl ControlState {
         };
         tenant.apply(patch, at);
         let result = serde_json::to_value(&*tenant).unwrap_or_default();
-        self.log_event(
-            at,
-            "admin",
-            actor,
-            None,
-            None,
-            format!("tenant `{id}` updated"),
-        );
+        self.log_admin(at, actor, None, format!("tenant `{id}` updated"));
         Ok(result)
     }
 
@@ -468,14 +440,7 @@ impl ControlState {
         if self.tenants.remove(id).is_none() {
             return Err(self.unknown_tenant(id));
         }
-        self.log_event(
-            at,
-            "admin",
-            actor,
-            None,
-            None,
-            format!("tenant `{id}` deleted"),
-        );
+        self.log_admin(at, actor, None, format!("tenant `{id}` deleted"));
         Ok(json!({"id": id}))
     }
 
@@ -511,11 +476,9 @@ impl ControlState {
             },
         );
         record.updated_ms = at;
-        self.log_event(
+        self.log_admin(
             at,
-            "admin",
             actor,
-            None,
             None,
             format!("key `{key_id}` issued to tenant `{tenant}`"),
         );
@@ -533,25 +496,18 @@ impl ControlState {
             return Err(self.unknown_tenant(tenant));
         };
         if record.keys.remove(key_id).is_none() {
-            let known: Vec<&str> = record.keys.keys().map(String::as_str).collect();
             return Err(Outcome::refused(
                 "not_found",
                 format!(
                     "tenant `{tenant}` has no key `{key_id}`; its keys: {}",
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
+                    listed(record.keys.keys())
                 ),
             ));
         }
         record.updated_ms = at;
-        self.log_event(
+        self.log_admin(
             at,
-            "admin",
             actor,
-            None,
             None,
             format!("key `{key_id}` of tenant `{tenant}` revoked"),
         );
@@ -623,26 +579,38 @@ impl ControlState {
         }
     }
 
-    fn unknown_upstream(&self, id: &str) -> Outcome {
-        let known: Vec<&str> = self.upstreams.keys().map(String::as_str).collect();
+    /// An administrative event (no tool concerned).
+    fn log_admin(&mut self, at: u64, actor: &str, upstream: Option<&str>, message: String) {
+        self.log_event(at, "admin", actor, upstream, None, message);
+    }
+
+    /// The refusal for an upstream id that is not registered, listing those that are.
+    pub(crate) fn unknown_upstream(&self, id: &str) -> Outcome {
         Outcome::refused(
             "not_found",
             format!(
                 "unknown upstream `{id}`; registered: {}",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
+                listed(self.upstreams.keys())
             ),
         )
     }
 
-    fn unknown_tenant(&self, id: &str) -> Outcome {
+    /// The refusal for a tenant id that does not exist.
+    pub(crate) fn unknown_tenant(&self, id: &str) -> Outcome {
         Outcome::refused(
             "not_found",
             format!("unknown tenant `{id}`; `quiver ctl tenant list` shows the tenants"),
         )
+    }
+}
+
+/// `a, b, c`, or `none`.
+fn listed<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
+    let items: Vec<&str> = items.into_iter().map(String::as_str).collect();
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
     }
 }
 

@@ -78,19 +78,12 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
     let data = args.data.clone().or(file.data.clone()).with_context(|| {
         format!("no data directory: pass --data DIR or set control_plane.data in {origin}")
     })?;
-    let tls = match (&args.tls_ca, &args.tls_cert, &args.tls_key, &file.tls) {
-        (Some(ca), Some(cert), Some(key), _) => Some(ClusterTls {
-            ca: ca.clone(),
-            cert: cert.clone(),
-            key: key.clone(),
-        }),
-        (_, _, _, Some(t)) => Some(ClusterTls {
-            ca: t.ca.clone(),
-            cert: t.cert.clone(),
-            key: t.key.clone(),
-        }),
-        _ => None,
-    };
+    let tls = ClusterTls::from_flags(
+        args.tls_ca.as_ref(),
+        args.tls_cert.as_ref(),
+        args.tls_key.as_ref(),
+    )
+    .or(file.tls.clone());
     let heartbeat_ms = args.heartbeat_ms.or(file.heartbeat_ms).unwrap_or(100);
     let election_ms = args
         .election_timeout_ms

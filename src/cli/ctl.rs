@@ -288,17 +288,13 @@ enum ManifestCommand {
 
 /// Runs one command; a non-zero exit carries an operator-readable reason.
 pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
-    let tls = match (&args.tls_ca, &args.tls_cert, &args.tls_key) {
-        (Some(ca), Some(cert), Some(key)) => Some(
-            ClusterTls {
-                ca: ca.clone(),
-                cert: cert.clone(),
-                key: key.clone(),
-            }
-            .load()?,
-        ),
-        _ => None,
-    };
+    let tls = ClusterTls::from_flags(
+        args.tls_ca.as_ref(),
+        args.tls_cert.as_ref(),
+        args.tls_key.as_ref(),
+    )
+    .map(|t| t.load())
+    .transpose()?;
     let endpoints: Vec<String> = args
         .endpoints
         .iter()

@@ -106,21 +106,13 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("--listen: cannot listen on {}", args.listen))?;
     let bound = listener.local_addr()?;
-    let control_plane_tls = match (
-        &args.control_plane_tls_ca,
-        &args.control_plane_tls_cert,
-        &args.control_plane_tls_key,
-    ) {
-        (Some(ca), Some(cert), Some(key)) => Some(
-            ClusterTls {
-                ca: ca.clone(),
-                cert: cert.clone(),
-                key: key.clone(),
-            }
-            .load()?,
-        ),
-        _ => None,
-    };
+    let control_plane_tls = ClusterTls::from_flags(
+        args.control_plane_tls_ca.as_ref(),
+        args.control_plane_tls_cert.as_ref(),
+        args.control_plane_tls_key.as_ref(),
+    )
+    .map(|t| t.load())
+    .transpose()?;
     let watch = WatchConfig {
         endpoints: args.control_plane.clone(),
         tls: control_plane_tls,

@@ -31,7 +31,7 @@ pub fn datasets() -> Option<PathBuf> {
 
 /// Spawns `command` (logs at `RUST_LOG`, default warn, on stderr) and waits for
 /// the first line it prints on stdout; later lines are drained.
-fn spawn_with_banner(command: &mut Command, what: &str) -> (Child, String) {
+pub fn spawn_with_banner(command: &mut Command, what: &str) -> (Child, String) {
     let mut child = command
         .env(
             "RUST_LOG",
@@ -52,6 +52,39 @@ fn spawn_with_banner(command: &mut Command, what: &str) -> (Child, String) {
         .recv_timeout(Duration::from_secs(120))
         .unwrap_or_else(|_| panic!("{what} printed no startup line"));
     (child, banner)
+}
+
+/// A running `quiver executor` (killed on drop).
+pub struct ExecutorProcess {
+    child: Child,
+    /// Its gRPC address.
+    pub addr: String,
+}
+
+impl ExecutorProcess {
+    /// Starts `quiver executor --listen 127.0.0.1:0 <args>` and waits until it serves.
+    pub fn start(args: &[&str]) -> ExecutorProcess {
+        let mut command = Command::new(quiver_bin());
+        command
+            .args(["executor", "--listen", "127.0.0.1:0"])
+            .args(args);
+        let (child, banner) = spawn_with_banner(&mut command, "quiver executor");
+        assert!(banner.contains("quiver executor: serving"), "{banner}");
+        let addr = banner
+            .split_whitespace()
+            .skip_while(|w| *w != "on")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no address in: {banner}"))
+            .to_string();
+        ExecutorProcess { child, addr }
+    }
+}
+
+impl Drop for ExecutorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// A running `quiver dev` (killed on drop).
@@ -114,6 +147,18 @@ impl QuiverDev {
             .trim_start_matches("http://")
             .trim_end_matches("/mcp")
             .to_string()
+    }
+
+    /// `GET /status` of the edge, as JSON.
+    pub async fn status(&self) -> Value {
+        http()
+            .get(format!("http://{}/status", self.authority()))
+            .send()
+            .await
+            .expect("GET /status")
+            .json()
+            .await
+            .expect("/status is JSON")
     }
 
     /// Whether the process is still running.
@@ -303,6 +348,40 @@ pub fn ctl(endpoints: &str, args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// Runs `quiver ctl <args>` until `done(success, stdout + stderr)` holds (what
+/// it waits for arrives with a periodic report), returning that output; fails
+/// the test after 30 s.
+pub fn ctl_until(endpoints: &str, args: &[&str], done: impl Fn(bool, &str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (ok, stdout, stderr) = ctl(endpoints, args);
+        let all = format!("{stdout}{stderr}");
+        if done(ok, &all) {
+            return all;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "quiver ctl {args:?} never got there: {all}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// `ctl upstream add` flags that run one server of the demo catalogue as a
+/// stdio mock upstream (`extra` go to `mock-upstream`, e.g. `--test-hooks`).
+pub fn demo_upstream_flags(server: &str, extra: &[&str]) -> Vec<String> {
+    let mut flags = vec!["--command".to_string(), quiver_bin().to_string()];
+    for arg in ["mock-upstream", "--demo", "--server", server]
+        .iter()
+        .chain(extra)
+        .chain(&["--stdio"])
+    {
+        flags.push("--arg".into());
+        flags.push((*arg).to_string());
+    }
+    flags
 }
 
 /// `quiver ctl -o json <args>`, parsed; panics with stderr on failure.

@@ -18,8 +18,10 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 
 use super::{Node, NodeId, TypeConfig, typ};
 
-/// Certificates for mTLS between nodes and from clients (PEM files).
-#[derive(Debug, Clone)]
+/// Certificates for mTLS between nodes and from clients (PEM files); also the
+/// `[control_plane.tls]` table of a config file.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClusterTls {
     /// CA that signs every node's and client's certificate.
     pub ca: PathBuf,
@@ -38,6 +40,20 @@ pub struct TlsMaterial {
 }
 
 impl ClusterTls {
+    /// The three `--…-tls-ca/cert/key` flags, when all are given (clap makes
+    /// them all-or-nothing).
+    pub fn from_flags(
+        ca: Option<&PathBuf>,
+        cert: Option<&PathBuf>,
+        key: Option<&PathBuf>,
+    ) -> Option<ClusterTls> {
+        Some(ClusterTls {
+            ca: ca?.clone(),
+            cert: cert?.clone(),
+            key: key?.clone(),
+        })
+    }
+
     /// Reads the three files; the error names the file.
     pub fn load(&self) -> anyhow::Result<TlsMaterial> {
         let read = |path: &PathBuf, what: &str| {
