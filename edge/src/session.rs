@@ -66,7 +66,7 @@ impl GatewaySession {
         } else {
             Err(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                format!("{method} is served in passthrough mode only (path /mcp/passthrough)"),
+                format!("{method} is served in passthrough mode only (path /passthrough/mcp)"),
                 None,
             ))
         }

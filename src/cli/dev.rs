@@ -138,7 +138,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             "http"
         };
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /mcp/passthrough /mcp/search /mcp/code; control plane {} (data {}){}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,

@@ -2,6 +2,8 @@
 //! loopback and talk to them with real rmcp clients.
 #![allow(dead_code)]
 
+pub mod node_tools;
+
 use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
@@ -136,9 +138,9 @@ impl QuiverDev {
         }
     }
 
-    /// URL of one mode's endpoint.
+    /// URL of one mode's endpoint, `/{mode}/mcp`.
     pub fn mode_url(&self, mode: &str) -> String {
-        format!("{}/{mode}", self.url)
+        format!("{}/{mode}/mcp", self.url.trim_end_matches("/mcp"))
     }
 
     /// `host:port` of the listener.

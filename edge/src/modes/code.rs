@@ -127,7 +127,11 @@ pub async fn execute_tool(
                     let mut text = format!(
                         "script {}: {}{at}",
                         error.kind,
-                        quiver_view::redact::redact(&error.message)
+                        // What the script itself wrote (a path, an id) stays.
+                        quiver_view::redact::redact_for_caller(
+                            &error.message,
+                            &serde_json::Value::String(args.code.clone())
+                        )
                     );
                     if !logs.is_empty() {
                         let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));

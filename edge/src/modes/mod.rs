@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::{
     gateway::Gateway,
-    redact::redact,
+    redact::redact_for_caller,
     relay::SessionRelay,
     suggest::{closest, unknown_tool_message},
     view::{ToolView, ViewTool},
@@ -71,6 +71,20 @@ pub(crate) fn unknown_tool(view: &ToolView, name: &str, hint: &str) -> CallToolR
     tool_error("unknown_tool", message, json!({"suggestions": suggestions}))
 }
 
+/// An upstream's error result with its text redacted for the caller who sent
+/// `arguments` (see `quiver_view::redact`); other blocks pass unchanged.
+fn redact_error_result(mut result: CallToolResult, arguments: &Value) -> CallToolResult {
+    for block in &mut result.content {
+        if let Some(text) = block.as_text() {
+            let clean = redact_for_caller(&text.text, arguments);
+            if clean != text.text {
+                *block = ContentBlock::text(clean);
+            }
+        }
+    }
+    result
+}
+
 /// Validates and forwards one call to a visible tool; upstream failures become
 /// redacted tool errors. The call is dispatched at most once.
 pub(crate) async fn forward(
@@ -104,12 +118,13 @@ pub(crate) async fn forward(
         sink: Some(Arc::new(relay)),
     };
     match gateway.dispatch().call_tool(call, options).await {
+        Ok(result) if result.is_error == Some(true) => redact_error_result(result, &args_value),
         Ok(result) => result,
         Err(e) => {
             tracing::warn!(tool = %tool.tool.exposed_name, "call failed: {e}");
             tool_error(
                 "upstream_error",
-                redact(&e.to_string()),
+                redact_for_caller(&e.to_string(), &args_value),
                 json!({"tool": tool.tool.exposed_name}),
             )
         }

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use futures::future::BoxFuture;
 use quiver_view::{
     ToolView,
-    redact::redact,
+    redact::redact_for_caller,
     suggest::{closest, unknown_tool_message},
 };
 use rmcp::model::CallToolResult;
@@ -56,7 +56,9 @@ impl ViewScriptContext {
 
 /// What a script receives from a tool result: structured content when present,
 /// else the text parsed as JSON, else the text; several blocks become an array.
-pub fn script_value(result: &CallToolResult) -> Result<Value, String> {
+/// An error result's text is redacted, keeping what the script sent in
+/// `arguments` (the path it asked for, say) so it can correct the call.
+pub fn script_value(result: &CallToolResult, arguments: &Value) -> Result<Value, String> {
     let texts: Vec<String> = result
         .content
         .iter()
@@ -67,7 +69,7 @@ pub fn script_value(result: &CallToolResult) -> Result<Value, String> {
         })
         .collect();
     if result.is_error == Some(true) {
-        return Err(redact(&texts.join("\n")));
+        return Err(redact_for_caller(&texts.join("\n"), arguments));
     }
     if let Some(structured) = &result.structured_content {
         return Ok(structured.clone());
@@ -127,8 +129,8 @@ impl ScriptContext for ViewScriptContext {
                 sink: None,
             };
             match self.dispatch.call_tool(call, options).await {
-                Ok(result) => script_value(&result),
-                Err(e) => Err(redact(&e.to_string())),
+                Ok(result) => script_value(&result, &args),
+                Err(e) => Err(redact_for_caller(&e.to_string(), &args)),
             }
         })
     }
