@@ -37,6 +37,13 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // Before anything else, while this is the only thread: the JavaScript
+    // engine must never write scripts to (or load bytecode from) its on-disk
+    // cache, in this process or any it starts.
+    let (key, value) = quiver_executor::engine::BYTECODE_CACHE_OFF;
+    // SAFETY: no other thread exists yet, so nothing reads the environment
+    // concurrently.
+    unsafe { std::env::set_var(key, value) };
     let cli = Cli::parse();
     // Several crates enable rustls; pick its ring provider once for the process.
     quiver_upstream::install_crypto_provider();

@@ -7,10 +7,13 @@
 
 use std::{collections::BTreeMap, process::Stdio, time::Duration};
 
-use quiver_executor::worker::{
-    ipc::{FrameReader, FrameWriter},
-    protocol::{HostMessage, HostRequest, Limits, Outcome, WorkerMessage},
-    run_worker,
+use quiver_executor::{
+    engine::BYTECODE_CACHE_OFF,
+    worker::{
+        ipc::{FrameReader, FrameWriter},
+        protocol::{HostMessage, HostRequest, Limits, Outcome, WorkerMessage},
+        run_worker,
+    },
 };
 use serde_json::json;
 use tokio::{
@@ -80,6 +83,8 @@ async fn a_worker_process_serves_executions_over_stdio() {
         ])
         .env_clear()
         .env(WORKER_CHILD_ENV, "1")
+        // As the executor starts its workers: the engine's disk cache off.
+        .env(BYTECODE_CACHE_OFF.0, BYTECODE_CACHE_OFF.1)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

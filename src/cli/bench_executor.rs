@@ -14,6 +14,7 @@ use clap::Args;
 use futures::future::BoxFuture;
 use quiver_executor::{
     CallOptions,
+    engine::{ScriptRuntime, StartFrom},
     pool::{PoolConfig, WorkerCommand, WorkerPool, WorkerProcess},
     script::{ScriptContext, StashOp},
     worker::protocol::Limits,
@@ -30,6 +31,9 @@ pub struct ExecutorBenchArgs {
     /// Executions per throughput measurement.
     #[arg(long, default_value_t = 400)]
     throughput_runs: usize,
+    /// Runtimes built per runtime-creation measurement.
+    #[arg(long, default_value_t = 100)]
+    runtimes: usize,
 }
 
 /// Answers `tools.call(name)` by calling the mock upstream's `get_forecast` directly.
@@ -97,6 +101,62 @@ fn script_with_calls(n: usize) -> String {
     }
 }
 
+/// What building one hardened runtime costs, in this process, with the
+/// engine's on-disk bytecode cache off (as it always is): from scratch (every
+/// deno_core module compiled from source, as before the startup snapshot) and
+/// restored from the in-memory snapshot. Each runtime is built on a thread of
+/// its own, as the worker does.
+fn runtime_creation(out: &mut String, runs: usize) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        quiver_executor::engine::bytecode_cache_off(),
+        "the engine's bytecode cache must be off"
+    );
+    let heap = Limits::default().heap_bytes;
+    let build_on_a_thread = |start: StartFrom| -> anyhow::Result<Duration> {
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let runtime = ScriptRuntime::build(heap, start)?;
+            let took = started.elapsed();
+            drop(runtime);
+            Ok::<_, anyhow::Error>(took)
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("a runtime-building thread panicked"))?
+    };
+    let first_snapshot = build_on_a_thread(StartFrom::Snapshot)?;
+    let _ = writeln!(
+        out,
+        "## Runtime creation (bytecode cache off; {runs} runtimes each, one thread per runtime)\n\n| starts from | p50 ms | p99 ms |\n|---|---:|---:|"
+    );
+    for (label, start) in [
+        (
+            "scratch (before: deno_core's modules compiled each time)",
+            StartFrom::Scratch,
+        ),
+        (
+            "in-memory startup snapshot, hardened after restore",
+            StartFrom::Snapshot,
+        ),
+    ] {
+        let mut samples = (0..runs.max(10))
+            .map(|_| build_on_a_thread(start))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        samples.sort();
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} |",
+            ms(percentile(&samples, 0.5)),
+            ms(percentile(&samples, 0.99))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nMaking the snapshot (once per worker process) plus the first runtime from it: {} ms.\n",
+        ms(first_snapshot)
+    );
+    Ok(())
+}
+
 /// Runs the benchmark and prints markdown tables.
 pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
@@ -132,6 +192,7 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         ..Limits::default()
     };
     let mut out = String::new();
+    runtime_creation(&mut out, args.runtimes)?;
 
     // Direct calls, for comparison.
     let mut direct = Vec::with_capacity(args.iterations);

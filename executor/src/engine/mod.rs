@@ -7,7 +7,9 @@ mod log_buffer;
 mod ops;
 mod result_json;
 mod script_runtime;
+mod startup_snapshot;
 mod watchdog;
 
 pub use host_bridge::HostBridge;
 pub use script_runtime::{EngineError, MAX_RUNTIMES_PER_THREAD, MIN_HEAP_BYTES, ScriptRuntime};
+pub use startup_snapshot::{BYTECODE_CACHE_OFF, StartFrom, bytecode_cache_off};

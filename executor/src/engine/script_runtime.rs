@@ -21,6 +21,7 @@ use super::{
     HostBridge,
     ops::{ExecutionState, quiver_script},
     result_json::bounded_result,
+    startup_snapshot::{StartFrom, require_bytecode_cache_off, startup_snapshot},
     watchdog::{Cause, TerminationCause, Watchdog},
 };
 use crate::worker::protocol::{Limits, Outcome, ScriptError};
@@ -37,9 +38,11 @@ pub const MIN_HEAP_BYTES: u64 = 16 * 1024 * 1024;
 /// How many runtimes one thread may create. The QuickJS backend keeps a
 /// thread-local table of native functions that never shrinks and indexes it
 /// with 16 bits, so after roughly 270 runtimes on one thread new ones fail to
-/// start; past twice that, calls could reach the wrong function. Create runtimes
-/// on short-lived threads (the worker uses one thread per execution).
-pub const MAX_RUNTIMES_PER_THREAD: u32 = if cfg!(feature = "v8") { u32::MAX } else { 200 };
+/// start; past twice that, calls could reach the wrong function; and runtimes
+/// restored from a snapshot stop settling async ops after about 166 on one
+/// thread. Create runtimes on short-lived threads (the worker uses one thread
+/// per execution).
+pub const MAX_RUNTIMES_PER_THREAD: u32 = if cfg!(feature = "v8") { u32::MAX } else { 100 };
 
 /// Counts a runtime against this thread's [`MAX_RUNTIMES_PER_THREAD`].
 #[cfg(not(feature = "v8"))]
@@ -76,6 +79,15 @@ pub enum EngineError {
         "this thread has created {0} script runtimes, the most one thread may; use a fresh thread"
     )]
     ThreadExhausted(u32),
+    /// The process has the engine's on-disk bytecode cache on: scripts would
+    /// be written to disk and bytecode read back from a shared directory.
+    #[error(
+        "the JavaScript engine's on-disk bytecode cache is on in this process; start it with V82JSC_NO_BC_CACHE=1 (the quiver binary and the executor's workers set it themselves)"
+    )]
+    BytecodeCacheOn,
+    /// The in-memory startup snapshot could not be made.
+    #[error("could not make the engine's startup snapshot: {0}")]
+    Snapshot(String),
 }
 
 /// A fresh runtime with the script API installed and the global scope
@@ -123,14 +135,28 @@ struct Thrown {
 
 impl ScriptRuntime {
     /// Builds a runtime whose JavaScript heap is capped at `heap_bytes` (at
-    /// least [`MIN_HEAP_BYTES`]). Takes milliseconds: call it before a script
-    /// is waiting. At most [`MAX_RUNTIMES_PER_THREAD`] per thread.
+    /// least [`MIN_HEAP_BYTES`]), restored from this process's in-memory
+    /// startup snapshot. Takes milliseconds: call it before a script is
+    /// waiting. At most [`MAX_RUNTIMES_PER_THREAD`] per thread.
     pub fn new(heap_bytes: u64) -> Result<ScriptRuntime, EngineError> {
+        ScriptRuntime::build(heap_bytes, StartFrom::Snapshot)
+    }
+
+    /// [`ScriptRuntime::new`], choosing where the runtime starts from. Either
+    /// way the hardening bootstrap runs on the new runtime before it is handed
+    /// out, and nothing is read from or written to disk.
+    pub fn build(heap_bytes: u64, start: StartFrom) -> Result<ScriptRuntime, EngineError> {
+        require_bytecode_cache_off()?;
+        let startup_snapshot = match start {
+            StartFrom::Snapshot => Some(startup_snapshot()?),
+            StartFrom::Scratch => None,
+        };
         claim_runtime_slot()?;
         let heap = heap_bytes.max(MIN_HEAP_BYTES);
         let cap = usize::try_from(heap).unwrap_or(usize::MAX);
         let mut js = JsRuntime::try_new(RuntimeOptions {
             extensions: vec![quiver_script::init()],
+            startup_snapshot,
             create_params: Some(v8::CreateParams::default().heap_limits(0, cap)),
             ..Default::default()
         })

@@ -17,6 +17,7 @@ use tokio::{
 };
 
 use crate::{
+    engine::BYTECODE_CACHE_OFF,
     script::{ScriptContext, StashOp},
     worker::{
         ipc::{FrameReader, FrameWriter},
@@ -80,6 +81,8 @@ impl WorkerProcess {
         let mut child = Command::new(&command.program)
             .args(&command.args)
             .env_clear()
+            // The engine must never cache scripts (or load bytecode) on disk.
+            .env(BYTECODE_CACHE_OFF.0, BYTECODE_CACHE_OFF.1)
             .current_dir("/")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,0 +1,85 @@
+//! Where a runtime starts from, and what the engine may keep on disk: nothing.
+//!
+//! The QuickJS backend (`v8x`) keeps an on-disk bytecode cache unless the
+//! process environment turns it off, and loads unverified bytecode back from
+//! it. Quiver never lets it: every process that builds a runtime must have
+//! [`BYTECODE_CACHE_OFF`] set (the binary sets it first thing in `main`, the
+//! executor sets it on every worker it spawns, `.cargo/config.toml` sets it for
+//! tests), and [`ScriptRuntime`](super::ScriptRuntime) refuses to build a
+//! runtime otherwise.
+//!
+//! The speed the cache bought comes back from a startup snapshot instead: the
+//! process makes it itself, once, from deno_core's own modules (before any
+//! hardening, which a snapshot cannot carry), and keeps it in memory only. No
+//! compiled form of any script is ever read from or written to a file.
+
+use std::sync::OnceLock;
+
+use deno_core::{JsRuntimeForSnapshot, RuntimeOptions};
+
+use super::{EngineError, ops::quiver_script};
+
+/// The environment variable (and value) that turns the QuickJS backend's
+/// on-disk bytecode cache off. The backend reads it once per process, before
+/// its first runtime.
+pub const BYTECODE_CACHE_OFF: (&str, &str) = ("V82JSC_NO_BC_CACHE", "1");
+
+/// Whether this process runs with the on-disk bytecode cache off.
+pub fn bytecode_cache_off() -> bool {
+    cfg!(feature = "v8") || std::env::var_os(BYTECODE_CACHE_OFF.0).is_some()
+}
+
+/// Fails unless the on-disk bytecode cache is off for this process.
+pub(crate) fn require_bytecode_cache_off() -> Result<(), EngineError> {
+    if bytecode_cache_off() {
+        Ok(())
+    } else {
+        Err(EngineError::BytecodeCacheOn)
+    }
+}
+
+/// Where a new runtime starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartFrom {
+    /// This process's in-memory startup snapshot of deno_core's own modules
+    /// (made on first use); the hardening bootstrap runs after the restore.
+    Snapshot,
+    /// Nothing: deno_core's modules are compiled from source every time
+    /// (slower; kept for comparison in `quiver bench executor`).
+    Scratch,
+}
+
+/// This process's startup snapshot, made on first use on a thread of its own
+/// (a runtime counts against its thread's budget) and kept in memory for the
+/// life of the process.
+pub(crate) fn startup_snapshot() -> Result<&'static [u8], EngineError> {
+    static SNAPSHOT: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
+    SNAPSHOT
+        .get_or_init(|| {
+            std::thread::Builder::new()
+                .name("quiver-js-snapshot".into())
+                .spawn(make_snapshot)
+                .map_err(|e| format!("could not start a thread: {e}"))?
+                .join()
+                .unwrap_or_else(|_| Err("the engine panicked while making it".into()))
+                .map(|bytes| &*Box::leak(bytes))
+        })
+        .clone()
+        .map_err(EngineError::Snapshot)
+}
+
+fn make_snapshot() -> Result<Box<[u8]>, String> {
+    require_bytecode_cache_off().map_err(|e| e.to_string())?;
+    // deno_core schedules delayed engine tasks on the current tokio runtime.
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("could not start an event loop: {e}"))?;
+    let _entered = tokio.enter();
+    let runtime = JsRuntimeForSnapshot::try_new(RuntimeOptions {
+        extensions: vec![quiver_script::init()],
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(runtime.snapshot())
+}
