@@ -167,6 +167,11 @@ impl QuiverDev {
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for QuiverDev {
@@ -321,6 +326,11 @@ impl ControlPlaneProcess {
         // Only the first start bootstraps; a restart resumes from disk.
         self.extra.retain(|a| a != "--bootstrap");
         self.child = Some(child);
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// `kill -9`.

@@ -26,6 +26,10 @@ pub(crate) const SNAPSHOT: TableDefinition<&str, &[u8]> = TableDefinition::new("
 /// The file name inside the data directory.
 pub const DATA_FILE: &str = "raft.redb";
 
+/// Beside [`DATA_FILE`]: the id of the process that last opened it, so a
+/// second process refused by redb's lock can say who holds the directory.
+pub const OWNER_FILE: &str = "raft.redb.pid";
+
 /// Why a data directory could not be opened.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -34,6 +38,25 @@ pub enum OpenError {
     #[error("data directory {path}: {source}")]
     Directory {
         /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Another live process holds the database open (redb's file lock).
+    #[error(
+        "{path} is in use by another running Quiver process{}; stop that process, or start this one with another --data directory",
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    InUse {
+        /// The file.
+        path: PathBuf,
+        /// The holder's process id, when its owner file names a live process.
+        holder: Option<u32>,
+    },
+    /// The file exists but cannot be read or written (permissions, disk).
+    #[error("cannot open {path}: {source}; check the file's permissions and the disk")]
+    Unreadable {
+        /// The file.
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
@@ -82,7 +105,32 @@ impl DataDir {
             path: path.clone(),
             detail,
         };
-        let db = Database::create(&path).map_err(|e| damaged(e.to_string()))?;
+        let db = match Database::create(&path) {
+            Ok(db) => db,
+            Err(
+                redb::DatabaseError::DatabaseAlreadyOpen
+                | redb::DatabaseError::LockProtocolMismatch,
+            ) => {
+                return Err(OpenError::InUse {
+                    holder: live_owner(dir),
+                    path,
+                });
+            }
+            // redb reports a foreign file as InvalidData: that one is damage.
+            Err(redb::DatabaseError::Storage(redb::StorageError::Io(source)))
+                if is_access_problem(&source) =>
+            {
+                return Err(OpenError::Unreadable { path, source });
+            }
+            Err(e) => return Err(damaged(e.to_string())),
+        };
+        // Only a process holding the lock writes this, so it names the holder.
+        if let Err(e) = std::fs::write(dir.join(OWNER_FILE), std::process::id().to_string()) {
+            tracing::warn!(
+                "cannot record this process in {}: {e}",
+                dir.join(OWNER_FILE).display()
+            );
+        }
         let data = DataDir {
             db: Arc::new(db),
             path: path.clone(),
@@ -166,6 +214,32 @@ impl DataDir {
         }
         txn.commit().map_err(|e| e.to_string())
     }
+}
+
+/// Errors of the file system around a file, not of its contents.
+fn is_access_problem(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        PermissionDenied
+            | ReadOnlyFilesystem
+            | StorageFull
+            | QuotaExceeded
+            | ResourceBusy
+            | IsADirectory
+    )
+}
+
+/// The process id in `dir`'s owner file, if that process is still running.
+fn live_owner(dir: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(dir.join(OWNER_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    // Where /proc exists, a pid that is not running is a leftover, not the holder.
+    let proc = Path::new("/proc");
+    (!proc.exists() || proc.join(pid.to_string()).exists()).then_some(pid)
 }
 
 /// Reads one JSON value from a string-keyed table (absent table or key: `None`).
@@ -414,6 +488,31 @@ mod tests {
             }
         }
         txn.commit().unwrap();
+    }
+
+    #[test]
+    fn a_directory_held_open_is_in_use_not_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = DataDir::open(dir.path(), 7).unwrap();
+        match DataDir::open(dir.path(), 7) {
+            Err(e @ OpenError::InUse { .. }) => {
+                let OpenError::InUse { holder, .. } = &e else {
+                    unreachable!()
+                };
+                assert_eq!(*holder, Some(std::process::id()));
+                let message = e.to_string();
+                assert!(message.contains("in use"), "{message}");
+                assert!(message.contains("--data"), "{message}");
+                assert!(!message.contains("remove"), "{message}");
+            }
+            Err(other) => panic!("expected InUse, got: {other}"),
+            Ok(_) => panic!("opened a directory another handle holds"),
+        }
+        drop(held);
+        assert!(
+            DataDir::open(dir.path(), 7).is_ok(),
+            "free again once closed"
+        );
     }
 
     #[test]
