@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Quiver (release) and runs `quiver dev`. Arguments are passed through,
-# e.g. `scripts/dev.sh --catalog ../shared/datasets/livemcpbench/tools.json`.
+# e.g. `scripts/dev.sh --catalog examples/catalogs/livemcpbench/tools.json`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

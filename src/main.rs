@@ -28,6 +28,8 @@ enum Command {
     MockUpstream(cli::mock_upstream::MockUpstreamArgs),
     /// Print the token cost of what a client loads up front, per mode.
     Tokens(cli::tokens::TokensArgs),
+    /// Print a shell completion script: `quiver completions bash > ~/.local/share/bash-completion/completions/quiver`.
+    Completions(cli::completions::CompletionsArgs),
     /// Benchmarks (release builds for numbers).
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
@@ -68,6 +70,7 @@ fn main() -> std::process::ExitCode {
             Command::Ctl(args) => cli::ctl::run(args).await,
             Command::MockUpstream(args) => cli::mock_upstream::run(args).await,
             Command::Tokens(args) => cli::tokens::run(args).await,
+            Command::Completions(args) => cli::completions::run::<Cli>(args),
             Command::Bench(command) => cli::bench::run(command).await,
             Command::Worker => Ok(()),
         }

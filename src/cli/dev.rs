@@ -58,6 +58,10 @@ pub struct DevArgs {
     /// the config; default 127.0.0.1:7400; port 0 picks a free one).
     #[arg(long)]
     control_plane_listen: Option<SocketAddr>,
+    /// Make the upstream registry exactly the config's, dropping upstreams
+    /// added with `quiver ctl` (by default they survive a restart).
+    #[arg(long)]
+    reset_upstreams: bool,
 }
 
 /// Runs until Ctrl-C / SIGTERM (or, with `--stdio`, until the client disconnects).
@@ -88,7 +92,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     }
 
     let shutdown = CancellationToken::new();
-    let (upstreams, store, control_plane) = start_control_plane(&config, &shutdown).await?;
+    let (upstreams, store, control_plane, registry) =
+        start_control_plane(&config, args.reset_upstreams, &shutdown).await?;
     let mut child_executor = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
         let (child, remote) = spawn_child_executor(control_plane.addr()).await?;
@@ -121,7 +126,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
     let result = if args.stdio {
         eprintln!(
-            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode)",
+            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode); upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode
@@ -138,7 +143,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             "http"
         };
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,
@@ -173,13 +178,24 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     result
 }
 
-/// Starts the one-node control plane on the config's data directory, makes
-/// its upstream registry match the config, waits for the first discovery round
-/// and for the edge's watch to hold the resulting manifest.
+/// What `start_control_plane` hands back: the upstream connections, the
+/// edge's manifest, the node, and what the registry sync did.
+type ControlPlaneParts = (
+    Arc<UpstreamSet>,
+    Arc<ManifestStore>,
+    Arc<ControlPlaneNode>,
+    RegistrySync,
+);
+
+/// Starts the one-node control plane on the config's data directory, brings
+/// the config's upstreams into its registry (see [`sync_registry`]), waits for
+/// the first discovery round and for the edge's watch to hold the resulting
+/// manifest.
 async fn start_control_plane(
     config: &DevConfig,
+    reset_upstreams: bool,
     shutdown: &CancellationToken,
-) -> anyhow::Result<(Arc<UpstreamSet>, Arc<ManifestStore>, Arc<ControlPlaneNode>)> {
+) -> anyhow::Result<ControlPlaneParts> {
     let upstreams = Arc::new(UpstreamSet::default());
     let node_config = NodeConfig {
         node_id: 1,
@@ -200,7 +216,13 @@ async fn start_control_plane(
             config.control_plane.data.display()
         );
     }
-    sync_registry(&node, &config.upstreams).await?;
+    let registry = sync_registry(
+        &node,
+        &config.upstreams,
+        &config.control_plane.data,
+        reset_upstreams,
+    )
+    .await?;
     first_round_within(config, node.first_discovery()).await;
     let store = Arc::new(ManifestStore::new());
     spawn_watcher(
@@ -228,7 +250,7 @@ async fn start_control_plane(
     {
         tracing::warn!("serving before every discovery result was committed");
     }
-    Ok((upstreams, store, node))
+    Ok((upstreams, store, node, registry))
 }
 
 /// Waits for discovery's first round, bounded by the longest connect timeout
@@ -246,11 +268,70 @@ async fn first_round_within(config: &DevConfig, round: impl std::future::Future<
     }
 }
 
-/// Makes the control plane's registry hold exactly the configured upstreams.
+/// In the data directory: the upstream ids the last start took from its
+/// config (file, catalogue or demo), so the next start can tell an upstream
+/// the config dropped from one added with `quiver ctl`.
+const CONFIG_UPSTREAMS_FILE: &str = "dev-config-upstreams.json";
+
+/// What [`sync_registry`] did to the registry, for the start-up line.
+#[derive(Debug, Default)]
+struct RegistrySync {
+    /// From the config, already registered as configured.
+    unchanged: usize,
+    /// From the config, new to the registry.
+    added: Vec<String>,
+    /// From the config, whose settings changed since the last start.
+    updated: Vec<String>,
+    /// From the config, registered (with `quiver ctl`) with other settings:
+    /// the file won.
+    replaced: Vec<String>,
+    /// Not in the config, added with `quiver ctl`: kept.
+    kept: Vec<String>,
+    /// Removed: dropped from the config since the last start, or added with
+    /// `quiver ctl` and `--reset-upstreams` given.
+    removed: Vec<String>,
+}
+
+impl std::fmt::Display for RegistrySync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |ids: &[String]| ids.join(", ");
+        write!(
+            f,
+            "{} from the config ({} unchanged",
+            self.unchanged + self.added.len() + self.updated.len() + self.replaced.len(),
+            self.unchanged
+        )?;
+        if !self.added.is_empty() {
+            write!(f, ", added {}", list(&self.added))?;
+        }
+        if !self.updated.is_empty() {
+            write!(f, ", updated {}", list(&self.updated))?;
+        }
+        if !self.replaced.is_empty() {
+            write!(f, ", replaced {}", list(&self.replaced))?;
+        }
+        write!(f, ")")?;
+        if !self.kept.is_empty() {
+            write!(f, ", kept from quiver ctl: {}", list(&self.kept))?;
+        }
+        if !self.removed.is_empty() {
+            write!(f, ", removed {}", list(&self.removed))?;
+        }
+        Ok(())
+    }
+}
+
+/// Brings the configured upstreams into the control plane's registry: the
+/// config wins for an id it defines; an upstream added with `quiver ctl`
+/// survives unless `reset` (then the registry is exactly the config); one
+/// that an earlier start took from its config and this config no longer has
+/// is removed.
 async fn sync_registry(
     node: &ControlPlaneNode,
     configured: &[UpstreamConfig],
-) -> anyhow::Result<()> {
+    data: &std::path::Path,
+    reset: bool,
+) -> anyhow::Result<RegistrySync> {
     let registered: std::collections::BTreeMap<String, UpstreamConfig> = node
         .shared()
         .lock()
@@ -258,28 +339,54 @@ async fn sync_registry(
         .iter()
         .map(|(id, r)| (id.clone(), r.config.clone()))
         .collect();
+    let record = data.join(CONFIG_UPSTREAMS_FILE);
+    // Absent (first start, or a data directory from before this file): every
+    // registered upstream counts as added with `quiver ctl`.
+    let from_last_config: Vec<String> = std::fs::read(&record)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let mut sync = RegistrySync::default();
     for upstream in configured {
-        if registered.get(&upstream.id) != Some(upstream) {
-            node.write(
-                "dev",
-                Command::PutUpstream {
-                    upstream: upstream.clone(),
-                    quarantine: false,
-                    replace: true,
-                },
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("registering upstream `{}`: {e}", upstream.id))?;
+        match registered.get(&upstream.id) {
+            Some(existing) if existing == upstream => {
+                sync.unchanged += 1;
+                continue;
+            }
+            Some(_) if from_last_config.contains(&upstream.id) => {
+                sync.updated.push(upstream.id.clone())
+            }
+            Some(_) => sync.replaced.push(upstream.id.clone()),
+            None => sync.added.push(upstream.id.clone()),
         }
+        node.write(
+            "dev",
+            Command::PutUpstream {
+                upstream: upstream.clone(),
+                quarantine: false,
+                replace: true,
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("registering upstream `{}`: {e}", upstream.id))?;
     }
     for id in registered.keys() {
-        if !configured.iter().any(|u| &u.id == id) {
+        if configured.iter().any(|u| &u.id == id) {
+            continue;
+        }
+        if reset || from_last_config.contains(id) {
             node.write("dev", Command::RemoveUpstream { id: id.clone() })
                 .await
                 .map_err(|e| anyhow::anyhow!("removing upstream `{id}`: {e}"))?;
+            sync.removed.push(id.clone());
+        } else {
+            sync.kept.push(id.clone());
         }
     }
-    Ok(())
+    let ids: Vec<&str> = configured.iter().map(|u| u.id.as_str()).collect();
+    let json = serde_json::to_vec(&ids).context("encoding the config's upstream ids")?;
+    std::fs::write(&record, json).with_context(|| format!("writing {}", record.display()))?;
+    Ok(sync)
 }
 
 /// Where calls go, where scripts run, and the local pool (absent with a child executor).

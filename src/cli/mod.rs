@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_control_plane;
 pub mod bench_executor;
+pub mod completions;
 pub mod control_plane;
 pub mod ctl;
 pub mod dev;
