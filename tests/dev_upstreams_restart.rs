@@ -48,6 +48,7 @@ async fn servers_listed(dev: &QuiverDev) -> Vec<String> {
         .iter()
         .filter_map(|n| n.split("__").next().map(str::to_string))
         .collect();
+    servers.sort();
     servers.dedup();
     client.cancel().await.expect("close");
     servers
@@ -97,7 +98,7 @@ async fn upstreams_added_with_ctl_survive_a_restart_unless_the_config_claims_or_
         "{}",
         dev.banner
     );
-    assert_eq!(servers_listed(&dev).await, ["weather", "maps", "notes"]);
+    assert_eq!(servers_listed(&dev).await, ["maps", "notes", "weather"]);
     assert!(
         description(&dev, "maps").contains("maps from the config"),
         "the file wins"
@@ -114,7 +115,7 @@ async fn upstreams_added_with_ctl_survive_a_restart_unless_the_config_claims_or_
         "{}",
         dev.banner
     );
-    assert_eq!(servers_listed(&dev).await, ["weather", "notes"]);
+    assert_eq!(servers_listed(&dev).await, ["notes", "weather"]);
     drop(dev);
 
     eprintln!("--- --reset-upstreams: exactly the config");

@@ -174,6 +174,11 @@ fn test_hook_tools() -> Vec<Tool> {
         ),
         tool("quiver_test_stats", "Counters of what this server saw (tests only).", json!({"type": "object"})),
         tool(
+            "quiver_test_fail",
+            "Fail with an error that names the path asked for beside this server's secret (env QUIVER_TEST_SECRET), an internal address and a server path (tests only).",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+        tool(
             "quiver_test_add_tool",
             "Add a tool and announce tools/list_changed (tests only).",
             json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
@@ -267,6 +272,19 @@ impl ServerHandler for MockServer {
                             return Err(ErrorData::internal_error("cancelled", None));
                         }
                     }
+                }
+                "quiver_test_fail" => {
+                    let path = request
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("path"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let secret = std::env::var("QUIVER_TEST_SECRET").unwrap_or_default();
+                    let message = format!(
+                        "cannot open {path}: permission denied (reading it through postgres://svc:{secret}@10.20.30.40:5432/files with token={secret}, spool /opt/upstream/spool/x1; QUIVER_TEST_SECRET={secret})"
+                    );
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
                 }
                 "quiver_test_stats" => {
                     let stats = json!({"cancelled": self.cancelled.load(std::sync::atomic::Ordering::SeqCst)});
