@@ -26,6 +26,7 @@
     Symbol,
     TypeError,
     WeakMap,
+    WeakSet,
   } = globalThis;
   const ArrayFrom = Array.from;
   const ArrayIsArray = Array.isArray;
@@ -51,13 +52,30 @@
   const PromiseReject = (value) => ReflectApply(Promise.reject, Promise, [value]);
   const StringPrototypeCharAt = uncurry(String.prototype.charAt);
   const StringPrototypeSlice = uncurry(String.prototype.slice);
+  const StringPrototypeIndexOf = uncurry(String.prototype.indexOf);
   const SymbolPrototypeToString = uncurry(Symbol.prototype.toString);
   const WeakMapPrototypeGet = uncurry(WeakMap.prototype.get);
   const WeakMapPrototypeSet = uncurry(WeakMap.prototype.set);
+  const WeakSetPrototypeAdd = uncurry(WeakSet.prototype.add);
+  const WeakSetPrototypeHas = uncurry(WeakSet.prototype.has);
+  // `globalThis.Function` may already be the engine's thrower here.
+  const FunctionPrototype = ObjectGetPrototypeOf(function () {});
+  const FunctionPrototypeBind = uncurry(FunctionPrototype.bind);
+  const FunctionPrototypeToString = FunctionPrototype.toString;
+  const StringPrototypeIncludes = uncurry(String.prototype.includes);
+  const StringPrototypeSplit = uncurry(String.prototype.split);
+  const ArrayPrototypeFilter = uncurry(Array.prototype.filter);
+  const ArrayPrototypeJoin = uncurry(Array.prototype.join);
+
+  // Functions of the script API and of the hardening: their source stays
+  // private (`toString` shows them as native code).
+  const hostFunctions = new WeakSet();
 
   // Set by `install` for the execution this runtime serves.
   let wallMs = 0;
   let logBytes = 0;
+  let parallelCalls = 1;
+  let requestBytes = 0;
 
   // --- formatting ----------------------------------------------------------
   function safely(fn, fallback) {
@@ -151,22 +169,93 @@
   // reported line is the script's.
   const errorSites = new WeakMap();
 
+  // Stack frames of this bootstrap are internals: errors it creates (or lets
+  // through) carry only the script's own frames.
+  function scrub(error) {
+    const stack = safely(() => error.stack, undefined);
+    if (typeof stack === "string") {
+      const kept = ArrayPrototypeFilter(
+        StringPrototypeSplit(stack, "\n"),
+        (line) => !StringPrototypeIncludes(line, "quiver:bootstrap"),
+      );
+      safely(() =>
+        ObjectDefineProperty(error, "stack", {
+          value: ArrayPrototypeJoin(kept, "\n"),
+          writable: true,
+          enumerable: false,
+          configurable: true,
+        }), undefined);
+    }
+    return error;
+  }
+
+  // Requests are admitted before they are serialised: at most
+  // `parallelCalls` are with the host at once, the rest wait here as the
+  // objects the script passed (no copies), in order.
+  const waiting = [];
+  let waitingHead = 0;
+  let waitingTail = 0;
+  let inFlight = 0;
+
   function request(body) {
     const site = new Error("host request");
-    let text;
-    try {
-      text = JSONStringify(body, requestReplacer);
-    } catch (error) {
-      return PromiseReject(error);
-    }
-    return PromisePrototypeThen(op_quiver_request(text), (reply) => {
-      if (StringPrototypeCharAt(reply, 0) === "o") {
-        return JSONParse(StringPrototypeSlice(reply, 1));
-      }
-      const error = new Error(StringPrototypeSlice(reply, 1));
-      WeakMapPrototypeSet(errorSites, error, site);
-      throw error;
+    return new Promise((resolve, reject) => {
+      waiting[waitingTail++] = { body, site, resolve, reject };
+      pump();
     });
+  }
+
+  function hostError(message, site) {
+    const error = new Error(message);
+    WeakMapPrototypeSet(errorSites, error, site);
+    const stack = safely(() => scrub(site).stack, undefined);
+    if (typeof stack === "string" && StringPrototypeIndexOf(stack, "\n") >= 0) {
+      ObjectDefineProperty(error, "stack", {
+        value: `Error: ${message}${StringPrototypeSlice(stack, StringPrototypeIndexOf(stack, "\n"))}`,
+        writable: true,
+        enumerable: false,
+        configurable: true,
+      });
+    }
+    return error;
+  }
+
+  function pump() {
+    while (inFlight < parallelCalls && waitingHead < waitingTail) {
+      const job = waiting[waitingHead];
+      waiting[waitingHead++] = undefined;
+      let text;
+      try {
+        text = JSONStringify(job.body, requestReplacer);
+      } catch (error) {
+        job.reject(scrub(error));
+        continue;
+      }
+      if (text.length > requestBytes) {
+        job.reject(hostError(
+          `the request is over ${requestBytes} bytes; a script may send at most ${requestBytes} bytes at once`,
+          job.site,
+        ));
+        continue;
+      }
+      inFlight++;
+      PromisePrototypeThen(op_quiver_request(text), (reply) => {
+        inFlight--;
+        pump();
+        if (StringPrototypeCharAt(reply, 0) === "o") {
+          let value;
+          try {
+            value = JSONParse(StringPrototypeSlice(reply, 1));
+          } catch {
+            job.reject(hostError("the host's answer could not be read", job.site));
+            return;
+          }
+          job.resolve(value);
+        } else {
+          job.reject(hostError(StringPrototypeSlice(reply, 1), job.site));
+        }
+      });
+    }
   }
 
   function nullObject(properties) {
@@ -179,14 +268,15 @@
 
   function named(fn, name) {
     ObjectDefineProperty(fn, "name", { value: name });
+    WeakSetPrototypeAdd(hostFunctions, fn);
     return fn;
   }
 
   function callTool(name, args) {
     if (typeof name !== "string") {
-      throw new TypeError(
+      throw scrub(new TypeError(
         'tools.call(name, args): name must be a string such as "server.tool"',
-      );
+      ));
     }
     return request({
       op: "call_tool",
@@ -207,7 +297,7 @@
   function search(query, limit = 10) {
     const max = Number(limit);
     if (!NumberIsInteger(max) || max < 1 || max > 0xffffffff) {
-      throw new RangeError("search(query, limit): limit must be a whole number >= 1");
+      throw scrub(new RangeError("search(query, limit): limit must be a whole number >= 1"));
     }
     return request({ op: "search", query: String(query), limit: max });
   }
@@ -223,9 +313,9 @@
       if (ttlSecs !== undefined && ttlSecs !== null) {
         ttl = Number(ttlSecs);
         if (!NumberIsInteger(ttl) || ttl < 0) {
-          throw new RangeError(
+          throw scrub(new RangeError(
             "stash.set(key, value, ttlSecs): ttlSecs must be a whole number >= 0",
-          );
+          ));
         }
       }
       return request({
@@ -269,30 +359,38 @@
 
   let nextTimerId = 1;
 
+  // Callbacks run as bound functions, so no frame of this bootstrap sits
+  // under them on the stack.
   function setTimeout(callback, delay = 0, ...args) {
     if (typeof callback !== "function") {
-      throw new TypeError("setTimeout(callback, ms): callback must be a function");
+      throw scrub(new TypeError("setTimeout(callback, ms): callback must be a function"));
     }
     let ms = Number(delay);
     if (!(ms > 0)) ms = 0;
     if (ms > wallMs) {
-      throw new RangeError(
+      throw scrub(new RangeError(
         `setTimeout: ${ms} ms is longer than the script's ${wallMs} ms time limit`,
-      );
+      ));
     }
-    PromisePrototypeThen(op_quiver_sleep(ms), () =>
-      ReflectApply(callback, undefined, args)
+    PromisePrototypeThen(
+      op_quiver_sleep(ms),
+      FunctionPrototypeBind(callback, undefined, ...args),
     );
     return nextTimerId++;
   }
 
   function queueMicrotask(callback) {
     if (typeof callback !== "function") {
-      throw new TypeError("queueMicrotask(callback): callback must be a function");
+      throw scrub(new TypeError("queueMicrotask(callback): callback must be a function"));
     }
-    PromisePrototypeThen(PromiseResolve(undefined), () =>
-      ReflectApply(callback, undefined, [])
+    PromisePrototypeThen(
+      PromiseResolve(undefined),
+      FunctionPrototypeBind(callback, undefined),
     );
+  }
+
+  for (const fn of [request, callTool, search, describe, setTimeout, queueMicrotask]) {
+    WeakSetPrototypeAdd(hostFunctions, fn);
   }
 
   // --- hardening --------------------------------------------------------------
@@ -327,15 +425,41 @@
     };
     defineFixed(disabled, "prototype", prototype);
     defineFixed(prototype, "constructor", disabled);
+    WeakSetPrototypeAdd(hostFunctions, disabled);
     disabledFunction ??= disabled;
   }
 
-  // 2. No V8 stack-trace hooks (their call sites can hand out functions).
+  // 2. No V8 stack-trace hooks (their call sites can hand out functions),
+  //    and a fixed stack depth (the engine's accessor would stay writable
+  //    through a freeze).
   for (const key of ["prepareStackTrace", "captureStackTrace"]) {
     if (ObjectHasOwn(Error, key) && !ReflectDeleteProperty(Error, key)) {
       fail(`remove Error.${key}`);
     }
   }
+  if (ObjectHasOwn(Error, "stackTraceLimit")) {
+    const depth = safely(() => Number(Error.stackTraceLimit), 10);
+    ObjectDefineProperty(Error, "stackTraceLimit", {
+      value: depth,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
+  }
+
+  // 2b. Source text of the script API stays private.
+  const hiddenToString = named(function toString() {
+    if (WeakSetPrototypeHas(hostFunctions, this)) {
+      return `function ${safely(() => String(this.name), "")}() { [native code] }`;
+    }
+    return ReflectApply(FunctionPrototypeToString, this, []);
+  }, "toString");
+  ObjectDefineProperty(functionPrototypes[0], "toString", {
+    value: hiddenToString,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
 
   // 3. Only standard JavaScript stays global; everything else (Deno,
   //    __bootstrap, eval, WebAssembly, SharedArrayBuffer, Atomics, WeakRef,
@@ -427,6 +551,30 @@
   // Runs only before user code (here and in `install`), so plain method
   // calls are safe and keep this walk fast.
   const frozen = new Set();
+  // A freeze leaves accessors working: a setter on a constructor (the
+  // engine's legacy statics) would still change shared state. Such a
+  // property becomes a read-only value.
+  function pinStaticAccessors(fn) {
+    const descriptors = ObjectGetOwnPropertyDescriptors(fn);
+    for (const key of ReflectOwnKeys(descriptors)) {
+      const descriptor = descriptors[key];
+      if (
+        typeof descriptor.set !== "function" ||
+        WeakSetPrototypeHas(hostFunctions, descriptor.set) ||
+        // %ThrowTypeError%: the poison pill of `caller` and `arguments`.
+        descriptor.get === descriptor.set
+      ) {
+        continue;
+      }
+      if (!descriptor.configurable) fail(`pin the accessor ${String(key)}`);
+      ObjectDefineProperty(fn, key, {
+        value: safely(() => ReflectApply(descriptor.get, fn, []), undefined),
+        writable: false,
+        enumerable: descriptor.enumerable,
+        configurable: false,
+      });
+    }
+  }
   function harden(root) {
     const stack = [root];
     while (stack.length > 0) {
@@ -439,6 +587,9 @@
         continue;
       }
       frozen.add(value);
+      if (typeof value === "function" && value !== FunctionPrototype) {
+        pinStaticAccessors(value);
+      }
       ObjectFreeze(value);
       stack.push(ObjectGetPrototypeOf(value));
       const descriptors = ObjectGetOwnPropertyDescriptors(value);
@@ -493,6 +644,8 @@
     const parsed = JSONParse(config);
     wallMs = parsed.wallMs;
     logBytes = parsed.logBytes;
+    parallelCalls = parsed.parallelCalls;
+    requestBytes = parsed.requestBytes;
     const tools = ObjectCreate(null);
     defineFixed(tools, "call", callTool);
     for (const [server, names] of ObjectEntries(parsed.tools)) {

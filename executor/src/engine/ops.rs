@@ -22,6 +22,10 @@ pub(crate) struct ExecutionState {
     tool_calls: Cell<u32>,
     tool_call_limit: u32,
     tool_limit_hit: Cell<bool>,
+    host_calls: Cell<u32>,
+    host_call_limit: u32,
+    host_limit_hit: Cell<bool>,
+    request_bytes: usize,
     logs: RefCell<LogBuffer>,
 }
 
@@ -33,6 +37,10 @@ impl ExecutionState {
             tool_calls: Cell::new(0),
             tool_call_limit: limits.tool_calls,
             tool_limit_hit: Cell::new(false),
+            host_calls: Cell::new(0),
+            host_call_limit: limits.host_calls,
+            host_limit_hit: Cell::new(false),
+            request_bytes: usize::try_from(limits.request_bytes).unwrap_or(usize::MAX),
             logs: RefCell::new(LogBuffer::new(
                 usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
             )),
@@ -42,6 +50,11 @@ impl ExecutionState {
     /// Whether the script tried more tool calls than allowed.
     pub(crate) fn tool_limit_hit(&self) -> bool {
         self.tool_limit_hit.get()
+    }
+
+    /// Whether the script tried more host calls of any kind than allowed.
+    pub(crate) fn host_limit_hit(&self) -> bool {
+        self.host_limit_hit.get()
     }
 
     /// The captured logs and whether they were cut.
@@ -68,16 +81,41 @@ fn execution(state: &Rc<RefCell<OpState>>) -> Option<Rc<ExecutionState>> {
 }
 
 /// Sends one request (JSON of a [`HostRequest`]) to the host.
+///
+/// The bootstrap admits requests before it serialises them (at most
+/// `parallel_calls` in flight); this op checks again, and checks the size,
+/// before anything is parsed or queued, so a script cannot make the worker
+/// hold more than `parallel_calls` requests of at most `request_bytes` each.
 #[op2]
 #[string]
 async fn op_quiver_request(state: Rc<RefCell<OpState>>, #[string] request: String) -> String {
     let Some(execution) = execution(&state) else {
         return error_reply("no execution is running");
     };
-    let request: HostRequest = match serde_json::from_str(&request) {
-        Ok(request) => request,
-        Err(e) => return error_reply(format_args!("invalid request: {e}")),
+    let Ok(_permit) = execution.in_flight.try_acquire() else {
+        return error_reply("too many requests in flight at once");
     };
+    if request.len() > execution.request_bytes {
+        return error_reply(format_args!(
+            "the request is {} bytes; a script may send at most {} bytes at once",
+            request.len(),
+            execution.request_bytes
+        ));
+    }
+    let made = execution.host_calls.get().saturating_add(1);
+    execution.host_calls.set(made);
+    if made > execution.host_call_limit {
+        execution.host_limit_hit.set(true);
+        return error_reply(format_args!(
+            "host call limit reached: at most {} calls (tools, search, describe, stash) per execution",
+            execution.host_call_limit
+        ));
+    }
+    let Ok(request) = serde_json::from_str::<HostRequest>(&request) else {
+        // serde's own words would describe our protocol, not the script's mistake.
+        return error_reply("the request could not be read");
+    };
+    drop(state);
     if matches!(request, HostRequest::CallTool { .. }) {
         let made = execution.tool_calls.get().saturating_add(1);
         execution.tool_calls.set(made);
@@ -89,9 +127,6 @@ async fn op_quiver_request(state: Rc<RefCell<OpState>>, #[string] request: Strin
             ));
         }
     }
-    let Ok(_permit) = execution.in_flight.acquire().await else {
-        return error_reply("the execution is shutting down");
-    };
     match execution.bridge.request(request).await {
         Ok(value) => format!("o{value}"),
         Err(message) => error_reply(message),

@@ -268,18 +268,32 @@ impl ScriptRuntime {
                 truncated: false,
             },
         };
-        if execution.tool_limit_hit()
-            && !matches!(outcome.error.as_ref(), Some(e) if e.kind == "timeout" || e.kind == "memory")
-        {
-            outcome.result = None;
-            outcome.error = Some(ScriptError {
+        let over_budget = if execution.tool_limit_hit() {
+            Some(ScriptError {
                 kind: "tool_calls".into(),
                 message: format!(
                     "the script tried more than {} tool calls; combine work into fewer calls",
                     limits.tool_calls
                 ),
                 line: None,
-            });
+            })
+        } else if execution.host_limit_hit() {
+            Some(ScriptError {
+                kind: "host_calls".into(),
+                message: format!(
+                    "the script made more than {} host calls (tools, search, describe, stash); combine work into fewer calls",
+                    limits.host_calls
+                ),
+                line: None,
+            })
+        } else {
+            None
+        };
+        if let Some(error) = over_budget
+            && !matches!(outcome.error.as_ref(), Some(e) if e.kind == "timeout" || e.kind == "memory")
+        {
+            outcome.result = None;
+            outcome.error = Some(error);
         }
         outcome.logs = logs;
         outcome.truncated |= logs_cut;
@@ -296,6 +310,8 @@ impl ScriptRuntime {
             "tools": tools,
             "wallMs": limits.wall_ms,
             "logBytes": limits.log_bytes,
+            "parallelCalls": limits.parallel_calls.max(1),
+            "requestBytes": limits.request_bytes,
         })
         .to_string();
         let Some(config) = self.string(&config) else {
@@ -366,12 +382,14 @@ impl ScriptRuntime {
                 usize::try_from(limits.output_bytes).unwrap_or(usize::MAX),
             ) {
                 Ok((value, cut)) => (Some(value), None, cut),
-                // serde_json refuses nesting deeper than 128 levels.
-                Err(e) => (
+                // serde_json refuses nesting deeper than 128 levels; its own
+                // words describe the parser, not the script.
+                Err(_) => (
                     None,
                     Some(script_error(
                         "output",
-                        format!("the result cannot be sent back: {e}"),
+                        "the result cannot be sent back: it is nested more than 128 levels deep"
+                            .into(),
                         None,
                     )),
                     false,
@@ -386,9 +404,9 @@ impl ScriptRuntime {
                         false,
                     )
                 }
-                Err(e) => (
+                Err(_) => (
                     None,
-                    Some(internal(format!("the error could not be read back: {e}"))),
+                    Some(internal("the error could not be read back".into())),
                     false,
                 ),
             },

@@ -2,8 +2,10 @@
 //! the IPC pipes, reused for a bounded number of executions, replaced when in
 //! doubt, reaped when idle.
 
+mod fair_admission;
 mod worker_pool;
 mod worker_process;
 
+pub use fair_admission::{Owner, Refusal};
 pub use worker_pool::{PoolConfig, PoolError, PoolStats, WorkerPool};
-pub use worker_process::{WorkerCommand, WorkerFault, WorkerProcess};
+pub use worker_process::{DEADLINE_GRACE, WorkerCommand, WorkerFault, WorkerProcess};

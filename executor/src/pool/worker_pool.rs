@@ -12,11 +12,13 @@ use std::{
 };
 
 use serde::Serialize;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    pool::worker_process::{WorkerCommand, WorkerFault, WorkerProcess},
+    pool::{
+        fair_admission::{FairAdmission, Owner, Refusal, Shares},
+        worker_process::{WorkerCommand, WorkerFault, WorkerProcess},
+    },
     script::ScriptContext,
     worker::protocol::{Limits, Outcome, ScriptError},
 };
@@ -41,6 +43,12 @@ pub struct PoolConfig {
     pub max_queue: usize,
     /// Longest wait for a worker (default 10 s), then "busy".
     pub queue_timeout: Duration,
+    /// Executions one tenant may run at once (default three quarters of
+    /// `max_workers`, at least one), so another tenant always finds room.
+    pub tenant_share: usize,
+    /// Executions one session may run at once (default half of
+    /// `max_workers`, at least one); as many more may wait.
+    pub session_share: usize,
 }
 
 impl PoolConfig {
@@ -54,7 +62,17 @@ impl PoolConfig {
             max_uses: 50,
             max_queue: 64,
             queue_timeout: Duration::from_secs(10),
+            tenant_share: 6,
+            session_share: 4,
         }
+    }
+
+    /// The same settings with `max_workers` and the shares that follow from it.
+    pub fn with_max_workers(mut self, max_workers: usize) -> PoolConfig {
+        self.max_workers = max_workers.max(1);
+        self.tenant_share = (self.max_workers * 3 / 4).max(1);
+        self.session_share = (self.max_workers / 2).max(1);
+        self
     }
 }
 
@@ -62,16 +80,10 @@ impl PoolConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolError {
-    /// Every worker is busy and the wait queue is full or the wait timed out.
-    #[error(
-        "the executor is busy ({running} scripts running, {waiting} waiting); try again shortly"
-    )]
-    Busy {
-        /// Executions running.
-        running: usize,
-        /// Callers waiting.
-        waiting: usize,
-    },
+    /// No worker within the caller's share came free (said in the caller's
+    /// own terms: nothing about other callers).
+    #[error("the executor is busy: {0}")]
+    Busy(#[from] Refusal),
     /// A worker failed (it has been replaced).
     #[error("{0}")]
     Worker(#[from] WorkerFault),
@@ -96,9 +108,7 @@ pub struct PoolStats {
 pub struct WorkerPool {
     config: PoolConfig,
     idle: Mutex<Vec<WorkerProcess>>,
-    slots: Arc<Semaphore>,
-    waiting: AtomicUsize,
-    running: AtomicUsize,
+    admission: Arc<FairAdmission>,
     spawned: AtomicUsize,
     retired: AtomicUsize,
     /// Serialises warm-up and maintenance so they never both top up the pool.
@@ -110,11 +120,16 @@ impl WorkerPool {
     /// Starts the pool and its maintenance task (warm-up and idle reaping).
     pub fn start(config: PoolConfig) -> Arc<WorkerPool> {
         let pool = Arc::new(WorkerPool {
-            slots: Arc::new(Semaphore::new(config.max_workers.max(1))),
+            admission: FairAdmission::new(Shares {
+                total: config.max_workers.max(1),
+                per_tenant: config.tenant_share.max(1),
+                per_session: config.session_share.max(1),
+                max_waiting: config.max_queue,
+                max_waiting_per_session: config.session_share.max(1),
+                wait: config.queue_timeout,
+            }),
             config,
             idle: Mutex::new(Vec::new()),
-            waiting: AtomicUsize::new(0),
-            running: AtomicUsize::new(0),
             spawned: AtomicUsize::new(0),
             retired: AtomicUsize::new(0),
             topping_up: tokio::sync::Mutex::new(()),
@@ -142,8 +157,8 @@ impl WorkerPool {
     pub fn stats(&self) -> PoolStats {
         PoolStats {
             idle: self.lock_idle().len(),
-            running: self.running.load(Ordering::Relaxed),
-            waiting: self.waiting.load(Ordering::Relaxed),
+            running: self.admission.running(),
+            waiting: self.admission.waiting(),
             spawned: self.spawned.load(Ordering::Relaxed),
             retired: self.retired.load(Ordering::Relaxed),
         }
@@ -165,7 +180,7 @@ impl WorkerPool {
 
     /// Starts workers until `min_workers` are idle or busy.
     async fn top_up(&self) -> Result<(), WorkerFault> {
-        while self.lock_idle().len() + self.running.load(Ordering::SeqCst) < self.config.min_workers
+        while self.lock_idle().len() + self.admission.running() < self.config.min_workers
             && !self.shutdown.is_cancelled()
         {
             let worker = self.spawn().await?;
@@ -241,40 +256,38 @@ impl WorkerPool {
         }
     }
 
-    /// Runs one script on a worker; waits for a free slot within the queue bounds.
+    /// Runs one script on a worker for an owner of its own (so only the
+    /// pool's size and queue bound it), never cancelled: benchmarks and tests.
     pub async fn run(
         &self,
         code: &str,
         limits: Limits,
         context: Arc<dyn ScriptContext>,
     ) -> Result<Outcome, PoolError> {
-        let busy = || PoolError::Busy {
-            running: self.running.load(Ordering::Relaxed),
-            waiting: self.waiting.load(Ordering::Relaxed),
+        static ANONYMOUS: AtomicUsize = AtomicUsize::new(0);
+        let n = ANONYMOUS.fetch_add(1, Ordering::Relaxed);
+        let owner = Owner::new(format!("anonymous-{n}"), "");
+        self.run_for(&owner, code, limits, context, CancellationToken::new())
+            .await
+    }
+
+    /// Runs one script for `owner` once a slot within its shares is free.
+    /// Cancelling `cancel` (or dropping the future) stops the script and
+    /// frees its slot at once.
+    pub async fn run_for(
+        &self,
+        owner: &Owner,
+        code: &str,
+        limits: Limits,
+        context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
+    ) -> Result<Outcome, PoolError> {
+        let slot = tokio::select! {
+            slot = self.admission.acquire(owner) => slot?,
+            () = cancel.cancelled() => return Err(WorkerFault::Cancelled.into()),
         };
-        let permit = match self.slots.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.config.max_queue {
-                    self.waiting.fetch_sub(1, Ordering::SeqCst);
-                    return Err(busy());
-                }
-                let acquired = tokio::time::timeout(
-                    self.config.queue_timeout,
-                    self.slots.clone().acquire_owned(),
-                )
-                .await;
-                self.waiting.fetch_sub(1, Ordering::SeqCst);
-                match acquired {
-                    Ok(Ok(permit)) => permit,
-                    _ => return Err(busy()),
-                }
-            }
-        };
-        self.running.fetch_add(1, Ordering::SeqCst);
-        let result = self.run_on_worker(code, limits, context).await;
-        self.running.fetch_sub(1, Ordering::SeqCst);
-        drop(permit);
+        let result = self.run_on_worker(code, limits, context, cancel).await;
+        drop(slot);
         result
     }
 
@@ -283,6 +296,7 @@ impl WorkerPool {
         code: &str,
         limits: Limits,
         context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
     ) -> Result<Outcome, PoolError> {
         // Oldest idle first: a worker that just finished may still be building its
         // next runtime, while one idle for longer has it ready.
@@ -294,16 +308,20 @@ impl WorkerPool {
             Some(worker) => worker,
             None => self.spawn().await?,
         };
-        let mut result = worker.run(code, limits, context.clone()).await;
+        let mut result = worker
+            .run(code, limits, context.clone(), cancel.clone())
+            .await;
         if matches!(result, Err(WorkerFault::NotStarted)) {
             // The worker died while idle; nothing was sent, so a fresh one may run it.
             self.retire(worker);
             worker = self.spawn().await?;
-            result = worker.run(code, limits, context).await;
+            result = worker.run(code, limits, context, cancel).await;
         }
         match result {
             Ok(outcome) => {
-                if WorkerProcess::in_doubt_after(&outcome) || worker.uses() >= self.config.max_uses
+                if WorkerProcess::in_doubt_after(&outcome)
+                    || worker.poisoned()
+                    || worker.uses() >= self.config.max_uses
                 {
                     self.retire(worker);
                 } else {

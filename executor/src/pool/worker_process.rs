@@ -13,20 +13,23 @@ use futures::{StreamExt, stream::FuturesUnordered};
 use serde_json::Value;
 use tokio::{
     process::{Child, ChildStdin, ChildStdout, Command},
-    sync::Semaphore,
+    sync::{Semaphore, mpsc},
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     engine::BYTECODE_CACHE_OFF,
     script::{ScriptContext, StashOp},
     worker::{
-        ipc::{FrameReader, FrameWriter},
+        ipc::{FrameError, FrameReader, FrameWriter},
         protocol::{HostMessage, HostRequest, Limits, Outcome, ScriptError, WorkerMessage},
     },
 };
 
-/// How long past its wall limit a worker may take to report before it is killed.
-const DEADLINE_GRACE: Duration = Duration::from_millis(1500);
+/// How long past its wall limit a worker may take to report before it is
+/// killed: the backstop for native code in the engine that never checks the
+/// interrupt the watchdog raises.
+pub const DEADLINE_GRACE: Duration = Duration::from_millis(250);
 /// How long a new worker may take to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -58,6 +61,9 @@ pub enum WorkerFault {
     /// It did not finish within its wall limit plus grace and was killed.
     #[error("the script exceeded its time limit and its worker was stopped")]
     Overran,
+    /// The caller cancelled (or went away) and the worker was stopped.
+    #[error("the script was cancelled and its worker was stopped")]
+    Cancelled,
 }
 
 /// A running worker process, killed on drop.
@@ -67,6 +73,7 @@ pub struct WorkerProcess {
     writer: FrameWriter<ChildStdin>,
     uses: u32,
     idle_since: Instant,
+    poisoned: bool,
 }
 
 impl WorkerProcess {
@@ -98,6 +105,7 @@ impl WorkerProcess {
             writer: FrameWriter::new(stdin),
             uses: 0,
             idle_since: Instant::now(),
+            poisoned: false,
         };
         match tokio::time::timeout(START_TIMEOUT, worker.reader.read_message::<WorkerMessage>())
             .await
@@ -145,48 +153,63 @@ impl WorkerProcess {
     }
 
     /// Runs one script. Requests from the worker are answered through `context`,
-    /// with the tool-call limits enforced here too.
+    /// with the host-call limits enforced here too. Reading the worker's
+    /// frames and writing replies to it run independently, and the deadline
+    /// (the wall limit plus [`DEADLINE_GRACE`]) and `cancel` are watched
+    /// whatever either is doing: a worker past its deadline, or whose caller
+    /// gave up, is killed.
     pub async fn run(
         &mut self,
         code: &str,
         limits: Limits,
         context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
     ) -> Result<Outcome, WorkerFault> {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            // Gone while idle: nothing was sent, so nothing ran.
+            return Err(WorkerFault::NotStarted);
+        }
         self.uses += 1;
         let execute = HostMessage::Execute {
             code: code.to_string(),
             limits,
             tools: context.tool_names(),
         };
-        self.writer
-            .write_message(&execute)
-            .await
-            .map_err(|_| WorkerFault::Died)?;
+        // What a worker may send: its largest request, or its outcome.
+        self.reader.set_max_frame(worker_frame_limit(&limits));
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(limits.wall_ms) + DEADLINE_GRACE;
+        let (replies, mut to_worker) = mpsc::unbounded_channel::<HostMessage>();
+        let writer = &mut self.writer;
+        // Replies queue here (at most one per admitted request) and are written
+        // while frames keep being read.
+        let writing = async move {
+            writer.write_message(&execute).await?;
+            while let Some(message) = to_worker.recv().await {
+                writer.write_message(&message).await?;
+            }
+            Ok::<_, FrameError>(())
+        };
+        tokio::pin!(writing);
         let parallel = Arc::new(Semaphore::new(limits.parallel_calls.max(1) as usize));
-        let mut tool_calls = 0u32;
+        let mut budget = HostCallBudget::new(&limits);
         let mut pending = FuturesUnordered::new();
+        let mut written = false;
         let result = loop {
             tokio::select! {
                 message = self.reader.read_message::<WorkerMessage>() => match message {
                     Ok(Some(WorkerMessage::Request { id, request })) => {
-                        if matches!(request, HostRequest::CallTool { .. }) {
-                            tool_calls += 1;
-                            if tool_calls > limits.tool_calls {
-                                let refusal = HostMessage::Reply {
-                                    id,
-                                    result: Err(format!("tool call limit reached: at most {} calls per execution", limits.tool_calls)),
-                                };
-                                self.writer.write_message(&refusal).await.map_err(|_| WorkerFault::Died)?;
-                                continue;
-                            }
+                        if let Err(refusal) = budget.admit(&request) {
+                            let _ = replies.send(HostMessage::Reply { id, result: Err(refusal) });
+                            continue;
                         }
                         let context = context.clone();
                         let parallel = parallel.clone();
+                        let reply_bytes = limits.reply_bytes;
                         pending.push(async move {
                             let _permit = parallel.acquire_owned().await;
-                            (id, answer(context.as_ref(), request).await)
+                            let result = answer(context.as_ref(), request).await;
+                            (id, bounded_reply(result, reply_bytes))
                         });
                     }
                     Ok(Some(WorkerMessage::Done { outcome })) => break Ok(outcome),
@@ -195,16 +218,46 @@ impl WorkerProcess {
                     Err(e) => break Err(WorkerFault::Protocol(e.to_string())),
                 },
                 Some((id, result)) = pending.next(), if !pending.is_empty() => {
-                    self.writer.write_message(&HostMessage::Reply { id, result }).await.map_err(|_| WorkerFault::Died)?;
+                    let _ = replies.send(HostMessage::Reply { id, result });
+                }
+                done = &mut writing, if !written => {
+                    written = true;
+                    if done.is_err() {
+                        break Err(WorkerFault::Died);
+                    }
                 }
                 () = tokio::time::sleep_until(deadline) => break Err(WorkerFault::Overran),
+                () = cancel.cancelled() => break Err(WorkerFault::Cancelled),
             }
+        };
+        // Calls still running belong to a finished script: stop them, and let
+        // the replies already queued reach the worker (which ignores them) so
+        // the next frame starts on a frame boundary.
+        drop(pending);
+        drop(replies);
+        let result = match result {
+            Ok(outcome) if !written => {
+                match tokio::time::timeout(DEADLINE_GRACE, &mut writing).await {
+                    Ok(Ok(())) => Ok(outcome),
+                    _ => {
+                        // The stream may be cut mid-frame: this worker cannot be reused.
+                        self.poisoned = true;
+                        Ok(outcome)
+                    }
+                }
+            }
+            other => other,
         };
         self.idle_since = Instant::now();
         if result.is_err() {
             let _ = self.child.start_kill();
         }
         result
+    }
+
+    /// Whether the worker's pipe may be mid-frame, so it must not be reused.
+    pub fn poisoned(&self) -> bool {
+        self.poisoned
     }
 
     /// Whether the worker should not run anything else after `outcome`.
@@ -226,5 +279,63 @@ async fn answer(context: &dyn ScriptContext, request: HostRequest) -> Result<Val
         } => context.stash(StashOp::Set(key, value, ttl_secs)).await,
         HostRequest::StashDelete { key } => context.stash(StashOp::Delete(key)).await,
         HostRequest::StashKeys => context.stash(StashOp::Keys).await,
+    }
+}
+
+/// The largest frame a worker may send during an execution under `limits`:
+/// its outcome (result and logs) or one request, with room for framing.
+fn worker_frame_limit(limits: &Limits) -> usize {
+    let outcome = limits.output_bytes.saturating_add(limits.log_bytes);
+    let largest = outcome.max(limits.request_bytes).saturating_add(64 * 1024);
+    usize::try_from(largest).unwrap_or(usize::MAX)
+}
+
+/// A reply too large for the script becomes an error saying so.
+fn bounded_reply(result: Result<Value, String>, max: u64) -> Result<Value, String> {
+    let value = result?;
+    let size = serde_json::to_string(&value).map_or(0, |text| text.len() as u64);
+    if size > max {
+        return Err(format!(
+            "the answer is {size} bytes; a script may receive at most {max} bytes at once (ask for less, e.g. a page or a summary)"
+        ));
+    }
+    Ok(value)
+}
+
+/// The per-execution budgets the host enforces itself, whatever the worker
+/// claims: tool calls, and host calls of every kind.
+struct HostCallBudget {
+    tool_calls: u32,
+    host_calls: u32,
+    limits: Limits,
+}
+
+impl HostCallBudget {
+    fn new(limits: &Limits) -> Self {
+        HostCallBudget {
+            tool_calls: 0,
+            host_calls: 0,
+            limits: *limits,
+        }
+    }
+
+    fn admit(&mut self, request: &HostRequest) -> Result<(), String> {
+        self.host_calls += 1;
+        if self.host_calls > self.limits.host_calls {
+            return Err(format!(
+                "host call limit reached: at most {} calls (tools, search, describe, stash) per execution",
+                self.limits.host_calls
+            ));
+        }
+        if matches!(request, HostRequest::CallTool { .. }) {
+            self.tool_calls += 1;
+            if self.tool_calls > self.limits.tool_calls {
+                return Err(format!(
+                    "tool call limit reached: at most {} calls per execution",
+                    self.limits.tool_calls
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::{
-    pool::{PoolError, WorkerPool},
+    pool::{Owner, PoolError, WorkerPool},
     sandbox::validate::{ValidationErrors, ValidationLimits, validate},
     script::context::ScriptContext,
     worker::protocol::{Limits, Outcome},
@@ -47,11 +49,14 @@ impl ScriptRunner {
         &self.pool
     }
 
-    /// Validates and runs `code` against `context`.
+    /// Validates and runs `code` for `owner` against `context`; cancelling
+    /// `cancel` stops it and frees its worker.
     pub async fn execute(
         &self,
+        owner: &Owner,
         code: &str,
         context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
     ) -> Result<Outcome, ExecuteError> {
         let validation = ValidationLimits {
             max_code_bytes: self.limits.code_bytes as usize,
@@ -67,6 +72,9 @@ impl ScriptRunner {
                 ))
             });
         checked.map_err(ExecuteError::Rejected)?;
-        Ok(self.pool.run(code, self.limits, context).await?)
+        Ok(self
+            .pool
+            .run_for(owner, code, self.limits, context, cancel)
+            .await?)
     }
 }

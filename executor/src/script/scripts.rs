@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Dispatch,
+    pool::Owner,
     script::{ExecuteError, ScriptRunner, ViewScriptContext},
     stash::StashStore,
     worker::protocol::Outcome,
@@ -64,9 +65,16 @@ impl Scripts for LocalScripts {
                 self.stash.clone(),
                 view,
                 session.to_string(),
-                cancel,
+                cancel.clone(),
             ));
-            self.runner.execute(code, context).await
+            // Tenants are not resolved at the edge yet: every session belongs
+            // to the built-in tenant, and `session` may already name one
+            // (`tenant/session`, from a remote edge).
+            let owner = match session.split_once('/') {
+                Some((tenant, session)) => Owner::new(tenant, session),
+                None => Owner::new("default", session),
+            };
+            self.runner.execute(&owner, code, context, cancel).await
         })
     }
 }

@@ -144,6 +144,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// Changes the body limit for the frames still to come.
+    pub fn set_max_frame(&mut self, max_frame: usize) {
+        self.decoder = FrameDecoder::new(max_frame);
+    }
+
     /// The next frame body; `Ok(None)` when the stream ends cleanly between frames.
     pub async fn read_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
         loop {

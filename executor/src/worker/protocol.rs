@@ -21,6 +21,30 @@ pub struct Limits {
     pub tool_calls: u32,
     /// Tool calls in flight at once (default 8).
     pub parallel_calls: u32,
+    /// Host calls of any kind (tool calls, `search`, `describe`, stash
+    /// operations) per execution (default 500).
+    #[serde(default = "default_host_calls")]
+    pub host_calls: u32,
+    /// Largest request a script may send to the host (serialized), bytes
+    /// (default 1 MiB); larger ones are refused before they are parsed.
+    #[serde(default = "default_request_bytes")]
+    pub request_bytes: u64,
+    /// Largest answer the host hands back to a script (serialized), bytes
+    /// (default 4 MiB); a larger tool result reaches the script as an error.
+    #[serde(default = "default_reply_bytes")]
+    pub reply_bytes: u64,
+}
+
+fn default_host_calls() -> u32 {
+    Limits::default().host_calls
+}
+
+fn default_request_bytes() -> u64 {
+    Limits::default().request_bytes
+}
+
+fn default_reply_bytes() -> u64 {
+    Limits::default().reply_bytes
 }
 
 impl Default for Limits {
@@ -33,6 +57,9 @@ impl Default for Limits {
             log_bytes: 64 * 1024,
             tool_calls: 50,
             parallel_calls: 8,
+            host_calls: 500,
+            request_bytes: 1024 * 1024,
+            reply_bytes: 4 * 1024 * 1024,
         }
     }
 }

@@ -69,39 +69,63 @@ where
     }
     let host = link;
 
-    loop {
-        tokio::select! {
-            // `read_message` is cancel-safe: a frame cut by the other branch
-            // stays buffered in the reader.
-            message = reader.read_message::<HostMessage>() => {
-                match message.context("reading a frame from the host")? {
-                    None => return Ok(()),
-                    Some(HostMessage::Ping) => {
-                        writer.write_message(&WorkerMessage::Pong).await.context("answering a ping")?;
-                    }
-                    Some(HostMessage::Reply { id, result }) => {
-                        if !host.resolve(id, result) {
-                            tracing::debug!(id, "reply to a request nobody waits for");
-                        }
-                    }
-                    Some(HostMessage::Execute { code, limits, tools }) => {
-                        jobs.send(Job { code, limits, tools })
-                            .map_err(|_| anyhow::anyhow!("the script engine has stopped"))?;
+    // Reading and writing never wait for each other: a large frame being
+    // written to the host (a request, an outcome) never stops this worker from
+    // reading the host's replies, and the other way round, so two full pipes
+    // can never hold each other up.
+    let reading = async {
+        loop {
+            match reader
+                .read_message::<HostMessage>()
+                .await
+                .context("reading a frame from the host")?
+            {
+                None => return Ok(()),
+                Some(HostMessage::Ping) => {
+                    host.send(WorkerMessage::Pong);
+                }
+                Some(HostMessage::Reply { id, result }) => {
+                    if !host.resolve(id, result) {
+                        tracing::debug!(id, "reply to a request nobody waits for");
                     }
                 }
-            }
-            Some(message) = to_host.recv() => {
-                send_to_host(&mut writer, &host, message).await?;
-            }
-            _ = &mut engine_stopped => {
-                // Flush what it said last (a `Done`, say), then give up: the
-                // host replaces a worker whose engine is gone.
-                while let Ok(message) = to_host.try_recv() {
-                    send_to_host(&mut writer, &host, message).await?;
+                Some(HostMessage::Execute {
+                    code,
+                    limits,
+                    tools,
+                }) => {
+                    jobs.send(Job {
+                        code,
+                        limits,
+                        tools,
+                    })
+                    .map_err(|_| anyhow::anyhow!("the script engine has stopped"))?;
                 }
-                anyhow::bail!("the script engine has stopped");
             }
         }
+    };
+    let writing = async {
+        loop {
+            tokio::select! {
+                biased;
+                message = to_host.recv() => match message {
+                    Some(message) => send_to_host(&mut writer, &host, message).await?,
+                    None => return Ok(()),
+                },
+                _ = &mut engine_stopped => {
+                    // Flush what it said last (a `Done`, say), then give up:
+                    // the host replaces a worker whose engine is gone.
+                    while let Ok(message) = to_host.try_recv() {
+                        send_to_host(&mut writer, &host, message).await?;
+                    }
+                    anyhow::bail!("the script engine has stopped");
+                }
+            }
+        }
+    };
+    tokio::select! {
+        read = reading => read,
+        written = writing => written,
     }
 }
 
