@@ -192,9 +192,14 @@ async fn reference_servers_through_passthrough() {
     )
     .await;
     assert_ne!(long.is_error, Some(true), "{}", text(&long));
+    // Notifications are handled beside the response: wait for all three.
     let mut steps = Vec::new();
-    while let Ok(progress) = seen.progress.try_recv() {
-        steps.push(progress);
+    for _ in 0..3 {
+        let step = tokio::time::timeout(std::time::Duration::from_secs(10), seen.progress.recv())
+            .await
+            .expect("three progress notifications relayed")
+            .expect("progress channel open");
+        steps.push(step);
     }
     assert_eq!(steps, [1.0, 2.0, 3.0], "progress relayed in order");
 
