@@ -5,18 +5,21 @@
 //! operation, sampling and elicitation relayed to the client) and through a
 //! code-mode script (calls, structured content, an image, and a filesystem
 //! denial the model can act on: its own path kept, the server's directory not).
+// Sampling is deprecated by SEP-2577 in rmcp's types, but reference servers and
+// clients still use it, and Quiver relays it.
+#![allow(deprecated)]
 
 mod support;
 
 use std::path::Path;
 
 use rmcp::{
-    ClientHandler, ErrorData, RoleClient, RunningService, ServiceExt,
+    ClientHandler, ErrorData, RoleClient, ServiceExt,
     model::{
-        ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult,
-        ElicitRequestParams, ElicitResult, ProgressNotificationParam,
+        ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+        ElicitRequestParams, ElicitResult, Implementation, ProgressNotificationParam,
     },
-    service::{NotificationContext, RequestContext},
+    service::{NotificationContext, RequestContext, RunningService},
     transport::StreamableHttpClientTransport,
 };
 use serde_json::{Value, json};
@@ -33,13 +36,15 @@ struct ReferenceClient {
 }
 
 impl ClientHandler for ReferenceClient {
-    fn get_info(&self) -> ClientInfo {
-        let mut info = ClientInfo::default();
-        info.capabilities = serde_json::from_value::<ClientCapabilities>(
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = serde_json::from_value::<ClientCapabilities>(
             json!({"sampling": {}, "elicitation": {}}),
         )
         .expect("capabilities");
-        info
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("reference-servers-test", "0"),
+        )
     }
 
     async fn on_progress(
