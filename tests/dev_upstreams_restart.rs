@@ -62,14 +62,9 @@ fn ctl_add(dev: &QuiverDev, id: &str, server: &str) {
     assert!(ok, "ctl upstream add {id}: {err}");
 }
 
+/// `quiver ctl upstream show <id>`, as JSON text.
 fn description(dev: &QuiverDev, id: &str) -> String {
-    let list = ctl_json(&dev.control_plane, &["upstream", "list"]);
-    list.as_array()
-        .expect("a JSON array")
-        .iter()
-        .find(|u| u["id"] == id)
-        .map(|u| u.to_string())
-        .unwrap_or_else(|| panic!("{id} not registered: {list}"))
+    ctl_json(&dev.control_plane, &["upstream", "show", id]).to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -99,9 +94,10 @@ async fn upstreams_added_with_ctl_survive_a_restart_unless_the_config_claims_or_
         dev.banner
     );
     assert_eq!(servers_listed(&dev).await, ["maps", "notes", "weather"]);
+    let shown = description(&dev, "maps");
     assert!(
-        description(&dev, "maps").contains("maps from the config"),
-        "the file wins"
+        shown.contains("maps from the config"),
+        "the file wins: {shown}"
     );
     drop(dev);
 
