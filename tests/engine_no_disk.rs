@@ -50,6 +50,28 @@ fn wrapped(code: &str) -> String {
     format!("(async () => {{\"use strict\";{code}\n}})()")
 }
 
+/// Held by a test that walks or watches the shared temporary directory, so
+/// one test's reads never show up in the other's watch (test runners may run
+/// them in parallel processes).
+struct TestLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
+
+impl TestLock {
+    fn take() -> TestLock {
+        let path = std::env::temp_dir().join("quiver-engine-no-disk-tests.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .expect("open the test lock file");
+        TestLock(
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, e)| e)
+                .expect("lock the test lock file"),
+        )
+    }
+}
+
 /// Every regular file below `dir` (not following links), up to a size.
 fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -67,7 +89,9 @@ fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn files_containing(dirs: &[PathBuf], needle: &str) -> Vec<PathBuf> {
+/// Files below `dirs` written since `since` that contain `needle` (a file
+/// last written before the marker existed cannot hold it).
+fn files_containing(dirs: &[PathBuf], needle: &str, since: SystemTime) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for dir in dirs {
         files_below(dir, &mut files);
@@ -75,18 +99,21 @@ fn files_containing(dirs: &[PathBuf], needle: &str) -> Vec<PathBuf> {
     files
         .into_iter()
         .filter(|path| {
-            std::fs::metadata(path).is_ok_and(|m| m.len() < 64 * 1024 * 1024)
-                && std::fs::read(path).is_ok_and(|bytes| {
-                    bytes
-                        .windows(needle.len())
-                        .any(|window| window == needle.as_bytes())
-                })
+            std::fs::metadata(path).is_ok_and(|m| {
+                m.len() < 256 * 1024 * 1024 && m.modified().is_ok_and(|at| at >= since)
+            }) && std::fs::read(path).is_ok_and(|bytes| {
+                bytes
+                    .windows(needle.len())
+                    .any(|window| window == needle.as_bytes())
+            })
         })
         .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_script_and_its_marker_are_written_nowhere() {
+    let _alone = TestLock::take();
+    let started = SystemTime::now() - std::time::Duration::from_secs(2);
     let home = tempfile::tempdir().expect("temp home");
     let data = tempfile::tempdir().expect("temp data dir");
     let marker = unique_marker();
@@ -118,7 +145,7 @@ async fn a_script_and_its_marker_are_written_nowhere() {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME") {
         searched.push(PathBuf::from(xdg));
     }
-    let found = files_containing(&searched, &marker);
+    let found = files_containing(&searched, &marker, started);
     assert!(
         found.is_empty(),
         "the script's marker was written to disk: {found:?}"
@@ -239,6 +266,7 @@ impl Drop for Planted {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bytecode_planted_where_the_engine_would_look_is_never_read() {
+    let _alone = TestLock::take();
     let marker = unique_marker();
     let genuine = format!("return \"genuine {marker}\";");
     let forged = format!("return \"forged {marker}\";");

@@ -12,11 +12,12 @@ use std::{
 
 use futures::future::BoxFuture;
 use quiver_executor::{
-    pool::{PoolConfig, WorkerCommand, WorkerPool},
+    pool::{Owner, PoolConfig, WorkerCommand, WorkerPool},
     script::{ExecuteError, ScriptContext, ScriptRunner, StashOp},
     worker::protocol::Limits,
 };
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 /// Records what reached the host.
 #[derive(Default)]
@@ -587,7 +588,15 @@ async fn every_escape_attempt_is_contained_by_each_layer() {
         tracing::info!("--- {name}");
         // Layer 1 + 2: the full path.
         let context = Arc::new(RecordingContext::default());
-        match runner.execute(code, context.clone()).await {
+        match runner
+            .execute(
+                &Owner::new("tenant", "adversary"),
+                code,
+                context.clone(),
+                CancellationToken::new(),
+            )
+            .await
+        {
             Err(ExecuteError::Rejected(_)) => rejected_statically += 1,
             Err(e) => panic!("`{name}`: the executor failed instead of containing it: {e}"),
             Ok(outcome) => assert_ne!(

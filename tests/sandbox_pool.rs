@@ -14,11 +14,12 @@ use std::{
 
 use futures::future::BoxFuture;
 use quiver_executor::{
-    pool::{PoolConfig, PoolError, WorkerCommand, WorkerPool},
+    pool::{Owner, PoolConfig, PoolError, WorkerCommand, WorkerPool},
     script::{ExecuteError, ScriptContext, ScriptRunner, StashOp},
     worker::protocol::{Limits, Outcome},
 };
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 /// A host context with one tool, `demo.echo`, that tracks how many calls run at once.
 #[derive(Default)]
@@ -221,7 +222,12 @@ async fn oversized_code_is_rejected_before_any_worker_sees_it() {
     let runner = ScriptRunner::new(pool.clone(), Limits::default());
     let code = format!("return '{}';", "z".repeat(70 * 1024));
     match runner
-        .execute(&code, Arc::new(CountingContext::default()))
+        .execute(
+            &Owner::new("tenant", "session"),
+            &code,
+            Arc::new(CountingContext::default()),
+            CancellationToken::new(),
+        )
         .await
     {
         Err(ExecuteError::Rejected(errors)) => assert!(

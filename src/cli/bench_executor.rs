@@ -342,7 +342,14 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         peak
     });
     let busy_script = "const rows = []; for (let i = 0; i < 100000; i++) rows.push({ id: i, name: 'row ' + i }); const end = Date.now() + 400; while (Date.now() < end) {} return rows.length;";
-    worker.run(busy_script, limits, context.clone()).await?;
+    worker
+        .run(
+            busy_script,
+            limits,
+            context.clone(),
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .await?;
     let busy_peak = sampler.await?;
     let _ = writeln!(out, "\n## Workers\n\n| measure | value |\n|---|---:|");
     let _ = writeln!(
