@@ -308,10 +308,12 @@ async fn workers_start_with_no_environment_and_no_inherited_files() {
     pool.warm_up().await.unwrap();
     let pid = pool.idle_pids()[0];
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    assert!(
-        environ.is_empty(),
-        "worker environment: {:?}",
-        String::from_utf8_lossy(&environ)
+    // Nothing of ours: only the switch that keeps the engine's bytecode cache
+    // (and so every script) off the disk.
+    assert_eq!(
+        String::from_utf8_lossy(&environ),
+        "V82JSC_NO_BC_CACHE=1\0",
+        "worker environment"
     );
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
         let target = std::fs::read_link(entry.unwrap().path()).unwrap_or_default();
