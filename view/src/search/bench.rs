@@ -7,12 +7,15 @@ use std::{
     fmt,
     hint::black_box,
     path::Path,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use super::{
-    Bm25Index, SearchDoc, SearchIndex,
+    Bm25Index, HybridIndex, SearchDoc, SearchIndex, SemanticModel,
     corpus::{CORPORA, Corpus},
+    semantic::embedding_text,
+    vector_cache::VectorCache,
 };
 
 /// Queries used when none are given.
@@ -42,6 +45,23 @@ pub struct LatencyReport {
     pub iterations: usize,
     /// One row per ranker.
     pub rows: Vec<LatencyRow>,
+    /// Building tool vectors, with a model.
+    pub vectors: Option<VectorReport>,
+}
+
+/// Cost of the tool vectors.
+#[derive(Debug, Clone)]
+pub struct VectorReport {
+    /// Distinct tool definitions embedded from nothing.
+    pub distinct: usize,
+    /// Time to embed them (cold cache), with every core.
+    pub cold: Duration,
+    /// Time to reopen the cache file and assemble the vectors of every tool.
+    pub warm: Duration,
+    /// Bytes of one view's vector matrix over all the tools.
+    pub matrix_bytes: usize,
+    /// Bytes of the cache's vectors (one per distinct definition).
+    pub cache_bytes: usize,
 }
 
 /// Latency of one ranker.
@@ -72,6 +92,7 @@ pub fn latency(
     tools: usize,
     queries: &[String],
     iterations: usize,
+    model: Option<&Arc<SemanticModel>>,
 ) -> LatencyReport {
     let (real, source) = match load_real(dataset_dir) {
         Ok(docs) => (
@@ -95,21 +116,92 @@ pub fn latency(
     let bm25 = Bm25Index::build(&docs);
     let bm25_build = started.elapsed();
 
-    let rows = vec![
-        time_queries("ours", ours_build, &queries, iterations, |q| {
+    let mut rows = vec![
+        time_queries("lexical", ours_build, &queries, iterations, |q| {
             ours.search(q, 10)
         }),
         time_queries("BM25", bm25_build, &queries, iterations, |q| {
             bm25.search(q, 10)
         }),
     ];
+    let mut vectors = None;
+    if let Some(model) = model {
+        match vector_costs(model, &docs) {
+            Ok(report) => vectors = Some(report),
+            Err(e) => eprintln!("vector build not measured: {e:#}"),
+        }
+        let started = Instant::now();
+        let hybrid = HybridIndex::build(&docs, Some(model.clone()));
+        let hybrid_build = started.elapsed();
+        rows.push(time_queries(
+            "hybrid (incl. query embedding)",
+            hybrid_build,
+            &queries,
+            iterations,
+            |q| hybrid.search(q, 10),
+        ));
+        rows.push(time_queries(
+            "query embedding alone",
+            Duration::ZERO,
+            &queries,
+            iterations,
+            |q| model.query_vector(q).map(|v| v.len()).unwrap_or(0),
+        ));
+    }
     LatencyReport {
         tools: docs.len(),
         source,
         queries: queries.len(),
         iterations,
         rows,
+        vectors,
     }
+}
+
+/// Embeds every distinct definition of `docs` into a fresh cache file (cold),
+/// then reopens the file and assembles all rows (warm).
+fn vector_costs(model: &Arc<SemanticModel>, docs: &[SearchDoc]) -> anyhow::Result<VectorReport> {
+    let dir = tempfile_dir()?;
+    let embedder = model.embedder();
+    let mut texts: Vec<String> = docs.iter().map(embedding_text).collect();
+    texts.sort_unstable();
+    texts.dedup();
+    let cold_cache = VectorCache::open(&dir, embedder.id(), embedder.dim())?;
+    let started = Instant::now();
+    let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embedder.embed(&batch)?;
+    let keys = texts
+        .iter()
+        .map(|t| super::vector_cache::vector_key(embedder.id(), t));
+    cold_cache.insert(keys.zip(vectors).collect())?;
+    let cold = started.elapsed();
+    let cache_bytes = cold_cache.vector_bytes();
+    drop(cold_cache);
+    let started = Instant::now();
+    let warm_cache = VectorCache::open(&dir, embedder.id(), embedder.dim())?;
+    let mut matrix = Vec::with_capacity(docs.len() * embedder.dim());
+    for doc in docs {
+        let key = super::vector_cache::vector_key(embedder.id(), &embedding_text(doc));
+        match warm_cache.get(&key) {
+            Some(v) => matrix.extend_from_slice(&v),
+            None => anyhow::bail!("a vector is missing from the reopened cache"),
+        }
+    }
+    let warm = started.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(VectorReport {
+        distinct: texts.len(),
+        cold,
+        warm,
+        matrix_bytes: matrix.len() * 4,
+        cache_bytes,
+    })
+}
+
+fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("quiver-bench-vectors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 fn load_real(dataset_dir: &Path) -> anyhow::Result<Vec<SearchDoc>> {
@@ -263,6 +355,47 @@ impl fmt::Display for LatencyReport {
                 us(r.mean)
             )?;
         }
+        if let Some(v) = &self.vectors {
+            let per_tool = v.cold.as_secs_f64() / v.distinct.max(1) as f64;
+            writeln!(f)?;
+            writeln!(f, "| tool vectors | value |")?;
+            writeln!(f, "|---|---:|")?;
+            writeln!(
+                f,
+                "| distinct definitions embedded (cold) | {} |",
+                v.distinct
+            )?;
+            writeln!(
+                f,
+                "| cold build | {:.2} s ({:.1} ms per definition) |",
+                v.cold.as_secs_f64(),
+                per_tool * 1e3
+            )?;
+            writeln!(
+                f,
+                "| cold build projected to {} distinct definitions | {:.0} s |",
+                self.tools,
+                per_tool * self.tools as f64
+            )?;
+            writeln!(
+                f,
+                "| warm build of all {} tools (reopen cache + assemble) | {:.1} ms |",
+                self.tools,
+                v.warm.as_secs_f64() * 1e3
+            )?;
+            writeln!(
+                f,
+                "| vector matrix of one view ({} tools) | {:.1} MiB |",
+                self.tools,
+                v.matrix_bytes as f64 / 1048576.0
+            )?;
+            writeln!(
+                f,
+                "| shared cache ({} vectors) | {:.1} MiB |",
+                v.distinct,
+                v.cache_bytes as f64 / 1048576.0
+            )?;
+        }
         Ok(())
     }
 }
@@ -297,14 +430,14 @@ mod tests {
 
     #[test]
     fn latency_runs_without_datasets() {
-        let report = latency(Path::new("/nonexistent"), 100, &[], 1);
+        let report = latency(Path::new("/nonexistent"), 100, &[], 1, None);
         assert_eq!(report.tools, 100);
         assert!(report.source.starts_with("generated"));
         assert_eq!(report.rows.len(), 2);
-        assert!(report.to_string().contains("| ours |"));
+        assert!(report.to_string().contains("| lexical |"));
     }
 
-    /// `cargo test --release -p quiver-edge latency_at_10k_tools -- --ignored --nocapture`
+    /// `cargo test --release -p quiver-view latency_at_10k_tools -- --ignored --nocapture`
     #[test]
     #[ignore = "prints a latency table; run in release"]
     fn latency_at_10k_tools() -> anyhow::Result<()> {
@@ -319,7 +452,7 @@ mod tests {
                 .into_iter()
                 .map(|q| q.query)
                 .collect();
-        println!("{}", latency(&datasets, 10_000, &queries, 20));
+        println!("{}", latency(&datasets, 10_000, &queries, 20, None));
         Ok(())
     }
 }

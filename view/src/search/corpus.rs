@@ -34,6 +34,16 @@ impl Corpus {
         })
     }
 
+    /// Loads a catalogue file of any shape [`Catalog`] reads, named `name`.
+    pub fn load_file(path: &Path, name: &str) -> anyhow::Result<Corpus> {
+        let catalog =
+            Catalog::load(path, name).with_context(|| format!("loading corpus {name}"))?;
+        Ok(Corpus {
+            name: name.to_owned(),
+            docs: docs_of(&catalog),
+        })
+    }
+
     /// Where the catalogue `name` lives under `dataset_dir`.
     pub fn path(dataset_dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
         Ok(match name {

@@ -1,0 +1,301 @@
+//! Sentence embeddings on the CPU: a BERT-family model (all-MiniLM-L6-v2 by
+//! default) run with candle, mean-pooled over the real tokens and
+//! L2-normalised, so the dot product of two vectors is their cosine.
+//!
+//! It owns loading a model directory and turning text into vectors; it knows
+//! nothing of tools, caching or ranking. It never downloads anything: the
+//! model directory is put in place by `scripts/install-model.sh`.
+
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+};
+
+use sha2::{Digest, Sha256};
+
+/// Files a model directory must hold.
+pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Tokens kept per text. Tool descriptions say what a tool does in their
+/// first sentences; the rest costs time (quadratic in attention) for little.
+pub const MAX_TOKENS: usize = 128;
+
+/// Why a model could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbedderError {
+    /// The directory lacks one of [`MODEL_FILES`].
+    #[error(
+        "model directory {dir}: `{file}` is missing; run scripts/install-model.sh or point `search.model_dir` at a directory holding {MODEL_FILES:?}"
+    )]
+    Missing {
+        /// The model directory.
+        dir: PathBuf,
+        /// The missing file.
+        file: &'static str,
+    },
+    /// A file could not be read or parsed.
+    #[error("model directory {dir}: {message}")]
+    Load {
+        /// The model directory.
+        dir: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The model failed on an input.
+    #[error("embedding failed: {0}")]
+    Run(String),
+    /// This build has no semantic search.
+    #[error(
+        "this build of quiver has no semantic search (cargo feature `semantic` of quiver-view is off)"
+    )]
+    Disabled,
+}
+
+/// A loaded sentence-embedding model. `Send + Sync`: one is shared by every
+/// view and thread.
+pub struct Embedder {
+    dir: PathBuf,
+    id: String,
+    dim: usize,
+    #[cfg(feature = "semantic")]
+    inner: imp::Model,
+}
+
+impl fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Embedder")
+            .field("dir", &self.dir)
+            .field("id", &self.id)
+            .field("dim", &self.dim)
+            .finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the model in `dir` (see [`MODEL_FILES`]).
+    pub fn load(dir: &Path) -> Result<Embedder, EmbedderError> {
+        for file in MODEL_FILES {
+            if !dir.join(file).is_file() {
+                return Err(EmbedderError::Missing {
+                    dir: dir.to_owned(),
+                    file,
+                });
+            }
+        }
+        let id = model_id(dir)?;
+        #[cfg(feature = "semantic")]
+        {
+            let inner = imp::Model::load(dir)?;
+            Ok(Embedder {
+                dir: dir.to_owned(),
+                id,
+                dim: inner.dim(),
+                inner,
+            })
+        }
+        #[cfg(not(feature = "semantic"))]
+        {
+            let _ = id;
+            Err(EmbedderError::Disabled)
+        }
+    }
+
+    /// Where the model was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A short hash of the model's files: vectors cached under one id were
+    /// made by this exact model and tokenizer.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Length of every vector.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// One unit-length vector per text, in order. Texts are batched by length
+    /// so that little time goes into padding.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        #[cfg(feature = "semantic")]
+        {
+            self.inner.embed(texts)
+        }
+        #[cfg(not(feature = "semantic"))]
+        {
+            let _ = texts;
+            Err(EmbedderError::Disabled)
+        }
+    }
+
+    /// The vector of one text (a query): no padding at all.
+    pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedderError> {
+        let mut vectors = self.embed(&[text])?;
+        vectors
+            .pop()
+            .ok_or_else(|| EmbedderError::Run("no vector".into()))
+    }
+}
+
+/// SHA-256 over the config, the tokenizer and the weights' size, shortened.
+/// Hashing all 90 MB of weights at every start would cost more than it guards.
+fn model_id(dir: &Path) -> Result<String, EmbedderError> {
+    let mut hash = Sha256::new();
+    for file in ["config.json", "tokenizer.json"] {
+        let bytes = std::fs::read(dir.join(file)).map_err(|e| EmbedderError::Load {
+            dir: dir.to_owned(),
+            message: format!("reading {file}: {e}"),
+        })?;
+        hash.update(&bytes);
+    }
+    let weights =
+        std::fs::metadata(dir.join("model.safetensors")).map_err(|e| EmbedderError::Load {
+            dir: dir.to_owned(),
+            message: format!("reading model.safetensors: {e}"),
+        })?;
+    hash.update(weights.len().to_le_bytes());
+    Ok(hex::encode(&hash.finalize()[..8]))
+}
+
+#[cfg(feature = "semantic")]
+mod imp {
+    use std::path::Path;
+
+    use candle_core::{DType, Device, Tensor};
+    use candle_nn::VarBuilder;
+    use candle_transformers::models::bert::{BertModel, Config};
+    use tokenizers::{Tokenizer, TruncationParams};
+
+    use super::{EmbedderError, MAX_TOKENS};
+
+    /// Texts per forward pass when embedding many.
+    const BATCH: usize = 32;
+
+    pub(super) struct Model {
+        bert: BertModel,
+        tokenizer: Tokenizer,
+        dim: usize,
+    }
+
+    fn load_error(dir: &Path, message: String) -> EmbedderError {
+        EmbedderError::Load {
+            dir: dir.to_owned(),
+            message,
+        }
+    }
+
+    fn run_error(e: impl std::fmt::Display) -> EmbedderError {
+        EmbedderError::Run(e.to_string())
+    }
+
+    impl Model {
+        pub(super) fn load(dir: &Path) -> Result<Model, EmbedderError> {
+            let config = std::fs::read_to_string(dir.join("config.json"))
+                .map_err(|e| load_error(dir, format!("reading config.json: {e}")))?;
+            let config: Config = serde_json::from_str(&config)
+                .map_err(|e| load_error(dir, format!("config.json is not a BERT config: {e}")))?;
+            let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+                .map_err(|e| load_error(dir, format!("tokenizer.json: {e}")))?;
+            // The shipped tokenizer pads every text to 128 tokens; padding
+            // is done here per batch and masked out of the mean.
+            tokenizer.with_padding(None);
+            tokenizer
+                .with_truncation(Some(TruncationParams {
+                    max_length: MAX_TOKENS,
+                    ..TruncationParams::default()
+                }))
+                .map_err(|e| load_error(dir, format!("tokenizer.json: {e}")))?;
+            let weights = std::fs::read(dir.join("model.safetensors"))
+                .map_err(|e| load_error(dir, format!("reading model.safetensors: {e}")))?;
+            let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
+                .map_err(|e| load_error(dir, format!("model.safetensors: {e}")))?;
+            let bert = BertModel::load(vb, &config)
+                .map_err(|e| load_error(dir, format!("model.safetensors: {e}")))?;
+            let dim = config_dim(dir)?;
+            Ok(Model {
+                bert,
+                tokenizer,
+                dim,
+            })
+        }
+
+        pub(super) fn dim(&self) -> usize {
+            self.dim
+        }
+
+        pub(super) fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+            let mut encoded = Vec::with_capacity(texts.len());
+            for text in texts {
+                let encoding = self.tokenizer.encode(*text, true).map_err(run_error)?;
+                encoded.push(encoding.get_ids().to_vec());
+            }
+            // Similar lengths together: a batch pads to its longest text.
+            let mut order: Vec<usize> = (0..texts.len()).collect();
+            order.sort_by_key(|&i| encoded[i].len());
+            let mut out = vec![Vec::new(); texts.len()];
+            for chunk in order.chunks(BATCH) {
+                let ids: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].as_slice()).collect();
+                for (vector, &i) in self.forward(&ids)?.into_iter().zip(chunk) {
+                    out[i] = vector;
+                }
+            }
+            Ok(out)
+        }
+
+        /// One forward pass over a batch, padded to its longest text; the
+        /// mean is taken over real tokens only.
+        fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+            let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
+            let rows = batch.len();
+            let mut ids = vec![0u32; rows * len];
+            let mut mask = vec![0u32; rows * len];
+            for (r, text) in batch.iter().enumerate() {
+                ids[r * len..r * len + text.len()].copy_from_slice(text);
+                mask[r * len..r * len + text.len()].fill(1);
+            }
+            let device = Device::Cpu;
+            let ids = Tensor::from_vec(ids, (rows, len), &device).map_err(run_error)?;
+            let mask = Tensor::from_vec(mask, (rows, len), &device).map_err(run_error)?;
+            let types = ids.zeros_like().map_err(run_error)?;
+            let hidden = self
+                .bert
+                .forward(&ids, &types, Some(&mask))
+                .map_err(run_error)?;
+            let mask = mask
+                .to_dtype(DType::F32)
+                .and_then(|m| m.unsqueeze(2))
+                .map_err(run_error)?;
+            let summed = hidden
+                .broadcast_mul(&mask)
+                .and_then(|h| h.sum(1))
+                .map_err(run_error)?;
+            let counts = mask.sum(1).map_err(run_error)?;
+            let mean = summed.broadcast_div(&counts).map_err(run_error)?;
+            let vectors: Vec<Vec<f32>> = mean.to_vec2().map_err(run_error)?;
+            Ok(vectors.into_iter().map(normalise).collect())
+        }
+    }
+
+    fn config_dim(dir: &Path) -> Result<usize, EmbedderError> {
+        let config = std::fs::read_to_string(dir.join("config.json"))
+            .map_err(|e| load_error(dir, format!("reading config.json: {e}")))?;
+        let value: serde_json::Value = serde_json::from_str(&config)
+            .map_err(|e| load_error(dir, format!("config.json: {e}")))?;
+        value
+            .get("hidden_size")
+            .and_then(serde_json::Value::as_u64)
+            .map(|d| d as usize)
+            .ok_or_else(|| load_error(dir, "config.json has no `hidden_size`".into()))
+    }
+
+    fn normalise(mut v: Vec<f32>) -> Vec<f32> {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}

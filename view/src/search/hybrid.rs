@@ -1,0 +1,304 @@
+//! The ranking a view serves: our lexical ranking ([`SearchIndex`]) blended,
+//! tool by tool over the whole view, with the cosine between the query's and
+//! each tool's sentence vectors, plus an optional per-tool adjustment learned
+//! from outcomes. Without a model it is the lexical ranking unchanged.
+//!
+//! Both scores are absolute, so one fixed blend works for every query:
+//! the lexical score is already in `0..=1` (the share of the best score a tool
+//! could get), and the cosine is mapped to `0..=1` between a floor below which
+//! two MiniLM sentences are unrelated and a ceiling above which they are near
+//! paraphrases. A rank-level fusion of two top-k lists would lose how *much*
+//! better one tool is than the next; this keeps it.
+//!
+//! The English-only model says little about Chinese or other non-Latin text,
+//! so its weight shrinks with the share of such characters in the query.
+
+use std::sync::Arc;
+
+use super::{SearchDoc, SearchHit, SearchIndex, semantic::SemanticModel, top_k::TopK};
+
+/// How the two scores are blended. [`Blend::DEFAULT`] was chosen on the
+/// `tune` split of the public benchmarks and of the project's queries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Blend {
+    /// Weight of the lexical score.
+    pub lexical: f32,
+    /// Weight of the calibrated cosine.
+    pub semantic: f32,
+    /// Cosine mapped to 0.
+    pub cos_floor: f32,
+    /// Cosine mapped to 1.
+    pub cos_ceiling: f32,
+    /// Tools with no lexical match need at least this cosine to be shown at all.
+    pub min_semantic_only: f32,
+}
+
+impl Blend {
+    /// The blend used by views.
+    pub const DEFAULT: Blend = Blend {
+        lexical: 0.6,
+        semantic: 0.4,
+        cos_floor: 0.1,
+        cos_ceiling: 0.7,
+        min_semantic_only: 0.2,
+    };
+
+    /// The cosine mapped to `0..=1`.
+    pub fn calibrate(&self, cos: f32) -> f32 {
+        ((cos - self.cos_floor) / (self.cos_ceiling - self.cos_floor)).clamp(0.0, 1.0)
+    }
+}
+
+impl Default for Blend {
+    fn default() -> Self {
+        Blend::DEFAULT
+    }
+}
+
+/// Tool vectors of one view.
+#[derive(Debug)]
+struct Vectors {
+    model: Arc<SemanticModel>,
+    /// `docs × dim`, row per tool, unit length.
+    matrix: Vec<f32>,
+}
+
+/// Lexical + semantic ranking over one set of tools. Immutable once built.
+#[derive(Debug)]
+pub struct HybridIndex {
+    lexical: SearchIndex,
+    vectors: Option<Vectors>,
+    blend: Blend,
+}
+
+impl HybridIndex {
+    /// Indexes `docs` lexically and, with a model, semantically (tool vectors
+    /// from the model's cache where it has them). If the model fails on a
+    /// tool, the index is lexical and the failure is logged.
+    pub fn build(docs: &[SearchDoc], model: Option<Arc<SemanticModel>>) -> HybridIndex {
+        let lexical = SearchIndex::build(docs);
+        let vectors = model.and_then(|model| match model.doc_vectors(docs) {
+            Ok(matrix) => Some(Vectors { model, matrix }),
+            Err(e) => {
+                tracing::warn!("search: tool vectors failed, ranking lexically: {e}");
+                None
+            }
+        });
+        HybridIndex {
+            lexical,
+            vectors,
+            blend: Blend::DEFAULT,
+        }
+    }
+
+    /// The same index with another blend (for evaluation).
+    pub fn with_blend(mut self, blend: Blend) -> HybridIndex {
+        self.blend = blend;
+        self
+    }
+
+    /// Whether this index ranks semantically too.
+    pub fn is_semantic(&self) -> bool {
+        self.vectors.is_some()
+    }
+
+    /// The lexical index inside.
+    pub fn lexical(&self) -> &SearchIndex {
+        &self.lexical
+    }
+
+    /// Number of indexed tools.
+    pub fn len(&self) -> usize {
+        self.lexical.len()
+    }
+
+    /// Whether no tools are indexed.
+    pub fn is_empty(&self) -> bool {
+        self.lexical.is_empty()
+    }
+
+    /// Bytes taken by this view's tool vectors.
+    pub fn vector_bytes(&self) -> usize {
+        self.vectors.as_ref().map_or(0, |v| v.matrix.len() * 4)
+    }
+
+    /// The `limit` best tools for `query`, best first.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        self.search_adjusted(query, limit, |_| 0.0)
+    }
+
+    /// Like [`HybridIndex::search`], with `adjust(doc)` added to each tool's
+    /// blended score (learned from outcomes; small, positive or negative).
+    /// Only tools that match the query lexically or semantically are ranked:
+    /// an adjustment alone never brings in an unrelated tool.
+    pub fn search_adjusted(
+        &self,
+        query: &str,
+        limit: usize,
+        adjust: impl Fn(usize) -> f32,
+    ) -> Vec<SearchHit> {
+        if limit == 0 || self.is_empty() {
+            return Vec::new();
+        }
+        let lexical = self.lexical.search(query, self.len());
+        let cosines = self.query_cosines(query);
+        let Some(cosines) = cosines else {
+            let mut top = TopK::new(limit);
+            for hit in &lexical {
+                top.push(hit.doc as u32, hit.score + adjust(hit.doc));
+            }
+            return clamp_scores(top.into_hits());
+        };
+        rank_blended(
+            &lexical,
+            &cosines,
+            &self.blend,
+            latin_share(query),
+            limit,
+            adjust,
+        )
+    }
+
+    /// The cosine of the query with every tool, or `None` without a model
+    /// (or when the query cannot be embedded; that is logged).
+    pub fn query_cosines(&self, query: &str) -> Option<Vec<f32>> {
+        let vectors = self.vectors.as_ref()?;
+        let q = match vectors.model.query_vector(query) {
+            Ok(q) => q,
+            Err(e) => {
+                tracing::warn!("search: query not embedded, ranking lexically: {e}");
+                return None;
+            }
+        };
+        let dim = q.len();
+        Some(
+            vectors
+                .matrix
+                .chunks_exact(dim)
+                .map(|row| dot(row, &q))
+                .collect(),
+        )
+    }
+}
+
+/// The blend of one query over a whole view: `lexical` hits (any order, scores
+/// in `0..=1`) and the cosine of every tool, best `limit` first.
+pub(crate) fn rank_blended(
+    lexical: &[SearchHit],
+    cosines: &[f32],
+    blend: &Blend,
+    latin: f32,
+    limit: usize,
+    adjust: impl Fn(usize) -> f32,
+) -> Vec<SearchHit> {
+    let weight = blend.semantic * latin;
+    let total = blend.lexical + weight;
+    let mut lex = vec![0.0f32; cosines.len()];
+    for hit in lexical {
+        lex[hit.doc] = hit.score;
+    }
+    let mut top = TopK::new(limit);
+    for (doc, (&l, &cos)) in lex.iter().zip(cosines).enumerate() {
+        if l == 0.0 && (weight == 0.0 || cos < blend.min_semantic_only) {
+            continue;
+        }
+        let score = (blend.lexical * l + weight * blend.calibrate(cos)) / total;
+        top.push(doc as u32, score + adjust(doc));
+    }
+    clamp_scores(top.into_hits())
+}
+
+fn clamp_scores(mut hits: Vec<SearchHit>) -> Vec<SearchHit> {
+    for hit in &mut hits {
+        hit.score = hit.score.clamp(0.0, 1.0);
+    }
+    hits
+}
+
+/// Dot product, in eight lanes so that the compiler vectorises it.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let chunks = a.len() / 8 * 8;
+    for (x, y) in a[..chunks].chunks_exact(8).zip(b[..chunks].chunks_exact(8)) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = a[chunks..]
+        .iter()
+        .zip(&b[chunks..])
+        .map(|(x, y)| x * y)
+        .sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// Share of the query's letters that are Latin (the model's language), 1 for
+/// a query without letters.
+pub fn latin_share(query: &str) -> f32 {
+    let (mut latin, mut letters) = (0usize, 0usize);
+    for c in query.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        if c.is_ascii_alphabetic() || ('\u{00C0}'..='\u{024F}').contains(&c) {
+            latin += 1;
+        }
+    }
+    if letters == 0 {
+        1.0
+    } else {
+        latin as f32 / letters as f32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_the_plain_sum() {
+        let a: Vec<f32> = (0..19).map(|i| i as f32 * 0.5).collect();
+        let b: Vec<f32> = (0..19).map(|i| 1.0 - i as f32 * 0.1).collect();
+        let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - plain).abs() < 1e-4);
+    }
+
+    #[test]
+    fn latin_share_counts_letters_only() {
+        assert_eq!(latin_share("weather in Paris 2024"), 1.0);
+        assert_eq!(latin_share("查询天气"), 0.0);
+        assert_eq!(latin_share("12 + 3"), 1.0);
+        assert!((latin_share("ab天气") - 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn calibration_is_clamped_and_monotonic() {
+        let b = Blend::DEFAULT;
+        assert_eq!(b.calibrate(-1.0), 0.0);
+        assert_eq!(b.calibrate(1.0), 1.0);
+        assert!(b.calibrate(0.4) < b.calibrate(0.5));
+    }
+
+    #[test]
+    fn without_a_model_it_is_the_lexical_ranking() {
+        let doc = |name: &str, description: &str| SearchDoc {
+            name: name.into(),
+            server: "s".into(),
+            description: description.into(),
+            ..SearchDoc::default()
+        };
+        let docs = [
+            doc("list_issues", "List issues of a repository"),
+            doc("create_issue", "Open a new issue in a repository"),
+        ];
+        let hybrid = HybridIndex::build(&docs, None);
+        assert!(!hybrid.is_semantic());
+        let lexical = SearchIndex::build(&docs);
+        assert_eq!(
+            hybrid.search("create a github issue", 5),
+            lexical.search("create a github issue", 5)
+        );
+        // An adjustment reorders matching tools but brings in nothing else.
+        let adjusted = hybrid.search_adjusted("issue", 5, |d| if d == 0 { 0.5 } else { 0.0 });
+        assert_eq!(adjusted[0].doc, 0);
+        assert!(hybrid.search_adjusted("xyzzy", 5, |_| 1.0).is_empty());
+    }
+}

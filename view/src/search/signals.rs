@@ -1,0 +1,617 @@
+//! What searches led to, per tenant: search → describe → call → success or
+//! failure, and tools found but passed over. Later searches of the same
+//! tenant are nudged towards tools that worked for similar queries and away
+//! from tools that failed or were passed over. One tenant's signals never
+//! touch another's ranking.
+//!
+//! Memory is bounded per tenant (associations, pending searches, zero-hit
+//! queries and tool counts are capped), old signals fade with a half-life,
+//! and each tenant's signals are one JSON file in the store's directory, so
+//! they survive restarts and a reset deletes them. This module never ranks:
+//! it hands [`super::HybridIndex::search_adjusted`] a score adjustment per tool.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    path::{Path, PathBuf},
+    sync::Mutex,
+};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::Analyzer;
+
+/// Limits and rates of the store.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SignalConfig {
+    /// Seconds after which a signal counts half. Default 14 days.
+    pub half_life_secs: f64,
+    /// Query → tool associations kept per tenant. Default 512.
+    pub max_associations: usize,
+    /// Recent searches a call can be matched to. Default 32.
+    pub max_pending: usize,
+    /// Distinct zero-hit queries kept per tenant. Default 128.
+    pub max_zero_hit: usize,
+    /// Tools with counts kept per tenant. Default 2048.
+    pub max_tools: usize,
+    /// Largest adjustment of a tool's score (scores are in `0..=1`). Default 0.15.
+    pub max_adjustment: f32,
+    /// A call is matched to a search at most this many seconds before it. Default 600.
+    pub call_window_secs: u64,
+}
+
+impl Default for SignalConfig {
+    fn default() -> Self {
+        SignalConfig {
+            half_life_secs: 14.0 * 86_400.0,
+            max_associations: 512,
+            max_pending: 32,
+            max_zero_hit: 128,
+            max_tools: 2048,
+            max_adjustment: 0.15,
+            call_window_secs: 600,
+        }
+    }
+}
+
+/// Weight of a successful call after a search that showed the tool.
+const SUCCESS: f32 = 1.0;
+/// Weight of a failed call.
+const FAILURE: f32 = -0.5;
+/// Weight of a `describe` of a shown tool (interest, not yet proof).
+const DESCRIBED: f32 = 0.3;
+/// Weight given to tools shown above the one called (found, passed over).
+const PASSED_OVER: f32 = -0.2;
+/// Query similarity (Jaccard of analysed terms) below which an association
+/// says nothing about a query.
+const MIN_SIMILARITY: f32 = 0.3;
+/// Share of the largest adjustment that a tool's record of successful calls
+/// alone (whatever the query) can earn.
+const PRIOR_SHARE: f32 = 0.2;
+
+/// One tenant's signals (what is persisted).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TenantSignals {
+    tenant: String,
+    associations: Vec<Association>,
+    pending: VecDeque<PendingSearch>,
+    zero_hit: Vec<ZeroHit>,
+    tools: HashMap<String, ToolCounts>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Association {
+    /// Analysed query terms, sorted and distinct.
+    terms: Vec<String>,
+    tool: String,
+    /// Weight as of `at`.
+    weight: f32,
+    at: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PendingSearch {
+    terms: Vec<String>,
+    shown: Vec<String>,
+    at: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ZeroHit {
+    query: String,
+    count: u32,
+    at: u64,
+}
+
+/// What happened to one tool for a tenant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCounts {
+    /// Times shown in search results.
+    pub shown: u32,
+    /// Times described.
+    pub described: u32,
+    /// Calls that succeeded.
+    pub succeeded: u32,
+    /// Calls that failed.
+    pub failed: u32,
+    /// Last event, seconds since the epoch.
+    pub at: u64,
+}
+
+/// What `quiver ctl search stats` shows for a tenant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantStats {
+    /// The tenant.
+    pub tenant: String,
+    /// Queries that found nothing, most frequent first, with their counts.
+    pub zero_hit_queries: Vec<(String, u32)>,
+    /// Tools shown by searches but never called, most shown first.
+    pub found_never_called: Vec<(String, u32)>,
+    /// Query → tool associations held.
+    pub associations: usize,
+}
+
+/// Per-tenant outcome signals, optionally persisted in a directory.
+#[derive(Debug)]
+pub struct SignalStore {
+    dir: Option<PathBuf>,
+    config: SignalConfig,
+    tenants: Mutex<HashMap<String, TenantSignals>>,
+}
+
+impl SignalStore {
+    /// A store in memory only.
+    pub fn in_memory(config: SignalConfig) -> SignalStore {
+        SignalStore {
+            dir: None,
+            config,
+            tenants: Mutex::default(),
+        }
+    }
+
+    /// The store persisted in `dir` (created if missing), with every tenant
+    /// file in it loaded. A file that does not parse is skipped and named in
+    /// the log (it is replaced at that tenant's next save).
+    pub fn open(dir: &Path, config: SignalConfig) -> anyhow::Result<SignalStore> {
+        use anyhow::Context;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the search signals directory {}", dir.display()))?;
+        let mut tenants = HashMap::new();
+        for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let path = entry?.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let parsed = std::fs::read(&path)
+                .map_err(anyhow::Error::from)
+                .and_then(|b| Ok(serde_json::from_slice::<TenantSignals>(&b)?));
+            match parsed {
+                Ok(signals) => {
+                    tenants.insert(signals.tenant.clone(), signals);
+                }
+                Err(e) => tracing::warn!("search signals: skipping {}: {e:#}", path.display()),
+            }
+        }
+        Ok(SignalStore {
+            dir: Some(dir.to_owned()),
+            config,
+            tenants: Mutex::new(tenants),
+        })
+    }
+
+    /// Records a search and the tools it showed (`server/tool`), best first.
+    pub fn record_search(&self, tenant: &str, query: &str, shown: &[String], now: u64) {
+        let terms = query_terms(query);
+        let config = self.config;
+        self.update(tenant, false, |t| {
+            if shown.is_empty() {
+                let query = query.trim().to_owned();
+                match t.zero_hit.iter_mut().find(|z| z.query == query) {
+                    Some(z) => {
+                        z.count += 1;
+                        z.at = now;
+                    }
+                    None => {
+                        if t.zero_hit.len() >= config.max_zero_hit {
+                            let oldest = (0..t.zero_hit.len()).min_by_key(|&i| t.zero_hit[i].at);
+                            if let Some(i) = oldest {
+                                t.zero_hit.swap_remove(i);
+                            }
+                        }
+                        t.zero_hit.push(ZeroHit {
+                            query,
+                            count: 1,
+                            at: now,
+                        });
+                    }
+                }
+                return;
+            }
+            for tool in shown {
+                counts(t, tool, now, config.max_tools).shown += 1;
+            }
+            if t.pending.len() >= config.max_pending {
+                t.pending.pop_front();
+            }
+            t.pending.push_back(PendingSearch {
+                terms,
+                shown: shown.to_vec(),
+                at: now,
+            });
+        });
+    }
+
+    /// Records a `describe` of `tool`.
+    pub fn record_describe(&self, tenant: &str, tool: &str, now: u64) {
+        let config = self.config;
+        self.update(tenant, true, |t| {
+            counts(t, tool, now, config.max_tools).described += 1;
+            if let Some(terms) =
+                matching_search(t, tool, now, config.call_window_secs).map(|(s, _)| s.terms.clone())
+            {
+                associate(t, &config, terms, tool, DESCRIBED, now);
+            }
+        });
+    }
+
+    /// Records a call of `tool` and whether it succeeded. The latest search
+    /// that showed the tool learns from it; tools it showed above this one
+    /// were passed over.
+    pub fn record_call(&self, tenant: &str, tool: &str, success: bool, now: u64) {
+        let config = self.config;
+        self.update(tenant, true, |t| {
+            let c = counts(t, tool, now, config.max_tools);
+            if success {
+                c.succeeded += 1;
+            } else {
+                c.failed += 1;
+            }
+            let Some((search, position)) =
+                matching_search(t, tool, now, config.call_window_secs).map(|(s, p)| (s.clone(), p))
+            else {
+                return;
+            };
+            let weight = if success { SUCCESS } else { FAILURE };
+            associate(t, &config, search.terms.clone(), tool, weight, now);
+            if success {
+                for other in &search.shown[..position] {
+                    associate(t, &config, search.terms.clone(), other, PASSED_OVER, now);
+                }
+            }
+        });
+    }
+
+    /// The adjustment of each tool's score (`server/tool` → value in
+    /// `-max..=max`) for `query` by `tenant`; tools not named are unchanged.
+    pub fn adjustments(&self, tenant: &str, query: &str, now: u64) -> HashMap<String, f32> {
+        let terms = query_terms(query);
+        let tenants = self.lock();
+        let Some(t) = tenants.get(tenant) else {
+            return HashMap::new();
+        };
+        let mut raw: HashMap<&str, f32> = HashMap::new();
+        for a in &t.associations {
+            let similarity = jaccard(&terms, &a.terms);
+            if similarity >= MIN_SIMILARITY {
+                *raw.entry(&a.tool).or_default() +=
+                    similarity * decayed(a.weight, a.at, now, &self.config);
+            }
+        }
+        let max = self.config.max_adjustment;
+        let mut out: HashMap<String, f32> = raw
+            .into_iter()
+            .map(|(tool, v)| (tool.to_owned(), (1.0 - PRIOR_SHARE) * max * v.tanh()))
+            .collect();
+        // A tool that keeps working for this tenant earns a little whatever
+        // the query; the lexical and semantic match still decide relevance.
+        for (tool, c) in &t.tools {
+            if c.succeeded > 0 {
+                let record = (c.succeeded as f32 - c.failed as f32).max(0.0);
+                let prior = PRIOR_SHARE * max * (record / (record + 3.0));
+                let prior = decayed(prior, c.at, now, &self.config);
+                if prior > 0.0 {
+                    *out.entry(tool.clone()).or_default() += prior;
+                }
+            }
+        }
+        out
+    }
+
+    /// Zero-hit queries and tools found but never called, for `tenant`.
+    pub fn stats(&self, tenant: &str) -> TenantStats {
+        let tenants = self.lock();
+        let Some(t) = tenants.get(tenant) else {
+            return TenantStats {
+                tenant: tenant.to_owned(),
+                ..TenantStats::default()
+            };
+        };
+        let mut zero_hit: Vec<(String, u32)> = t
+            .zero_hit
+            .iter()
+            .map(|z| (z.query.clone(), z.count))
+            .collect();
+        zero_hit.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut never: Vec<(String, u32)> = t
+            .tools
+            .iter()
+            .filter(|(_, c)| c.shown > 0 && c.succeeded + c.failed == 0)
+            .map(|(tool, c)| (tool.clone(), c.shown))
+            .collect();
+        never.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        TenantStats {
+            tenant: tenant.to_owned(),
+            zero_hit_queries: zero_hit,
+            found_never_called: never,
+            associations: t.associations.len(),
+        }
+    }
+
+    /// Tenants with signals, sorted.
+    pub fn tenants(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.lock().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Forgets everything learned for `tenant`, on disk too.
+    pub fn reset(&self, tenant: &str) -> anyhow::Result<()> {
+        self.lock().remove(tenant);
+        if let Some(path) = self.path_of(tenant) {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(anyhow::anyhow!("removing {}: {e}", path.display()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every tenant's signals (searches alone are not written at once).
+    pub fn flush(&self) -> anyhow::Result<()> {
+        let tenants = self.lock();
+        for t in tenants.values() {
+            self.save(t)?;
+        }
+        Ok(())
+    }
+
+    fn update(&self, tenant: &str, persist: bool, f: impl FnOnce(&mut TenantSignals)) {
+        let mut tenants = self.lock();
+        let t = tenants
+            .entry(tenant.to_owned())
+            .or_insert_with(|| TenantSignals {
+                tenant: tenant.to_owned(),
+                ..TenantSignals::default()
+            });
+        f(t);
+        if persist && let Err(e) = self.save(t) {
+            tracing::warn!("search signals of tenant {tenant} not saved: {e:#}");
+        }
+    }
+
+    fn save(&self, t: &TenantSignals) -> anyhow::Result<()> {
+        let Some(path) = self.path_of(&t.tenant) else {
+            return Ok(());
+        };
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(t)?)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &path)
+            .map_err(|e| anyhow::anyhow!("renaming {}: {e}", tmp.display()))?;
+        Ok(())
+    }
+
+    /// One file per tenant, named by a hash so any tenant name is a safe file name.
+    fn path_of(&self, tenant: &str) -> Option<PathBuf> {
+        let digest = Sha256::digest(tenant.as_bytes());
+        let dir = self.dir.as_ref()?;
+        Some(dir.join(format!("{}.json", hex::encode(&digest[..12]))))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TenantSignals>> {
+        self.tenants.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn counts<'a>(t: &'a mut TenantSignals, tool: &str, now: u64, max: usize) -> &'a mut ToolCounts {
+    if !t.tools.contains_key(tool) && t.tools.len() >= max {
+        // Forget the tool least recently seen.
+        if let Some(oldest) = t
+            .tools
+            .iter()
+            .min_by_key(|(_, c)| c.at)
+            .map(|(k, _)| k.clone())
+        {
+            t.tools.remove(&oldest);
+        }
+    }
+    let c = t.tools.entry(tool.to_owned()).or_default();
+    c.at = now;
+    c
+}
+
+/// The latest search within the window that showed `tool`, and its position.
+fn matching_search<'a>(
+    t: &'a TenantSignals,
+    tool: &str,
+    now: u64,
+    window: u64,
+) -> Option<(&'a PendingSearch, usize)> {
+    t.pending
+        .iter()
+        .rev()
+        .filter(|s| now.saturating_sub(s.at) <= window)
+        .find_map(|s| s.shown.iter().position(|x| x == tool).map(|p| (s, p)))
+}
+
+fn associate(
+    t: &mut TenantSignals,
+    config: &SignalConfig,
+    terms: Vec<String>,
+    tool: &str,
+    weight: f32,
+    now: u64,
+) {
+    if terms.is_empty() {
+        return;
+    }
+    if let Some(a) = t
+        .associations
+        .iter_mut()
+        .find(|a| a.tool == tool && a.terms == terms)
+    {
+        a.weight = decayed(a.weight, a.at, now, config) + weight;
+        a.at = now;
+        return;
+    }
+    if t.associations.len() >= config.max_associations {
+        // Forget the association that says least today.
+        let weakest = (0..t.associations.len()).min_by(|&i, &j| {
+            let w = |k: usize| {
+                decayed(t.associations[k].weight, t.associations[k].at, now, config).abs()
+            };
+            w(i).total_cmp(&w(j))
+        });
+        if let Some(i) = weakest {
+            t.associations.swap_remove(i);
+        }
+    }
+    t.associations.push(Association {
+        terms,
+        tool: tool.to_owned(),
+        weight,
+        at: now,
+    });
+}
+
+fn decayed(weight: f32, at: u64, now: u64, config: &SignalConfig) -> f32 {
+    let age = now.saturating_sub(at) as f64;
+    (weight as f64 * 0.5f64.powf(age / config.half_life_secs)) as f32
+}
+
+/// Analysed terms of a query, sorted and distinct.
+fn query_terms(query: &str) -> Vec<String> {
+    let mut terms = Vec::new();
+    Analyzer::new().analyze(query, |term, _| terms.push(term.to_owned()));
+    terms.sort_unstable();
+    terms.dedup();
+    terms
+}
+
+fn jaccard(a: &[String], b: &[String]) -> f32 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    let common = a.iter().filter(|t| b.binary_search(t).is_ok()).count();
+    common as f32 / (a.len() + b.len() - common) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: u64 = 86_400;
+
+    fn shown(tools: &[&str]) -> Vec<String> {
+        tools.iter().map(|t| (*t).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_successful_call_lifts_the_tool_for_similar_queries_of_that_tenant_only() {
+        let store = SignalStore::in_memory(SignalConfig::default());
+        let now = 1_000 * DAY;
+        store.record_search(
+            "a",
+            "convert a word document to pdf",
+            &shown(&["x/docx", "x/pdf"]),
+            now,
+        );
+        store.record_call("a", "x/pdf", true, now + 5);
+        let a = store.adjustments("a", "convert word document into pdf", now + 10);
+        assert!(a["x/pdf"] > 0.0, "{a:?}");
+        // Shown above the tool that worked: passed over.
+        assert!(a["x/docx"] < 0.0, "{a:?}");
+        assert!(
+            a.values()
+                .all(|v| v.abs() <= SignalConfig::default().max_adjustment)
+        );
+        // Another tenant is untouched.
+        assert!(
+            store
+                .adjustments("b", "convert word document into pdf", now + 10)
+                .is_empty()
+        );
+        // An unrelated query gets only the small per-tool prior.
+        let other = store.adjustments("a", "weather in paris", now + 10);
+        assert!(other.get("x/pdf").copied().unwrap_or(0.0) < a["x/pdf"]);
+        assert!(!other.contains_key("x/docx"));
+    }
+
+    #[test]
+    fn failures_push_down_and_signals_fade() {
+        let store = SignalStore::in_memory(SignalConfig::default());
+        let now = 1_000 * DAY;
+        store.record_search("a", "send an email", &shown(&["m/send"]), now);
+        store.record_call("a", "m/send", false, now);
+        assert!(store.adjustments("a", "send an email", now)["m/send"] < 0.0);
+        store.record_search("a", "list files", &shown(&["f/ls"]), now);
+        store.record_call("a", "f/ls", true, now);
+        let fresh = store.adjustments("a", "list files", now)["f/ls"];
+        let later = store.adjustments("a", "list files", now + 28 * DAY)["f/ls"];
+        assert!(later > 0.0 && later < fresh * 0.5, "{fresh} then {later}");
+    }
+
+    #[test]
+    fn a_call_long_after_the_search_teaches_nothing_about_the_query() {
+        let store = SignalStore::in_memory(SignalConfig::default());
+        store.record_search("a", "list files", &shown(&["f/ls"]), 0);
+        store.record_call("a", "f/ls", true, 10_000);
+        assert_eq!(store.stats("a").associations, 0);
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let config = SignalConfig {
+            max_associations: 16,
+            max_pending: 4,
+            max_zero_hit: 8,
+            max_tools: 32,
+            ..SignalConfig::default()
+        };
+        let store = SignalStore::in_memory(config);
+        for i in 0..500u64 {
+            let tool = format!("s/t{i}");
+            store.record_search(
+                "a",
+                &format!("query number {i} word{i}"),
+                std::slice::from_ref(&tool),
+                i,
+            );
+            store.record_call("a", &tool, true, i);
+            store.record_search("a", &format!("nothing {i}"), &[], i);
+        }
+        let tenants = store.lock();
+        let t = &tenants["a"];
+        assert!(t.associations.len() <= 16);
+        assert!(t.pending.len() <= 4);
+        assert!(t.zero_hit.len() <= 8);
+        assert!(t.tools.len() <= 32);
+    }
+
+    #[test]
+    fn signals_persist_and_reset_removes_them() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let now = 1_000 * DAY;
+        {
+            let store = SignalStore::open(dir.path(), SignalConfig::default())?;
+            store.record_search(
+                "tenant/with odd name",
+                "create an issue",
+                &shown(&["gh/create", "gh/list"]),
+                now,
+            );
+            store.record_search("tenant/with odd name", "qwxz", &[], now);
+            store.record_call("tenant/with odd name", "gh/create", true, now);
+            store.record_search("b", "create an issue", &shown(&["gh/list"]), now);
+            store.flush()?;
+        }
+        let store = SignalStore::open(dir.path(), SignalConfig::default())?;
+        assert_eq!(store.tenants(), ["b", "tenant/with odd name"]);
+        assert!(store.adjustments("tenant/with odd name", "create issue", now)["gh/create"] > 0.0);
+        let stats = store.stats("tenant/with odd name");
+        assert_eq!(stats.zero_hit_queries, [("qwxz".to_owned(), 1)]);
+        assert_eq!(stats.found_never_called, [("gh/list".to_owned(), 1)]);
+        store.reset("tenant/with odd name")?;
+        assert!(
+            store
+                .adjustments("tenant/with odd name", "create issue", now)
+                .is_empty()
+        );
+        let store = SignalStore::open(dir.path(), SignalConfig::default())?;
+        assert_eq!(store.tenants(), ["b"]);
+        Ok(())
+    }
+}
