@@ -35,7 +35,16 @@ enum Command {
     Bench(cli::bench::BenchCommand),
     /// A sandbox worker process (started by the executor; speaks frames on stdin/stdout).
     #[command(name = "__worker", hide = true)]
-    Worker,
+    Worker(WorkerArgs),
+}
+
+/// Arguments of the hidden worker command (set only by the executor host).
+#[derive(clap::Args)]
+struct WorkerArgs {
+    /// Test hook: after locking down, attempt this forbidden call
+    /// (`socket`, `execve`, `fork`, `open`) and exit; proves the seccomp filter.
+    #[arg(long, hide = true)]
+    test_forbidden_syscall: Option<String>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,8 +58,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // Several crates enable rustls; pick its ring provider once for the process.
     quiver_upstream::install_crypto_provider();
-    if matches!(cli.command, Command::Worker) {
-        return run_worker();
+    if let Command::Worker(args) = &cli.command {
+        return run_worker(args);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -72,7 +81,7 @@ fn main() -> std::process::ExitCode {
             Command::Tokens(args) => cli::tokens::run(args).await,
             Command::Completions(args) => cli::completions::run::<Cli>(args),
             Command::Bench(command) => cli::bench::run(command).await,
-            Command::Worker => Ok(()),
+            Command::Worker(_) => Ok(()),
         }
     });
     match result {
@@ -84,8 +93,18 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The worker runs its JS runtime on one thread (the runtime is not `Send`).
-fn run_worker() -> std::process::ExitCode {
+/// The worker enters its namespaces while it has one thread, then runs its
+/// JS runtime on one thread (the runtime is not `Send`).
+fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
+    let probe = match args.test_forbidden_syscall.as_deref() {
+        None => None,
+        Some(name) => match quiver_executor::worker::isolation::ForbiddenProbe::parse(name) {
+            Some(probe) => Some(probe),
+            None => return std::process::ExitCode::FAILURE,
+        },
+    };
+    // Its outcome is checked from outside by the host, which logs it.
+    let _ = quiver_executor::worker::isolation::enter_before_threads();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -94,7 +113,7 @@ fn run_worker() -> std::process::ExitCode {
         Err(_) => return std::process::ExitCode::FAILURE,
     };
     let local = tokio::task::LocalSet::new();
-    match local.block_on(&runtime, quiver_executor::worker::run_worker()) {
+    match local.block_on(&runtime, quiver_executor::worker::run_worker_probing(probe)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(_) => std::process::ExitCode::FAILURE,
     }

@@ -110,7 +110,10 @@ impl WorkerProcess {
         match tokio::time::timeout(START_TIMEOUT, worker.reader.read_message::<WorkerMessage>())
             .await
         {
-            Ok(Ok(Some(WorkerMessage::Ready))) => Ok(worker),
+            Ok(Ok(Some(WorkerMessage::Ready))) => {
+                check_isolation(worker.pid())?;
+                Ok(worker)
+            }
             Ok(Ok(Some(other))) => Err(WorkerFault::Protocol(format!(
                 "expected Ready, got {other:?}"
             ))),
@@ -338,4 +341,47 @@ impl HostCallBudget {
         }
         Ok(())
     }
+}
+
+/// Checks from outside that a ready worker locked itself down (seccomp filter
+/// and `no_new_privs`, read from `/proc`), and says once in the log when the
+/// kernel gave it no namespaces of its own.
+#[cfg(target_os = "linux")]
+fn check_isolation(pid: Option<u32>) -> Result<(), WorkerFault> {
+    let Some(pid) = pid else {
+        return Err(WorkerFault::Died);
+    };
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| WorkerFault::Died)?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (seccomp, no_new_privs) = (field("Seccomp:"), field("NoNewPrivs:"));
+    if seccomp != "2" || no_new_privs != "1" {
+        return Err(WorkerFault::Spawn(format!(
+            "the worker could not lock itself down (seccomp mode {seccomp:?}, no_new_privs {no_new_privs:?}); scripts are not run without the seccomp filter: check that the kernel supports seccomp-bpf"
+        )));
+    }
+    static NAMESPACES_REPORTED: std::sync::Once = std::sync::Once::new();
+    let ns = |who: &str| std::fs::read_link(format!("/proc/{who}/ns/net")).ok();
+    let separate = ns(&pid.to_string()).is_some_and(|theirs| Some(theirs) != ns("self"));
+    NAMESPACES_REPORTED.call_once(|| {
+        if separate {
+            tracing::info!("sandbox workers run in namespaces of their own (user, mount, network, ipc, uts), under seccomp and resource limits");
+        } else {
+            tracing::warn!("sandbox workers could not get namespaces of their own (unprivileged user namespaces are off here); they run under seccomp and resource limits only");
+        }
+    });
+    Ok(())
+}
+
+/// Elsewhere there is nothing to check.
+#[cfg(not(target_os = "linux"))]
+fn check_isolation(_pid: Option<u32>) -> Result<(), WorkerFault> {
+    Ok(())
 }

@@ -4,7 +4,8 @@
 
 mod host_link;
 pub mod ipc;
+pub mod isolation;
 pub mod protocol;
 mod runner;
 
-pub use runner::{run_worker, run_worker_on};
+pub use runner::{run_worker, run_worker_on, run_worker_probing};

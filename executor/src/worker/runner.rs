@@ -17,6 +17,7 @@ use tokio::{
 use super::{
     host_link::HostLink,
     ipc::{FrameError, FrameReader, FrameWriter},
+    isolation::{self, ForbiddenProbe},
     protocol::{HostMessage, Limits, Outcome, ScriptError, WorkerMessage},
 };
 use crate::engine::ScriptRuntime;
@@ -33,20 +34,67 @@ struct Job {
     tools: BTreeMap<String, Vec<String>>,
 }
 
-/// Runs the worker on this process's stdin/stdout until the host closes stdin.
+/// Runs the worker on this process's stdin/stdout until the host closes
+/// stdin, locked down (see [`isolation::lock_down`]) once its first runtime
+/// is built and before it says `Ready`.
 ///
 /// Call it from the hidden `__worker` subcommand, in a process whose logs go to
-/// stderr (or nowhere): stdout carries frames only.
+/// stderr (or nowhere): stdout carries frames only. Call
+/// [`isolation::enter_before_threads`] first, while the process has one thread.
 pub async fn run_worker() -> anyhow::Result<()> {
-    run_worker_on(tokio::io::stdin(), tokio::io::stdout()).await
+    run_worker_probing(None).await
 }
 
-/// [`run_worker`] over any pipe pair (tests use in-memory duplex pipes).
+/// [`run_worker`], attempting `probe` right after the lock-down (the test of
+/// the seccomp filter; the probe comes only from the worker's command line).
+pub async fn run_worker_probing(probe: Option<ForbiddenProbe>) -> anyhow::Result<()> {
+    serve(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        Some(LockDown { probe }),
+    )
+    .await
+}
+
+/// [`run_worker`] over any pipe pair, without the OS lock-down (tests run it
+/// in-process over in-memory duplex pipes).
 ///
 /// Returns `Ok` when `input` ends cleanly between frames, and an error on a
 /// malformed frame or a dead engine thread; the host then replaces the worker.
 /// A script still running when `input` ends is abandoned with its thread.
 pub async fn run_worker_on<R, W>(input: R, output: W) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    serve(input, output, None).await
+}
+
+/// The OS lock-down a worker process applies before it says `Ready`.
+struct LockDown {
+    probe: Option<ForbiddenProbe>,
+}
+
+impl LockDown {
+    /// Applies it; a worker that cannot lock down says `Ready` anyway and the
+    /// host, which checks the process from outside, refuses it with the reason.
+    fn apply(&self) {
+        if let Err(e) = isolation::lock_down() {
+            tracing::error!(error = %e, "the worker could not lock itself down");
+            return;
+        }
+        if let Some(probe) = self.probe {
+            let succeeded = probe.attempt();
+            std::process::exit(if succeeded {
+                isolation::PROBE_SUCCEEDED_EXIT
+            } else {
+                isolation::PROBE_REFUSED_EXIT
+            });
+        }
+    }
+}
+
+async fn serve<R, W>(input: R, output: W, lock_down: Option<LockDown>) -> anyhow::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -62,7 +110,7 @@ where
         std::thread::Builder::new()
             .name("quiver-js-supervisor".into())
             .spawn(move || {
-                supervise(queued, link);
+                supervise(queued, link, lock_down);
                 drop(supervisor_gone);
             })
             .context("starting the engine supervisor")?;
@@ -294,7 +342,7 @@ fn run_engine_thread(
 /// Builds the first runtime and says `Ready`; then for each job: run it on the
 /// prepared engine thread, report `Done`, and start preparing the next runtime
 /// right away, so no script waits for one to be built.
-fn supervise(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
+fn supervise(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink, lock_down: Option<LockDown>) {
     let mut prepared = match PreparedEngine::spawn_ready(Limits::default().heap_bytes, &link) {
         Ok(engine) => Some(Ok(engine)),
         Err(e) => {
@@ -303,6 +351,9 @@ fn supervise(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink) {
             return;
         }
     };
+    if let Some(lock_down) = lock_down {
+        lock_down.apply();
+    }
     if !link.send(WorkerMessage::Ready) {
         return;
     }
