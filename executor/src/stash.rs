@@ -1,10 +1,15 @@
 //! The per-session stash scripts use to keep values across `execute` calls of
-//! one MCP session: bounded keys, values, entry counts and TTLs; sessions that
-//! go quiet are dropped.
+//! one MCP session: bounded keys, values, entry counts and TTLs per session, a
+//! cap on sessions per tenant and on the bytes of all sessions together;
+//! sessions that go quiet are dropped. An operation locks only its own
+//! session (the map of sessions only long enough to find it).
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -27,6 +32,10 @@ pub struct StashLimits {
     pub max_ttl: Duration,
     /// Sessions with no stash activity for this long are dropped.
     pub session_idle: Duration,
+    /// Sessions holding values, per tenant.
+    pub max_sessions_per_tenant: usize,
+    /// Serialized size of every session's values together, bytes.
+    pub max_total_bytes: usize,
 }
 
 impl Default for StashLimits {
@@ -39,9 +48,14 @@ impl Default for StashLimits {
             default_ttl: Duration::from_secs(3_600),
             max_ttl: Duration::from_secs(24 * 3_600),
             session_idle: Duration::from_secs(24 * 3_600),
+            max_sessions_per_tenant: 1_000,
+            max_total_bytes: 512 * 1024 * 1024,
         }
     }
 }
+
+/// How often idle sessions are looked for (never on every operation).
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 struct Entry {
     value: Value,
@@ -57,7 +71,8 @@ struct SessionStash {
 }
 
 impl SessionStash {
-    fn purge_expired(&mut self, now: Instant) {
+    /// Drops expired entries; returns the bytes freed.
+    fn purge_expired(&mut self, now: Instant) -> usize {
         let mut freed = 0;
         self.entries.retain(|_, e| {
             let live = e.expires > now;
@@ -67,14 +82,41 @@ impl SessionStash {
             live
         });
         self.bytes -= freed;
+        freed
     }
 }
 
-/// Every session's stash.
+/// The tenant a session id belongs to (`tenant/session`, else the built-in one).
+fn tenant_of(session: &str) -> &str {
+    session
+        .split_once('/')
+        .map_or("default", |(tenant, _)| tenant)
+}
+
 #[derive(Default)]
+struct Sessions {
+    by_id: HashMap<String, Arc<Mutex<SessionStash>>>,
+    per_tenant: HashMap<String, usize>,
+    last_sweep: Option<Instant>,
+}
+
+/// Every session's stash.
 pub struct StashStore {
     limits: StashLimits,
-    sessions: Mutex<HashMap<String, SessionStash>>,
+    sessions: Mutex<Sessions>,
+    /// Bytes of every session together (kept outside the map's lock, so an
+    /// operation never takes the map's lock while holding its session's).
+    total_bytes: AtomicUsize,
+}
+
+impl Default for StashStore {
+    fn default() -> Self {
+        StashStore::new(StashLimits::default())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl StashStore {
@@ -82,26 +124,98 @@ impl StashStore {
     pub fn new(limits: StashLimits) -> StashStore {
         StashStore {
             limits,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Sessions::default()),
+            total_bytes: AtomicUsize::new(0),
         }
     }
 
+    /// Drops sessions idle for too long, at most once per [`SWEEP_EVERY`].
+    fn sweep(&self, sessions: &mut Sessions, now: Instant) {
+        if sessions
+            .last_sweep
+            .is_some_and(|at| now.duration_since(at) < SWEEP_EVERY)
+        {
+            return;
+        }
+        sessions.last_sweep = Some(now);
+        let idle = self.limits.session_idle;
+        let mut dropped = Vec::new();
+        sessions.by_id.retain(|id, stash| {
+            let stash = lock(stash);
+            let live = stash.touched.is_none_or(|t| now.duration_since(t) < idle);
+            if !live {
+                dropped.push((id.clone(), stash.bytes));
+            }
+            live
+        });
+        for (id, bytes) in dropped {
+            self.total_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            if let Some(n) = sessions.per_tenant.get_mut(tenant_of(&id)) {
+                *n -= 1;
+            }
+        }
+    }
+
+    /// The session's stash; created (within the tenant's cap) when `create`.
+    fn session(
+        &self,
+        session: &str,
+        create: bool,
+    ) -> Result<Option<Arc<Mutex<SessionStash>>>, String> {
+        let now = Instant::now();
+        let mut sessions = lock(&self.sessions);
+        self.sweep(&mut sessions, now);
+        if let Some(stash) = sessions.by_id.get(session) {
+            return Ok(Some(stash.clone()));
+        }
+        if !create {
+            return Ok(None);
+        }
+        let tenant = tenant_of(session).to_string();
+        let count = sessions.per_tenant.entry(tenant).or_default();
+        if *count >= self.limits.max_sessions_per_tenant {
+            return Err(format!(
+                "stash full: this tenant already keeps values for {} sessions; let some expire or delete their keys",
+                self.limits.max_sessions_per_tenant
+            ));
+        }
+        *count += 1;
+        let stash = Arc::new(Mutex::new(SessionStash::default()));
+        sessions.by_id.insert(session.to_string(), stash.clone());
+        Ok(Some(stash))
+    }
+
+    /// Runs `f` on the session's stash (expired entries purged first), with
+    /// the store-wide byte count kept in step with what `f` changed.
     fn with_session<T>(
         &self,
         session: &str,
-        f: impl FnOnce(&mut SessionStash, &StashLimits) -> T,
-    ) -> T {
+        create: bool,
+        f: impl FnOnce(&mut SessionStash, &StashLimits, usize) -> T,
+    ) -> Result<Option<T>, String> {
+        let Some(stash) = self.session(session, create)? else {
+            return Ok(None);
+        };
         let now = Instant::now();
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.retain(|id, s| {
-            id == session
-                || s.touched
-                    .is_none_or(|t| now.duration_since(t) < self.limits.session_idle)
-        });
-        let stash = sessions.entry(session.to_string()).or_default();
+        let mut stash = lock(&stash);
         stash.touched = Some(now);
-        stash.purge_expired(now);
-        f(stash, &self.limits)
+        let freed = stash.purge_expired(now);
+        self.total_bytes.fetch_sub(freed, Ordering::Relaxed);
+        let before = stash.bytes;
+        let room = self
+            .limits
+            .max_total_bytes
+            .saturating_sub(self.total_bytes.load(Ordering::Relaxed));
+        let out = f(&mut stash, &self.limits, room);
+        let after = stash.bytes;
+        if after >= before {
+            self.total_bytes
+                .fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.total_bytes
+                .fetch_sub(before - after, Ordering::Relaxed);
+        }
+        Ok(Some(out))
     }
 
     fn check_key(&self, key: &str) -> Result<(), String> {
@@ -120,12 +234,14 @@ impl StashStore {
     /// The value under `key`, or null.
     pub fn get(&self, session: &str, key: &str) -> Result<Value, String> {
         self.check_key(key)?;
-        Ok(self.with_session(session, |s, _| {
-            s.entries
-                .get(key)
-                .map(|e| e.value.clone())
-                .unwrap_or(Value::Null)
-        }))
+        Ok(self
+            .with_session(session, false, |s, _, _| {
+                s.entries
+                    .get(key)
+                    .map(|e| e.value.clone())
+                    .unwrap_or(Value::Null)
+            })?
+            .unwrap_or(Value::Null))
     }
 
     /// Stores `value` under `key` for `ttl_secs` (default and maximum from the limits).
@@ -150,8 +266,13 @@ impl StashStore {
         let ttl = ttl_secs
             .map_or(self.limits.default_ttl, Duration::from_secs)
             .min(self.limits.max_ttl);
-        self.with_session(session, |s, limits| {
+        self.with_session(session, true, |s, limits, room| {
             let old = s.entries.get(key).map_or(0, |e| e.bytes);
+            if bytes > old && bytes - old > room {
+                return Err(
+                    "the executor's stash is full for now; store less, or try again later".into(),
+                );
+            }
             if s.bytes - old + bytes > limits.max_session_bytes {
                 return Err(format!(
                     "stash full: this session may keep {} bytes; delete keys first",
@@ -174,30 +295,34 @@ impl StashStore {
                 },
             );
             Ok(Value::Bool(true))
-        })
+        })?
+        .unwrap_or_else(|| Err("the stash is unavailable".into()))
     }
 
     /// Removes `key`; true if it existed.
     pub fn delete(&self, session: &str, key: &str) -> Result<Value, String> {
         self.check_key(key)?;
-        Ok(
-            self.with_session(session, |s, _| match s.entries.remove(key) {
+        Ok(self
+            .with_session(session, false, |s, _, _| match s.entries.remove(key) {
                 Some(e) => {
                     s.bytes -= e.bytes;
                     Value::Bool(true)
                 }
                 None => Value::Bool(false),
-            }),
-        )
+            })?
+            .unwrap_or(Value::Bool(false)))
     }
 
     /// Live keys, sorted.
     pub fn keys(&self, session: &str) -> Value {
-        self.with_session(session, |s, _| {
+        self.with_session(session, false, |s, _, _| {
             let mut keys: Vec<&String> = s.entries.keys().collect();
             keys.sort();
             Value::from(keys.into_iter().cloned().collect::<Vec<_>>())
         })
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Value::Array(Vec::new()))
     }
 }
 
@@ -247,6 +372,39 @@ mod tests {
         );
         assert_eq!(store.delete("s", "a").unwrap(), json!(true));
         store.set("s", "c", json!(1), None).unwrap();
+    }
+
+    #[test]
+    fn one_tenant_cannot_hold_more_sessions_than_its_cap() {
+        let store = StashStore::new(StashLimits {
+            max_sessions_per_tenant: 2,
+            ..StashLimits::default()
+        });
+        store.set("acme/1", "k", json!(1), None).unwrap();
+        store.set("acme/2", "k", json!(1), None).unwrap();
+        let refused = store.set("acme/3", "k", json!(1), None).unwrap_err();
+        assert!(refused.contains("2 sessions"), "{refused}");
+        // Reading does not create a session, and another tenant is unaffected.
+        assert_eq!(store.get("acme/4", "k").unwrap(), Value::Null);
+        store.set("other/1", "k", json!(1), None).unwrap();
+    }
+
+    #[test]
+    fn all_sessions_together_stay_under_the_global_cap() {
+        let store = StashStore::new(StashLimits {
+            max_total_bytes: 1_000,
+            ..StashLimits::default()
+        });
+        store.set("a", "k", json!("x".repeat(600)), None).unwrap();
+        let refused = store
+            .set("b", "k", json!("x".repeat(600)), None)
+            .unwrap_err();
+        assert!(refused.contains("stash is full for now"), "{refused}");
+        // Freeing space in one session makes room for another.
+        store.delete("a", "k").unwrap();
+        store.set("b", "k", json!("x".repeat(600)), None).unwrap();
+        // Overwriting with something smaller always fits.
+        store.set("b", "k", json!(1), None).unwrap();
     }
 
     #[test]
