@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# Hybrid search uses it when `[edge] search_model_dir` names its directory.
+scripts/install-model.sh >/dev/null
 cargo build --release --bin quiver
 exec target/release/quiver dev "$@"

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# The search model (semantic tests need it; they fail without it in CI).
+scripts/install-model.sh >/dev/null
 
 # CI builds once from scratch: incremental caches would only take disk.
 if [ -n "${CI:-}" ]; then
@@ -26,6 +28,9 @@ if command -v cargo-nextest >/dev/null 2>&1; then
 else
   cargo test --workspace --no-fail-fast
 fi
+
+echo "== search without the semantic feature (the lexical fallback build)"
+cargo test -p quiver-view --no-default-features --lib
 
 report_disk
 echo "== v8 engine type-check (links nothing: rusty_v8's library cannot be fetched here)"

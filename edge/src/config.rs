@@ -34,6 +34,14 @@ pub struct EdgeConfig {
     /// Default number of search results. Default 5.
     #[serde(default = "default_search_limit")]
     pub search_limit: usize,
+    /// Sentence-embedding model directory for hybrid search (as installed by
+    /// `scripts/install-model.sh`). Default: none, lexical ranking only.
+    #[serde(default)]
+    pub search_model_dir: Option<PathBuf>,
+    /// Directory for search's tool-vector cache and per-tenant outcome
+    /// signals (`vectors/`, `signals/`). Default: none, both kept in memory.
+    #[serde(default)]
+    pub search_data_dir: Option<PathBuf>,
 }
 
 /// Certificate and key for the HTTPS listener.
@@ -66,6 +74,8 @@ impl Default for EdgeConfig {
             max_body_bytes: default_max_body(),
             tls: None,
             search_limit: default_search_limit(),
+            search_model_dir: None,
+            search_data_dir: None,
         }
     }
 }

@@ -39,6 +39,12 @@ impl Gateway {
         scripts: Option<Arc<dyn Scripts>>,
         config: EdgeConfig,
     ) -> Arc<Gateway> {
+        let data = config.search_data_dir.as_deref();
+        quiver_view::search::semantic::install(
+            config.search_model_dir.as_deref(),
+            data.map(|d| d.join("vectors")).as_deref(),
+        );
+        quiver_view::search::signals::install(data.map(|d| d.join("signals")).as_deref());
         let first = manifests.borrow_and_update().clone();
         let gateway = Arc::new(Gateway {
             view: ArcSwap::from_pointee(ToolView::all(first)),

@@ -7,7 +7,8 @@ use clap::{Args, Subcommand};
 /// Benchmarks.
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Search quality (Hit@1, Hit@5, MRR: BM25 vs Quiver) and latency over 10,000 tools.
+    /// Search quality (Hit@1, Hit@5, MRR: BM25, lexical, semantic, hybrid) on public
+    /// benchmarks and the project's queries, and latency over 10,000 tools.
     Search(SearchBenchArgs),
     /// Script execution: warm-pool latency, per-call overhead, throughput, cold start, memory.
     Executor(super::bench_executor::ExecutorBenchArgs),
@@ -24,6 +25,13 @@ pub struct SearchBenchArgs {
     /// Labelled queries.
     #[arg(long, default_value = "tests/data/search/queries.json")]
     queries: PathBuf,
+    /// Public benchmarks: one folder each with tools.json and queries.json.
+    #[arg(long, default_value = "tests/data/search/public")]
+    public: PathBuf,
+    /// Sentence-embedding model directory (default: where scripts/install-model.sh
+    /// puts it). Without one, only the lexical rankers are measured.
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
     /// Tools in the latency corpus.
     #[arg(long, default_value_t = 10_000)]
     tools: usize,
@@ -42,20 +50,49 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
 }
 
 fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
-    use quiver_edge::search::{bench, eval};
+    use quiver_edge::search::{SemanticModel, bench, eval, semantic};
     if cfg!(debug_assertions) {
         eprintln!(
             "warning: this is a debug build; use `cargo run --release -- bench search` for numbers"
         );
     }
-    let report = eval::run(&args.datasets, &args.queries)?;
-    println!("## Search quality\n\n{report}");
-    let text = std::fs::read_to_string(&args.queries)?;
-    let queries: Vec<String> = serde_json::from_str::<Vec<serde_json::Value>>(&text)?
-        .iter()
-        .filter_map(|q| q.get("query").and_then(|v| v.as_str()).map(str::to_string))
+    let model_dir = args.model_dir.clone().or_else(semantic::default_model_dir);
+    let model = match &model_dir {
+        Some(dir) => match SemanticModel::load(dir, None) {
+            Ok(model) => Some(std::sync::Arc::new(model)),
+            Err(e) => {
+                eprintln!("no semantic rankers: {e:#}");
+                None
+            }
+        },
+        None => None,
+    };
+    if let Some(dir) = &model_dir {
+        println!("model: {}\n", dir.display());
+    }
+    let mut public: Vec<PathBuf> = std::fs::read_dir(&args.public)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", args.public.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path().join("queries.json")))
+        .filter(|p| p.exists())
         .collect();
-    let latency = bench::latency(&args.datasets, args.tools, &queries, args.iterations);
+    public.sort();
+    for queries in &public {
+        let report = eval::run(&args.datasets, queries, model.as_ref())?;
+        println!("## Search quality: {}\n\n{report}", queries.display());
+    }
+    let report = eval::run(&args.datasets, &args.queries, model.as_ref())?;
+    println!("## Search quality: the project's queries (tune and frozen test split)\n\n{report}");
+    let queries: Vec<String> = eval::load_queries(&args.queries)?
+        .into_iter()
+        .map(|q| q.query)
+        .collect();
+    let latency = bench::latency(
+        &args.datasets,
+        args.tools,
+        &queries,
+        args.iterations,
+        model.as_ref(),
+    );
     println!("## Search latency\n\n{latency}");
     Ok(())
 }

@@ -10,7 +10,7 @@ use std::{
 use quiver_proto::{Manifest, ManifestTool, manifest::ManifestServer};
 
 use crate::{
-    search::{SearchDoc, SearchIndex, SearchParam},
+    search::{HybridIndex, SearchDoc, SearchParam, semantic, signals},
     validate::ArgumentCheck,
 };
 
@@ -21,7 +21,7 @@ pub struct ToolView {
     tools: Vec<usize>,
     by_exposed: HashMap<String, usize>,
     servers: Vec<usize>,
-    search: SearchIndex,
+    search: HybridIndex,
     checks: Vec<OnceLock<ArgumentCheck>>,
 }
 
@@ -59,7 +59,7 @@ impl ToolView {
             .iter()
             .map(|&t| search_doc(&manifest, &manifest.tools[t]))
             .collect();
-        let search = SearchIndex::build(&docs);
+        let search = HybridIndex::build(&docs, semantic::installed());
         let checks = tools.iter().map(|_| OnceLock::new()).collect();
         ToolView {
             manifest,
@@ -145,6 +145,42 @@ impl ToolView {
             .collect()
     }
 
+    /// Ranked matches for `query` by `tenant`, adjusted by what the tenant's
+    /// earlier searches led to (the process's installed signal store, if
+    /// any), and recorded there.
+    pub fn search_for(&self, tenant: &str, query: &str, limit: usize) -> Vec<(ViewTool<'_>, f32)> {
+        let Some(store) = signals::installed() else {
+            return self.search(query, limit);
+        };
+        let now = signals::now_secs();
+        let adjustments = store.adjustments(tenant, query, now);
+        let hits: Vec<(ViewTool<'_>, f32)> = self
+            .search
+            .search_adjusted(query, limit, |doc| {
+                if adjustments.is_empty() {
+                    return 0.0;
+                }
+                adjustments
+                    .get(&signal_key(self.get(doc)))
+                    .copied()
+                    .unwrap_or(0.0)
+            })
+            .into_iter()
+            .map(|hit| (self.get(hit.doc), hit.score))
+            .collect();
+        let shown: Vec<String> = hits.iter().map(|(t, _)| signal_key(*t)).collect();
+        store.record_search(tenant, query, &shown, now);
+        hits
+    }
+
+    /// Records the outcome of a call of `tool` by `tenant` in the installed
+    /// signal store, if any.
+    pub fn record_call(&self, tenant: &str, tool: ViewTool<'_>, success: bool) {
+        if let Some(store) = signals::installed() {
+            store.record_call(tenant, &signal_key(tool), success, signals::now_secs());
+        }
+    }
+
     /// The compiled argument check of the tool at view position `index` (compiled on first use).
     pub fn check(&self, index: usize) -> &ArgumentCheck {
         self.checks[index]
@@ -155,6 +191,11 @@ impl ToolView {
     pub fn exposed_names(&self) -> impl Iterator<Item = &str> {
         self.iter().map(|t| t.tool.exposed_name.as_str())
     }
+}
+
+/// How signals name a tool: `server/tool`, stable across manifest versions.
+fn signal_key(tool: ViewTool<'_>) -> String {
+    format!("{}/{}", tool.tool.id.server, tool.tool.id.tool)
 }
 
 fn search_doc(manifest: &Manifest, tool: &ManifestTool) -> SearchDoc {

@@ -179,3 +179,61 @@ fn tune_blend() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Learning from outcomes, simulated: tenant `a` replays the `tune` queries of
+/// MetaTool as an agent would (search, then call the right tool if it is in
+/// the top five, else call the first hit and fail); then the `test` queries,
+/// which were never replayed, are measured with and without `a`'s signals.
+/// Tenant `b`, which replayed nothing, must rank exactly as without signals.
+#[test]
+fn outcomes_improve_later_searches_of_that_tenant_only() -> anyhow::Result<()> {
+    use quiver_view::search::{SignalConfig, SignalStore, corpus::Corpus};
+    let Some(model) = model()? else { return Ok(()) };
+    let dir = project_root().join("tests/data/search/public/metatool");
+    let corpus = Corpus::load_file(&dir.join("tools.json"), "metatool")?;
+    let ids = corpus.ids();
+    let index = HybridIndex::build(&corpus.docs, Some(model));
+    let queries = eval::load_queries(&dir.join("queries.json"))?;
+    let store = SignalStore::in_memory(SignalConfig::default());
+    let now = 1_000_000;
+    let search = |tenant: &str, query: &str, limit: usize| {
+        let adjustments = store.adjustments(tenant, query, now);
+        index.search_adjusted(query, limit, |d| {
+            adjustments.get(&ids[d]).copied().unwrap_or(0.0)
+        })
+    };
+    for q in queries.iter().filter(|q| q.split == "tune") {
+        let hits = search("a", &q.query, 5);
+        let shown: Vec<String> = hits.iter().map(|h| ids[h.doc].clone()).collect();
+        store.record_search("a", &q.query, &shown, now);
+        match shown.iter().find(|s| q.relevant.contains(s)) {
+            Some(found) => store.record_call("a", found, true, now),
+            None => {
+                if let Some(first) = shown.first() {
+                    store.record_call("a", first, false, now);
+                }
+            }
+        }
+    }
+    let rank = |tenant: Option<&str>, q: &eval::LabelledQuery| {
+        let hits = match tenant {
+            Some(t) => search(t, &q.query, ids.len()),
+            None => index.search(&q.query, ids.len()),
+        };
+        hits.iter()
+            .position(|h| q.relevant.contains(&ids[h.doc]))
+            .map(|p| p + 1)
+    };
+    let test: Vec<_> = queries.iter().filter(|q| q.split == "test").collect();
+    let metrics = |tenant| {
+        eval::Metrics::from_ranks(&test.iter().map(|q| rank(tenant, q)).collect::<Vec<_>>())
+    };
+    let (before, after, other) = (metrics(None), metrics(Some("a")), metrics(Some("b")));
+    println!(
+        "MetaTool test split, {} queries: without signals {before:?}\nwith tenant a's signals {after:?}",
+        test.len()
+    );
+    assert!(after.mrr > before.mrr, "{after:?} vs {before:?}");
+    assert_eq!(other, before, "tenant b saw tenant a's signals");
+    Ok(())
+}

@@ -262,7 +262,7 @@ pub fn search_tool(
         Err(e) => return *e,
     };
     let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
-    let hits = view.search(&args.query, limit);
+    let hits = view.search_for("default", &args.query, limit);
     if hits.is_empty() {
         return tool_ok(
             format!("No tools match `{}`.", args.query),

@@ -117,7 +117,10 @@ pub(crate) async fn forward(
         cancel: context.ct.clone(),
         sink: Some(Arc::new(relay)),
     };
-    match gateway.dispatch().call_tool(call, options).await {
+    let outcome = gateway.dispatch().call_tool(call, options).await;
+    let succeeded = matches!(&outcome, Ok(r) if r.is_error != Some(true));
+    view.record_call("default", tool, succeeded);
+    match outcome {
         Ok(result) if result.is_error == Some(true) => redact_error_result(result, &args_value),
         Ok(result) => result,
         Err(e) => {

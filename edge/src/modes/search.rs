@@ -68,7 +68,7 @@ pub fn search_tools(
             Err(e) => return *e,
         };
     let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
-    let hits = view.search(&args.query, limit);
+    let hits = view.search_for("default", &args.query, limit);
     let mut text = String::new();
     let mut results = Vec::with_capacity(hits.len());
     for (tool, score) in &hits {

@@ -61,13 +61,13 @@ const FAILURE: f32 = -0.5;
 /// Weight of a `describe` of a shown tool (interest, not yet proof).
 const DESCRIBED: f32 = 0.3;
 /// Weight given to tools shown above the one called (found, passed over).
-const PASSED_OVER: f32 = -0.2;
+const PASSED_OVER: f32 = -0.1;
 /// Query similarity (Jaccard of analysed terms) below which an association
 /// says nothing about a query.
-const MIN_SIMILARITY: f32 = 0.3;
+const MIN_SIMILARITY: f32 = 0.25;
 /// Share of the largest adjustment that a tool's record of successful calls
 /// alone (whatever the query) can earn.
-const PRIOR_SHARE: f32 = 0.2;
+const PRIOR_SHARE: f32 = 0.0;
 
 /// One tenant's signals (what is persisted).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -394,6 +394,40 @@ impl SignalStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TenantSignals>> {
         self.tenants.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+static INSTALLED: std::sync::OnceLock<Option<std::sync::Arc<SignalStore>>> =
+    std::sync::OnceLock::new();
+
+/// Opens this process's store once (in `dir`, or in memory when `None`);
+/// later calls return the first. A directory that cannot be used is logged
+/// and the store is kept in memory.
+pub fn install(dir: Option<&Path>) -> std::sync::Arc<SignalStore> {
+    INSTALLED
+        .get_or_init(|| {
+            let store = match dir {
+                Some(dir) => SignalStore::open(dir, SignalConfig::default()).unwrap_or_else(|e| {
+                    tracing::warn!("search signals kept in memory only: {e:#}");
+                    SignalStore::in_memory(SignalConfig::default())
+                }),
+                None => SignalStore::in_memory(SignalConfig::default()),
+            };
+            Some(std::sync::Arc::new(store))
+        })
+        .clone()
+        .unwrap_or_else(|| std::sync::Arc::new(SignalStore::in_memory(SignalConfig::default())))
+}
+
+/// The store [`install`]ed in this process, if any.
+pub fn installed() -> Option<std::sync::Arc<SignalStore>> {
+    INSTALLED.get().cloned().flatten()
+}
+
+/// Seconds since the Unix epoch (signals are stamped with it).
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn counts<'a>(t: &'a mut TenantSignals, tool: &str, now: u64, max: usize) -> &'a mut ToolCounts {
