@@ -41,6 +41,7 @@
   const ObjectGetOwnPropertyDescriptors = Object.getOwnPropertyDescriptors;
   const ObjectGetPrototypeOf = Object.getPrototypeOf;
   const ObjectHasOwn = Object.hasOwn;
+  const ObjectKeys = Object.keys;
   const ObjectIsFrozen = Object.isFrozen;
   const ReflectApply = Reflect.apply;
   const ReflectDeleteProperty = Reflect.deleteProperty;
@@ -220,10 +221,42 @@
     return error;
   }
 
+  // A lower bound on the serialised size of `value` (every string counts its
+  // length), computed without building anything and given up once it
+  // passes `budget`: an oversized request is refused before it is copied.
+  function sizeAtLeast(value, budget) {
+    let size = 0;
+    const stack = [value];
+    const seen = new Set();
+    while (stack.length > 0 && size <= budget) {
+      const item = stack.pop();
+      if (typeof item === "string") {
+        size += item.length + 2;
+      } else if (typeof item === "object" && item !== null && !seen.has(item)) {
+        seen.add(item);
+        const keys = safely(() => ObjectKeys(item), []);
+        for (let i = 0; i < keys.length && size <= budget; i++) {
+          size += keys[i].length + 4;
+          stack.push(safely(() => item[keys[i]], undefined));
+        }
+      } else {
+        size += 1;
+      }
+    }
+    return size;
+  }
+
   function pump() {
     while (inFlight < parallelCalls && waitingHead < waitingTail) {
       const job = waiting[waitingHead];
       waiting[waitingHead++] = undefined;
+      if (sizeAtLeast(job.body, requestBytes) > requestBytes) {
+        job.reject(hostError(
+          `the request is over ${requestBytes} bytes; a script may send at most ${requestBytes} bytes at once`,
+          job.site,
+        ));
+        continue;
+      }
       let text;
       try {
         text = JSONStringify(job.body, requestReplacer);
@@ -334,10 +367,17 @@
 
   // --- console, timers -------------------------------------------------------
   let logsFull = false;
+  let logsCut = false;
 
   function logger(prefix, name) {
     return named((...values) => {
-      if (logsFull) return;
+      if (logsCut) return;
+      if (logsFull) {
+        // One more line than fits: the buffer records the cut and its marker.
+        op_quiver_log("");
+        logsCut = true;
+        return;
+      }
       let line = prefix;
       for (let i = 0; i < values.length; i++) {
         if (i > 0) line += " ";

@@ -49,6 +49,15 @@ impl ViewScriptContext {
     }
 
     fn unknown(&self, name: &str) -> String {
+        // No tool name is this long: neither echo it back nor compare it
+        // with every name (edit distance grows with its length).
+        const LONGEST_NAME: usize = 256;
+        if name.len() > LONGEST_NAME {
+            return format!(
+                "unknown tool: the name is {} bytes, and tool names are at most 64 characters; use search() to find tool names",
+                name.len()
+            );
+        }
         let suggestions = closest(name, self.view.exposed_names(), 3);
         unknown_tool_message(name, &suggestions, "use search() to find tool names")
     }
