@@ -45,6 +45,10 @@ struct WorkerArgs {
     /// (`socket`, `execve`, `fork`, `open`) and exit; proves the seccomp filter.
     #[arg(long, hide = true)]
     test_forbidden_syscall: Option<String>,
+    /// Benchmark hook: skip the OS lock-down, so `quiver bench executor` can
+    /// report what it costs. The executor refuses such a worker for scripts.
+    #[arg(long, hide = true)]
+    bench_without_lock_down: bool,
 }
 
 fn main() -> std::process::ExitCode {
@@ -104,7 +108,9 @@ fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
         },
     };
     // Its outcome is checked from outside by the host, which logs it.
-    let _ = quiver_executor::worker::isolation::enter_before_threads();
+    if !args.bench_without_lock_down {
+        let _ = quiver_executor::worker::isolation::enter_before_threads();
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -157,6 +157,69 @@ fn runtime_creation(out: &mut String, runs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What the OS lock-down (namespaces, seccomp filter, resource limits) costs
+/// per execution: the same scripts on one worker with it and on one started
+/// without it (a benchmark-only worker flag; the executor refuses such workers).
+async fn isolation_cost(
+    out: &mut String,
+    command: &WorkerCommand,
+    context: &Arc<dyn ScriptContext>,
+    limits: Limits,
+    runs: usize,
+) -> anyhow::Result<()> {
+    let unlocked = WorkerCommand {
+        program: command.program.clone(),
+        args: vec!["__worker".into(), "--bench-without-lock-down".into()],
+    };
+    let _ = writeln!(
+        out,
+        "\n## Isolation cost ({runs} runs each, one worker, one at a time)\n\n| script | locked down p50 ms | p99 ms | without lock-down p50 ms | p99 ms |\n|---|---:|---:|---:|---:|"
+    );
+    for (label, code) in [
+        ("trivial (`return 1`)", script_with_calls(0)),
+        ("10 sequential tool calls", script_with_calls(10)),
+    ] {
+        let mut row = Vec::new();
+        for locked in [true, false] {
+            let mut worker = if locked {
+                WorkerProcess::spawn(command).await?
+            } else {
+                WorkerProcess::spawn_unchecked(&unlocked).await?
+            };
+            let mut samples = Vec::with_capacity(runs);
+            for _ in 0..runs.max(10) {
+                // A worker serves a bounded number of executions; start a
+                // fresh one of the same kind when it is used up.
+                if worker.uses() >= 45 {
+                    worker = if locked {
+                        WorkerProcess::spawn(command).await?
+                    } else {
+                        WorkerProcess::spawn_unchecked(&unlocked).await?
+                    };
+                }
+                let started = Instant::now();
+                let outcome = worker
+                    .run(
+                        &code,
+                        limits,
+                        context.clone(),
+                        tokio_util::sync::CancellationToken::new(),
+                    )
+                    .await?;
+                samples.push(started.elapsed());
+                if let Some(error) = outcome.error {
+                    anyhow::bail!("benchmark script failed: {error:?}");
+                }
+            }
+            samples.sort();
+            row.push(ms(percentile(&samples, 0.5)));
+            row.push(ms(percentile(&samples, 0.99)));
+        }
+        let _ = writeln!(out, "| {label} | {} |", row.join(" | "));
+    }
+    Ok(())
+}
+
 /// Runs the benchmark and prints markdown tables.
 pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
@@ -351,6 +414,7 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         )
         .await?;
     let busy_peak = sampler.await?;
+    isolation_cost(&mut out, &command, &context, limits, args.iterations).await?;
     let _ = writeln!(out, "\n## Workers\n\n| measure | value |\n|---|---:|");
     let _ = writeln!(
         out,

@@ -77,8 +77,18 @@ pub struct WorkerProcess {
 }
 
 impl WorkerProcess {
-    /// Starts a worker with an empty environment and waits until it is ready.
+    /// Starts a worker with an empty environment, waits until it is ready
+    /// and checks from outside that it locked itself down.
     pub async fn spawn(command: &WorkerCommand) -> Result<WorkerProcess, WorkerFault> {
+        let worker = WorkerProcess::spawn_unchecked(command).await?;
+        check_isolation(worker.pid())?;
+        Ok(worker)
+    }
+
+    /// [`WorkerProcess::spawn`] without the isolation check: only for
+    /// `quiver bench executor`, to measure what the lock-down costs.
+    #[doc(hidden)]
+    pub async fn spawn_unchecked(command: &WorkerCommand) -> Result<WorkerProcess, WorkerFault> {
         if !command.program.is_absolute() {
             return Err(WorkerFault::Spawn(format!(
                 "{} is not an absolute path",
@@ -110,10 +120,7 @@ impl WorkerProcess {
         match tokio::time::timeout(START_TIMEOUT, worker.reader.read_message::<WorkerMessage>())
             .await
         {
-            Ok(Ok(Some(WorkerMessage::Ready))) => {
-                check_isolation(worker.pid())?;
-                Ok(worker)
-            }
+            Ok(Ok(Some(WorkerMessage::Ready))) => Ok(worker),
             Ok(Ok(Some(other))) => Err(WorkerFault::Protocol(format!(
                 "expected Ready, got {other:?}"
             ))),

@@ -8,4 +8,4 @@ pub mod isolation;
 pub mod protocol;
 mod runner;
 
-pub use runner::{run_worker, run_worker_on, run_worker_probing};
+pub use runner::{run_worker, run_worker_on, run_worker_probing, run_worker_with};
