@@ -204,3 +204,64 @@ async fn pollution_attempts_do_not_reach_a_second_runtime() {
         json!([null, false, [2, 4], "undefined"])
     );
 }
+
+#[tokio::test]
+async fn the_api_reveals_no_source_and_stacks_name_no_bootstrap_internals() {
+    // Source text of API functions is not shown; the script's own is.
+    for expression in [
+        "String(search)",
+        "String(stash.get)",
+        "String(tools.call)",
+        "String(tools.github.search_issues)",
+        "String(console.log)",
+        "Function.prototype.toString.call(setTimeout)",
+        "String(Object.getOwnPropertyDescriptor(Object.prototype, 'toString').get)",
+        "String(Function.prototype.toString)",
+    ] {
+        let shown = value_of(expression).await;
+        let shown = shown.as_str().unwrap_or_default();
+        assert!(
+            shown.ends_with("() { [native code] }") && !shown.contains("request"),
+            "{expression} showed {shown}"
+        );
+    }
+    assert_eq!(
+        value_of("String(function mine() { return 42; })").await,
+        json!("function mine() { return 42; }")
+    );
+
+    // No stack names the bootstrap, whoever made the error.
+    for code in [
+        "try { tools.call(1); } catch (e) { return e.stack; }",
+        "try { await search('x', -1); } catch (e) { return e.stack; }",
+        "try { stash.set('k', 1, -1); } catch (e) { return e.stack; }",
+        "try { await tools.call('github.search_issues', { q: 1n ** 1n }); return 'called'; } catch (e) { return e.stack; }",
+        "return await new Promise((resolve) => setTimeout(() => resolve(new Error('in a timer').stack), 1));",
+        "return await new Promise((resolve) => queueMicrotask(() => resolve(new Error('in a microtask').stack)));",
+    ] {
+        let outcome = run(code).await;
+        assert_eq!(outcome.error, None, "{code}: {outcome:?}");
+        let stack = outcome.result.unwrap_or_default().to_string();
+        assert!(!stack.contains("bootstrap"), "{code}: {stack}");
+    }
+
+    // The stack depth cannot be changed; it is a plain frozen number.
+    assert_eq!(
+        value_of("(() => { try { Error.stackTraceLimit = 0; } catch {} return [typeof Error.stackTraceLimit, Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit').writable]; })()").await,
+        json!(["number", false])
+    );
+}
+
+#[tokio::test]
+async fn parser_messages_are_our_own() {
+    // A result nested past the serialiser's depth limit.
+    let outcome = run("let v = 1; for (let i = 0; i < 200; i++) v = [v]; return v;").await;
+    let error = outcome.error.expect("an output error");
+    assert_eq!(error.kind, "output");
+    assert!(
+        error.message.contains("nested more than 128 levels")
+            && !error.message.contains("recursion limit"),
+        "{}",
+        error.message
+    );
+}
