@@ -129,15 +129,19 @@ async fn pings_are_answered_while_idle_and_while_a_script_spins() {
     host.send(HostMessage::Ping).await;
     assert_eq!(host.next().await, WorkerMessage::Pong);
 
+    // The script signals that it is about to spin: its tool call goes out
+    // (async ops start when called) and nothing after it ever yields.
     host.execute(
-        "while (true) {}",
+        "tools.gh.issue({}).catch(() => {}); while (true) {}",
         Limits {
             wall_ms: 1500,
             ..Limits::default()
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let WorkerMessage::Request { .. } = host.next().await else {
+        panic!("expected the script's signal (a tool call)")
+    };
     host.send(HostMessage::Ping).await;
     assert_eq!(
         host.next().await,
