@@ -12,10 +12,7 @@ use support::{QuiverDev, call, connect, datasets, quiver_bin, text};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn livemcpbench_catalog_serves_527_tools_and_constant_surfaces() {
-    let Some(dir) = datasets() else {
-        eprintln!("SKIPPED: ../shared/datasets is absent");
-        return;
-    };
+    let Some(dir) = datasets() else { return };
     let catalog = dir.join("livemcpbench/tools.json");
     let dev = QuiverDev::start(&["--catalog", catalog.to_str().unwrap()]);
     assert!(
@@ -76,10 +73,7 @@ async fn livemcpbench_catalog_serves_527_tools_and_constant_surfaces() {
 
 #[test]
 fn token_budgets_hold_on_livemcpbench() {
-    let Some(dir) = datasets() else {
-        eprintln!("SKIPPED: ../shared/datasets is absent");
-        return;
-    };
+    let Some(dir) = datasets() else { return };
     let output = Command::new(quiver_bin())
         .args(["tokens", "--json", "--catalog"])
         .arg(dir.join("livemcpbench/tools.json"))

@@ -1,5 +1,6 @@
 //! The real catalogues in `../shared/datasets` load with the expected numbers of
-//! servers and tools (skipped, with a note, when the datasets are absent).
+//! servers and tools. Without the datasets these tests fail, unless
+//! `QUIVER_PARTIAL_TESTS=1` marks a local partial run.
 
 mod common;
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod node_tools;
+pub mod partial_run;
 
 use std::{
     io::{BufRead, BufReader},
@@ -25,10 +26,15 @@ pub fn quiver_bin() -> &'static str {
     env!("CARGO_BIN_EXE_quiver")
 }
 
-/// The shared datasets folder, if present.
+/// The shared datasets folder. When it is absent the test fails, unless
+/// `QUIVER_PARTIAL_TESTS=1` marks a local partial run: then `None` (skip).
 pub fn datasets() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets");
-    dir.join("livemcpbench/tools.json").exists().then_some(dir)
+    partial_run::required_input(
+        &dir.join("livemcpbench/tools.json"),
+        "this test needs ../shared/datasets next to the repository",
+    )
+    .map(|_| dir)
 }
 
 /// Spawns `command` (logs at `RUST_LOG`, default warn, on stderr) and waits for

@@ -130,20 +130,19 @@ pub fn reinserted(value: &Value) -> Value {
     }
 }
 
-/// A dataset under `../shared/datasets`, or `None` (with a note) when absent.
+#[path = "../../../tests/support/partial_run.rs"]
+mod partial_run;
+
+/// A dataset under `../shared/datasets`. When it is absent the test fails,
+/// unless `QUIVER_PARTIAL_TESTS=1` marks a local partial run: then `None` (skip).
 pub fn dataset(relative: &str) -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/datasets")
         .join(relative);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!(
-            "SKIPPED: dataset {} not found; this test needs ../shared/datasets",
-            path.display()
-        );
-        None
-    }
+    partial_run::required_input(
+        &path,
+        "this test needs ../shared/datasets next to the repository",
+    )
 }
 
 /// A deterministic permutation of `items` (xorshift, seeded).
