@@ -42,6 +42,11 @@ pub struct EdgeConfig {
     /// signals (`vectors/`, `signals/`). Default: none, both kept in memory.
     #[serde(default)]
     pub search_data_dir: Option<PathBuf>,
+    /// Seconds between writes of changed outcome signals to
+    /// `search_data_dir` (they are also written at shutdown; a crash loses
+    /// at most this much). Default 1.
+    #[serde(default = "default_signal_flush_secs")]
+    pub search_signal_flush_secs: u64,
 }
 
 /// Certificate and key for the HTTPS listener.
@@ -63,6 +68,9 @@ fn default_max_body() -> usize {
 fn default_search_limit() -> usize {
     5
 }
+fn default_signal_flush_secs() -> u64 {
+    1
+}
 
 impl Default for EdgeConfig {
     fn default() -> Self {
@@ -76,6 +84,7 @@ impl Default for EdgeConfig {
             search_limit: default_search_limit(),
             search_model_dir: None,
             search_data_dir: None,
+            search_signal_flush_secs: default_signal_flush_secs(),
         }
     }
 }

@@ -44,7 +44,10 @@ impl Gateway {
             config.search_model_dir.as_deref(),
             data.map(|d| d.join("vectors")).as_deref(),
         );
-        quiver_view::search::signals::install(data.map(|d| d.join("signals")).as_deref());
+        quiver_view::search::signals::install(
+            data.map(|d| d.join("signals")).as_deref(),
+            std::time::Duration::from_secs(config.search_signal_flush_secs.max(1)),
+        );
         let first = manifests.borrow_and_update().clone();
         let gateway = Arc::new(Gateway {
             view: ArcSwap::from_pointee(ToolView::all(first)),

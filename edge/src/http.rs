@@ -1,9 +1,11 @@
 //! The MCP Streamable HTTP listener: `/mcp` (default mode), each mode at
 //! `/{mode}/mcp` (`/passthrough/mcp`, `/search/mcp`, `/code/mcp`: clients such
 //! as the MCP Inspector CLI expect the path to end in `/mcp`) and, for existing
-//! clients, at `/mcp/{mode}`; plus `/healthz` and `/status`. Plain TCP or
-//! rustls TLS. Host and Origin are checked against DNS rebinding; bodies over
-//! the limit are refused without touching a session.
+//! clients, at `/mcp/{mode}`; plus `/healthz`, `/status` and, for the
+//! operator on this machine only, search's outcome signals (`/search/stats`,
+//! `/search/reset/{tenant}`). Plain TCP or rustls TLS. Host and Origin are
+//! checked against DNS rebinding; bodies over the limit are refused without
+//! touching a session.
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -11,11 +13,11 @@ use anyhow::Context as _;
 use axum::{
     Json, Router,
     body::Body,
-    extract::{Request, State},
+    extract::{ConnectInfo, Path, Request, State},
     http::{Method, StatusCode},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{get, post},
 };
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
@@ -45,6 +47,7 @@ pub fn router(
         .map(|h| format!("{h}:{}", bound.port()))
         .collect();
     hosts.extend(with_ports);
+    let operator_hosts: Arc<[String]> = hosts.clone().into();
     let http_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(config.effective_allowed_origins())
@@ -72,6 +75,7 @@ pub fn router(
         ))
         .layer(middleware::from_fn(session_end_status));
     let status_gateway = gateway.clone();
+    let router = search_signal_routes(router, operator_hosts);
     router.route("/healthz", get(|| async { "ok" })).route(
         "/status",
         get(move || {
@@ -98,6 +102,102 @@ pub fn router(
     )
 }
 
+/// `GET /search/stats` (every tenant), `GET /search/stats/{tenant}` and
+/// `POST /search/reset/{tenant}`: what `quiver ctl search` reads. The
+/// signals hold what users searched for, so only a loopback peer naming an
+/// allowed host and sending no browser `Origin` is answered (a web page
+/// cannot read or reset them, whatever the edge listens on).
+fn search_signal_routes(router: Router, hosts: Arc<[String]>) -> Router {
+    use quiver_view::search::signals;
+    let stats_hosts = hosts.clone();
+    let one_hosts = hosts.clone();
+    router
+        .route(
+            "/search/stats",
+            get(move |request: Request| async move {
+                if let Some(refused) = refuse_unless_operator(&request, &stats_hosts) {
+                    return refused;
+                }
+                let stats: Vec<_> = signals::installed().map_or_else(Vec::new, |store| {
+                    store.tenants().iter().map(|t| store.stats(t)).collect()
+                });
+                Json(json!({ "tenants": stats })).into_response()
+            }),
+        )
+        .route(
+            "/search/stats/{tenant}",
+            get(
+                move |Path(tenant): Path<String>, request: Request| async move {
+                    if let Some(refused) = refuse_unless_operator(&request, &one_hosts) {
+                        return refused;
+                    }
+                    let stats = signals::installed().map(|store| store.stats(&tenant));
+                    Json(json!({ "tenants": stats.into_iter().collect::<Vec<_>>() }))
+                        .into_response()
+                },
+            ),
+        )
+        .route(
+            "/search/reset/{tenant}",
+            post(
+                move |Path(tenant): Path<String>, request: Request| async move {
+                    if let Some(refused) = refuse_unless_operator(&request, &hosts) {
+                        return refused;
+                    }
+                    let Some(store) = signals::installed() else {
+                        return Json(json!({"tenant": tenant, "reset": true})).into_response();
+                    };
+                    match tokio::task::spawn_blocking(move || store.reset(&tenant).map(|()| tenant))
+                        .await
+                    {
+                        Ok(Ok(tenant)) => {
+                            Json(json!({"tenant": tenant, "reset": true})).into_response()
+                        }
+                        Ok(Err(e)) => (
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            Json(json!({"error": format!("{e:#}")})),
+                        )
+                            .into_response(),
+                        Err(e) => (
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            Json(json!({"error": e.to_string()})),
+                        )
+                            .into_response(),
+                    }
+                },
+            ),
+        )
+}
+
+/// The refusal of a request that does not come from this machine's
+/// operator (a loopback peer, a `Host` the edge accepts, no `Origin`);
+/// `None` lets it through.
+fn refuse_unless_operator(request: &Request, hosts: &[String]) -> Option<Response> {
+    let refuse = |why: &str| {
+        let body = json!({"error": format!("{why}; search signals are served to the operator on this machine only (run quiver ctl search on the edge's host)")});
+        Some((StatusCode::FORBIDDEN, Json(body)).into_response())
+    };
+    let loopback = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .is_some_and(|ConnectInfo(peer)| peer.ip().is_loopback());
+    if !loopback {
+        return refuse("not a loopback connection");
+    }
+    if request.headers().contains_key(axum::http::header::ORIGIN) {
+        return refuse("a browser request (it carries an Origin header)");
+    }
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if !host.is_some_and(|h| hosts.iter().any(|allowed| allowed == h)) {
+        return refuse("a Host this edge does not serve");
+    }
+    None
+}
+
 /// Serves `router` on `listener` (TLS when configured) until `shutdown`.
 pub async fn serve(
     gateway: Arc<Gateway>,
@@ -109,19 +209,25 @@ pub async fn serve(
         .local_addr()
         .context("reading the listener's address")?;
     let app = router(gateway.clone(), bound, shutdown.clone(), status);
-    match &gateway.config().tls {
-        None => {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { shutdown.cancelled().await })
-                .await
-                .context("serving HTTP")?;
-        }
-        Some(tls_config) => {
-            let acceptor = tls::acceptor(tls_config)?;
-            tls::serve(listener, acceptor, app, shutdown).await;
-        }
-    }
-    Ok(())
+    let served = match &gateway.config().tls {
+        None => axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .context("serving HTTP"),
+        Some(tls_config) => match tls::acceptor(tls_config) {
+            Ok(acceptor) => {
+                tls::serve(listener, acceptor, app, shutdown).await;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        },
+    };
+    // What searches learned since the last periodic write.
+    quiver_view::search::signals::flush_installed();
+    served
 }
 
 /// A JSON-RPC error response with HTTP status `status`.

@@ -14,6 +14,8 @@ pub async fn serve_stdio(gateway: Arc<Gateway>, mode: Mode) -> anyhow::Result<()
         .serve(rmcp::transport::stdio())
         .await
         .context("starting the stdio session")?;
-    running.waiting().await.context("stdio session")?;
+    let ended = running.waiting().await.context("stdio session");
+    quiver_view::search::signals::flush_installed();
+    ended?;
     Ok(())
 }

@@ -83,6 +83,8 @@ pub async fn serve(
                     return;
                 }
             };
+            // The peer, as axum's `ConnectInfo` (operator-only routes read it).
+            let app = app.layer(axum::Extension(axum::extract::ConnectInfo(peer)));
             let service = TowerToHyperService::new(app);
             let builder = auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);

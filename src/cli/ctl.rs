@@ -1,5 +1,7 @@
 //! `quiver ctl`: the operator CLI. Talks gRPC to any control-plane node and
 //! follows the leader by itself; prints tables, or JSON with `-o json`.
+//! `ctl search` is the exception: search's outcome signals are kept by each
+//! edge, so it asks an edge over HTTP (`--edge`).
 
 use std::{collections::BTreeMap, path::PathBuf};
 
@@ -75,6 +77,37 @@ enum CtlCommand {
     /// Manifest versions.
     #[command(subcommand)]
     Manifest(ManifestCommand),
+    /// What searches led to, per tenant (kept by each edge; asks `--edge`).
+    #[command(subcommand)]
+    Search(SearchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum SearchCommand {
+    /// Zero-hit queries and tools searched for but never called.
+    Stats {
+        /// Only this tenant (default: every tenant with signals).
+        #[arg(long)]
+        tenant: Option<String>,
+        #[command(flatten)]
+        edge: EdgeAddress,
+    },
+    /// Forget everything a tenant's searches and calls taught the ranking.
+    Reset {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        #[command(flatten)]
+        edge: EdgeAddress,
+    },
+}
+
+#[derive(Args, Debug)]
+struct EdgeAddress {
+    /// The edge to ask, on this machine (it answers loopback only):
+    /// `host:port`, `http(s)://host:port`, or its MCP URL.
+    #[arg(long, env = "QUIVER_CTL_EDGE", default_value = "http://127.0.0.1:8080")]
+    edge: String,
 }
 
 #[derive(Subcommand, Debug)]
@@ -288,6 +321,10 @@ enum ManifestCommand {
 
 /// Runs one command; a non-zero exit carries an operator-readable reason.
 pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
+    let command = match args.command {
+        CtlCommand::Search(search) => return search_signals(search, args.output).await,
+        other => other,
+    };
     let tls = ClusterTls::from_flags(
         args.tls_ca.as_ref(),
         args.tls_cert.as_ref(),
@@ -305,7 +342,7 @@ pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
         anyhow::bail!("--endpoints is empty; give at least one control-plane node as host:port");
     }
     let mut client = AdminClient::new(endpoints, tls);
-    let (request, view) = request_of(args.command)?;
+    let (request, view) = request_of(command)?;
     let answer = if matches!(request, AdminRequest::ClusterInit) {
         client.call_here(&request).await
     } else {
@@ -417,6 +454,7 @@ fn request_of(command: CtlCommand) -> anyhow::Result<(AdminRequest, View)> {
                 (AdminRequest::KeyRevoke { tenant, key_id }, View::Object)
             }
         },
+        CtlCommand::Search(_) => anyhow::bail!("`ctl search` asks an edge, not the control plane"),
         CtlCommand::Manifest(c) => match c {
             ManifestCommand::Show { version } => {
                 (AdminRequest::ManifestShow { version }, View::Object)
@@ -427,6 +465,96 @@ fn request_of(command: CtlCommand) -> anyhow::Result<(AdminRequest, View)> {
             ManifestCommand::Hash => (AdminRequest::ManifestHash, View::Object),
         },
     })
+}
+
+/// `ctl search stats|reset`: the edge's `/search/stats[/{tenant}]` and
+/// `/search/reset/{tenant}`.
+async fn search_signals(command: SearchCommand, output: Output) -> anyhow::Result<()> {
+    let (edge, segments, reset) = match &command {
+        SearchCommand::Stats { tenant, edge } => {
+            let mut segments = vec!["search", "stats"];
+            segments.extend(tenant.as_deref());
+            (edge, segments, false)
+        }
+        SearchCommand::Reset { tenant, edge } => (edge, vec!["search", "reset", tenant], true),
+    };
+    let url = edge_url(&edge.edge, &segments)?;
+    quiver_upstream::install_crypto_provider();
+    let client = reqwest::Client::new();
+    let request = if reset {
+        client.post(url.clone())
+    } else {
+        client.get(url.clone())
+    };
+    let response = request.send().await.with_context(|| {
+        format!(
+            "cannot reach the edge at {}; is it running? Point --edge at its address",
+            edge.edge
+        )
+    })?;
+    let status = response.status();
+    let body: Value = response.json().await.with_context(|| {
+        format!("{url} answered {status} without JSON; is --edge a Quiver edge?")
+    })?;
+    if !status.is_success() {
+        anyhow::bail!("the edge refused ({status}): {}", cell(&body["error"]));
+    }
+    if output == Output::Json {
+        say!("{}", serde_json::to_string_pretty(&body)?);
+        return Ok(());
+    }
+    if reset {
+        say!(
+            "search signals of tenant {} forgotten",
+            cell(&body["tenant"])
+        );
+        return Ok(());
+    }
+    let tenants = body["tenants"].as_array().map_or(&[][..], Vec::as_slice);
+    if tenants.is_empty() {
+        say!("no search signals yet");
+    }
+    for (i, stats) in tenants.iter().enumerate() {
+        if i > 0 {
+            say!("");
+        }
+        say!(
+            "tenant {}  ({} query→tool associations)",
+            cell(&stats["tenant"]),
+            cell(&stats["associations"])
+        );
+        let list = |key: &str| stats[key].as_array().cloned().unwrap_or_default();
+        let zero = list("zero_hit_queries");
+        say!("\nzero-hit queries: {}", zero.len());
+        if !zero.is_empty() {
+            table(&["count", "query"], &zero);
+        }
+        let never = list("found_never_called");
+        say!("\nfound but never called: {}", never.len());
+        if !never.is_empty() {
+            table(&["shown", "tool"], &never);
+        }
+    }
+    Ok(())
+}
+
+/// `edge` (`host:port`, a URL, or an MCP URL) with its path replaced by `segments`.
+fn edge_url(edge: &str, segments: &[&str]) -> anyhow::Result<reqwest::Url> {
+    let edge = edge.trim();
+    let with_scheme = if edge.contains("://") {
+        edge.to_string()
+    } else {
+        format!("http://{edge}")
+    };
+    let mut url = reqwest::Url::parse(&with_scheme)
+        .with_context(|| format!("--edge `{edge}`: expected host:port or http://host:port"))?;
+    url.set_query(None);
+    url.set_fragment(None);
+    url.path_segments_mut()
+        .map_err(|()| anyhow::anyhow!("--edge `{edge}`: expected host:port or http://host:port"))?
+        .clear()
+        .extend(segments);
+    Ok(url)
 }
 
 fn pairs(items: &[String], what: &str) -> anyhow::Result<BTreeMap<String, String>> {

@@ -50,8 +50,9 @@ pub struct DevArgs {
     /// `quiver executor` child process, reached over gRPC).
     #[arg(long, default_value = "in-process", value_parser = ["in-process", "child"])]
     executor: String,
-    /// Data directory of the embedded control plane (overrides the config;
-    /// default `.quiver/dev` in the current directory).
+    /// Data directory of the embedded control plane, and of search's tool
+    /// vectors and outcome signals (`search/`) unless `edge.search_data_dir`
+    /// is set (overrides the config; default `.quiver/dev` in the current directory).
     #[arg(long)]
     data: Option<PathBuf>,
     /// Where the embedded control plane serves gRPC for `quiver ctl` (overrides
@@ -89,6 +90,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     }
     if let Some(listen) = args.control_plane_listen {
         config.control_plane.listen = listen;
+    }
+    // Search's tool vectors and per-tenant outcome signals live with the
+    // rest of dev's state, so they survive restarts (a standalone edge keeps
+    // them in memory unless `search_data_dir` is set).
+    if config.edge.search_data_dir.is_none() {
+        config.edge.search_data_dir = Some(config.control_plane.data.join("search"));
     }
 
     let shutdown = CancellationToken::new();

@@ -181,6 +181,14 @@ impl ToolView {
         }
     }
 
+    /// Records that `tenant` asked for the full description of `tool` in the
+    /// installed signal store, if any.
+    pub fn record_describe(&self, tenant: &str, tool: ViewTool<'_>) {
+        if let Some(store) = signals::installed() {
+            store.record_describe(tenant, &signal_key(tool), signals::now_secs());
+        }
+    }
+
     /// The compiled argument check of the tool at view position `index` (compiled on first use).
     pub fn check(&self, index: usize) -> &ArgumentCheck {
         self.checks[index]

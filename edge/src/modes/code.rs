@@ -323,6 +323,7 @@ pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResul
         }
         match view.resolve(name) {
             Some(t) => {
+                view.record_describe("default", t);
                 text.push_str(&t.tool.stub.declaration);
                 text.push('\n');
             }

@@ -7,13 +7,17 @@
 //! Memory is bounded per tenant (associations, pending searches, zero-hit
 //! queries and tool counts are capped), old signals fade with a half-life,
 //! and each tenant's signals are one JSON file in the store's directory, so
-//! they survive restarts and a reset deletes them. This module never ranks:
-//! it hands [`super::HybridIndex::search_adjusted`] a score adjustment per tool.
+//! they survive restarts and a reset deletes them. Recording only marks a
+//! tenant changed; changed tenants are written by [`SignalStore::flush`]
+//! (once a second by the flusher [`install`] starts, and at shutdown), so a
+//! search never waits for the disk. This module never ranks: it hands
+//! [`super::HybridIndex::search_adjusted`] a score adjustment per tool.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{HashMap, HashSet, VecDeque},
     path::{Path, PathBuf},
-    sync::Mutex,
+    sync::{Arc, Mutex, OnceLock, Weak},
+    time::Duration,
 };
 
 use serde::{Deserialize, Serialize};
@@ -123,12 +127,30 @@ pub struct ToolCounts {
 pub struct TenantStats {
     /// The tenant.
     pub tenant: String,
-    /// Queries that found nothing, most frequent first, with their counts.
-    pub zero_hit_queries: Vec<(String, u32)>,
+    /// Queries that found nothing, most frequent first.
+    pub zero_hit_queries: Vec<ZeroHitQuery>,
     /// Tools shown by searches but never called, most shown first.
-    pub found_never_called: Vec<(String, u32)>,
+    pub found_never_called: Vec<UncalledTool>,
     /// Query → tool associations held.
     pub associations: usize,
+}
+
+/// A query that found nothing, and how often it was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZeroHitQuery {
+    /// The query as sent (trimmed).
+    pub query: String,
+    /// Times asked.
+    pub count: u32,
+}
+
+/// A tool searches showed that was never called.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UncalledTool {
+    /// `server/tool`.
+    pub tool: String,
+    /// Times shown in search results.
+    pub shown: u32,
 }
 
 /// Per-tenant outcome signals, optionally persisted in a directory.
@@ -137,6 +159,11 @@ pub struct SignalStore {
     dir: Option<PathBuf>,
     config: SignalConfig,
     tenants: Mutex<HashMap<String, TenantSignals>>,
+    /// Tenants changed since their file was last written.
+    dirty: Mutex<HashSet<String>>,
+    /// Held while files are written or removed, so that an older snapshot
+    /// never lands after a newer one or after a reset.
+    disk: Mutex<()>,
 }
 
 impl SignalStore {
@@ -146,6 +173,8 @@ impl SignalStore {
             dir: None,
             config,
             tenants: Mutex::default(),
+            dirty: Mutex::default(),
+            disk: Mutex::default(),
         }
     }
 
@@ -176,6 +205,8 @@ impl SignalStore {
             dir: Some(dir.to_owned()),
             config,
             tenants: Mutex::new(tenants),
+            dirty: Mutex::default(),
+            disk: Mutex::default(),
         })
     }
 
@@ -183,7 +214,7 @@ impl SignalStore {
     pub fn record_search(&self, tenant: &str, query: &str, shown: &[String], now: u64) {
         let terms = query_terms(query);
         let config = self.config;
-        self.update(tenant, false, |t| {
+        self.update(tenant, |t| {
             if shown.is_empty() {
                 let query = query.trim().to_owned();
                 match t.zero_hit.iter_mut().find(|z| z.query == query) {
@@ -224,7 +255,7 @@ impl SignalStore {
     /// Records a `describe` of `tool`.
     pub fn record_describe(&self, tenant: &str, tool: &str, now: u64) {
         let config = self.config;
-        self.update(tenant, true, |t| {
+        self.update(tenant, |t| {
             counts(t, tool, now, config.max_tools).described += 1;
             if let Some(terms) =
                 matching_search(t, tool, now, config.call_window_secs).map(|(s, _)| s.terms.clone())
@@ -239,7 +270,7 @@ impl SignalStore {
     /// were passed over.
     pub fn record_call(&self, tenant: &str, tool: &str, success: bool, now: u64) {
         let config = self.config;
-        self.update(tenant, true, |t| {
+        self.update(tenant, |t| {
             let c = counts(t, tool, now, config.max_tools);
             if success {
                 c.succeeded += 1;
@@ -306,19 +337,25 @@ impl SignalStore {
                 ..TenantStats::default()
             };
         };
-        let mut zero_hit: Vec<(String, u32)> = t
+        let mut zero_hit: Vec<ZeroHitQuery> = t
             .zero_hit
             .iter()
-            .map(|z| (z.query.clone(), z.count))
+            .map(|z| ZeroHitQuery {
+                query: z.query.clone(),
+                count: z.count,
+            })
             .collect();
-        zero_hit.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let mut never: Vec<(String, u32)> = t
+        zero_hit.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.query.cmp(&b.query)));
+        let mut never: Vec<UncalledTool> = t
             .tools
             .iter()
             .filter(|(_, c)| c.shown > 0 && c.succeeded + c.failed == 0)
-            .map(|(tool, c)| (tool.clone(), c.shown))
+            .map(|(tool, c)| UncalledTool {
+                tool: tool.clone(),
+                shown: c.shown,
+            })
             .collect();
-        never.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        never.sort_by(|a, b| b.shown.cmp(&a.shown).then_with(|| a.tool.cmp(&b.tool)));
         TenantStats {
             tenant: tenant.to_owned(),
             zero_hit_queries: zero_hit,
@@ -336,7 +373,9 @@ impl SignalStore {
 
     /// Forgets everything learned for `tenant`, on disk too.
     pub fn reset(&self, tenant: &str) -> anyhow::Result<()> {
+        let _disk = lock(&self.disk);
         self.lock().remove(tenant);
+        lock(&self.dirty).remove(tenant);
         if let Some(path) = self.path_of(tenant) {
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
@@ -349,16 +388,34 @@ impl SignalStore {
         Ok(())
     }
 
-    /// Writes every tenant's signals (searches alone are not written at once).
+    /// Writes the signals of every tenant changed since its last write
+    /// (nothing for a store in memory). A tenant whose file cannot be
+    /// written stays marked and is tried again at the next flush.
     pub fn flush(&self) -> anyhow::Result<()> {
-        let tenants = self.lock();
-        for t in tenants.values() {
-            self.save(t)?;
+        if self.dir.is_none() {
+            return Ok(());
         }
-        Ok(())
+        let _disk = lock(&self.disk);
+        let changed: Vec<String> = lock(&self.dirty).drain().collect();
+        let mut first_error = None;
+        for tenant in changed {
+            // Serialised under the lock, written outside it: a search waits
+            // for a copy, never for the disk.
+            let Some(bytes) = self.lock().get(&tenant).map(serde_json::to_vec) else {
+                continue;
+            };
+            let written = bytes
+                .map_err(anyhow::Error::from)
+                .and_then(|bytes| self.write(&tenant, &bytes));
+            if let Err(e) = written {
+                lock(&self.dirty).insert(tenant);
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
-    fn update(&self, tenant: &str, persist: bool, f: impl FnOnce(&mut TenantSignals)) {
+    fn update(&self, tenant: &str, f: impl FnOnce(&mut TenantSignals)) {
         let mut tenants = self.lock();
         let t = tenants
             .entry(tenant.to_owned())
@@ -367,17 +424,21 @@ impl SignalStore {
                 ..TenantSignals::default()
             });
         f(t);
-        if persist && let Err(e) = self.save(t) {
-            tracing::warn!("search signals of tenant {tenant} not saved: {e:#}");
+        drop(tenants);
+        if self.dir.is_some() {
+            let mut dirty = lock(&self.dirty);
+            if !dirty.contains(tenant) {
+                dirty.insert(tenant.to_owned());
+            }
         }
     }
 
-    fn save(&self, t: &TenantSignals) -> anyhow::Result<()> {
-        let Some(path) = self.path_of(&t.tenant) else {
+    fn write(&self, tenant: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let Some(path) = self.path_of(tenant) else {
             return Ok(());
         };
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec(t)?)
+        std::fs::write(&tmp, bytes)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, &path)
             .map_err(|e| anyhow::anyhow!("renaming {}: {e}", tmp.display()))?;
@@ -392,17 +453,23 @@ impl SignalStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TenantSignals>> {
-        self.tenants.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.tenants)
     }
 }
 
-static INSTALLED: std::sync::OnceLock<Option<std::sync::Arc<SignalStore>>> =
-    std::sync::OnceLock::new();
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+static INSTALLED: OnceLock<Arc<SignalStore>> = OnceLock::new();
 
 /// Opens this process's store once (in `dir`, or in memory when `None`);
 /// later calls return the first. A directory that cannot be used is logged
-/// and the store is kept in memory.
-pub fn install(dir: Option<&Path>) -> std::sync::Arc<SignalStore> {
+/// and the store is kept in memory. A persisted store gets a flusher thread
+/// writing changed tenants every `flush_every` (at most one write per tenant
+/// per interval, whatever the search rate; a crash loses at most that much);
+/// call [`flush_installed`] at shutdown for the last changes.
+pub fn install(dir: Option<&Path>, flush_every: Duration) -> Arc<SignalStore> {
     INSTALLED
         .get_or_init(|| {
             let store = match dir {
@@ -412,15 +479,47 @@ pub fn install(dir: Option<&Path>) -> std::sync::Arc<SignalStore> {
                 }),
                 None => SignalStore::in_memory(SignalConfig::default()),
             };
-            Some(std::sync::Arc::new(store))
+            let store = Arc::new(store);
+            if store.dir.is_some() {
+                spawn_flusher(Arc::downgrade(&store), flush_every);
+            }
+            store
         })
         .clone()
-        .unwrap_or_else(|| std::sync::Arc::new(SignalStore::in_memory(SignalConfig::default())))
+}
+
+/// Writes `store`'s changed tenants every `interval` until it is dropped.
+fn spawn_flusher(store: Weak<SignalStore>, interval: Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("search-signals".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(interval);
+                let Some(store) = store.upgrade() else {
+                    return;
+                };
+                if let Err(e) = store.flush() {
+                    tracing::warn!("search signals not saved (retrying): {e:#}");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("search signals are written only at shutdown: no flusher thread ({e})");
+    }
 }
 
 /// The store [`install`]ed in this process, if any.
-pub fn installed() -> Option<std::sync::Arc<SignalStore>> {
-    INSTALLED.get().cloned().flatten()
+pub fn installed() -> Option<Arc<SignalStore>> {
+    INSTALLED.get().cloned()
+}
+
+/// Writes the installed store's last changes (at shutdown); failures are logged.
+pub fn flush_installed() {
+    if let Some(store) = installed()
+        && let Err(e) = store.flush()
+    {
+        tracing::warn!("search signals: the last changes were not saved: {e:#}");
+    }
 }
 
 /// Seconds since the Unix epoch (signals are stamped with it).
@@ -636,8 +735,20 @@ mod tests {
         assert_eq!(store.tenants(), ["b", "tenant/with odd name"]);
         assert!(store.adjustments("tenant/with odd name", "create issue", now)["gh/create"] > 0.0);
         let stats = store.stats("tenant/with odd name");
-        assert_eq!(stats.zero_hit_queries, [("qwxz".to_owned(), 1)]);
-        assert_eq!(stats.found_never_called, [("gh/list".to_owned(), 1)]);
+        assert_eq!(
+            stats.zero_hit_queries,
+            [ZeroHitQuery {
+                query: "qwxz".into(),
+                count: 1
+            }]
+        );
+        assert_eq!(
+            stats.found_never_called,
+            [UncalledTool {
+                tool: "gh/list".into(),
+                shown: 1
+            }]
+        );
         store.reset("tenant/with odd name")?;
         assert!(
             store
@@ -646,6 +757,53 @@ mod tests {
         );
         let store = SignalStore::open(dir.path(), SignalConfig::default())?;
         assert_eq!(store.tenants(), ["b"]);
+        Ok(())
+    }
+
+    #[test]
+    fn searches_alone_reach_disk_at_the_next_flush_and_nothing_before() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = SignalStore::open(dir.path(), SignalConfig::default())?;
+        store.record_search("a", "nothing matches this", &[], 5);
+        store.record_search("a", "weather", &shown(&["w/now"]), 5);
+        // Recording never writes: the search path does not wait for the disk.
+        assert_eq!(std::fs::read_dir(dir.path())?.count(), 0);
+        store.flush()?;
+        let files = || -> anyhow::Result<Vec<PathBuf>> {
+            Ok(std::fs::read_dir(dir.path())?
+                .map(|e| e.map(|e| e.path()))
+                .collect::<Result<_, _>>()?)
+        };
+        let written = files()?;
+        assert_eq!(written.len(), 1, "{written:?}");
+        let saved = std::fs::read(&written[0])?;
+        // Nothing changed since: the next flush writes nothing.
+        std::fs::remove_file(&written[0])?;
+        store.flush()?;
+        assert!(files()?.is_empty());
+        std::fs::write(&written[0], saved)?;
+        let reopened = SignalStore::open(dir.path(), SignalConfig::default())?;
+        let stats = reopened.stats("a");
+        assert_eq!(stats.zero_hit_queries[0].query, "nothing matches this");
+        assert_eq!(stats.found_never_called[0].tool, "w/now");
+        Ok(())
+    }
+
+    #[test]
+    fn a_flush_after_a_reset_does_not_bring_the_tenant_back() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = SignalStore::open(dir.path(), SignalConfig::default())?;
+        store.record_search("a", "qwxz", &[], 5);
+        store.flush()?;
+        store.record_search("a", "qwxz again", &[], 6);
+        store.reset("a")?;
+        store.flush()?;
+        assert_eq!(std::fs::read_dir(dir.path())?.count(), 0);
+        assert!(
+            SignalStore::open(dir.path(), SignalConfig::default())?
+                .tenants()
+                .is_empty()
+        );
         Ok(())
     }
 }
