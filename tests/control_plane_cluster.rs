@@ -14,7 +14,7 @@ use std::{
 
 use quiver_control_plane::{admin::AdminRequest, client::AdminClient, tenant::TenantPatch};
 use serde_json::Value;
-use support::{ControlPlaneProcess, ctl, ctl_json, free_addr};
+use support::{ControlPlaneProcess, ctl, ctl_json};
 
 /// One operation of the history, with its real-time interval.
 #[derive(Debug, Clone)]
@@ -218,19 +218,14 @@ async fn caught_up(endpoints: &str, node: u64) {
 /// Starts three nodes (node 1 bootstrapped), adds 2 and 3 as learners and
 /// promotes them with `quiver ctl`; returns the nodes and their addresses.
 fn three_node_cluster(dir: &std::path::Path) -> (Vec<ControlPlaneProcess>, Vec<String>) {
-    let addrs: Vec<String> = (0..3).map(|_| free_addr()).collect();
-    let endpoints = addrs.join(",");
     let nodes: Vec<ControlPlaneProcess> = (0..3)
         .map(|i| {
             let extra: &[&str] = if i == 0 { &["--bootstrap"] } else { &[] };
-            ControlPlaneProcess::start(
-                i as u64 + 1,
-                &addrs[i],
-                &dir.join(format!("n{}", i + 1)),
-                extra,
-            )
+            ControlPlaneProcess::start(i as u64 + 1, &dir.join(format!("n{}", i + 1)), extra)
         })
         .collect();
+    let addrs: Vec<String> = nodes.iter().map(|n| n.addr.clone()).collect();
+    let endpoints = addrs.join(",");
     for id in [2u64, 3] {
         let addr = &addrs[id as usize - 1];
         let (ok, _, err) = ctl(
@@ -328,14 +323,12 @@ async fn killing_nodes_loses_no_acknowledged_write_and_reads_stay_linearizable()
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_added_late_catches_up_by_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    let addrs: Vec<String> = (0..2).map(|_| free_addr()).collect();
-    let first = addrs[0].clone();
-    let _leader = ControlPlaneProcess::start(
+    let leader = ControlPlaneProcess::start(
         1,
-        &first,
         &dir.path().join("n1"),
         &["--bootstrap", "--snapshot-every", "20"],
     );
+    let first = leader.addr.clone();
 
     tracing::info!("--- 60 writes on a one-node cluster that snapshots every 20 entries");
     let mut client = AdminClient::new(vec![first.clone()], None);
@@ -358,12 +351,8 @@ async fn a_node_added_late_catches_up_by_snapshot() {
     tracing::info!(
         "--- add node 2: the entries it needs are gone, so it must install the snapshot"
     );
-    let _late = ControlPlaneProcess::start(
-        2,
-        &addrs[1],
-        &dir.path().join("n2"),
-        &["--snapshot-every", "20"],
-    );
+    let late = ControlPlaneProcess::start(2, &dir.path().join("n2"), &["--snapshot-every", "20"]);
+    let addrs = [first.clone(), late.addr.clone()];
     let (ok, _, err) = ctl(
         &first,
         &[
@@ -404,7 +393,7 @@ fn a_damaged_data_directory_stops_the_node_with_a_clear_error() {
             "--node-id",
             "1",
             "--listen",
-            &free_addr(),
+            "127.0.0.1:0",
             "--data",
         ])
         .arg(dir.path())
@@ -442,15 +431,15 @@ async fn with_certificates_nodes_and_ctl_speak_mutual_tls_only() {
             key.to_str().unwrap().into(),
         ]
     };
-    let addrs: Vec<String> = (0..2).map(|_| free_addr()).collect();
     let n1 = tls_flags(&issue("node1"));
     let n2 = tls_flags(&issue("node2"));
     let operator = tls_flags(&issue("operator"));
     let mut flags1: Vec<&str> = n1.iter().map(String::as_str).collect();
     flags1.push("--bootstrap");
-    let _a = ControlPlaneProcess::start(1, &addrs[0], &dir.path().join("n1"), &flags1);
+    let a = ControlPlaneProcess::start(1, &dir.path().join("n1"), &flags1);
     let flags2: Vec<&str> = n2.iter().map(String::as_str).collect();
-    let _b = ControlPlaneProcess::start(2, &addrs[1], &dir.path().join("n2"), &flags2);
+    let b = ControlPlaneProcess::start(2, &dir.path().join("n2"), &flags2);
+    let addrs = [a.addr.clone(), b.addr.clone()];
 
     tracing::info!("--- with the operator's certificate: form the cluster and write");
     let endpoints = addrs.join(",");
@@ -516,6 +505,18 @@ async fn with_certificates_nodes_and_ctl_speak_mutual_tls_only() {
     let (ok, _, err) = ctl(&endpoints, &["tenant", "list"]);
     assert!(!ok, "a plaintext client must not be served");
     assert!(err.contains("cluster unreachable"), "{err}");
+    for addr in &addrs {
+        let refusal = support::tls_refusal(addr, "127.0.0.1", &ca.pem, None);
+        assert!(refusal.contains("CertificateRequired"), "{addr}: {refusal}");
+    }
+
+    tracing::info!("--- a certificate from an impostor CA (same name, other key): refused");
+    let impostor = support::TestCa::new();
+    let (cert, key) = impostor.issue("127.0.0.1");
+    for addr in &addrs {
+        let refusal = support::tls_refusal(addr, "127.0.0.1", &ca.pem, Some((&cert, &key)));
+        assert!(refusal.contains("DecryptError"), "{addr}: {refusal}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -590,10 +591,9 @@ async fn a_watching_executor_resumes_on_another_node_when_its_node_dies() {
 #[test]
 fn a_config_file_can_say_what_the_flags_say_and_a_wrong_key_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let addr = free_addr();
     let data = dir.path().join("n7");
     let config = format!(
-        "[control_plane]\nnode_id = 7\nlisten = \"{addr}\"\ndata = \"{}\"\nbootstrap = true\n",
+        "[control_plane]\nnode_id = 7\nlisten = \"127.0.0.1:0\"\ndata = \"{}\"\nbootstrap = true\n",
         data.display()
     );
     let path = support::write_file(dir.path(), "cp.toml", &config);
@@ -601,6 +601,7 @@ fn a_config_file_can_say_what_the_flags_say_and_a_wrong_key_is_named() {
     command.args(["control-plane", "--config"]).arg(&path);
     let (mut child, banner) = support::spawn_with_banner(&mut command, "quiver control-plane");
     assert!(banner.contains("node 7 serving"), "{banner}");
+    let addr = support::serving_addr(&banner);
     let status = ctl_json(&addr, &["cluster", "status"]);
     assert_eq!(status["leader"], 7);
     let _ = child.kill();

@@ -170,8 +170,9 @@ async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_dive
 
 #[test]
 fn ctl_says_what_to_do_when_the_cluster_is_unreachable() {
-    let addr = support::free_addr();
-    let (ok, _, err) = ctl(&addr, &["tenant", "list"]);
+    // A port held (bound, not listening) for the whole test: connections are refused.
+    let nobody = support::HeldPort::new();
+    let (ok, _, err) = ctl(&nobody.addr.to_string(), &["tenant", "list"]);
     assert!(!ok);
     assert!(
         err.contains("cluster unreachable") && err.contains("--endpoints"),

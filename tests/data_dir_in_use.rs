@@ -7,7 +7,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{ControlPlaneProcess, QuiverDev, connect, free_addr, quiver_bin, tool_names};
+use support::{ControlPlaneProcess, QuiverDev, connect, quiver_bin, tool_names};
 
 /// Runs `quiver <args>` to completion; returns (success, stderr).
 fn run_to_exit(args: &[&str]) -> (bool, String) {
@@ -67,7 +67,7 @@ async fn a_second_quiver_dev_on_one_data_directory_is_told_it_is_in_use() {
 #[test]
 fn a_second_control_plane_node_on_one_data_directory_is_told_it_is_in_use() {
     let data = tempfile::tempdir().expect("temp dir");
-    let first = ControlPlaneProcess::start(1, &free_addr(), data.path(), &["--bootstrap"]);
+    let first = ControlPlaneProcess::start(1, data.path(), &["--bootstrap"]);
     let holder = first.pid().expect("running");
 
     let (ok, stderr) = run_to_exit(&[
@@ -75,7 +75,7 @@ fn a_second_control_plane_node_on_one_data_directory_is_told_it_is_in_use() {
         "--node-id",
         "1",
         "--listen",
-        &free_addr(),
+        "127.0.0.1:0",
         "--data",
         data.path().to_str().expect("utf-8 path"),
     ]);

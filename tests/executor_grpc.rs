@@ -134,29 +134,22 @@ async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
         .unwrap();
     assert_eq!(outcome.result, Some(json!(42)));
 
-    // Without a client certificate the executor refuses the connection.
-    let ca_only = tonic::transport::ClientTlsConfig::new()
-        .ca_certificate(tonic::transport::Certificate::from_pem(
-            std::fs::read(&ca_path).unwrap(),
-        ))
-        .domain_name("localhost");
-    let channel = tonic::transport::Endpoint::from_shared(url.clone())
-        .unwrap()
-        .tls_config(ca_only)
-        .unwrap()
-        .connect()
-        .await;
-    let refused = match channel {
-        Err(_) => true,
-        Ok(channel) => ExecutorClient::new(channel)
-            .execute(pb::ExecuteRequest {
-                code: "return 1;".into(),
-                ..Default::default()
-            })
-            .await
-            .is_err(),
-    };
-    assert!(refused, "a client without a certificate was served");
+    tracing::info!("--- without a client certificate: the handshake is refused");
+    let refusal = support::tls_refusal(&executor.addr, "localhost", &ca.pem, None);
+    assert!(refusal.contains("CertificateRequired"), "{refusal}");
+
+    tracing::info!("--- with a certificate from an impostor CA: its signature does not verify");
+    // Every TestCa has the same subject name, so the executor finds "its" CA
+    // by the issuer name and rejects the signature (the alert is DecryptError).
+    let rogue = support::TestCa::new();
+    let (rogue_cert, rogue_key) = rogue.issue("edge");
+    let refusal = support::tls_refusal(
+        &executor.addr,
+        "localhost",
+        &ca.pem,
+        Some((&rogue_cert, &rogue_key)),
+    );
+    assert!(refusal.contains("DecryptError"), "{refusal}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

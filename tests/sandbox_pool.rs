@@ -186,10 +186,7 @@ async fn time_memory_and_output_limits_hold_and_the_pool_stays_healthy() {
         .as_ref()
         .map(|e| e.kind.clone())
         .unwrap_or_default();
-    assert!(
-        ["memory", "runtime", "timeout"].contains(&kind.as_str()),
-        "{hog:?}"
-    );
+    assert_eq!(kind, "memory", "{hog:?}");
     assert_eq!(
         ok_value(&run(&pool, "return 'after memory';").await),
         json!("after memory")
@@ -288,9 +285,18 @@ async fn idle_workers_above_the_minimum_are_reaped() {
     config.idle_timeout = Duration::from_millis(200);
     let pool = WorkerPool::start(config);
     assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
-    assert_eq!(pool.stats().idle, 1);
+    // The worker went back to idle; the reaper may already have taken it (the
+    // test can be descheduled for longer than the idle timeout), but it was
+    // never dropped any other way.
+    let after_run = pool.stats();
+    assert_eq!(
+        (after_run.spawned, after_run.idle + after_run.retired),
+        (1, 1),
+        "{after_run:?}"
+    );
     wait_for(|| pool.stats().idle == 0).await;
-    assert_eq!(pool.stats().retired, 1);
+    let reaped = pool.stats();
+    assert_eq!((reaped.retired, reaped.spawned), (1, 1), "{reaped:?}");
 }
 
 #[cfg(target_os = "linux")]

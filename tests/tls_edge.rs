@@ -47,15 +47,15 @@ async fn https_edge_serves_a_client_that_trusts_its_certificate() {
     assert!(text(&result).contains("1 Main St"), "{}", text(&result));
     client.cancel().await.unwrap();
 
-    // A client that does not trust the certificate is refused.
+    // A client that does not trust the certificate refuses the edge.
     let untrusting = reqwest::Client::new();
-    assert!(
-        untrusting
-            .get(format!("{}/healthz", dev.url.trim_end_matches("/mcp")))
-            .send()
-            .await
-            .is_err()
-    );
+    let refused = untrusting
+        .get(format!("{}/healthz", dev.url.trim_end_matches("/mcp")))
+        .send()
+        .await
+        .expect_err("an untrusted certificate was accepted");
+    let chain = support::error_chain(&refused);
+    assert!(chain.contains("UnknownIssuer"), "{chain}");
 }
 
 #[test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{
-    QuiverDev, call, connect, connect_watching, quiver_bin, start_with_config, text, tool_names,
-    write_file,
+    HeldPort, QuiverDev, call, connect, connect_watching, quiver_bin, spawn_with_banner,
+    start_with_config, text, tool_names, write_file,
 };
 
 fn hooks_upstream(id: &str, server: &str, extra: &str) -> String {
@@ -19,21 +19,23 @@ fn hooks_upstream(id: &str, server: &str, extra: &str) -> String {
     )
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// What a mock upstream answered: it echoes `{server, tool, arguments}`.
+fn echoed(result: &rmcp::model::CallToolResult) -> serde_json::Value {
+    assert_ne!(result.is_error, Some(true), "{}", text(result));
+    serde_json::from_str(&text(result))
+        .unwrap_or_else(|e| panic!("not the mock's JSON echo ({e}): {}", text(result)))
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    // The late upstream's port is held by the test from here to the end:
+    // refused until the upstream is up, so no other process can take it.
+    let late_port = HeldPort::new();
     let config = format!(
-        "{}\n[[upstream]]\nid = \"missing\"\ntransport = \"stdio\"\ncommand = \"/nonexistent/quiver-no-such-server\"\n\n[[upstream]]\nid = \"late\"\ntransport = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nconnect_timeout_ms = 1000\n",
-        hooks_upstream("weather", "weather", "")
+        "{}\n[[upstream]]\nid = \"missing\"\ntransport = \"stdio\"\ncommand = \"/nonexistent/quiver-no-such-server\"\n\n[[upstream]]\nid = \"late\"\ntransport = \"http\"\nurl = \"http://{}/mcp\"\nconnect_timeout_ms = 1000\n",
+        hooks_upstream("weather", "weather", ""),
+        late_port.addr
     );
     let path = write_file(dir.path(), "quiver.toml", &config);
 
@@ -56,7 +58,12 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
         json!({"city": "Oslo"}),
     )
     .await;
-    assert_ne!(ok.is_error, Some(true), "{}", text(&ok));
+    let answer = echoed(&ok);
+    assert_eq!(
+        (&answer["tool"], &answer["arguments"]),
+        (&json!("get_current_conditions"), &json!({"city": "Oslo"})),
+        "{answer}"
+    );
 
     let status: serde_json::Value = dev.status().await;
     let upstreams = status["upstreams"].as_array().unwrap();
@@ -71,18 +78,23 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
     );
 
     tracing::info!("--- bring the late upstream up; discovery retries and publishes it");
-    let mut late = std::process::Command::new(quiver_bin())
-        .args([
-            "mock-upstream",
-            "--demo",
-            "--server",
-            "notes",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut command = std::process::Command::new(quiver_bin());
+    command.args([
+        "mock-upstream",
+        "--demo",
+        "--server",
+        "notes",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let (mut late, banner) = spawn_with_banner(&mut command, "mock-upstream");
+    let bound = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in: {banner}"))
+        .to_string();
+    let relay = late_port.forward_to(bound);
     let appeared = async {
         loop {
             changed.recv().await.expect("notification channel open");
@@ -93,9 +105,27 @@ async fn upstream_down_at_start_does_not_block_others_and_joins_when_up() {
         }
     };
     let waited = tokio::time::timeout(Duration::from_secs(60), appeared).await;
+    let created = match waited {
+        Ok(()) => Some(
+            call(
+                &client,
+                "late__create_note",
+                json!({"title": "joined", "text": "late but here"}),
+            )
+            .await,
+        ),
+        Err(_) => None,
+    };
+    relay.abort();
     let _ = late.kill();
     let _ = late.wait();
-    waited.expect("the late upstream's tools were published and announced");
+    let created = created.expect("the late upstream's tools were published and announced");
+    let answer = echoed(&created);
+    assert_eq!(
+        (&answer["tool"], &answer["arguments"]["title"]),
+        (&json!("create_note"), &json!("joined")),
+        "the late upstream answers: {answer}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -116,7 +146,12 @@ async fn upstream_dying_mid_call_is_reported_and_respawned() {
 
     tracing::info!("--- the next call re-spawns it");
     let again = call(&client, "w__get_forecast", json!({"city": "Rome"})).await;
-    assert_ne!(again.is_error, Some(true), "{}", text(&again));
+    let answer = echoed(&again);
+    assert_eq!(
+        (&answer["tool"], &answer["arguments"]),
+        (&json!("get_forecast"), &json!({"city": "Rome"})),
+        "the re-spawned upstream answered this call: {answer}"
+    );
     assert!(dev.is_running());
     client.cancel().await.unwrap();
 }
@@ -136,7 +171,12 @@ async fn hung_upstream_times_out_with_a_clear_error() {
         text(&hung)
     );
     let fine = call(&client, "w__get_forecast", json!({"city": "Rome"})).await;
-    assert_ne!(fine.is_error, Some(true), "{}", text(&fine));
+    let answer = echoed(&fine);
+    assert_eq!(
+        (&answer["tool"], &answer["arguments"]),
+        (&json!("get_forecast"), &json!({"city": "Rome"})),
+        "the next call gets its own answer, not the hung one's: {answer}"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -162,7 +202,7 @@ async fn upstream_tool_list_change_reaches_clients() {
         json!({"name": "fresh_tool"}),
     )
     .await;
-    assert_ne!(added.is_error, Some(true), "{}", text(&added));
+    assert_eq!(echoed(&added)["tool"], "quiver_test_add_tool");
     let appeared = async {
         loop {
             changed.recv().await.expect("notification channel open");
@@ -180,8 +220,13 @@ async fn upstream_tool_list_change_reaches_clients() {
     tokio::time::timeout(Duration::from_secs(30), appeared)
         .await
         .expect("list_changed announced the new tool");
-    let result = call(&client, "w__fresh_tool", json!({})).await;
-    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    let result = call(&client, "w__fresh_tool", json!({"n": 1})).await;
+    let answer = echoed(&result);
+    assert_eq!(
+        (&answer["tool"], &answer["arguments"]),
+        (&json!("fresh_tool"), &json!({"n": 1})),
+        "the new tool is routed to the upstream: {answer}"
+    );
     client.cancel().await.unwrap();
 }
 

@@ -62,6 +62,70 @@ pub fn spawn_with_banner(command: &mut Command, what: &str) -> (Child, String) {
     (child, banner)
 }
 
+/// An error and all its causes, joined with `: ` (what a refusal test matches on:
+/// the outermost message is often a generic "transport error").
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        parts.push(inner.to_string());
+        cause = inner.source();
+    }
+    parts.join(": ")
+}
+
+/// Opens a TLS connection to `addr` as a client trusting `ca_pem` for
+/// `server_name`, presenting `identity` (cert and key PEM) if given, sends an
+/// HTTP/2 preface and reads. The server must refuse; returns the error the
+/// client saw (e.g. `received fatal alert: CertificateRequired`), which a
+/// higher-level client would hide behind "connection closed".
+pub fn tls_refusal(
+    addr: &str,
+    server_name: &str,
+    ca_pem: &str,
+    identity: Option<(&str, &str)>,
+) -> String {
+    use std::io::{Read, Write};
+
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject};
+
+    quiver_upstream::install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("CA PEM"))
+        .expect("a usable CA");
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let config = match identity {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(cert.as_bytes()).expect("cert PEM")],
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key PEM"),
+            )
+            .expect("a client identity"),
+        None => builder.with_no_client_auth(),
+    };
+    let name = ServerName::try_from(server_name.to_string()).expect("a server name");
+    let connection =
+        rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("a TLS client");
+    let socket = std::net::TcpStream::connect(addr).expect("TCP connect");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("read timeout");
+    let mut tls = rustls::StreamOwned::new(connection, socket);
+    let written = tls
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .and_then(|()| tls.flush());
+    if let Err(e) = written {
+        return error_chain(&e);
+    }
+    let mut buffer = [0u8; 64];
+    match tls.read(&mut buffer) {
+        Ok(0) => panic!("the server closed the connection without saying why"),
+        Ok(n) => panic!("the server answered a client it must refuse: {n} bytes"),
+        Err(e) => error_chain(&e),
+    }
+}
+
 /// A running `quiver executor` (killed on drop).
 pub struct ExecutorProcess {
     child: Child,
@@ -285,10 +349,60 @@ pub async fn tool_names<S: rmcp::Service<RoleClient>>(
         .collect()
 }
 
-/// A free loopback `host:port` (bound and released; the test then binds it).
+/// A loopback port the test holds from first use to last, so no other process
+/// can take it in between: bound but not listening (connections to it are
+/// refused) until [`HeldPort::forward_to`] starts accepting on it.
+pub struct HeldPort {
+    socket: tokio::net::TcpSocket,
+    /// `127.0.0.1:<port>`.
+    pub addr: std::net::SocketAddr,
+}
+
+impl HeldPort {
+    /// Binds a fresh loopback port, without listening.
+    pub fn new() -> HeldPort {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a TCP socket");
+        socket
+            .bind(([127, 0, 0, 1], 0).into())
+            .expect("bind a loopback port");
+        let addr = socket.local_addr().expect("its address");
+        HeldPort { socket, addr }
+    }
+
+    /// Starts listening on the held port and relays every connection to
+    /// `target` (`host:port`), until the returned task is aborted.
+    pub fn forward_to(self, target: String) -> tokio::task::JoinHandle<()> {
+        let listener = self.socket.listen(64).expect("listen on the held port");
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let target = target.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        })
+    }
+}
+
+/// A loopback `host:port` that was free a moment ago (bound and released).
+/// Racy: another process may take it before the test uses it. Prefer a port
+/// the process under test chooses (`127.0.0.1:0`, read back from its startup
+/// line) or a [`HeldPort`].
 pub fn free_addr() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("addr").to_string()
+}
+
+/// The address a `quiver control-plane` startup line says it is serving on.
+pub fn serving_addr(banner: &str) -> String {
+    banner
+        .split("serving on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no bound address in: {banner}"))
+        .to_string()
 }
 
 /// A running `quiver control-plane` node (SIGKILLed on drop).
@@ -304,13 +418,14 @@ pub struct ControlPlaneProcess {
 }
 
 impl ControlPlaneProcess {
-    /// Starts node `id` on `addr` with `data`; `extra` are more flags
-    /// (`--bootstrap`, `--snapshot-every N`). Waits for its startup line.
-    pub fn start(id: u64, addr: &str, data: &Path, extra: &[&str]) -> ControlPlaneProcess {
+    /// Starts node `id` with `data` on a port it chooses (`127.0.0.1:0`) and
+    /// reads that address back from its startup line; `extra` are more flags
+    /// (`--bootstrap`, `--snapshot-every N`).
+    pub fn start(id: u64, data: &Path, extra: &[&str]) -> ControlPlaneProcess {
         let mut node = ControlPlaneProcess {
             child: None,
             id,
-            addr: addr.to_string(),
+            addr: "127.0.0.1:0".to_string(),
             data: data.to_path_buf(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
         };
@@ -318,7 +433,9 @@ impl ControlPlaneProcess {
         node
     }
 
-    /// Starts the process again on the same address and data directory.
+    /// Starts the process again on the same address and data directory (the
+    /// cluster's membership names that address, so a restarted node must come
+    /// back on it; the port is free only between the kill and this restart).
     pub fn restart(&mut self) {
         let mut command = Command::new(quiver_bin());
         command
@@ -329,6 +446,7 @@ impl ControlPlaneProcess {
             .args(&self.extra);
         let (child, banner) = spawn_with_banner(&mut command, "quiver control-plane");
         assert!(banner.contains("serving on"), "{banner}");
+        self.addr = serving_addr(&banner);
         // Only the first start bootstraps; a restart resumes from disk.
         self.extra.retain(|a| a != "--bootstrap");
         self.child = Some(child);
