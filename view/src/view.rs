@@ -153,10 +153,12 @@ impl ToolView {
             return self.search(query, limit);
         };
         let now = signals::now_secs();
-        let adjustments = store.adjustments(tenant, query, now);
+        // Embedded once: it ranks the tools and matches past queries by meaning.
+        let vector = self.search.query_vector(query);
+        let adjustments = store.embedded_adjustments(tenant, query, vector.as_deref(), now);
         let hits: Vec<(ViewTool<'_>, f32)> = self
             .search
-            .search_adjusted(query, limit, |doc| {
+            .search_embedded(query, vector.as_deref(), limit, |doc| {
                 if adjustments.is_empty() {
                     return 0.0;
                 }
@@ -169,7 +171,7 @@ impl ToolView {
             .map(|hit| (self.get(hit.doc), hit.score))
             .collect();
         let shown: Vec<String> = hits.iter().map(|(t, _)| signal_key(*t)).collect();
-        store.record_search(tenant, query, &shown, now);
+        store.record_embedded_search(tenant, query, vector.as_deref(), &shown, now);
         hits
     }
 

@@ -196,16 +196,20 @@ fn outcomes_improve_later_searches_of_that_tenant_only() -> anyhow::Result<()> {
     let queries = eval::load_queries(&dir.join("queries.json"))?;
     let store = SignalStore::in_memory(SignalConfig::default());
     let now = 1_000_000;
+    // As `ToolView::search_for` does: one embedding ranks the tools and
+    // matches the tenant's past queries by meaning.
     let search = |tenant: &str, query: &str, limit: usize| {
-        let adjustments = store.adjustments(tenant, query, now);
-        index.search_adjusted(query, limit, |d| {
+        let vector = index.query_vector(query);
+        let adjustments = store.embedded_adjustments(tenant, query, vector.as_deref(), now);
+        let hits = index.search_embedded(query, vector.as_deref(), limit, |d| {
             adjustments.get(&ids[d]).copied().unwrap_or(0.0)
-        })
+        });
+        (hits, vector)
     };
     for q in queries.iter().filter(|q| q.split == "tune") {
-        let hits = search("a", &q.query, 5);
+        let (hits, vector) = search("a", &q.query, 5);
         let shown: Vec<String> = hits.iter().map(|h| ids[h.doc].clone()).collect();
-        store.record_search("a", &q.query, &shown, now);
+        store.record_embedded_search("a", &q.query, vector.as_deref(), &shown, now);
         match shown.iter().find(|s| q.relevant.contains(s)) {
             Some(found) => store.record_call("a", found, true, now),
             None => {
@@ -217,7 +221,7 @@ fn outcomes_improve_later_searches_of_that_tenant_only() -> anyhow::Result<()> {
     }
     let rank = |tenant: Option<&str>, q: &eval::LabelledQuery| {
         let hits = match tenant {
-            Some(t) => search(t, &q.query, ids.len()),
+            Some(t) => search(t, &q.query, ids.len()).0,
             None => index.search(&q.query, ids.len()),
         };
         hits.iter()

@@ -137,11 +137,25 @@ impl HybridIndex {
         limit: usize,
         adjust: impl Fn(usize) -> f32,
     ) -> Vec<SearchHit> {
+        let vector = self.query_vector(query);
+        self.search_embedded(query, vector.as_deref(), limit, adjust)
+    }
+
+    /// Like [`HybridIndex::search_adjusted`], with the query's vector
+    /// already computed by [`HybridIndex::query_vector`] (`None`: lexical
+    /// ranking), so a caller that needs it too embeds the query once.
+    pub fn search_embedded(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        limit: usize,
+        adjust: impl Fn(usize) -> f32,
+    ) -> Vec<SearchHit> {
         if limit == 0 || self.is_empty() {
             return Vec::new();
         }
         let lexical = self.lexical.search(query, self.len());
-        let cosines = self.query_cosines(query);
+        let cosines = vector.and_then(|q| self.cosines(q));
         let Some(cosines) = cosines else {
             let mut top = TopK::new(limit);
             for hit in &lexical {
@@ -159,23 +173,36 @@ impl HybridIndex {
         )
     }
 
+    /// The query's unit vector, or `None` without a model (or when the
+    /// query cannot be embedded; that is logged).
+    pub fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
+        let vectors = self.vectors.as_ref()?;
+        match vectors.model.query_vector(query) {
+            Ok(q) => Some(q),
+            Err(e) => {
+                tracing::warn!("search: query not embedded, ranking lexically: {e}");
+                None
+            }
+        }
+    }
+
     /// The cosine of the query with every tool, or `None` without a model
     /// (or when the query cannot be embedded; that is logged).
     pub fn query_cosines(&self, query: &str) -> Option<Vec<f32>> {
+        self.cosines(&self.query_vector(query)?)
+    }
+
+    fn cosines(&self, q: &[f32]) -> Option<Vec<f32>> {
         let vectors = self.vectors.as_ref()?;
-        let q = match vectors.model.query_vector(query) {
-            Ok(q) => q,
-            Err(e) => {
-                tracing::warn!("search: query not embedded, ranking lexically: {e}");
-                return None;
-            }
-        };
         let dim = q.len();
+        if dim == 0 || vectors.matrix.len() % dim != 0 {
+            return None;
+        }
         Some(
             vectors
                 .matrix
                 .chunks_exact(dim)
-                .map(|row| dot(row, &q))
+                .map(|row| dot(row, q))
                 .collect(),
         )
     }

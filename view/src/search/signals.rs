@@ -66,9 +66,14 @@ const FAILURE: f32 = -0.5;
 const DESCRIBED: f32 = 0.3;
 /// Weight given to tools shown above the one called (found, passed over).
 const PASSED_OVER: f32 = -0.1;
-/// Query similarity (Jaccard of analysed terms) below which an association
-/// says nothing about a query.
+/// Query similarity below which an association says nothing about a query.
+/// Similarity is the Jaccard index of analysed terms or, when both queries
+/// were embedded, the larger of that and their rescaled cosine.
 const MIN_SIMILARITY: f32 = 0.25;
+/// Cosine of two query vectors that counts as no similarity; cosines above
+/// it are rescaled to `0..=1` (MiniLM puts unrelated sentences near 0.1–0.3
+/// and paraphrases above 0.7).
+const COSINE_FLOOR: f32 = 0.5;
 /// Share of the largest adjustment that a tool's record of successful calls
 /// alone (whatever the query) can earn.
 const PRIOR_SHARE: f32 = 0.0;
@@ -87,6 +92,9 @@ struct TenantSignals {
 struct Association {
     /// Analysed query terms, sorted and distinct.
     terms: Vec<String>,
+    /// The query's vector, when a model embedded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vector: Option<QueryVector>,
     tool: String,
     /// Weight as of `at`.
     weight: f32,
@@ -96,8 +104,56 @@ struct Association {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct PendingSearch {
     terms: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vector: Option<QueryVector>,
     shown: Vec<String>,
     at: u64,
+}
+
+/// A unit query vector quantised to one signed byte per dimension (a
+/// quarter of the memory, a cosine within about 0.01), kept as hex in files.
+#[derive(Debug, Clone, PartialEq)]
+struct QueryVector(Vec<i8>);
+
+impl QueryVector {
+    fn quantise(v: &[f32]) -> QueryVector {
+        QueryVector(
+            v.iter()
+                .map(|x| (x * 127.0).round().clamp(-127.0, 127.0) as i8)
+                .collect(),
+        )
+    }
+
+    /// Cosine with a unit vector `q`.
+    fn cosine(&self, q: &[f32]) -> f32 {
+        if self.0.len() != q.len() {
+            return 0.0;
+        }
+        let (dot, norm) = self
+            .0
+            .iter()
+            .zip(q)
+            .fold((0.0f32, 0.0f32), |(dot, norm), (&a, &b)| {
+                let a = f32::from(a);
+                (dot + a * b, norm + a * a)
+            });
+        if norm == 0.0 { 0.0 } else { dot / norm.sqrt() }
+    }
+}
+
+impl Serialize for QueryVector {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = self.0.iter().map(|&x| x as u8).collect();
+        serializer.serialize_str(&hex::encode(bytes))
+    }
+}
+
+impl<'de> Deserialize<'de> for QueryVector {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let bytes = hex::decode(text).map_err(serde::de::Error::custom)?;
+        Ok(QueryVector(bytes.into_iter().map(|b| b as i8).collect()))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -212,7 +268,22 @@ impl SignalStore {
 
     /// Records a search and the tools it showed (`server/tool`), best first.
     pub fn record_search(&self, tenant: &str, query: &str, shown: &[String], now: u64) {
+        self.record_embedded_search(tenant, query, None, shown, now);
+    }
+
+    /// Like [`SignalStore::record_search`], with the query's unit vector
+    /// (from the search itself), so that later queries worded differently
+    /// but meaning the same learn from this one.
+    pub fn record_embedded_search(
+        &self,
+        tenant: &str,
+        query: &str,
+        vector: Option<&[f32]>,
+        shown: &[String],
+        now: u64,
+    ) {
         let terms = query_terms(query);
+        let vector = vector.map(QueryVector::quantise);
         let config = self.config;
         self.update(tenant, |t| {
             if shown.is_empty() {
@@ -246,6 +317,7 @@ impl SignalStore {
             }
             t.pending.push_back(PendingSearch {
                 terms,
+                vector,
                 shown: shown.to_vec(),
                 at: now,
             });
@@ -257,10 +329,10 @@ impl SignalStore {
         let config = self.config;
         self.update(tenant, |t| {
             counts(t, tool, now, config.max_tools).described += 1;
-            if let Some(terms) =
-                matching_search(t, tool, now, config.call_window_secs).map(|(s, _)| s.terms.clone())
+            if let Some(search) =
+                matching_search(t, tool, now, config.call_window_secs).map(|(s, _)| s.clone())
             {
-                associate(t, &config, terms, tool, DESCRIBED, now);
+                associate(t, &config, &search, tool, DESCRIBED, now);
             }
         });
     }
@@ -283,10 +355,10 @@ impl SignalStore {
                 return;
             };
             let weight = if success { SUCCESS } else { FAILURE };
-            associate(t, &config, search.terms.clone(), tool, weight, now);
+            associate(t, &config, &search, tool, weight, now);
             if success {
                 for other in &search.shown[..position] {
-                    associate(t, &config, search.terms.clone(), other, PASSED_OVER, now);
+                    associate(t, &config, &search, other, PASSED_OVER, now);
                 }
             }
         });
@@ -295,6 +367,18 @@ impl SignalStore {
     /// The adjustment of each tool's score (`server/tool` → value in
     /// `-max..=max`) for `query` by `tenant`; tools not named are unchanged.
     pub fn adjustments(&self, tenant: &str, query: &str, now: u64) -> HashMap<String, f32> {
+        self.embedded_adjustments(tenant, query, None, now)
+    }
+
+    /// Like [`SignalStore::adjustments`], with the query's unit vector:
+    /// past queries count by meaning as well as by shared words.
+    pub fn embedded_adjustments(
+        &self,
+        tenant: &str,
+        query: &str,
+        vector: Option<&[f32]>,
+        now: u64,
+    ) -> HashMap<String, f32> {
         let terms = query_terms(query);
         let tenants = self.lock();
         let Some(t) = tenants.get(tenant) else {
@@ -302,7 +386,11 @@ impl SignalStore {
         };
         let mut raw: HashMap<&str, f32> = HashMap::new();
         for a in &t.associations {
-            let similarity = jaccard(&terms, &a.terms);
+            let mut similarity = jaccard(&terms, &a.terms);
+            if let (Some(q), Some(past)) = (vector, &a.vector) {
+                let semantic = (past.cosine(q) - COSINE_FLOOR) / (1.0 - COSINE_FLOOR);
+                similarity = similarity.max(semantic);
+            }
             if similarity >= MIN_SIMILARITY {
                 *raw.entry(&a.tool).or_default() +=
                     similarity * decayed(a.weight, a.at, now, &self.config);
@@ -563,18 +651,18 @@ fn matching_search<'a>(
 fn associate(
     t: &mut TenantSignals,
     config: &SignalConfig,
-    terms: Vec<String>,
+    search: &PendingSearch,
     tool: &str,
     weight: f32,
     now: u64,
 ) {
-    if terms.is_empty() {
+    if search.terms.is_empty() && search.vector.is_none() {
         return;
     }
     if let Some(a) = t
         .associations
         .iter_mut()
-        .find(|a| a.tool == tool && a.terms == terms)
+        .find(|a| a.tool == tool && a.terms == search.terms && a.vector == search.vector)
     {
         a.weight = decayed(a.weight, a.at, now, config) + weight;
         a.at = now;
@@ -593,7 +681,8 @@ fn associate(
         }
     }
     t.associations.push(Association {
-        terms,
+        terms: search.terms.clone(),
+        vector: search.vector.clone(),
         tool: tool.to_owned(),
         weight,
         at: now,
@@ -661,6 +750,66 @@ mod tests {
         let other = store.adjustments("a", "weather in paris", now + 10);
         assert!(other.get("x/pdf").copied().unwrap_or(0.0) < a["x/pdf"]);
         assert!(!other.contains_key("x/docx"));
+    }
+
+    /// A unit vector along `axis` tilted towards `other` by `tilt`.
+    fn unit(axis: usize, other: usize, tilt: f32) -> Vec<f32> {
+        let mut v = [0.0f32; 8];
+        v[axis] = 1.0;
+        v[other] += tilt;
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / norm).collect()
+    }
+
+    #[test]
+    fn embedded_queries_learn_from_past_queries_that_mean_the_same_in_other_words() {
+        let store = SignalStore::in_memory(SignalConfig::default());
+        let now = 1_000 * DAY;
+        let asked = unit(0, 1, 0.0);
+        store.record_embedded_search(
+            "a",
+            "forecast tomorrow",
+            Some(&asked),
+            &shown(&["w/f"]),
+            now,
+        );
+        store.record_call("a", "w/f", true, now);
+        // No word in common; a cosine of about 0.95: the same question.
+        let paraphrase = unit(0, 1, 0.33);
+        let near = store.embedded_adjustments("a", "will it rain", Some(&paraphrase), now);
+        assert!(near["w/f"] > 0.0, "{near:?}");
+        // Without vectors only the words count: nothing.
+        assert!(store.adjustments("a", "will it rain", now).is_empty());
+        // An unrelated meaning (cosine 0) teaches nothing either.
+        let unrelated = unit(2, 3, 0.0);
+        assert!(
+            store
+                .embedded_adjustments("a", "will it rain", Some(&unrelated), now)
+                .is_empty()
+        );
+        // Nor another tenant.
+        assert!(
+            store
+                .embedded_adjustments("b", "will it rain", Some(&paraphrase), now)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn query_vectors_survive_a_round_trip_through_a_file() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let now = 1_000 * DAY;
+        let v = unit(1, 4, 0.2);
+        {
+            let store = SignalStore::open(dir.path(), SignalConfig::default())?;
+            store.record_embedded_search("a", "alpha", Some(&v), &shown(&["s/t"]), now);
+            store.record_call("a", "s/t", true, now);
+            store.flush()?;
+        }
+        let store = SignalStore::open(dir.path(), SignalConfig::default())?;
+        let a = store.embedded_adjustments("a", "omega", Some(&v), now);
+        assert!(a["s/t"] > 0.0, "{a:?}");
+        Ok(())
     }
 
     #[test]
