@@ -228,7 +228,8 @@ async fn the_worker_stops_cleanly_at_end_of_input_and_fails_on_garbage() {
         .await
         .unwrap()
         .unwrap();
-    assert!(ended.is_err());
+    let error = format!("{:#}", ended.expect_err("garbage must stop the worker"));
+    assert!(error.contains("no_such_message"), "{error}");
 }
 
 #[tokio::test]

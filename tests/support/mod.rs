@@ -242,6 +242,21 @@ impl QuiverDev {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Waits (polling, up to `limit`) for the process to exit; its status, or
+    /// `None` if it is still running.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for QuiverDev {
