@@ -103,6 +103,16 @@ impl Harness {
         answers
     }
 
+    /// Eight sessions run `code` at once; each must fail saying `error`.
+    async fn all_fail_with(&self, pattern: &str, code: &str, error: &str) {
+        let answers = self.eight_at_once(pattern, code).await;
+        for answer in &answers {
+            assert_eq!(answer.is_error, Some(true), "{pattern}: {}", text(answer));
+            assert!(text(answer).contains(error), "{pattern}: {}", text(answer));
+        }
+        self.check_after(pattern, &answers).await;
+    }
+
     /// After a pattern: every answer within the cap, the pool settled, a
     /// benign script from another session served, no worker over its limit.
     async fn check_after(&self, pattern: &str, answers: &[CallToolResult]) {
@@ -183,7 +193,10 @@ async fn large_parallel_replies_and_requests_never_wedge_a_worker() {
         catch (e) { return e.message; }"#;
     let answers = harness.eight_at_once("oversized request", code).await;
     for answer in &answers {
-        let said = structured(answer)["result"].as_str().unwrap_or_default().to_string();
+        let said = structured(answer)["result"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         assert!(said.contains("at most 1048576 bytes"), "{said}");
     }
     harness.check_after("oversized request", &answers).await;
@@ -226,19 +239,18 @@ async fn floods_budgets_and_memory_amplification_stay_bounded() {
             "search loop",
             r#"for (;;) await search("weather forecast");"#,
         ),
-        ("describe loop", r#"for (;;) await describe("weather__get_forecast");"#),
-        ("stash fan-out", r#"for (let i = 0; ; i++) await stash.get("k" + i);"#),
+        (
+            "describe loop",
+            r#"for (;;) await describe("weather__get_forecast");"#,
+        ),
+        (
+            "stash fan-out",
+            r#"for (let i = 0; ; i++) await stash.get("k" + i);"#,
+        ),
     ] {
-        let answers = harness.eight_at_once(pattern, code).await;
-        for answer in &answers {
-            assert_eq!(answer.is_error, Some(true), "{pattern}: {}", text(answer));
-            assert!(
-                text(answer).contains("script host_calls"),
-                "{pattern}: {}",
-                text(answer)
-            );
-        }
-        harness.check_after(pattern, &answers).await;
+        harness
+            .all_fail_with(pattern, code, "script host_calls")
+            .await;
     }
 }
 
@@ -254,16 +266,7 @@ async fn native_loops_hit_the_wall_limit_and_cancellation_frees_the_slot() {
         ),
         ("a plain busy loop", "while (true) {}"),
     ] {
-        let answers = harness.eight_at_once(pattern, code).await;
-        for answer in &answers {
-            assert_eq!(answer.is_error, Some(true), "{pattern}: {}", text(answer));
-            assert!(
-                text(answer).contains("script timeout"),
-                "{pattern}: {}",
-                text(answer)
-            );
-        }
-        harness.check_after(pattern, &answers).await;
+        harness.all_fail_with(pattern, code, "script timeout").await;
     }
 
     tracing::info!("--- a cancelled request stops its script");
@@ -283,13 +286,14 @@ async fn native_loops_hit_the_wall_limit_and_cancellation_frees_the_slot() {
         )
         .await
         .expect("the request is sent");
-    harness.script_stopped_before_its_limit("cancelled", || async move {
-        handle
-            .cancel(Some("the user gave up".into()))
-            .await
-            .expect("the cancellation is sent");
-    })
-    .await;
+    harness
+        .script_stopped_before_its_limit("cancelled", || async move {
+            handle
+                .cancel(Some("the user gave up".into()))
+                .await
+                .expect("the cancellation is sent");
+        })
+        .await;
     let _ = client.cancel().await;
 
     harness.check_after("cancellation", &[]).await;

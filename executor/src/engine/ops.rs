@@ -76,6 +76,16 @@ fn error_reply(message: impl std::fmt::Display) -> String {
     format!("e{message}")
 }
 
+/// Counts one more against `limit`; false (and `hit` set) once it is over.
+fn spend(count: &Cell<u32>, limit: u32, hit: &Cell<bool>) -> bool {
+    let made = count.get().saturating_add(1);
+    count.set(made);
+    if made > limit {
+        hit.set(true);
+    }
+    made <= limit
+}
+
 fn execution(state: &Rc<RefCell<OpState>>) -> Option<Rc<ExecutionState>> {
     state.borrow().try_borrow::<Rc<ExecutionState>>().cloned()
 }
@@ -102,10 +112,11 @@ async fn op_quiver_request(state: Rc<RefCell<OpState>>, #[string] request: Strin
             execution.request_bytes
         ));
     }
-    let made = execution.host_calls.get().saturating_add(1);
-    execution.host_calls.set(made);
-    if made > execution.host_call_limit {
-        execution.host_limit_hit.set(true);
+    if !spend(
+        &execution.host_calls,
+        execution.host_call_limit,
+        &execution.host_limit_hit,
+    ) {
         return error_reply(format_args!(
             "host call limit reached: at most {} calls (tools, search, describe, stash) per execution",
             execution.host_call_limit
@@ -116,16 +127,17 @@ async fn op_quiver_request(state: Rc<RefCell<OpState>>, #[string] request: Strin
         return error_reply("the request could not be read");
     };
     drop(state);
-    if matches!(request, HostRequest::CallTool { .. }) {
-        let made = execution.tool_calls.get().saturating_add(1);
-        execution.tool_calls.set(made);
-        if made > execution.tool_call_limit {
-            execution.tool_limit_hit.set(true);
-            return error_reply(format_args!(
-                "tool call limit reached: at most {} tool calls per execution",
-                execution.tool_call_limit
-            ));
-        }
+    if matches!(request, HostRequest::CallTool { .. })
+        && !spend(
+            &execution.tool_calls,
+            execution.tool_call_limit,
+            &execution.tool_limit_hit,
+        )
+    {
+        return error_reply(format_args!(
+            "tool call limit reached: at most {} tool calls per execution",
+            execution.tool_call_limit
+        ));
     }
     match execution.bridge.request(request).await {
         Ok(value) => format!("o{value}"),
