@@ -149,7 +149,6 @@ async fn sigterm_stops_quiver_dev_its_upstreams_and_its_workers() {
 /// A stdio upstream started through a wrapper (as `npx`/`uvx` do) that does
 /// not end when its stdin closes: only an active stop ends it and its child.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "fails today: at shutdown quiver dev closes stdio upstreams' stdin but does not stop the processes (or their process group); issue 16"]
 async fn sigterm_also_stops_an_upstream_that_ignores_end_of_input() {
     let wrapped = format!(
         "[[upstream]]\nid = \"n\"\ntransport = \"stdio\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"{bin} mock-upstream --demo --server notes --stdio; sleep 60\"]\n",

@@ -90,6 +90,9 @@ struct Live {
     peer: Peer,
     stop: RunningServiceCancellationToken,
     description: String,
+    /// A stdio upstream's process group (it leads its own), stopped whole at
+    /// shutdown so wrappers (`npx`, `uvx`, `sh -c`) and what they started go too.
+    process_group: Option<u32>,
 }
 
 /// One downstream MCP server.
@@ -182,6 +185,9 @@ impl Upstream {
         self.shutdown.cancel();
         if let Some(live) = self.live.lock().await.take() {
             live.stop.cancel();
+            if let Some(group) = live.process_group {
+                stop_process_group(group).await;
+            }
         }
     }
 
@@ -245,6 +251,7 @@ impl Upstream {
             in_flight: self.in_flight.clone(),
             signals,
         };
+        let mut process_group = None;
         let service = match &self.config.transport {
             Transport::Stdio {
                 command,
@@ -267,10 +274,14 @@ impl Upstream {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
+                // Its own process group, so everything it starts can be stopped with it.
+                #[cfg(unix)]
+                cmd.process_group(0);
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                process_group = transport.id();
                 if let Some(stderr) = stderr {
                     let id = self.config.id.clone();
                     tokio::spawn(forward_stderr(id, stderr));
@@ -351,6 +362,7 @@ impl Upstream {
             peer,
             stop,
             description,
+            process_group,
         })
     }
 
@@ -586,3 +598,29 @@ async fn forward_stderr(id: String, stderr: tokio::process::ChildStderr) {
         tracing::debug!(upstream = %id, "stderr: {line}");
     }
 }
+
+/// Stops a stdio upstream's whole process group: SIGTERM, then SIGKILL for
+/// whatever is still there after a grace period.
+#[cfg(unix)]
+async fn stop_process_group(group: u32) {
+    use nix::{
+        sys::signal::{Signal, killpg},
+        unistd::Pid,
+    };
+    let Ok(raw) = i32::try_from(group) else {
+        return;
+    };
+    let group = Pid::from_raw(raw);
+    if killpg(group, Signal::SIGTERM).is_err() {
+        return; // already gone
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+    // Signal 0 asks whether any member is left.
+    while killpg(group, None).is_ok() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = killpg(group, Signal::SIGKILL);
+}
+
+#[cfg(not(unix))]
+async fn stop_process_group(_group: u32) {}
