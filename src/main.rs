@@ -49,6 +49,10 @@ struct WorkerArgs {
     /// report what it costs. The executor refuses such a worker for scripts.
     #[arg(long, hide = true)]
     bench_without_lock_down: bool,
+    /// Read the startup snapshot the executor host made (length-prefixed) from
+    /// stdin before anything else, instead of making one.
+    #[arg(long, hide = true)]
+    snapshot_from_stdin: bool,
 }
 
 fn main() -> std::process::ExitCode {
@@ -97,6 +101,21 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Reads the host's startup snapshot: a big-endian `u32` length, then the bytes.
+fn read_snapshot_from_host() -> std::io::Result<()> {
+    use std::io::Read;
+    let mut stdin = std::io::stdin().lock();
+    let mut len = [0u8; 4];
+    stdin.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > quiver_executor::engine::MAX_SNAPSHOT_BYTES {
+        return Err(std::io::Error::other("the startup snapshot is too large"));
+    }
+    let mut bytes = vec![0u8; len];
+    stdin.read_exact(&mut bytes)?;
+    quiver_executor::engine::use_startup_snapshot(bytes).map_err(std::io::Error::other)
+}
+
 /// The worker enters its namespaces while it has one thread, then runs its
 /// JS runtime on one thread (the runtime is not `Send`).
 fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
@@ -107,6 +126,9 @@ fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
             None => return std::process::ExitCode::FAILURE,
         },
     };
+    if args.snapshot_from_stdin && read_snapshot_from_host().is_err() {
+        return std::process::ExitCode::FAILURE;
+    }
     // Its outcome is checked from outside by the host, which logs it.
     if !args.bench_without_lock_down {
         let _ = quiver_executor::worker::isolation::enter_before_threads();

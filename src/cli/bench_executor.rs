@@ -169,7 +169,11 @@ async fn isolation_cost(
 ) -> anyhow::Result<()> {
     let unlocked = WorkerCommand {
         program: command.program.clone(),
-        args: vec!["__worker".into(), "--bench-without-lock-down".into()],
+        args: vec![
+            "__worker".into(),
+            "--bench-without-lock-down".into(),
+            quiver_executor::pool::SNAPSHOT_FROM_HOST_FLAG.into(),
+        ],
     };
     let _ = writeln!(
         out,
@@ -228,10 +232,7 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         );
     }
     let exe = std::env::current_exe().context("finding the quiver binary")?;
-    let command = WorkerCommand {
-        program: exe.clone(),
-        args: vec!["__worker".into()],
-    };
+    let command = WorkerCommand::quiver(exe.clone());
     let upstream = Upstream::new(UpstreamConfig::stdio(
         "weather",
         exe.to_string_lossy(),

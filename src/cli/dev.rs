@@ -422,10 +422,8 @@ pub(crate) async fn local_executor(
 ) -> anyhow::Result<(Arc<dyn Dispatch>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
     let executor: Arc<dyn Dispatch> = Arc::new(LocalExecutor::new(upstreams));
     let program = std::env::current_exe().context("finding the quiver binary for workers")?;
-    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand {
-        program,
-        args: vec!["__worker".into()],
-    }));
+    // Workers get this process's startup snapshot instead of making their own.
+    let pool = WorkerPool::start(PoolConfig::new(WorkerCommand::quiver(program)));
     if let Err(e) = pool.warm_up().await {
         tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
     }

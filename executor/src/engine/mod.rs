@@ -12,4 +12,7 @@ mod watchdog;
 
 pub use host_bridge::HostBridge;
 pub use script_runtime::{EngineError, MAX_RUNTIMES_PER_THREAD, MIN_HEAP_BYTES, ScriptRuntime};
-pub use startup_snapshot::{BYTECODE_CACHE_OFF, StartFrom, bytecode_cache_off};
+pub use startup_snapshot::{
+    BYTECODE_CACHE_OFF, MAX_SNAPSHOT_BYTES, StartFrom, bytecode_cache_off, startup_snapshot,
+    use_startup_snapshot,
+};

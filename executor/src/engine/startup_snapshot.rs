@@ -49,11 +49,29 @@ pub enum StartFrom {
     Scratch,
 }
 
+/// The snapshot runtimes of this process restore: made here on first use, or
+/// handed over by the executor host that started this worker.
+static SNAPSHOT: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
+
+/// Largest snapshot a worker accepts from its host.
+pub const MAX_SNAPSHOT_BYTES: usize = 64 * 1024 * 1024;
+
+/// Uses `bytes`, a snapshot made by [`startup_snapshot`] in the executor host
+/// (the same binary), for every runtime of this process. The worker receives
+/// it on its stdin from the host that started it, before anything else; it
+/// never comes from a file. Fails if this process already has one.
+pub fn use_startup_snapshot(bytes: Vec<u8>) -> Result<(), EngineError> {
+    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    SNAPSHOT
+        .set(Ok(bytes))
+        .map_err(|_| EngineError::Snapshot("this process already has a startup snapshot".into()))
+}
+
 /// This process's startup snapshot, made on first use on a thread of its own
 /// (a runtime counts against its thread's budget) and kept in memory for the
-/// life of the process.
-pub(crate) fn startup_snapshot() -> Result<&'static [u8], EngineError> {
-    static SNAPSHOT: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
+/// life of the process. Takes a few hundred milliseconds the first time: the
+/// executor host makes it once and hands it to every worker it starts.
+pub fn startup_snapshot() -> Result<&'static [u8], EngineError> {
     SNAPSHOT
         .get_or_init(|| {
             std::thread::Builder::new()

@@ -8,4 +8,6 @@ mod worker_process;
 
 pub use fair_admission::{Owner, Refusal};
 pub use worker_pool::{PoolConfig, PoolError, PoolStats, WorkerPool};
-pub use worker_process::{DEADLINE_GRACE, WorkerCommand, WorkerFault, WorkerProcess};
+pub use worker_process::{
+    DEADLINE_GRACE, SNAPSHOT_FROM_HOST_FLAG, WorkerCommand, WorkerFault, WorkerProcess,
+};

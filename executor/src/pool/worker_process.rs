@@ -17,8 +17,10 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
+use tokio::io::AsyncWriteExt;
+
 use crate::{
-    engine::BYTECODE_CACHE_OFF,
+    engine::{BYTECODE_CACHE_OFF, startup_snapshot},
     script::{ScriptContext, StashOp},
     worker::{
         ipc::{FrameError, FrameReader, FrameWriter},
@@ -40,6 +42,25 @@ pub struct WorkerCommand {
     pub program: PathBuf,
     /// Arguments (normally `["__worker"]`).
     pub args: Vec<String>,
+}
+
+/// The worker flag that makes it take its startup snapshot from the host.
+pub const SNAPSHOT_FROM_HOST_FLAG: &str = "--snapshot-from-stdin";
+
+impl WorkerCommand {
+    /// `program __worker`, handed this host's startup snapshot at start (a
+    /// worker then starts in milliseconds instead of making its own).
+    /// `program` must be this same binary.
+    pub fn quiver(program: impl Into<PathBuf>) -> WorkerCommand {
+        WorkerCommand {
+            program: program.into(),
+            args: vec!["__worker".into(), SNAPSHOT_FROM_HOST_FLAG.into()],
+        }
+    }
+
+    fn wants_snapshot(&self) -> bool {
+        self.args.iter().any(|a| a == SNAPSHOT_FROM_HOST_FLAG)
+    }
 }
 
 /// What went wrong with a worker (the worker is not reused after any of these).
@@ -107,8 +128,23 @@ impl WorkerProcess {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| WorkerFault::Spawn(e.to_string()))?;
-        let stdin = child.stdin.take().ok_or(WorkerFault::Died)?;
+        let mut stdin = child.stdin.take().ok_or(WorkerFault::Died)?;
         let stdout = child.stdout.take().ok_or(WorkerFault::Died)?;
+        if command.wants_snapshot() {
+            // Made once per host process (off the async threads), then only copied.
+            let snapshot = tokio::task::spawn_blocking(startup_snapshot)
+                .await
+                .map_err(|_| WorkerFault::Spawn("making the startup snapshot failed".into()))?
+                .map_err(|e| WorkerFault::Spawn(e.to_string()))?;
+            let len = u32::try_from(snapshot.len())
+                .map_err(|_| WorkerFault::Spawn("the startup snapshot is too large".into()))?;
+            let sent = async {
+                stdin.write_all(&len.to_be_bytes()).await?;
+                stdin.write_all(snapshot).await?;
+                stdin.flush().await
+            };
+            sent.await.map_err(|_| WorkerFault::Died)?;
+        }
         let mut worker = WorkerProcess {
             child,
             reader: FrameReader::new(stdout),
