@@ -129,7 +129,7 @@ async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
         quiver_proto::Manifest::empty(),
     )));
     let outcome = remote
-        .execute("return 6 * 7;", "s", view, Default::default())
+        .execute("return 6 * 7;", "s", view, Default::default(), None)
         .await
         .unwrap();
     assert_eq!(outcome.result, Some(json!(42)));

@@ -296,7 +296,7 @@ async fn reference_servers_through_a_script() {
     let share = dir.path().join("share");
     std::fs::create_dir(&share).expect("share dir");
     let dev = start_with_reference_servers(dir.path(), &share);
-    let (client, _seen) = connect_reference(&dev.mode_url("code")).await;
+    let (client, mut seen) = connect_reference(&dev.mode_url("code")).await;
 
     eprintln!("--- one script: a sum, structured content, an image, memory and a file");
     let script = format!(
@@ -330,6 +330,36 @@ return {{ sum, temperature: weather.temperature, image: Array.isArray(image) ? i
         std::fs::read_to_string(share.join("out.txt")).expect("the file was written"),
         "written by a script"
     );
+
+    eprintln!("--- sampling and elicitation from a script's tool calls reach the client");
+    let script = r#"
+const sampled = await tools.call("everything__trigger-sampling-request", { prompt: "write a limerick", maxTokens: 20 });
+const elicited = await tools.call("everything__trigger-elicitation-request", {});
+return { sampled: JSON.stringify(sampled), elicited: JSON.stringify(elicited) };
+"#;
+    let result = call(&client, "execute", json!({"code": script})).await;
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    let value = result.structured_content.expect("structured")["result"].clone();
+    assert!(
+        value["sampled"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sampled by the test client"),
+        "{value}"
+    );
+    assert!(
+        value["elicited"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Ada Lovelace"),
+        "{value}"
+    );
+    let prompt = seen
+        .sampled
+        .try_recv()
+        .expect("the client was asked to sample");
+    assert!(prompt.contains("write a limerick"), "{prompt}");
+    assert!(seen.elicited.try_recv().is_ok(), "the client was asked");
 
     eprintln!("--- a denial the script can act on: caught, with its own path in it");
     let script = r#"

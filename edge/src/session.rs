@@ -314,6 +314,10 @@ impl ServerHandler for GatewaySession {
                         &self.id,
                         args,
                         context.ct.clone(),
+                        crate::relay::SessionRelay::new(
+                            context.peer.clone(),
+                            context.meta.get_progress_token(),
+                        ),
                     )
                     .await
                 }

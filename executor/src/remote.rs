@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use crate::{
-    CallOptions, Dispatch, ToolCall, UpstreamError,
+    CallOptions, CallSink, Dispatch, ToolCall, UpstreamError,
     script::{ExecuteError, Scripts},
     worker::protocol::{Outcome, ScriptError},
 };
@@ -132,6 +132,8 @@ impl Scripts for RemoteExecutor {
         session: &'a str,
         _view: Arc<ToolView>,
         _cancel: CancellationToken,
+        // The unary gRPC API carries nothing back during a script (see docs/architecture.md).
+        _sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'a, Result<Outcome, ExecuteError>> {
         Box::pin(async move {
             let request = pb::ExecuteRequest {

@@ -124,7 +124,13 @@ impl pb::executor_server::Executor for ExecutorService {
         };
         let outcome = self
             .scripts
-            .execute(&request.code, &session, view, CancellationToken::new())
+            .execute(
+                &request.code,
+                &session,
+                view,
+                CancellationToken::new(),
+                None,
+            )
             .await;
         let response = match outcome {
             Ok(outcome) => {

@@ -53,7 +53,19 @@ pub trait CallSink: Send + Sync {
 #[derive(Default)]
 pub(crate) struct InFlight {
     calls: tokio::sync::Mutex<HashMap<ProgressToken, Arc<dyn CallSink>>>,
+    /// Calls that just finished, still reachable by their token for
+    /// [`LINGER`]: rmcp hands each notification to a task of its own and the
+    /// response straight to the caller, so the last progress notifications of
+    /// a call can be handled after its response. They still reach the caller
+    /// (after the response); nothing else is attributed to a finished call.
+    finished: std::sync::Mutex<HashMap<ProgressToken, Lingering>>,
 }
+
+/// A finished call's sink and until when it is still reachable.
+type Lingering = (Arc<dyn CallSink>, std::time::Instant);
+
+/// How long a finished call's progress notifications are still relayed.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl InFlight {
     /// Locks the registry; hold it while sending a call and registering its token.
@@ -64,7 +76,25 @@ impl InFlight {
     }
 
     async fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn CallSink>> {
-        self.calls.lock().await.get(token).cloned()
+        if let Some(sink) = self.calls.lock().await.get(token).cloned() {
+            return Some(sink);
+        }
+        let finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        finished
+            .get(token)
+            .filter(|(_, until)| *until > std::time::Instant::now())
+            .map(|(sink, _)| sink.clone())
+    }
+
+    /// Moves a finished call from the live calls to the lingering ones.
+    fn finish(&self, calls: &mut HashMap<ProgressToken, Arc<dyn CallSink>>, token: &ProgressToken) {
+        let Some(sink) = calls.remove(token) else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        let mut finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        finished.retain(|_, (_, until)| *until > now);
+        finished.insert(token.clone(), (sink, now + LINGER));
     }
 
     /// The single caller a message without a token can be attributed to. With
@@ -97,14 +127,15 @@ impl Drop for InFlightGuard {
     fn drop(&mut self) {
         // Removal needs the async lock; take it now if free, else finish on the runtime.
         if let Ok(mut calls) = self.in_flight.calls.try_lock() {
-            calls.remove(&self.token);
+            self.in_flight.finish(&mut calls, &self.token);
             return;
         }
         let in_flight = self.in_flight.clone();
         let token = self.token.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                in_flight.calls.lock().await.remove(&token);
+                let mut calls = in_flight.calls.lock().await;
+                in_flight.finish(&mut calls, &token);
             });
         }
     }

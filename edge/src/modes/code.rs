@@ -89,6 +89,7 @@ pub async fn execute_tool(
     session: &str,
     args: Option<JsonObject>,
     cancel: tokio_util::sync::CancellationToken,
+    relay: crate::relay::SessionRelay,
 ) -> CallToolResult {
     use quiver_executor::script::ExecuteError;
     let args: ExecuteArgs = match parse_args("execute", args, "{code: string}") {
@@ -102,7 +103,16 @@ pub async fn execute_tool(
             json!({}),
         );
     };
-    match scripts.execute(&args.code, session, view, cancel).await {
+    match scripts
+        .execute(
+            &args.code,
+            session,
+            view,
+            cancel,
+            Some(std::sync::Arc::new(relay)),
+        )
+        .await
+    {
         Ok(outcome) => {
             let logs = outcome.logs.clone();
             match outcome.error {

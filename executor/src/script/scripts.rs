@@ -9,7 +9,7 @@ use quiver_view::ToolView;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Dispatch,
+    CallSink, Dispatch,
     pool::Owner,
     script::{ExecuteError, ScriptRunner, ViewScriptContext},
     stash::StashStore,
@@ -19,12 +19,15 @@ use crate::{
 /// Runs code-mode scripts for a session over a view.
 pub trait Scripts: Send + Sync {
     /// Runs `code` for `session`; its tool calls are checked against `view`.
+    /// What an upstream sends back during those calls (progress, logs,
+    /// sampling and elicitation requests) goes to `sink`, the calling session.
     fn execute<'a>(
         &'a self,
         code: &'a str,
         session: &'a str,
         view: Arc<ToolView>,
         cancel: CancellationToken,
+        sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'a, Result<Outcome, ExecuteError>>;
 }
 
@@ -58,15 +61,19 @@ impl Scripts for LocalScripts {
         session: &'a str,
         view: Arc<ToolView>,
         cancel: CancellationToken,
+        sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'a, Result<Outcome, ExecuteError>> {
         Box::pin(async move {
-            let context = Arc::new(ViewScriptContext::new(
-                self.dispatch.clone(),
-                self.stash.clone(),
-                view,
-                session.to_string(),
-                cancel.clone(),
-            ));
+            let context = Arc::new(
+                ViewScriptContext::new(
+                    self.dispatch.clone(),
+                    self.stash.clone(),
+                    view,
+                    session.to_string(),
+                    cancel.clone(),
+                )
+                .relaying_to(sink),
+            );
             // Tenants are not resolved at the edge yet: every session belongs
             // to the built-in tenant, and `session` may already name one
             // (`tenant/session`, from a remote edge).

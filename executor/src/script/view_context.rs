@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    CallOptions, Dispatch, ToolCall,
+    CallOptions, CallSink, Dispatch, ToolCall,
     script::{ScriptContext, StashOp},
     stash::StashStore,
 };
@@ -28,6 +28,7 @@ pub struct ViewScriptContext {
     view: Arc<ToolView>,
     session: String,
     cancel: CancellationToken,
+    sink: Option<Arc<dyn CallSink>>,
 }
 
 impl ViewScriptContext {
@@ -45,7 +46,15 @@ impl ViewScriptContext {
             view,
             session,
             cancel,
+            sink: None,
         }
+    }
+
+    /// Relays what upstreams send during the script's tool calls (progress,
+    /// logs, sampling and elicitation requests) to `sink`, the calling session.
+    pub fn relaying_to(mut self, sink: Option<Arc<dyn CallSink>>) -> ViewScriptContext {
+        self.sink = sink;
+        self
     }
 
     fn unknown(&self, name: &str) -> String {
@@ -135,7 +144,7 @@ impl ScriptContext for ViewScriptContext {
             let options = CallOptions {
                 timeout: None,
                 cancel: self.cancel.clone(),
-                sink: None,
+                sink: self.sink.clone(),
             };
             match self.dispatch.call_tool(call, options).await {
                 Ok(result) => script_value(&result, &args),
