@@ -361,6 +361,23 @@ return { sampled: JSON.stringify(sampled), elicited: JSON.stringify(elicited) };
     assert!(prompt.contains("write a limerick"), "{prompt}");
     assert!(seen.elicited.try_recv().is_ok(), "the client was asked");
 
+    eprintln!("--- progress of a long-running operation a script calls reaches the client");
+    let script = r#"
+await tools.call("everything__trigger-long-running-operation", { duration: 0.3, steps: 3 });
+return "done";
+"#;
+    let result = call(&client, "execute", json!({"code": script})).await;
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    let mut steps = Vec::new();
+    for _ in 0..3 {
+        let step = tokio::time::timeout(std::time::Duration::from_secs(10), seen.progress.recv())
+            .await
+            .expect("three progress notifications relayed from the script's call")
+            .expect("progress channel open");
+        steps.push(step);
+    }
+    assert_eq!(steps, [1.0, 2.0, 3.0], "progress relayed in order");
+
     eprintln!("--- a denial the script can act on: caught, with its own path in it");
     let script = r#"
 try {
