@@ -76,7 +76,13 @@ impl InFlight {
     }
 
     async fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn CallSink>> {
-        if let Some(sink) = self.calls.lock().await.get(token).cloned() {
+        self.calls.lock().await.get(token).cloned()
+    }
+
+    /// The call a progress notification belongs to: a live one, or one that
+    /// finished within [`LINGER`] (only progress may trail a response).
+    async fn for_progress(&self, token: &ProgressToken) -> Option<Arc<dyn CallSink>> {
+        if let Some(sink) = self.by_token(token).await {
             return Some(sink);
         }
         let finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
@@ -205,7 +211,7 @@ impl ClientHandler for UpstreamClient {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        if let Some(sink) = self.in_flight.by_token(&params.progress_token).await {
+        if let Some(sink) = self.in_flight.for_progress(&params.progress_token).await {
             sink.progress(params.progress, params.total, params.message)
                 .await;
         }
