@@ -89,6 +89,25 @@ struct Channels {
     elicited: UnboundedReceiver<String>,
 }
 
+/// The long-running operation's three progress steps reached the client, in
+/// order. Notifications are handled beside the response (possibly after it),
+/// so each is waited for.
+async fn assert_three_progress_steps(seen: &mut Channels, from: &str) {
+    let mut steps = Vec::new();
+    for _ in 0..3 {
+        let step = tokio::time::timeout(std::time::Duration::from_secs(10), seen.progress.recv())
+            .await
+            .unwrap_or_else(|_| panic!("three progress notifications relayed from {from}"))
+            .expect("progress channel open");
+        steps.push(step);
+    }
+    assert_eq!(
+        steps,
+        [1.0, 2.0, 3.0],
+        "progress from {from} relayed in order"
+    );
+}
+
 async fn connect_reference(url: &str) -> (RunningService<RoleClient, ReferenceClient>, Channels) {
     quiver_upstream::install_crypto_provider();
     let (progress_tx, progress) = unbounded_channel();
@@ -197,16 +216,7 @@ async fn reference_servers_through_passthrough() {
     )
     .await;
     assert_ne!(long.is_error, Some(true), "{}", text(&long));
-    // Notifications are handled beside the response: wait for all three.
-    let mut steps = Vec::new();
-    for _ in 0..3 {
-        let step = tokio::time::timeout(std::time::Duration::from_secs(10), seen.progress.recv())
-            .await
-            .expect("three progress notifications relayed")
-            .expect("progress channel open");
-        steps.push(step);
-    }
-    assert_eq!(steps, [1.0, 2.0, 3.0], "progress relayed in order");
+    assert_three_progress_steps(&mut seen, "a direct call").await;
 
     eprintln!("--- sampling: the upstream asks the client's model, through Quiver");
     let sampled = call(
@@ -368,15 +378,7 @@ return "done";
 "#;
     let result = call(&client, "execute", json!({"code": script})).await;
     assert_ne!(result.is_error, Some(true), "{}", text(&result));
-    let mut steps = Vec::new();
-    for _ in 0..3 {
-        let step = tokio::time::timeout(std::time::Duration::from_secs(10), seen.progress.recv())
-            .await
-            .expect("three progress notifications relayed from the script's call")
-            .expect("progress channel open");
-        steps.push(step);
-    }
-    assert_eq!(steps, [1.0, 2.0, 3.0], "progress relayed in order");
+    assert_three_progress_steps(&mut seen, "the script's call").await;
 
     eprintln!("--- a denial the script can act on: caught, with its own path in it");
     let script = r#"
