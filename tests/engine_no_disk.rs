@@ -25,7 +25,7 @@ use std::{
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use serde_json::json;
-use support::{call, connect, text};
+use support::{QuiverDev, call, connect, text};
 
 /// The names the engine gives the code it compiles (see `engine::script_runtime`).
 const BOOTSTRAP_NAME: &str = "quiver:bootstrap";
@@ -117,7 +117,7 @@ async fn a_script_and_its_marker_are_written_nowhere() {
     let home = tempfile::tempdir().expect("temp home");
     let data = tempfile::tempdir().expect("temp data dir");
     let marker = unique_marker();
-    let dev = Dev::start(home.path(), data.path());
+    let dev = start_dev(home.path(), data.path());
     let client = connect(&dev.url).await;
     let script = format!(
         r#"// {marker}
@@ -153,36 +153,18 @@ async fn a_script_and_its_marker_are_written_nowhere() {
 }
 
 /// A `quiver dev` in code mode with its own home and cache directories (so a
-/// cache anywhere it could put one is searched or watched), killed on drop.
-struct Dev {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Dev {
-    fn start(home: &Path, data: &Path) -> Dev {
-        let mut command = Command::new(support::quiver_bin());
-        command
-            .args(["dev", "--mode", "code", "--listen", "127.0.0.1:0"])
-            .args(["--control-plane-listen", "127.0.0.1:0", "--data"])
-            .arg(data)
-            .env("HOME", home)
-            .env("XDG_CACHE_HOME", home.join("xdg-cache"));
-        let (child, banner) = support::spawn_with_banner(&mut command, "quiver dev");
-        let url = banner
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in startup line: {banner}"))
-            .to_string();
-        Dev { child, url }
-    }
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// cache anywhere it could put one is searched or watched).
+fn start_dev(home: &Path, data: &Path) -> QuiverDev {
+    let cache = home.join("xdg-cache");
+    QuiverDev::start_with_env(
+        &[
+            "--mode",
+            "code",
+            "--data",
+            data.to_str().expect("utf-8 path"),
+        ],
+        &[("HOME", home), ("XDG_CACHE_HOME", &cache)],
+    )
 }
 
 /// The probe child: runs deno_core with the on-disk cache ON, in the scratch
@@ -359,7 +341,7 @@ async fn bytecode_planted_where_the_engine_would_look_is_never_read() {
 
     tracing::info!("--- scripts through quiver dev, as a user runs them");
     let data = tempfile::tempdir().expect("temp data dir");
-    let dev = Dev::start(home.path(), data.path());
+    let dev = start_dev(home.path(), data.path());
     let client = connect(&dev.url).await;
     for _ in 0..3 {
         let result = call(&client, "execute", json!({ "code": genuine })).await;

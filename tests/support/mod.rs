@@ -175,12 +175,20 @@ pub struct QuiverDev {
 impl QuiverDev {
     /// Starts `quiver dev --listen 127.0.0.1:0 <args>` and waits for its startup line.
     pub fn start(args: &[&str]) -> QuiverDev {
+        QuiverDev::start_with_env(args, &[])
+    }
+
+    /// [`QuiverDev::start`] with extra environment variables for the process.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &Path)]) -> QuiverDev {
         let data = (!args.contains(&"--data")).then(|| tempfile::tempdir().expect("temp dir"));
         let mut command = Command::new(quiver_bin());
         command
             .arg("dev")
             .args(["--listen", "127.0.0.1:0"])
             .args(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
         if let Some(dir) = &data {
             command.arg("--data").arg(dir.path());
         }

@@ -338,8 +338,21 @@ fn worker_frame_limit(limits: &Limits) -> usize {
 
 /// A reply too large for the script becomes an error saying so.
 fn bounded_reply(result: Result<Value, String>, max: u64) -> Result<Value, String> {
+    /// Counts what is written, keeping nothing.
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
     let value = result?;
-    let size = serde_json::to_string(&value).map_or(0, |text| text.len() as u64);
+    let mut counter = Counter(0);
+    // The frame writer serialises it again; measuring builds no copy.
+    let size = serde_json::to_writer(&mut counter, &value).map_or(0, |()| counter.0);
     if size > max {
         return Err(format!(
             "the answer is {size} bytes; a script may receive at most {max} bytes at once (ask for less, e.g. a page or a summary)"
