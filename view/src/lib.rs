@@ -6,8 +6,12 @@
 
 pub mod redact;
 pub mod search;
+pub mod search_hit;
 pub mod suggest;
+pub mod tool_call;
 pub mod validate;
 pub mod view;
 
+pub use search_hit::{MAX_SEARCH_RESULTS, SearchHit};
+pub use tool_call::ToolCall;
 pub use view::{ToolView, ViewTool};

@@ -106,6 +106,12 @@ impl ToolView {
         self.by_exposed.get(name).map(|&i| self.get(i))
     }
 
+    /// The visible tool `tool` of upstream `server` (upstream ids, not exposed names).
+    pub fn by_id(&self, server: &str, tool: &str) -> Option<ViewTool<'_>> {
+        self.iter()
+            .find(|t| t.tool.id.server == server && t.tool.id.tool == tool)
+    }
+
     /// Servers with at least one visible tool, in id order.
     pub fn servers(&self) -> impl Iterator<Item = &ManifestServer> {
         self.servers.iter().map(|&s| &self.manifest.servers[s])

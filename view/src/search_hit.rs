@@ -1,0 +1,62 @@
+//! One search result as every search surface shows it (code mode's `search`
+//! tool, search mode's `search_tools`, a script's `search()`): one shape, one
+//! rounding of the score, one limit.
+
+use serde::Serialize;
+
+use crate::{ToolView, ViewTool};
+
+/// The most results one search returns, whatever limit the caller asks for.
+pub const MAX_SEARCH_RESULTS: usize = 20;
+
+/// One ranked tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// Exposed (namespaced) name, as `call_tool` and `tools.call` take it.
+    pub name: String,
+    /// Upstream id.
+    pub server: String,
+    /// Tool name on that upstream.
+    pub tool: String,
+    /// One-line TypeScript signature, `server.tool(args): result`.
+    pub signature: String,
+    /// First sentence of the description.
+    pub summary: String,
+    /// Relevance, rounded to three decimals.
+    pub score: f64,
+}
+
+impl SearchHit {
+    /// The hit for `tool` at `score`.
+    pub fn new(tool: ViewTool<'_>, score: f32) -> SearchHit {
+        SearchHit {
+            name: tool.tool.exposed_name.clone(),
+            server: tool.tool.id.server.clone(),
+            tool: tool.tool.id.tool.clone(),
+            signature: tool.tool.stub.signature.clone(),
+            summary: tool.tool.stub.summary.clone(),
+            score: (f64::from(score) * 1000.0).round() / 1000.0,
+        }
+    }
+}
+
+/// `requested` (or `default` when absent) within `1..=MAX_SEARCH_RESULTS`.
+pub fn search_limit(requested: Option<usize>, default: usize) -> usize {
+    requested.unwrap_or(default).clamp(1, MAX_SEARCH_RESULTS)
+}
+
+impl ToolView {
+    /// The best `limit` tools for `query` by `tenant` (see [`ToolView::search_for`]),
+    /// as hits; `limit` is capped at [`MAX_SEARCH_RESULTS`].
+    pub fn search_hits(
+        &self,
+        tenant: &str,
+        query: &str,
+        limit: usize,
+    ) -> Vec<(ViewTool<'_>, SearchHit)> {
+        self.search_for(tenant, query, limit.clamp(1, MAX_SEARCH_RESULTS))
+            .into_iter()
+            .map(|(tool, score)| (tool, SearchHit::new(tool, score)))
+            .collect()
+    }
+}

@@ -1,0 +1,48 @@
+//! The one way a call is prepared: a tool already found in a view, its
+//! arguments checked against the tool's schema, turned into the [`ToolCall`]
+//! an executor dispatches. The edge's modes, a script's host and the
+//! executor's gRPC service all go through [`ToolView::prepare_call`].
+
+use serde_json::{Map, Value};
+
+use crate::{ToolView, ViewTool, validate::ArgumentErrors};
+
+/// One tool call, checked against the caller's view and the tool's schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Tenant the call is made for (for audit and the executor's own policy check).
+    pub tenant: String,
+    /// Upstream id.
+    pub server: String,
+    /// Tool name on that upstream.
+    pub tool: String,
+    /// Arguments (an object; absent arguments are sent as `{}`).
+    pub arguments: Option<Map<String, Value>>,
+}
+
+impl ToolView {
+    /// Checks `arguments` (`null` counts as `{}`) against `tool`'s schema, at
+    /// the validation level its server asks for, and builds the call `tenant`
+    /// makes.
+    pub fn prepare_call(
+        &self,
+        tenant: &str,
+        tool: ViewTool<'_>,
+        arguments: &Value,
+    ) -> Result<ToolCall, ArgumentErrors> {
+        let empty = Value::Object(Map::new());
+        let arguments = if arguments.is_null() {
+            &empty
+        } else {
+            arguments
+        };
+        self.check(tool.index)
+            .check(arguments, tool.server.validation)?;
+        Ok(ToolCall {
+            tenant: tenant.to_string(),
+            server: tool.tool.id.server.clone(),
+            tool: tool.tool.id.tool.clone(),
+            arguments: arguments.as_object().cloned(),
+        })
+    }
+}
