@@ -1,0 +1,31 @@
+//! Shorthands for the unit tests of every part of the validator: run the whole
+//! pipeline on a snippet and look at the rule ids it reports.
+
+pub(super) use super::{MAX_VIOLATIONS, ValidationErrors, ValidationLimits, validate};
+
+pub(super) fn check(code: &str) -> Result<(), ValidationErrors> {
+    validate(code, &ValidationLimits::default())
+}
+
+pub(super) fn rules(code: &str) -> Vec<&'static str> {
+    match check(code) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.rules(),
+    }
+}
+
+#[track_caller]
+pub(super) fn assert_rule(code: &str, rule: &str) {
+    let found = rules(code);
+    assert!(
+        found.contains(&rule),
+        "expected `{rule}` for {code:?}, got {found:?}"
+    );
+}
+
+#[track_caller]
+pub(super) fn assert_ok(code: &str) {
+    if let Err(errors) = check(code) {
+        panic!("expected {code:?} to pass, got:\n{errors}");
+    }
+}
