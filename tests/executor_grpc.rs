@@ -6,10 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use quiver_executor::{
-    remote::{ClientTls, RemoteExecutor},
-    script::Scripts,
-};
+use quiver_contract::{ExecuteRequest, RemoteExecutor, Scripts, remote::ClientTls};
 use quiver_proto::pb::{self, executor_client::ExecutorClient};
 use serde_json::{Value, json};
 use support::{ExecutorProcess, QuiverDev, call, connect, text, write_file};
@@ -88,7 +85,8 @@ async fn executor_service_checks_its_own_view_and_runs_scripts() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(rejected.error_kind, "rejected");
+    assert_eq!(rejected.error_kind(), pb::ScriptErrorKind::Rejected);
+    assert_eq!(rejected.violations[0].rule, "eval", "{rejected:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -129,7 +127,12 @@ async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
         quiver_proto::Manifest::empty(),
     )));
     let outcome = remote
-        .execute("return 6 * 7;", "s", view, Default::default(), None)
+        .execute(
+            ExecuteRequest::new("t", "s", "return 6 * 7;"),
+            view,
+            Default::default(),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(outcome.result, Some(json!(42)));

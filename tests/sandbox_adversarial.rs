@@ -11,10 +11,10 @@ use std::{
 };
 
 use futures::future::BoxFuture;
+use quiver_contract::{ExecuteError, Limits};
 use quiver_executor::{
     pool::{Owner, PoolConfig, WorkerCommand, WorkerPool},
-    script::{ExecuteError, ScriptContext, ScriptRunner, StashOp},
-    worker::protocol::Limits,
+    script::{ScriptContext, ScriptRunner, StashOp},
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

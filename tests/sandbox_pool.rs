@@ -13,10 +13,10 @@ use std::{
 };
 
 use futures::future::BoxFuture;
+use quiver_contract::{ExecuteError, Limits, ScriptOutcome};
 use quiver_executor::{
     pool::{Owner, PoolConfig, PoolError, WorkerCommand, WorkerPool},
-    script::{ExecuteError, ScriptContext, ScriptRunner, StashOp},
-    worker::protocol::{Limits, Outcome},
+    script::{ScriptContext, ScriptRunner, StashOp},
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -76,13 +76,13 @@ fn limits() -> Limits {
     }
 }
 
-async fn run(pool: &WorkerPool, code: &str) -> Outcome {
+async fn run(pool: &WorkerPool, code: &str) -> ScriptOutcome {
     pool.run(code, limits(), Arc::new(CountingContext::default()))
         .await
         .expect("the pool ran the script")
 }
 
-fn ok_value(outcome: &Outcome) -> Value {
+fn ok_value(outcome: &ScriptOutcome) -> Value {
     assert!(
         outcome.error.is_none(),
         "unexpected error: {:?}",

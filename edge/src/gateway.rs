@@ -1,16 +1,19 @@
 //! The edge's shared state: the current tool view (swapped atomically when a new
-//! manifest version arrives), the dispatcher that runs calls, and the sessions
-//! to tell when the passthrough tool list changes.
+//! manifest version arrives), where calls and scripts run, and the sessions
+//! to tell when the passthrough tool list changes. It knows nothing of modes
+//! or sessions; a session holds a gateway, never the reverse.
 
 use std::sync::{Arc, Mutex, Weak};
 
 use arc_swap::ArcSwap;
-use quiver_executor::{Dispatch, script::Scripts};
+use quiver_contract::{Dispatch, Scripts};
 use quiver_proto::Manifest;
 use rmcp::{RoleServer, service::Peer};
 use tokio::sync::watch;
 
-use crate::{config::EdgeConfig, mode::Mode, session::GatewaySession, view::ToolView};
+use quiver_view::ToolView;
+
+use crate::config::EdgeConfig;
 
 /// State shared by every session of one edge.
 pub struct Gateway {
@@ -23,16 +26,8 @@ pub struct Gateway {
 
 impl Gateway {
     /// A gateway serving `manifests` (kept current by a background task that
-    /// ends when the sender is dropped) and running calls through `dispatch`.
-    pub fn new(
-        manifests: watch::Receiver<Arc<Manifest>>,
-        dispatch: Arc<dyn Dispatch>,
-        config: EdgeConfig,
-    ) -> Arc<Gateway> {
-        Gateway::with_scripts(manifests, dispatch, None, config)
-    }
-
-    /// Like [`Gateway::new`], with code mode's `execute` running scripts on `scripts`.
+    /// ends when the sender is dropped), running calls through `dispatch` and,
+    /// when given, code mode's `execute` on `scripts`.
     pub fn with_scripts(
         mut manifests: watch::Receiver<Arc<Manifest>>,
         dispatch: Arc<dyn Dispatch>,
@@ -108,11 +103,6 @@ impl Gateway {
     /// The configuration.
     pub fn config(&self) -> &EdgeConfig {
         &self.config
-    }
-
-    /// A new MCP session handler in `mode`.
-    pub fn session(self: &Arc<Self>, mode: Mode) -> GatewaySession {
-        GatewaySession::new(self.clone(), mode)
     }
 
     /// Tells `peer` about tool-list changes from now on.

@@ -27,7 +27,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::{gateway::Gateway, mode::Mode, tls};
+use crate::{gateway::Gateway, mode::Mode, session::GatewaySession, tls};
 
 /// Extra JSON merged into `/status` (e.g. upstream health), supplied by the binary.
 pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
@@ -57,7 +57,7 @@ pub fn router(
     let service_for = |mode: Mode| {
         let gateway = gateway.clone();
         StreamableHttpService::new(
-            move || Ok(gateway.session(mode)),
+            move || Ok(GatewaySession::new(gateway.clone(), mode)),
             sessions.clone(),
             http_config.clone(),
         )

@@ -1,6 +1,6 @@
 //! Quiver's edge: terminates MCP and serves each tenant's view of the manifest in
 //! passthrough, search or code mode. It holds no upstream connections; calls go
-//! to an executor through [`quiver_executor::Dispatch`].
+//! to an executor through the `quiver-contract` traits.
 
 pub mod config;
 pub mod gateway;

@@ -3,7 +3,7 @@
 //! sampling and elicitation requests.
 #![allow(deprecated)] // sampling and logging are current in 2025-06-18 and 2025-11-25
 
-use quiver_executor::{CallSink, SinkFuture};
+use quiver_contract::{CallSink, SinkFuture};
 use rmcp::{
     ErrorData, RoleServer,
     model::{

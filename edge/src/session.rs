@@ -11,8 +11,8 @@ use rmcp::{
         GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
         PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-        SubscribeRequestParams, UnsubscribeRequestParams,
+        ReadResourceResult, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -21,11 +21,9 @@ use crate::{
     gateway::Gateway,
     mode::Mode,
     modes::{
-        code,
+        self, Backends, ModeHandler, ToolRequest,
         forwarded::{self, convert},
-        passthrough, search,
     },
-    suggest::{closest, unknown_tool_message},
 };
 
 /// The protocol versions the edge speaks (sessions, SSE, server-to-client requests).
@@ -41,16 +39,29 @@ pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 pub struct GatewaySession {
     gateway: Arc<Gateway>,
     mode: Mode,
+    /// Everything mode-specific: the tools, the instructions, the calls.
+    handler: Arc<dyn ModeHandler>,
     /// Identifies the session's stash.
     id: Arc<str>,
 }
 
 impl GatewaySession {
-    pub(crate) fn new(gateway: Arc<Gateway>, mode: Mode) -> GatewaySession {
+    /// A new MCP session in `mode` on `gateway`.
+    pub fn new(gateway: Arc<Gateway>, mode: Mode) -> GatewaySession {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id: Arc<str> = format!("{}-{n}", std::process::id()).into();
-        GatewaySession { gateway, mode, id }
+        let backends = Backends {
+            dispatch: gateway.dispatch().clone(),
+            scripts: gateway.scripts().cloned(),
+            search_limit: gateway.config().search_limit,
+        };
+        GatewaySession {
+            handler: modes::handler(mode, backends),
+            gateway,
+            mode,
+            id,
+        }
     }
 
     /// The session's mode.
@@ -60,6 +71,10 @@ impl GatewaySession {
 }
 
 impl GatewaySession {
+    fn dispatch(&self) -> &dyn quiver_contract::Dispatch {
+        self.gateway.dispatch().as_ref()
+    }
+
     fn passthrough_only(&self, method: &str) -> Result<(), ErrorData> {
         if self.mode == Mode::Passthrough {
             Ok(())
@@ -75,9 +90,9 @@ impl GatewaySession {
     async fn forward_subscription(&self, method: &str, uri: &str) -> Result<(), ErrorData> {
         self.passthrough_only(method)?;
         let view = self.gateway.view();
-        let server = forwarded::route_uri(&self.gateway, &view, uri).await?;
+        let server = forwarded::route_uri(self.dispatch(), &view, uri).await?;
         forwarded::send(
-            &self.gateway,
+            self.dispatch(),
             &server,
             method,
             serde_json::json!({"uri": uri}),
@@ -90,30 +105,8 @@ impl GatewaySession {
 impl ServerHandler for GatewaySession {
     fn get_info(&self) -> ServerConfig {
         let view = self.gateway.view();
-        let mut capabilities = if self.mode == Mode::Passthrough {
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_logging()
-                .enable_prompts()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_completions()
-                .build()
-        } else {
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_logging()
-                .build()
-        };
-        if self.mode != Mode::Passthrough {
-            capabilities.tools.get_or_insert_default().list_changed = None;
-        }
-        let instructions = match self.mode {
-            Mode::Passthrough => passthrough::instructions(&view),
-            Mode::Search => search::instructions(),
-            Mode::Code => code::instructions(&view),
-        };
+        let capabilities = self.handler.capabilities();
+        let instructions = self.handler.instructions(&view);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
@@ -145,7 +138,7 @@ impl ServerHandler for GatewaySession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.passthrough_only("resources/list")?;
-        convert(forwarded::list_resources(&self.gateway, &self.gateway.view(), false).await)
+        convert(forwarded::list_resources(self.dispatch(), &self.gateway.view(), false).await)
     }
 
     async fn list_resource_templates(
@@ -154,7 +147,7 @@ impl ServerHandler for GatewaySession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.passthrough_only("resources/templates/list")?;
-        convert(forwarded::list_resources(&self.gateway, &self.gateway.view(), true).await)
+        convert(forwarded::list_resources(self.dispatch(), &self.gateway.view(), true).await)
     }
 
     async fn read_resource(
@@ -164,9 +157,9 @@ impl ServerHandler for GatewaySession {
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.passthrough_only("resources/read")?;
         let view = self.gateway.view();
-        let server = forwarded::route_uri(&self.gateway, &view, &request.uri).await?;
+        let server = forwarded::route_uri(self.dispatch(), &view, &request.uri).await?;
         let result = forwarded::send(
-            &self.gateway,
+            self.dispatch(),
             &server,
             "resources/read",
             serde_json::json!({"uri": request.uri}),
@@ -201,7 +194,7 @@ impl ServerHandler for GatewaySession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.passthrough_only("prompts/list")?;
-        convert(forwarded::list_prompts(&self.gateway, &self.gateway.view()).await)
+        convert(forwarded::list_prompts(self.dispatch(), &self.gateway.view()).await)
     }
 
     async fn get_prompt(
@@ -211,12 +204,12 @@ impl ServerHandler for GatewaySession {
     ) -> Result<GetPromptResponse, ErrorData> {
         self.passthrough_only("prompts/get")?;
         let view = self.gateway.view();
-        let (server, name) = forwarded::route_prompt(&self.gateway, &view, &request.name).await?;
+        let (server, name) = forwarded::route_prompt(self.dispatch(), &view, &request.name).await?;
         let mut params = serde_json::json!({"name": name});
         if let Some(arguments) = request.arguments {
             params["arguments"] = serde_json::Value::Object(arguments.into_iter().collect());
         }
-        let result = forwarded::send(&self.gateway, &server, "prompts/get", params).await?;
+        let result = forwarded::send(self.dispatch(), &server, "prompts/get", params).await?;
         Ok(GetPromptResponse::Complete(convert::<GetPromptResult>(
             result,
         )?))
@@ -238,7 +231,7 @@ impl ServerHandler for GatewaySession {
                     .unwrap_or_default()
                     .to_string();
                 let (server, name) =
-                    forwarded::route_prompt(&self.gateway, &view, &exposed).await?;
+                    forwarded::route_prompt(self.dispatch(), &view, &exposed).await?;
                 params["ref"]["name"] = serde_json::Value::String(name);
                 server
             }
@@ -247,7 +240,7 @@ impl ServerHandler for GatewaySession {
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                forwarded::route_uri(&self.gateway, &view, &uri).await?
+                forwarded::route_uri(self.dispatch(), &view, &uri).await?
             }
             _ => {
                 return Err(ErrorData::invalid_params(
@@ -256,7 +249,7 @@ impl ServerHandler for GatewaySession {
                 ));
             }
         };
-        convert(forwarded::send(&self.gateway, &server, "completion/complete", params).await?)
+        convert(forwarded::send(self.dispatch(), &server, "completion/complete", params).await?)
     }
 
     async fn list_tools(
@@ -264,12 +257,9 @@ impl ServerHandler for GatewaySession {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = match self.mode {
-            Mode::Passthrough => passthrough::list(&self.gateway.view()),
-            Mode::Search => search::list(),
-            Mode::Code => code::list(self.gateway.scripts().is_some()),
-        };
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(
+            self.handler.tools(&self.gateway.view()),
+        ))
     }
 
     async fn call_tool(
@@ -277,65 +267,13 @@ impl ServerHandler for GatewaySession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let view = self.gateway.view();
-        let limit = self.gateway.config().search_limit;
-        let name = request.name.as_ref();
-        let args = request.arguments;
-        let result = match self.mode {
-            Mode::Passthrough => match view.by_exposed(name) {
-                Some(tool) => {
-                    crate::modes::forward(&self.gateway, tool, &view, args, &context).await
-                }
-                None => {
-                    let suggestions = closest(name, view.exposed_names(), 3);
-                    return Err(ErrorData::invalid_params(
-                        unknown_tool_message(
-                            name,
-                            &suggestions,
-                            "call tools/list for the available names",
-                        ),
-                        Some(serde_json::json!({"suggestions": suggestions})),
-                    ));
-                }
-            },
-            Mode::Search => match name {
-                "search_tools" => search::search_tools(&view, args, limit),
-                "call_tool" => search::call_tool(&self.gateway, &view, args, &context).await,
-                other => search::call_by_name(&self.gateway, &view, other, args, &context).await,
-            },
-            Mode::Code => match name {
-                "list" => code::list_tool(&view, args),
-                "search" => code::search_tool(&view, args, limit),
-                "describe" => code::describe_tool(&view, args),
-                "execute" if self.gateway.scripts().is_some() => {
-                    code::execute_tool(
-                        &self.gateway,
-                        view.clone(),
-                        &self.id,
-                        args,
-                        context.ct.clone(),
-                        crate::relay::SessionRelay::new(
-                            context.peer.clone(),
-                            context.meta.get_progress_token(),
-                        ),
-                    )
-                    .await
-                }
-                other => {
-                    let mut names: Vec<&str> = vec!["list", "search", "describe", "execute"];
-                    names.retain(|n| !code::is_meta(other) || *n != other);
-                    let suggestions = closest(other, names.into_iter(), 3);
-                    return Err(ErrorData::invalid_params(
-                        unknown_tool_message(
-                            other,
-                            &suggestions,
-                            "code mode has the tools list, search and describe",
-                        ),
-                        None,
-                    ));
-                }
-            },
+        let request = ToolRequest {
+            view: self.gateway.view(),
+            name: request.name.as_ref(),
+            arguments: request.arguments,
+            session: &self.id,
+            context: &context,
         };
-        Ok(result.into())
+        Ok(self.handler.call(request).await?.into())
     }
 }

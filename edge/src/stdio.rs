@@ -5,11 +5,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use rmcp::ServiceExt;
 
-use crate::{gateway::Gateway, mode::Mode};
+use crate::{gateway::Gateway, mode::Mode, session::GatewaySession};
 
 /// Serves one session in `mode` on stdin/stdout until the client closes it.
 pub async fn serve_stdio(gateway: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
-    let session = gateway.session(mode);
+    let session = GatewaySession::new(gateway, mode);
     let running = session
         .serve(rmcp::transport::stdio())
         .await

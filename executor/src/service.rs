@@ -5,16 +5,12 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use quiver_contract::{CallOptions, Dispatch, Scripts, wire};
 use quiver_proto::{Manifest, pb};
 use quiver_view::{ToolView, redact::redact};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
-
-use crate::{
-    CallOptions, Dispatch, ToolCall,
-    script::{ExecuteError, Scripts},
-};
 
 /// Serves `quiver.v1.Executor`.
 pub struct ExecutorService {
@@ -66,10 +62,7 @@ impl pb::executor_server::Executor for ExecutorService {
         let request = request.into_inner();
         let view = self.view.load_full();
         // The caller's word is not enough: the tool must be in this executor's view.
-        let Some(tool) = view
-            .iter()
-            .find(|t| t.tool.id.server == request.server && t.tool.id.tool == request.tool)
-        else {
+        let Some(tool) = view.by_id(&request.server, &request.tool) else {
             return Err(Status::not_found(format!(
                 "tool `{}` of server `{}` is not in this executor's view",
                 request.tool, request.server
@@ -81,20 +74,10 @@ impl pb::executor_server::Executor for ExecutorService {
             serde_json::from_str(&request.arguments_json)
                 .map_err(|e| Status::invalid_argument(format!("arguments_json is not JSON: {e}")))?
         };
-        if let Err(errors) = view
-            .check(tool.index)
-            .check(&arguments, tool.server.validation)
-        {
-            return Err(Status::invalid_argument(
-                errors.message(&tool.tool.exposed_name),
-            ));
-        }
-        let call = ToolCall {
-            tenant: request.tenant,
-            server: request.server,
-            tool: request.tool,
-            arguments: arguments.as_object().cloned(),
-        };
+        let call = view
+            .prepare_call(&request.tenant, tool, &arguments)
+            .map_err(|errors| Status::invalid_argument(errors.message(&tool.tool.exposed_name)))?;
+        // The caller going away drops this future, and with it the call.
         let mut options = CallOptions::default();
         if request.timeout_ms > 0 {
             options.timeout = Some(std::time::Duration::from_millis(u64::from(
@@ -115,47 +98,20 @@ impl pb::executor_server::Executor for ExecutorService {
         &self,
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
-        let request = request.into_inner();
+        let mut request = wire::request_from_pb(request.into_inner());
+        if request.tenant.is_empty() {
+            request.tenant = "default".into();
+        }
+        if request.session.is_empty() {
+            request.session = "anonymous".into();
+        }
         let view = self.view.load_full();
-        let session = if request.session.is_empty() {
-            "anonymous".to_string()
-        } else {
-            format!("{}/{}", request.tenant, request.session)
-        };
-        let outcome = self
-            .scripts
-            .execute(
-                &request.code,
-                &session,
-                view,
-                CancellationToken::new(),
-                None,
-            )
-            .await;
-        let response = match outcome {
-            Ok(outcome) => {
-                let (error, error_kind, error_line) = match outcome.error {
-                    Some(e) => (e.message, e.kind, e.line.unwrap_or(0)),
-                    None => (String::new(), String::new(), 0),
-                };
-                pb::ExecuteResponse {
-                    result_json: outcome.result.map(|r| r.to_string()).unwrap_or_default(),
-                    logs: outcome.logs,
-                    calls: Vec::new(),
-                    error,
-                    truncated: outcome.truncated,
-                    error_kind,
-                    error_line,
-                }
-            }
-            Err(ExecuteError::Rejected(errors)) => pb::ExecuteResponse {
-                error: errors.to_string(),
-                error_kind: "rejected".into(),
-                error_line: errors.errors.first().map_or(0, |v| v.line),
-                ..Default::default()
-            },
-            Err(other) => return Err(Status::resource_exhausted(redact(&other.to_string()))),
-        };
+        // A client that cancels resets the stream and tonic drops this
+        // future: the guard then stops the script and frees its worker.
+        let cancel = CancellationToken::new();
+        let _stop_when_dropped = cancel.clone().drop_guard();
+        let result = self.scripts.execute(request, view, cancel, None).await;
+        let response = wire::result_to_pb(result)?;
         Ok(Response::new(response))
     }
 }

@@ -8,9 +8,10 @@ use std::{
 };
 
 use futures::future::{BoxFuture, FutureExt};
+use quiver_contract::Limits;
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    worker::protocol::{HostRequest, Limits},
+    worker::protocol::HostRequest,
 };
 use serde_json::Value;
 

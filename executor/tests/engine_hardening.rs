@@ -5,9 +5,10 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use futures::future::{BoxFuture, FutureExt};
+use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    worker::protocol::{HostRequest, Limits, Outcome},
+    worker::protocol::HostRequest,
 };
 use serde_json::{Value, json};
 
@@ -19,7 +20,7 @@ impl HostBridge for EchoHost {
     }
 }
 
-async fn run(code: &str) -> Outcome {
+async fn run(code: &str) -> ScriptOutcome {
     let limits = Limits::default();
     let tools: BTreeMap<_, _> = [("github".to_string(), vec!["search_issues".to_string()])].into();
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");

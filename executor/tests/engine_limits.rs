@@ -12,9 +12,10 @@ use std::{
 };
 
 use futures::future::{BoxFuture, FutureExt};
+use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    worker::protocol::{HostRequest, Limits, Outcome},
+    worker::protocol::HostRequest,
 };
 use serde_json::{Value, json};
 
@@ -55,12 +56,12 @@ fn tools() -> BTreeMap<String, Vec<String>> {
     [("slow".to_string(), vec!["op".to_string()])].into()
 }
 
-async fn run(code: &str, limits: Limits, host: Arc<dyn HostBridge>) -> Outcome {
+async fn run(code: &str, limits: Limits, host: Arc<dyn HostBridge>) -> ScriptOutcome {
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     runtime.execute(code, &limits, &tools(), host).await
 }
 
-fn kind(outcome: &Outcome) -> Option<&str> {
+fn kind(outcome: &ScriptOutcome) -> Option<&str> {
     outcome.error.as_ref().map(|e| e.kind.as_str())
 }
 

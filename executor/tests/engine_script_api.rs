@@ -8,9 +8,10 @@ use std::{
 };
 
 use futures::future::{BoxFuture, FutureExt};
+use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    worker::protocol::{HostRequest, Limits, Outcome},
+    worker::protocol::HostRequest,
 };
 use serde_json::{Value, json};
 
@@ -55,18 +56,18 @@ fn tools() -> BTreeMap<String, Vec<String>> {
     .into()
 }
 
-async fn run_with(code: &str, limits: Limits, host: RecordingHost) -> Outcome {
+async fn run_with(code: &str, limits: Limits, host: RecordingHost) -> ScriptOutcome {
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     runtime
         .execute(code, &limits, &tools(), Arc::new(host))
         .await
 }
 
-async fn run(code: &str) -> Outcome {
+async fn run(code: &str) -> ScriptOutcome {
     run_with(code, Limits::default(), RecordingHost::default()).await
 }
 
-fn kind(outcome: &Outcome) -> Option<&str> {
+fn kind(outcome: &ScriptOutcome) -> Option<&str> {
     outcome.error.as_ref().map(|e| e.kind.as_str())
 }
 

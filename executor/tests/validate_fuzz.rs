@@ -136,7 +136,7 @@ fn check_well_formed(code: &str) -> Result<(), TestCaseError> {
             "{violation:?}"
         );
         prop_assert_ne!(
-            violation.rule,
+            violation.rule.as_ref(),
             "internal",
             "the validator failed: {}",
             violation.message

@@ -4,9 +4,10 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
+use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::worker::{
     ipc::{FrameReader, FrameWriter},
-    protocol::{HostMessage, HostRequest, Limits, Outcome, WorkerMessage},
+    protocol::{HostMessage, HostRequest, WorkerMessage},
     run_worker_on,
 };
 use serde_json::json;
@@ -65,7 +66,7 @@ impl Host {
         .await;
     }
 
-    async fn done(&mut self) -> Outcome {
+    async fn done(&mut self) -> ScriptOutcome {
         match self.next().await {
             WorkerMessage::Done { outcome } => outcome,
             other => panic!("expected Done, got {other:?}"),

@@ -7,11 +7,12 @@
 
 use std::{collections::BTreeMap, process::Stdio, time::Duration};
 
+use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::BYTECODE_CACHE_OFF,
     worker::{
         ipc::{FrameReader, FrameWriter},
-        protocol::{HostMessage, HostRequest, Limits, Outcome, WorkerMessage},
+        protocol::{HostMessage, HostRequest, WorkerMessage},
         run_worker,
     },
 };
@@ -112,7 +113,7 @@ async fn a_worker_process_serves_executions_over_stdio() {
             .expect("the child is alive")
         };
     }
-    let done = |message: WorkerMessage| -> Outcome {
+    let done = |message: WorkerMessage| -> ScriptOutcome {
         match message {
             WorkerMessage::Done { outcome } => outcome,
             other => panic!("expected Done, got {other:?}"),

@@ -8,6 +8,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
+use quiver_contract::{Dispatch, Limits, RemoteExecutor, Scripts};
 use quiver_control_plane::{
     ControlPlaneNode, Discovery, LocalCatalogue, ManifestStore, NodeConfig, RaftTuning,
     command::Command,
@@ -15,11 +16,9 @@ use quiver_control_plane::{
 };
 use quiver_edge::{Gateway, Mode};
 use quiver_executor::{
-    Dispatch, LocalExecutor,
+    LocalExecutor,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
-    remote::RemoteExecutor,
-    script::{LocalScripts, ScriptRunner, Scripts},
-    worker::protocol::Limits,
+    script::{LocalScripts, ScriptRunner},
 };
 use quiver_proto::catalog::Catalog;
 use quiver_upstream::{UpstreamConfig, UpstreamSet};

@@ -7,13 +7,12 @@ use std::{fmt::Write as _, path::PathBuf, sync::Arc};
 use anyhow::{Context as _, bail};
 use clap::Args;
 use futures::future::BoxFuture;
+use quiver_contract::{CallOptions, Dispatch, Limits, Scripts, ToolCall, UpstreamError};
 use quiver_control_plane::ManifestStore;
-use quiver_edge::{EdgeConfig, Gateway, Mode};
+use quiver_edge::{EdgeConfig, Gateway, Mode, session::GatewaySession};
 use quiver_executor::{
-    CallOptions, Dispatch, ToolCall, UpstreamError,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
-    script::{LocalScripts, ScriptRunner, Scripts},
-    worker::protocol::Limits,
+    script::{LocalScripts, ScriptRunner},
 };
 use quiver_proto::{catalog::Catalog, manifest::ServerEntry};
 use rmcp::{ServiceExt, model::CallToolResult};
@@ -291,7 +290,7 @@ async fn measure_catalog(catalog: &Catalog, limit: usize, mode: Mode) -> anyhow:
     );
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
-    let session = gateway.session(mode);
+    let session = GatewaySession::new(gateway, mode);
     let running = tokio::spawn(async move {
         if let Ok(service) = session.serve((server_read, server_write)).await {
             let _ = service.waiting().await;

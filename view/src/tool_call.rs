@@ -21,28 +21,29 @@ pub struct ToolCall {
 }
 
 impl ToolView {
-    /// Checks `arguments` (`null` counts as `{}`) against `tool`'s schema, at
-    /// the validation level its server asks for, and builds the call `tenant`
-    /// makes.
+    /// Checks `arguments` against `tool`'s schema, at the validation level its
+    /// server asks for, and builds the call `tenant` makes. `null` means the
+    /// caller sent no arguments: they are checked as `{}` and stay absent.
     pub fn prepare_call(
         &self,
         tenant: &str,
         tool: ViewTool<'_>,
         arguments: &Value,
     ) -> Result<ToolCall, ArgumentErrors> {
+        let absent = arguments.is_null();
         let empty = Value::Object(Map::new());
-        let arguments = if arguments.is_null() {
-            &empty
-        } else {
-            arguments
-        };
+        let checked = if absent { &empty } else { arguments };
         self.check(tool.index)
-            .check(arguments, tool.server.validation)?;
+            .check(checked, tool.server.validation)?;
         Ok(ToolCall {
             tenant: tenant.to_string(),
             server: tool.tool.id.server.clone(),
             tool: tool.tool.id.tool.clone(),
-            arguments: arguments.as_object().cloned(),
+            arguments: if absent {
+                None
+            } else {
+                arguments.as_object().cloned()
+            },
         })
     }
 }

@@ -1,173 +1,285 @@
-//! Code mode: progressive discovery (`list` → `search` → `describe`). The
-//! `execute` tool arrives with the sandboxed executor; until then it is absent.
+//! Code mode: progressive discovery (`list` → `search` → `describe`) and
+//! `execute`, which runs a script against the session's view on an executor
+//! (present only when the edge has one for scripts).
+#![allow(deprecated)] // logging is current in the protocol versions served here
 
 use std::fmt::Write as _;
 
-use rmcp::model::{CallToolResult, JsonObject, Tool};
-use serde::Deserialize;
-use serde_json::json;
-
-use super::{meta_tool, parse_args, tool_error, tool_ok, unknown_tool};
-use crate::{
-    suggest::closest,
-    view::{ToolView, ViewTool},
+use futures::future::BoxFuture;
+use quiver_contract::{
+    API_DECLARATION, DEFAULT_TENANT, ExecuteError, ExecuteRequest, ScriptOutcome,
 };
+use quiver_view::{
+    ToolView,
+    redact::{redact, redact_for_caller},
+    search_hit::search_limit,
+    suggest::{closest, unknown_tool_message},
+};
+use rmcp::{
+    ErrorData,
+    model::{CallToolResult, JsonObject, ServerCapabilities, Tool},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
 
-/// Largest `limit` honoured.
-const MAX_LIMIT: usize = 20;
+use super::{
+    handler::{Backends, ModeHandler, ToolRequest},
+    tool_result::{meta_tool, parse_args, tool_error, tool_ok, unknown_tool},
+};
+use crate::relay::SessionRelay;
+
 /// Most tools `describe` renders in one call.
 const MAX_DESCRIBE: usize = 20;
 
-/// The tools of code mode (`execute` only when scripts can run).
-pub fn list(execute: bool) -> Vec<Tool> {
-    let mut tools = vec![
-        meta_tool(
-            "list",
-            "List servers, or one server's tools as one-line signatures.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "Server name; omit for all servers"}
-            }}),
-        ),
-        meta_tool(
-            "search",
-            "Search tools by task; returns signatures, best first.",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string"},
-                "limit": {"type": "integer", "description": "Default 5"}
-            }, "required": ["query"]}),
-        ),
-        meta_tool(
-            "describe",
-            "Full TypeScript declarations of tools, by name.",
-            json!({"type": "object", "properties": {
-                "names": {"type": "array", "items": {"type": "string"}}
-            }, "required": ["names"]}),
-        ),
+/// Code mode's tools: the only place their names are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CodeTool {
+    List,
+    Search,
+    Describe,
+    Execute,
+}
+
+impl CodeTool {
+    const ALL: [CodeTool; 4] = [
+        CodeTool::List,
+        CodeTool::Search,
+        CodeTool::Describe,
+        CodeTool::Execute,
     ];
-    if execute {
-        tools.push(meta_tool(
-            "execute",
-            &execute_description(),
-            json!({"type": "object", "properties": {
-            "code": {"type": "string", "description": "JavaScript: the body of an async function"}
-        }, "required": ["code"]}),
-        ));
+
+    fn name(self) -> &'static str {
+        match self {
+            CodeTool::List => "list",
+            CodeTool::Search => "search",
+            CodeTool::Describe => "describe",
+            CodeTool::Execute => "execute",
+        }
     }
-    tools
+
+    fn named(name: &str) -> Option<CodeTool> {
+        CodeTool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    fn definition(self) -> Tool {
+        match self {
+            CodeTool::List => meta_tool(
+                self.name(),
+                "List servers, or one server's tools as one-line signatures.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "Server name; omit for all servers"}
+                }}),
+            ),
+            CodeTool::Search => meta_tool(
+                self.name(),
+                "Search tools by task; returns signatures, best first.",
+                json!({"type": "object", "properties": {
+                    "query": {"type": "string"},
+                    "limit": {"type": "integer", "description": "Default 5"}
+                }, "required": ["query"]}),
+            ),
+            CodeTool::Describe => meta_tool(
+                self.name(),
+                "Full TypeScript declarations of tools, by name.",
+                json!({"type": "object", "properties": {
+                    "names": {"type": "array", "items": {"type": "string"}}
+                }, "required": ["names"]}),
+            ),
+            CodeTool::Execute => meta_tool(
+                self.name(),
+                &format!(
+                    "Run JavaScript that calls tools; only what it returns comes back. The code is the body of an async function (use await and return). In scope:\n{API_DECLARATION}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel."
+                ),
+                json!({"type": "object", "properties": {
+                    "code": {"type": "string", "description": "JavaScript: the body of an async function"}
+                }, "required": ["code"]}),
+            ),
+        }
+    }
 }
 
-fn execute_description() -> String {
-    format!(
-        "Run JavaScript that calls tools; only what it returns comes back. The code is the body of an async function (use await and return). In scope:\n{}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel.",
-        quiver_executor::script::API_DECLARATION
+/// Code mode.
+pub struct CodeMode {
+    backends: Backends,
+}
+
+impl CodeMode {
+    /// Code mode over `backends`; `execute` is listed only with scripts.
+    pub fn new(backends: Backends) -> CodeMode {
+        CodeMode { backends }
+    }
+
+    /// The tools this edge offers.
+    fn offered(&self) -> impl Iterator<Item = CodeTool> + '_ {
+        CodeTool::ALL
+            .into_iter()
+            .filter(|t| *t != CodeTool::Execute || self.backends.scripts.is_some())
+    }
+
+    /// `search {query, limit?}`.
+    fn search_tool(&self, view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
+        let args: SearchArgs = match parse_args(
+            CodeTool::Search.name(),
+            args,
+            "{query: string, limit?: integer}",
+        ) {
+            Ok(a) => a,
+            Err(e) => return *e,
+        };
+        let limit = search_limit(args.limit, self.backends.search_limit);
+        let hits = view.search_hits(DEFAULT_TENANT, &args.query, limit);
+        if hits.is_empty() {
+            return tool_ok(
+                format!("No tools match `{}`.", args.query),
+                Some(json!({"results": []})),
+            );
+        }
+        let mut text = String::new();
+        for (_, hit) in &hits {
+            let _ = writeln!(text, "{} — {}", hit.signature, hit.summary);
+        }
+        let results: Vec<_> = hits.into_iter().map(|(_, hit)| hit).collect();
+        tool_ok(text, Some(json!({"results": results})))
+    }
+
+    /// `execute {code}`: runs the script on a sandboxed worker against the session's view.
+    async fn execute_tool(&self, request: ToolRequest<'_>) -> CallToolResult {
+        let args: ExecuteArgs = match parse_args(
+            CodeTool::Execute.name(),
+            request.arguments,
+            "{code: string}",
+        ) {
+            Ok(a) => a,
+            Err(e) => return *e,
+        };
+        let Some(scripts) = &self.backends.scripts else {
+            return tool_error(
+                "unavailable",
+                "scripts are not enabled on this gateway".into(),
+                json!({}),
+            );
+        };
+        let relay = SessionRelay::new(
+            request.context.peer.clone(),
+            request.context.meta.get_progress_token(),
+        );
+        let outcome = scripts
+            .execute(
+                ExecuteRequest::new(DEFAULT_TENANT, request.session, args.code.as_str()),
+                request.view.clone(),
+                request.context.ct.clone(),
+                Some(std::sync::Arc::new(relay)),
+            )
+            .await;
+        execute_result(outcome, &args.code)
+    }
+}
+
+/// What `execute` answers for how a script ended.
+fn execute_result(outcome: Result<ScriptOutcome, ExecuteError>, code: &str) -> CallToolResult {
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(ExecuteError::Rejected(errors)) => {
+            let violations = serde_json::to_value(&errors.errors).unwrap_or_default();
+            return tool_error(
+                "script_rejected",
+                format!("the script was rejected before running; fix and resend:\n{errors}"),
+                json!({"violations": violations}),
+            );
+        }
+        Err(e) => return tool_error("executor_error", redact(&e.to_string()), json!({})),
+    };
+    let logs = outcome.logs;
+    let Some(error) = outcome.error else {
+        let result = outcome.result.unwrap_or(Value::Null);
+        let mut text = serde_json::to_string(&result).unwrap_or_default();
+        if !logs.is_empty() {
+            let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
+        }
+        return tool_ok(
+            text,
+            Some(json!({"result": result, "logs": logs, "truncated": outcome.truncated})),
+        );
+    };
+    let at = error
+        .line
+        .map(|l| format!(" (line {l})"))
+        .unwrap_or_default();
+    let mut text = format!(
+        "script {}: {}{at}",
+        error.kind,
+        // What the script itself wrote (a path, an id) stays.
+        redact_for_caller(&error.message, &Value::String(code.to_string()))
+    );
+    if !logs.is_empty() {
+        let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
+    }
+    tool_error(
+        &format!("script_{}", error.kind),
+        text,
+        json!({"line": error.line, "logs": logs}),
     )
 }
 
-/// Instructions sent at initialize.
-pub fn instructions(view: &ToolView) -> String {
-    format!(
-        "{} tools on {} servers are available without listing them all: find them with search or list, then read exact parameters with describe.",
-        view.len(),
-        view.servers().count()
-    )
-}
+impl ModeHandler for CodeMode {
+    fn capabilities(&self) -> ServerCapabilities {
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        // The meta-tools never change.
+        capabilities.tools.get_or_insert_default().list_changed = None;
+        capabilities
+    }
 
-/// Whether `name` is one of code mode's own tools.
-pub fn is_meta(name: &str) -> bool {
-    matches!(name, "list" | "search" | "describe" | "execute")
+    fn instructions(&self, view: &ToolView) -> String {
+        format!(
+            "{} tools on {} servers are available without listing them all: find them with search or list, then read exact parameters with describe.",
+            view.len(),
+            view.servers().count()
+        )
+    }
+
+    fn tools(&self, _view: &ToolView) -> Vec<Tool> {
+        self.offered().map(CodeTool::definition).collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        request: ToolRequest<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, ErrorData>> {
+        Box::pin(async move {
+            let tool = CodeTool::named(request.name).filter(|t| self.offered().any(|o| o == *t));
+            Ok(match tool {
+                Some(CodeTool::List) => list_tool(&request.view, request.arguments),
+                Some(CodeTool::Search) => self.search_tool(&request.view, request.arguments),
+                Some(CodeTool::Describe) => describe_tool(&request.view, request.arguments),
+                Some(CodeTool::Execute) => self.execute_tool(request).await,
+                None => {
+                    let other = request.name;
+                    let offered: Vec<&str> = self
+                        .offered()
+                        .map(CodeTool::name)
+                        .filter(|n| *n != other)
+                        .collect();
+                    let suggestions = closest(other, offered.into_iter(), 3);
+                    return Err(ErrorData::invalid_params(
+                        unknown_tool_message(
+                            other,
+                            &suggestions,
+                            "code mode has the tools list, search and describe",
+                        ),
+                        None,
+                    ));
+                }
+            })
+        })
+    }
 }
 
 #[derive(Deserialize)]
 struct ExecuteArgs {
     code: String,
-}
-
-/// `execute {code}`: runs the script on a sandboxed worker against the session's view.
-pub async fn execute_tool(
-    gateway: &std::sync::Arc<crate::gateway::Gateway>,
-    view: std::sync::Arc<ToolView>,
-    session: &str,
-    args: Option<JsonObject>,
-    cancel: tokio_util::sync::CancellationToken,
-    relay: crate::relay::SessionRelay,
-) -> CallToolResult {
-    use quiver_executor::script::ExecuteError;
-    let args: ExecuteArgs = match parse_args("execute", args, "{code: string}") {
-        Ok(a) => a,
-        Err(e) => return *e,
-    };
-    let Some(scripts) = gateway.scripts() else {
-        return tool_error(
-            "unavailable",
-            "scripts are not enabled on this gateway".into(),
-            json!({}),
-        );
-    };
-    match scripts
-        .execute(
-            &args.code,
-            session,
-            view,
-            cancel,
-            Some(std::sync::Arc::new(relay)),
-        )
-        .await
-    {
-        Ok(outcome) => {
-            let logs = outcome.logs.clone();
-            match outcome.error {
-                None => {
-                    let result = outcome.result.unwrap_or(serde_json::Value::Null);
-                    let mut text = serde_json::to_string(&result).unwrap_or_default();
-                    if !logs.is_empty() {
-                        let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
-                    }
-                    tool_ok(
-                        text,
-                        Some(
-                            json!({"result": result, "logs": logs, "truncated": outcome.truncated}),
-                        ),
-                    )
-                }
-                Some(error) => {
-                    let at = error
-                        .line
-                        .map(|l| format!(" (line {l})"))
-                        .unwrap_or_default();
-                    let mut text = format!(
-                        "script {}: {}{at}",
-                        error.kind,
-                        // What the script itself wrote (a path, an id) stays.
-                        quiver_view::redact::redact_for_caller(
-                            &error.message,
-                            &serde_json::Value::String(args.code.clone())
-                        )
-                    );
-                    if !logs.is_empty() {
-                        let _ = write!(text, "\n--- console ---\n{}", logs.join("\n"));
-                    }
-                    tool_error(
-                        &format!("script_{}", error.kind),
-                        text,
-                        json!({"line": error.line, "logs": logs}),
-                    )
-                }
-            }
-        }
-        Err(ExecuteError::Rejected(errors)) => {
-            let violations = serde_json::to_value(&errors.errors).unwrap_or_default();
-            tool_error(
-                "script_rejected",
-                format!("the script was rejected before running; fix and resend:\n{errors}"),
-                json!({"violations": violations}),
-            )
-        }
-        Err(e) => tool_error(
-            "executor_error",
-            quiver_view::redact::redact(&e.to_string()),
-            json!({}),
-        ),
-    }
 }
 
 #[derive(Deserialize)]
@@ -195,8 +307,8 @@ struct DescribeArgs {
 }
 
 /// `list {path?}`.
-pub fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
-    let args: ListArgs = match parse_args("list", args, "{path?: string}") {
+fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
+    let args: ListArgs = match parse_args(CodeTool::List.name(), args, "{path?: string}") {
         Ok(a) => a,
         Err(e) => return *e,
     };
@@ -261,54 +373,10 @@ pub fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
     }
 }
 
-/// `search {query, limit?}`.
-pub fn search_tool(
-    view: &ToolView,
-    args: Option<JsonObject>,
-    default_limit: usize,
-) -> CallToolResult {
-    let args: SearchArgs = match parse_args("search", args, "{query: string, limit?: integer}") {
-        Ok(a) => a,
-        Err(e) => return *e,
-    };
-    let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
-    let hits = view.search_for("default", &args.query, limit);
-    if hits.is_empty() {
-        return tool_ok(
-            format!("No tools match `{}`.", args.query),
-            Some(json!({"results": []})),
-        );
-    }
-    let mut text = String::new();
-    let mut results = Vec::with_capacity(hits.len());
-    for (t, score) in hits {
-        let _ = writeln!(text, "{} — {}", t.tool.stub.signature, t.tool.stub.summary);
-        results.push(json!({
-            "name": t.tool.exposed_name,
-            "server": t.tool.id.server,
-            "tool": t.tool.id.tool,
-            // `server` is its own field here, so the signature starts at the tool.
-            "signature": relative_signature(&t),
-            "summary": t.tool.stub.summary,
-            "score": (f64::from(score) * 100.0).round() / 100.0,
-        }));
-    }
-    tool_ok(text, Some(json!({"results": results})))
-}
-
-/// The signature without its `server.` prefix.
-fn relative_signature(tool: &ViewTool<'_>) -> String {
-    let signature = &tool.tool.stub.signature;
-    signature
-        .strip_prefix(tool.server.js.as_str())
-        .and_then(|rest| rest.strip_prefix('.'))
-        .unwrap_or(signature)
-        .to_string()
-}
-
 /// `describe {names}`; the name `api` gives the script API declarations.
-pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
-    let args: DescribeArgs = match parse_args("describe", args, "{names: string[]}") {
+fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
+    let args: DescribeArgs = match parse_args(CodeTool::Describe.name(), args, "{names: string[]}")
+    {
         Ok(a) => a,
         Err(e) => return *e,
     };
@@ -327,13 +395,13 @@ pub fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResul
     let mut unknown = Vec::new();
     for name in names.iter().take(MAX_DESCRIBE) {
         if name == "api" {
-            text.push_str(quiver_executor::script::API_DECLARATION);
+            text.push_str(API_DECLARATION);
             text.push('\n');
             continue;
         }
         match view.resolve(name) {
             Some(t) => {
-                view.record_describe("default", t);
+                view.record_describe(DEFAULT_TENANT, t);
                 text.push_str(&t.tool.stub.declaration);
                 text.push('\n');
             }

@@ -2,15 +2,13 @@
 //! prompts (namespaced like tools) and completion, forwarded to the upstreams
 //! that declared them. Only servers in the session's view are asked.
 
-use std::sync::Arc;
-
-use quiver_executor::{CallOptions, UpstreamError};
+use quiver_contract::{CallOptions, Dispatch, UpstreamError};
 use quiver_proto::{manifest::ManifestServer, naming::assign_exposed_names};
 use rmcp::{ErrorData, model::ClientRequest};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::{gateway::Gateway, redact::redact, view::ToolView};
+use quiver_view::{ToolView, redact::redact};
 
 /// Most pages followed when listing from one upstream.
 const MAX_PAGES: usize = 100;
@@ -46,14 +44,13 @@ fn servers_with<'a>(
 
 /// Sends `method` with `params` to `server` and returns the result as JSON.
 pub(crate) async fn send(
-    gateway: &Arc<Gateway>,
+    dispatch: &dyn Dispatch,
     server: &str,
     method: &str,
     params: Value,
 ) -> Result<Value, ErrorData> {
     let request = client_request(method, params)?;
-    let result = gateway
-        .dispatch()
+    let result = dispatch
         .request(server, request, CallOptions::default())
         .await
         .map_err(upstream_error)?;
@@ -62,7 +59,7 @@ pub(crate) async fn send(
 
 /// Every item under `key` of a paginated list from one server.
 async fn list_from(
-    gateway: &Arc<Gateway>,
+    dispatch: &dyn Dispatch,
     server: &str,
     method: &str,
     key: &str,
@@ -74,7 +71,7 @@ async fn list_from(
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let page = send(gateway, server, method, params).await?;
+        let page = send(dispatch, server, method, params).await?;
         items.extend(
             page.get(key)
                 .and_then(Value::as_array)
@@ -96,7 +93,7 @@ async fn list_from(
 /// Items under `key` from every server of the view with `feature`, tagged by server.
 /// An upstream that fails is skipped (and logged), never failing the whole list.
 async fn list_all(
-    gateway: &Arc<Gateway>,
+    dispatch: &dyn Dispatch,
     view: &ToolView,
     feature: &str,
     method: &str,
@@ -104,7 +101,7 @@ async fn list_all(
 ) -> Vec<(String, Value)> {
     let mut all = Vec::new();
     for server in servers_with(view, feature) {
-        match list_from(gateway, &server.id, method, key).await {
+        match list_from(dispatch, &server.id, method, key).await {
             Ok(items) => all.extend(items.into_iter().map(|item| (server.id.clone(), item))),
             Err(e) => tracing::warn!(upstream = %server.id, "{method} failed: {}", e.message),
         }
@@ -113,13 +110,13 @@ async fn list_all(
 }
 
 /// `resources/list` or `resources/templates/list` across upstreams.
-pub async fn list_resources(gateway: &Arc<Gateway>, view: &ToolView, templates: bool) -> Value {
+pub async fn list_resources(dispatch: &dyn Dispatch, view: &ToolView, templates: bool) -> Value {
     let (method, key) = if templates {
         ("resources/templates/list", "resourceTemplates")
     } else {
         ("resources/list", "resources")
     };
-    let items: Vec<Value> = list_all(gateway, view, "resources", method, key)
+    let items: Vec<Value> = list_all(dispatch, view, "resources", method, key)
         .await
         .into_iter()
         .map(|(_, v)| v)
@@ -152,7 +149,7 @@ fn template_matches(template: &str, uri: &str) -> bool {
 /// The upstream that serves `uri`: the only one with resources, or the one that
 /// lists it, or the one with a matching template.
 pub async fn route_uri(
-    gateway: &Arc<Gateway>,
+    dispatch: &dyn Dispatch,
     view: &ToolView,
     uri: &str,
 ) -> Result<String, ErrorData> {
@@ -168,7 +165,7 @@ pub async fn route_uri(
         _ => {}
     }
     for server in &candidates {
-        if let Ok(items) = list_from(gateway, &server.id, "resources/list", "resources").await
+        if let Ok(items) = list_from(dispatch, &server.id, "resources/list", "resources").await
             && items
                 .iter()
                 .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
@@ -178,7 +175,7 @@ pub async fn route_uri(
     }
     for server in &candidates {
         if let Ok(items) = list_from(
-            gateway,
+            dispatch,
             &server.id,
             "resources/templates/list",
             "resourceTemplates",
@@ -199,8 +196,8 @@ pub async fn route_uri(
 }
 
 /// Prompts of every upstream with their exposed names: `(exposed, server, prompt JSON)`.
-async fn named_prompts(gateway: &Arc<Gateway>, view: &ToolView) -> Vec<(String, String, Value)> {
-    let mut prompts = list_all(gateway, view, "prompts", "prompts/list", "prompts").await;
+async fn named_prompts(dispatch: &dyn Dispatch, view: &ToolView) -> Vec<(String, String, Value)> {
+    let mut prompts = list_all(dispatch, view, "prompts", "prompts/list", "prompts").await;
     prompts.sort_by(|a, b| {
         (a.0.as_str(), a.1.get("name").and_then(Value::as_str))
             .cmp(&(b.0.as_str(), b.1.get("name").and_then(Value::as_str)))
@@ -236,8 +233,8 @@ async fn named_prompts(gateway: &Arc<Gateway>, view: &ToolView) -> Vec<(String, 
 }
 
 /// `prompts/list` across upstreams, names namespaced.
-pub async fn list_prompts(gateway: &Arc<Gateway>, view: &ToolView) -> Value {
-    let prompts: Vec<Value> = named_prompts(gateway, view)
+pub async fn list_prompts(dispatch: &dyn Dispatch, view: &ToolView) -> Value {
+    let prompts: Vec<Value> = named_prompts(dispatch, view)
         .await
         .into_iter()
         .map(|(name, _, mut prompt)| {
@@ -250,11 +247,11 @@ pub async fn list_prompts(gateway: &Arc<Gateway>, view: &ToolView) -> Value {
 
 /// The upstream and original name of the prompt exposed as `name`.
 pub async fn route_prompt(
-    gateway: &Arc<Gateway>,
+    dispatch: &dyn Dispatch,
     view: &ToolView,
     name: &str,
 ) -> Result<(String, String), ErrorData> {
-    let prompts = named_prompts(gateway, view).await;
+    let prompts = named_prompts(dispatch, view).await;
     if let Some((_, server, prompt)) = prompts.iter().find(|(exposed, _, _)| exposed == name) {
         let original = prompt
             .get("name")

@@ -1,9 +1,35 @@
-//! Passthrough: every tool of the view under its namespaced name.
+//! Passthrough: every tool of the view under its namespaced name, calls
+//! forwarded as they come. (Resources, prompts and completion are forwarded
+//! by the session through `forwarded`.)
+#![allow(deprecated)] // logging is current in the protocol versions served here
 
-use rmcp::model::Tool;
+use futures::future::BoxFuture;
+use quiver_view::{
+    ToolView,
+    suggest::{closest, unknown_tool_message},
+};
+use rmcp::{
+    ErrorData,
+    model::{CallToolResult, ServerCapabilities, Tool},
+};
 use serde_json::{Value, json};
 
-use quiver_view::view::ToolView;
+use super::{
+    forward::forward,
+    handler::{Backends, ModeHandler, ToolRequest},
+};
+
+/// Passthrough mode.
+pub struct PassthroughMode {
+    backends: Backends,
+}
+
+impl PassthroughMode {
+    /// Passthrough over `backends`.
+    pub fn new(backends: Backends) -> PassthroughMode {
+        PassthroughMode { backends }
+    }
+}
 
 /// The view's tools as MCP tool definitions.
 pub fn list(view: &ToolView) -> Vec<Tool> {
@@ -29,10 +55,57 @@ pub fn list(view: &ToolView) -> Vec<Tool> {
         .collect()
 }
 
-/// Instructions sent at initialize.
-pub fn instructions(view: &ToolView) -> String {
-    format!(
-        "Tools from {} servers, named <server>__<tool>.",
-        view.servers().count()
-    )
+impl ModeHandler for PassthroughMode {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_completions()
+            .build()
+    }
+
+    fn instructions(&self, view: &ToolView) -> String {
+        format!(
+            "Tools from {} servers, named <server>__<tool>.",
+            view.servers().count()
+        )
+    }
+
+    fn tools(&self, view: &ToolView) -> Vec<Tool> {
+        list(view)
+    }
+
+    fn call<'a>(
+        &'a self,
+        request: ToolRequest<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, ErrorData>> {
+        Box::pin(async move {
+            let view = &request.view;
+            match view.by_exposed(request.name) {
+                Some(tool) => Ok(forward(
+                    self.backends.dispatch.as_ref(),
+                    view,
+                    tool,
+                    request.arguments,
+                    request.context,
+                )
+                .await),
+                None => {
+                    let suggestions = closest(request.name, view.exposed_names(), 3);
+                    Err(ErrorData::invalid_params(
+                        unknown_tool_message(
+                            request.name,
+                            &suggestions,
+                            "call tools/list for the available names",
+                        ),
+                        Some(json!({"suggestions": suggestions})),
+                    ))
+                }
+            }
+        })
+    }
 }

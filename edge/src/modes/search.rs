@@ -1,46 +1,95 @@
-//! Search mode: `search_tools` finds tools, `call_tool` calls them.
+//! Search mode: `search_tools` finds tools, `call_tool` calls them (a tool
+//! may also be called by its own name).
+#![allow(deprecated)] // logging is current in the protocol versions served here
 
-use std::{fmt::Write as _, sync::Arc};
+use std::fmt::Write as _;
 
+use futures::future::BoxFuture;
+use quiver_contract::DEFAULT_TENANT;
+use quiver_view::{ToolView, search_hit::search_limit};
 use rmcp::{
-    RoleServer,
-    model::{CallToolResult, JsonObject, Tool},
+    ErrorData, RoleServer,
+    model::{CallToolResult, JsonObject, ServerCapabilities, Tool},
     service::RequestContext,
 };
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{forward, meta_tool, parse_args, tool_ok, unknown_tool};
-use crate::{gateway::Gateway, view::ToolView};
+use super::{
+    forward::forward,
+    handler::{Backends, ModeHandler, ToolRequest},
+    tool_result::{meta_tool, parse_args, tool_ok, unknown_tool},
+};
 
-/// Largest `limit` honoured.
-const MAX_LIMIT: usize = 20;
+/// Search mode's own tool names.
+const SEARCH_TOOLS: &str = "search_tools";
+const CALL_TOOL: &str = "call_tool";
 
-/// The two tools of search mode.
-pub fn list() -> Vec<Tool> {
-    vec![
-        meta_tool(
-            "search_tools",
-            "Find tools for a task. Returns matching tools with their input schemas.",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string", "description": "What you want to do"},
-                "limit": {"type": "integer", "description": "Max results (default 5)"}
-            }, "required": ["query"]}),
-        ),
-        meta_tool(
-            "call_tool",
-            "Call a tool found by search_tools.",
-            json!({"type": "object", "properties": {
-                "name": {"type": "string"},
-                "arguments": {"type": "object"}
-            }, "required": ["name"]}),
-        ),
-    ]
+/// Search mode.
+pub struct SearchMode {
+    backends: Backends,
 }
 
-/// Instructions sent at initialize.
-pub fn instructions() -> String {
-    "Find tools with search_tools, then run one with call_tool.".into()
+impl SearchMode {
+    /// Search mode over `backends`.
+    pub fn new(backends: Backends) -> SearchMode {
+        SearchMode { backends }
+    }
+
+    /// `search_tools`.
+    fn search_tools(&self, view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
+        let args: SearchArgs =
+            match parse_args(SEARCH_TOOLS, args, "{query: string, limit?: integer}") {
+                Ok(a) => a,
+                Err(e) => return *e,
+            };
+        let limit = search_limit(args.limit, self.backends.search_limit);
+        let hits = view.search_hits(DEFAULT_TENANT, &args.query, limit);
+        let mut text = String::new();
+        let mut results = Vec::with_capacity(hits.len());
+        for (tool, hit) in &hits {
+            let t = tool.tool;
+            let schema = serde_json::to_string(&t.def.input_schema).unwrap_or_default();
+            let _ = writeln!(
+                text,
+                "{} — {}\n  arguments: {schema}",
+                t.exposed_name, t.stub.summary
+            );
+            let mut result = serde_json::to_value(hit).unwrap_or_default();
+            result["description"] = json!(t.def.description);
+            result["inputSchema"] = json!(t.def.input_schema);
+            results.push(result);
+        }
+        if hits.is_empty() {
+            text = format!("No tools match `{}`. Try other words.", args.query);
+        } else {
+            text.push_str("Call one with call_tool {name, arguments}.");
+        }
+        tool_ok(text, Some(json!({"results": results})))
+    }
+
+    /// Calls a visible tool by its exposed name.
+    async fn call_by_name(
+        &self,
+        view: &ToolView,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        match view.by_exposed(name) {
+            Some(tool) => {
+                forward(
+                    self.backends.dispatch.as_ref(),
+                    view,
+                    tool,
+                    arguments,
+                    context,
+                )
+                .await
+            }
+            None => unknown_tool(view, name, "use search_tools to find the right name"),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -56,75 +105,67 @@ struct CallArgs {
     arguments: Option<JsonObject>,
 }
 
-/// `search_tools`.
-pub fn search_tools(
-    view: &ToolView,
-    args: Option<JsonObject>,
-    default_limit: usize,
-) -> CallToolResult {
-    let args: SearchArgs =
-        match parse_args("search_tools", args, "{query: string, limit?: integer}") {
-            Ok(a) => a,
-            Err(e) => return *e,
-        };
-    let limit = args.limit.unwrap_or(default_limit).clamp(1, MAX_LIMIT);
-    let hits = view.search_for("default", &args.query, limit);
-    let mut text = String::new();
-    let mut results = Vec::with_capacity(hits.len());
-    for (tool, score) in &hits {
-        let t = tool.tool;
-        let schema = serde_json::to_string(&t.def.input_schema).unwrap_or_default();
-        let _ = writeln!(
-            text,
-            "{} — {}\n  arguments: {schema}",
-            t.exposed_name, t.stub.summary
-        );
-        results.push(json!({
-            "name": t.exposed_name,
-            "server": t.id.server,
-            "tool": t.id.tool,
-            "score": (f64::from(*score) * 1000.0).round() / 1000.0,
-            "description": t.def.description,
-            "inputSchema": t.def.input_schema,
-        }));
+impl ModeHandler for SearchMode {
+    fn capabilities(&self) -> ServerCapabilities {
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        // The two tools never change.
+        capabilities.tools.get_or_insert_default().list_changed = None;
+        capabilities
     }
-    if hits.is_empty() {
-        text = format!("No tools match `{}`. Try other words.", args.query);
-    } else {
-        text.push_str("Call one with call_tool {name, arguments}.");
+
+    fn instructions(&self, _view: &ToolView) -> String {
+        "Find tools with search_tools, then run one with call_tool.".into()
     }
-    tool_ok(text, Some(json!({"results": results})))
-}
 
-/// `call_tool`, or a direct call by a tool's own name.
-pub async fn call_tool(
-    gateway: &Arc<Gateway>,
-    view: &ToolView,
-    args: Option<JsonObject>,
-    context: &RequestContext<RoleServer>,
-) -> CallToolResult {
-    let args: CallArgs = match parse_args("call_tool", args, "{name: string, arguments?: object}") {
-        Ok(a) => a,
-        Err(e) => return *e,
-    };
-    call_by_name(gateway, view, &args.name, args.arguments, context).await
-}
-
-/// Calls a visible tool by its exposed name.
-pub async fn call_by_name(
-    gateway: &Arc<Gateway>,
-    view: &ToolView,
-    name: &str,
-    arguments: Option<JsonObject>,
-    context: &RequestContext<RoleServer>,
-) -> CallToolResult {
-    match view.by_exposed(name) {
-        Some(tool) => forward(gateway, tool, view, arguments, context).await,
-        None => unknown_tool(view, name, "use search_tools to find the right name"),
+    fn tools(&self, _view: &ToolView) -> Vec<Tool> {
+        vec![
+            meta_tool(
+                SEARCH_TOOLS,
+                "Find tools for a task. Returns matching tools with their input schemas.",
+                json!({"type": "object", "properties": {
+                    "query": {"type": "string", "description": "What you want to do"},
+                    "limit": {"type": "integer", "description": "Max results (default 5)"}
+                }, "required": ["query"]}),
+            ),
+            meta_tool(
+                CALL_TOOL,
+                "Call a tool found by search_tools.",
+                json!({"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "object"}
+                }, "required": ["name"]}),
+            ),
+        ]
     }
-}
 
-/// Whether `value` is one of search mode's own tool names.
-pub fn is_meta(name: &str) -> bool {
-    matches!(name, "search_tools" | "call_tool")
+    fn call<'a>(
+        &'a self,
+        request: ToolRequest<'a>,
+    ) -> BoxFuture<'a, Result<CallToolResult, ErrorData>> {
+        Box::pin(async move {
+            let view = &request.view;
+            Ok(match request.name {
+                SEARCH_TOOLS => self.search_tools(view, request.arguments),
+                CALL_TOOL => {
+                    let args: CallArgs = match parse_args(
+                        CALL_TOOL,
+                        request.arguments,
+                        "{name: string, arguments?: object}",
+                    ) {
+                        Ok(a) => a,
+                        Err(e) => return Ok(*e),
+                    };
+                    self.call_by_name(view, &args.name, args.arguments, request.context)
+                        .await
+                }
+                other => {
+                    self.call_by_name(view, other, request.arguments, request.context)
+                        .await
+                }
+            })
+        })
+    }
 }

@@ -13,7 +13,9 @@ use deno_core::{OpState, op2};
 use tokio::sync::Semaphore;
 
 use super::{HostBridge, log_buffer::LogBuffer};
-use crate::worker::protocol::{HostRequest, Limits};
+use quiver_contract::Limits;
+
+use crate::worker::protocol::HostRequest;
 
 /// What the ops of one execution share.
 pub(crate) struct ExecutionState {

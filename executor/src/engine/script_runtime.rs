@@ -24,7 +24,7 @@ use super::{
     startup_snapshot::{StartFrom, require_bytecode_cache_off, startup_snapshot},
     watchdog::{Cause, TerminationCause, Watchdog},
 };
-use crate::worker::protocol::{Limits, Outcome, ScriptError};
+use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
 
 const BOOTSTRAP: &str = include_str!("bootstrap.js");
 const BOOTSTRAP_NAME: &str = "quiver:bootstrap";
@@ -95,7 +95,8 @@ pub enum EngineError {
 ///
 /// ```no_run
 /// # async fn demo(bridge: std::sync::Arc<dyn quiver_executor::engine::HostBridge>) {
-/// use quiver_executor::{engine::ScriptRuntime, worker::protocol::Limits};
+/// use quiver_contract::Limits;
+/// use quiver_executor::engine::ScriptRuntime;
 ///
 /// let limits = Limits::default();
 /// let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("runtime"); // ahead of time
@@ -235,17 +236,17 @@ impl ScriptRuntime {
         limits: &Limits,
         tools: &BTreeMap<String, Vec<String>>,
         bridge: Arc<dyn HostBridge>,
-    ) -> Outcome {
+    ) -> ScriptOutcome {
         if std::mem::replace(&mut self.used, true) {
             return failed(
-                "internal",
+                ScriptErrorKind::Internal,
                 "this script runtime has already run a script".into(),
                 None,
             );
         }
         if code.len() as u64 > limits.code_bytes {
             return failed(
-                "runtime",
+                ScriptErrorKind::Runtime,
                 format!(
                     "the script is {} bytes; the limit is {} bytes",
                     code.len(),
@@ -261,7 +262,7 @@ impl ScriptRuntime {
         let (logs, logs_cut) = execution.take_logs();
         let mut outcome = match ending {
             Ending::Reported(report) => self.reported(&report, limits),
-            ending => Outcome {
+            ending => ScriptOutcome {
                 result: None,
                 error: Some(self.failure(ending, limits)),
                 logs: Vec::new(),
@@ -270,7 +271,7 @@ impl ScriptRuntime {
         };
         let over_budget = if execution.tool_limit_hit() {
             Some(ScriptError {
-                kind: "tool_calls".into(),
+                kind: ScriptErrorKind::ToolCalls,
                 message: format!(
                     "the script tried more than {} tool calls; combine work into fewer calls",
                     limits.tool_calls
@@ -279,7 +280,7 @@ impl ScriptRuntime {
             })
         } else if execution.host_limit_hit() {
             Some(ScriptError {
-                kind: "host_calls".into(),
+                kind: ScriptErrorKind::HostCalls,
                 message: format!(
                     "the script made more than {} host calls (tools, search, describe, stash); combine work into fewer calls",
                     limits.host_calls
@@ -290,7 +291,7 @@ impl ScriptRuntime {
             None
         };
         if let Some(error) = over_budget
-            && !matches!(outcome.error.as_ref(), Some(e) if e.kind == "timeout" || e.kind == "memory")
+            && !matches!(outcome.error.as_ref(), Some(e) if matches!(e.kind, ScriptErrorKind::Timeout | ScriptErrorKind::Memory))
         {
             outcome.result = None;
             outcome.error = Some(error);
@@ -374,7 +375,7 @@ impl ScriptRuntime {
     }
 
     /// The outcome of a script that returned or threw normally.
-    fn reported(&self, report: &str, limits: &Limits) -> Outcome {
+    fn reported(&self, report: &str, limits: &Limits) -> ScriptOutcome {
         let body = report.get(1..).unwrap_or_default();
         let (result, error, truncated) = match report.as_bytes().first() {
             Some(b'r') => match bounded_result(
@@ -387,7 +388,7 @@ impl ScriptRuntime {
                 Err(_) => (
                     None,
                     Some(script_error(
-                        "output",
+                        ScriptErrorKind::Output,
                         "the result cannot be sent back: it is nested more than 128 levels deep"
                             .into(),
                         None,
@@ -400,7 +401,7 @@ impl ScriptRuntime {
                     let line = thrown.stack.as_deref().and_then(line_in_stack);
                     (
                         None,
-                        Some(script_error("runtime", thrown.message, line)),
+                        Some(script_error(ScriptErrorKind::Runtime, thrown.message, line)),
                         false,
                     )
                 }
@@ -416,7 +417,11 @@ impl ScriptRuntime {
                     .unwrap_or_else(|_| {
                         "the script's return value cannot be turned into JSON".into()
                     });
-                (None, Some(script_error("output", message, None)), false)
+                (
+                    None,
+                    Some(script_error(ScriptErrorKind::Output, message, None)),
+                    false,
+                )
             }
             _ => (
                 None,
@@ -424,7 +429,7 @@ impl ScriptRuntime {
                 false,
             ),
         };
-        Outcome {
+        ScriptOutcome {
             result,
             error,
             logs: Vec::new(),
@@ -437,7 +442,7 @@ impl ScriptRuntime {
         let cause = self.cause.get();
         if cause == Some(Cause::Timeout) || matches!(ending, Ending::OutOfTime) {
             return script_error(
-                "timeout",
+                ScriptErrorKind::Timeout,
                 format!(
                     "the script ran past its time limit of {} ms",
                     limits.wall_ms
@@ -448,7 +453,7 @@ impl ScriptRuntime {
         // Terminated without a cause of ours: the engine's own heap cap did it.
         if cause == Some(Cause::Memory) || self.js.v8_isolate().is_execution_terminating() {
             return script_error(
-                "memory",
+                ScriptErrorKind::Memory,
                 format!(
                     "the script used more than its memory limit of {} bytes",
                     self.heap_bytes
@@ -465,10 +470,10 @@ impl ScriptRuntime {
                     .and_then(|frame| frame.line_number)
                     .and_then(|line| u32::try_from(line).ok())
                     .or_else(|| error.stack.as_deref().and_then(line_in_stack));
-                script_error("runtime", uncaught_message(&error), line)
+                script_error(ScriptErrorKind::Runtime, uncaught_message(&error), line)
             }
             Ending::Stalled => script_error(
-                "runtime",
+                ScriptErrorKind::Runtime,
                 "the script awaited a promise that can never settle".into(),
                 None,
             ),
@@ -514,20 +519,16 @@ fn line_in_stack(stack: &str) -> Option<u32> {
     digits[..end].parse().ok()
 }
 
-fn script_error(kind: &str, message: String, line: Option<u32>) -> ScriptError {
-    ScriptError {
-        kind: kind.into(),
-        message,
-        line,
-    }
+fn script_error(kind: ScriptErrorKind, message: String, line: Option<u32>) -> ScriptError {
+    ScriptError::new(kind, message, line)
 }
 
 fn internal(message: String) -> ScriptError {
-    script_error("internal", message, None)
+    script_error(ScriptErrorKind::Internal, message, None)
 }
 
-fn failed(kind: &str, message: String, line: Option<u32>) -> Outcome {
-    Outcome {
+fn failed(kind: ScriptErrorKind, message: String, line: Option<u32>) -> ScriptOutcome {
+    ScriptOutcome {
         result: None,
         error: Some(script_error(kind, message, line)),
         logs: Vec::new(),

@@ -14,13 +14,14 @@ use std::{
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
+
 use crate::{
     pool::{
         fair_admission::{FairAdmission, Owner, Refusal, Shares},
         worker_process::{WorkerCommand, WorkerFault, WorkerProcess},
     },
     script::ScriptContext,
-    worker::protocol::{Limits, Outcome, ScriptError},
 };
 
 /// Idle time after which a worker is pinged by the health check.
@@ -263,7 +264,7 @@ impl WorkerPool {
         code: &str,
         limits: Limits,
         context: Arc<dyn ScriptContext>,
-    ) -> Result<Outcome, PoolError> {
+    ) -> Result<ScriptOutcome, PoolError> {
         static ANONYMOUS: AtomicUsize = AtomicUsize::new(0);
         let n = ANONYMOUS.fetch_add(1, Ordering::Relaxed);
         let owner = Owner::new(format!("anonymous-{n}"), "");
@@ -281,7 +282,7 @@ impl WorkerPool {
         limits: Limits,
         context: Arc<dyn ScriptContext>,
         cancel: CancellationToken,
-    ) -> Result<Outcome, PoolError> {
+    ) -> Result<ScriptOutcome, PoolError> {
         let slot = tokio::select! {
             slot = self.admission.acquire(owner) => slot?,
             () = cancel.cancelled() => return Err(WorkerFault::Cancelled.into()),
@@ -297,7 +298,7 @@ impl WorkerPool {
         limits: Limits,
         context: Arc<dyn ScriptContext>,
         cancel: CancellationToken,
-    ) -> Result<Outcome, PoolError> {
+    ) -> Result<ScriptOutcome, PoolError> {
         // Oldest idle first: a worker that just finished may still be building its
         // next runtime, while one idle for longer has it ready.
         let reused = {
@@ -331,10 +332,10 @@ impl WorkerPool {
             }
             Err(WorkerFault::Overran) => {
                 self.retire(worker);
-                Ok(Outcome {
+                Ok(ScriptOutcome {
                     result: None,
                     error: Some(ScriptError {
-                        kind: "timeout".into(),
+                        kind: ScriptErrorKind::Timeout,
                         message: format!(
                             "the script ran longer than {} ms and was stopped",
                             limits.wall_ms

@@ -19,12 +19,14 @@ use tokio_util::sync::CancellationToken;
 
 use tokio::io::AsyncWriteExt;
 
+use quiver_contract::{Limits, ScriptOutcome};
+
 use crate::{
     engine::{BYTECODE_CACHE_OFF, startup_snapshot},
     script::{ScriptContext, StashOp},
     worker::{
         ipc::{FrameError, FrameReader, FrameWriter},
-        protocol::{HostMessage, HostRequest, Limits, Outcome, ScriptError, WorkerMessage},
+        protocol::{HostMessage, HostRequest, WorkerMessage},
     },
 };
 
@@ -210,7 +212,7 @@ impl WorkerProcess {
         limits: Limits,
         context: Arc<dyn ScriptContext>,
         cancel: CancellationToken,
-    ) -> Result<Outcome, WorkerFault> {
+    ) -> Result<ScriptOutcome, WorkerFault> {
         if !matches!(self.child.try_wait(), Ok(None)) {
             // Gone while idle: nothing was sent, so nothing ran.
             return Err(WorkerFault::NotStarted);
@@ -307,8 +309,11 @@ impl WorkerProcess {
     }
 
     /// Whether the worker should not run anything else after `outcome`.
-    pub fn in_doubt_after(outcome: &Outcome) -> bool {
-        matches!(&outcome.error, Some(ScriptError { kind, .. }) if kind == "timeout" || kind == "memory" || kind == "internal")
+    pub fn in_doubt_after(outcome: &ScriptOutcome) -> bool {
+        outcome
+            .error
+            .as_ref()
+            .is_some_and(|e| e.kind.leaves_worker_in_doubt())
     }
 }
 

@@ -3,29 +3,14 @@
 
 use std::sync::Arc;
 
+use quiver_contract::{ExecuteError, Limits, ScriptOutcome, ValidationErrors};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     pool::{Owner, PoolError, WorkerPool},
-    sandbox::validate::{ValidationErrors, ValidationLimits, validate},
+    sandbox::validate::{ValidationLimits, validate},
     script::context::ScriptContext,
-    worker::protocol::{Limits, Outcome},
 };
-
-/// Why a script did not run to an outcome.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExecuteError {
-    /// Static validation refused it; nothing ran.
-    #[error("the script was rejected before running:\n{0}")]
-    Rejected(ValidationErrors),
-    /// Every worker is busy and the queue is full, the wait ran out, or a worker failed.
-    #[error("{0}")]
-    Pool(#[from] PoolError),
-    /// A remote executor could not be reached or refused the request.
-    #[error("executor: {0}")]
-    Remote(String),
-}
 
 /// Runs scripts for callers.
 pub struct ScriptRunner {
@@ -57,9 +42,27 @@ impl ScriptRunner {
         code: &str,
         context: Arc<dyn ScriptContext>,
         cancel: CancellationToken,
-    ) -> Result<Outcome, ExecuteError> {
+    ) -> Result<ScriptOutcome, ExecuteError> {
+        self.execute_within(owner, code, None, context, cancel)
+            .await
+    }
+
+    /// Like [`ScriptRunner::execute`], under `limits` where they are tighter
+    /// than the runner's own.
+    pub async fn execute_within(
+        &self,
+        owner: &Owner,
+        code: &str,
+        limits: Option<&Limits>,
+        context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
+    ) -> Result<ScriptOutcome, ExecuteError> {
+        let limits = match limits {
+            Some(asked) => self.limits.tightened_by(asked),
+            None => self.limits,
+        };
         let validation = ValidationLimits {
-            max_code_bytes: self.limits.code_bytes as usize,
+            max_code_bytes: usize::try_from(limits.code_bytes).unwrap_or(usize::MAX),
             ..ValidationLimits::default()
         };
         // Parsing may take milliseconds on hostile input: keep it off the async threads.
@@ -72,9 +75,21 @@ impl ScriptRunner {
                 ))
             });
         checked.map_err(ExecuteError::Rejected)?;
-        Ok(self
-            .pool
-            .run_for(owner, code, self.limits, context, cancel)
-            .await?)
+        self.pool
+            .run_for(owner, code, limits, context, cancel)
+            .await
+            .map_err(execute_error)
+    }
+}
+
+/// A pool failure as the caller is told it.
+fn execute_error(error: PoolError) -> ExecuteError {
+    match error {
+        PoolError::Busy(refusal) => ExecuteError::Busy {
+            reason: refusal.to_string(),
+        },
+        PoolError::Worker(fault) => ExecuteError::Failed {
+            reason: fault.to_string(),
+        },
     }
 }

@@ -6,17 +6,18 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use futures::future::BoxFuture;
+use quiver_contract::{CallOptions, CallSink, Dispatch};
 use quiver_view::{
-    ToolView,
+    SearchHit, ToolView,
     redact::redact_for_caller,
     suggest::{closest, unknown_tool_message},
 };
 use rmcp::model::CallToolResult;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    CallOptions, CallSink, Dispatch, ToolCall,
+    pool::Owner,
     script::{ScriptContext, StashOp},
     stash::StashStore,
 };
@@ -26,25 +27,28 @@ pub struct ViewScriptContext {
     dispatch: Arc<dyn Dispatch>,
     stash: Arc<StashStore>,
     view: Arc<ToolView>,
-    session: String,
+    owner: Owner,
+    /// The stash's key for the session: `tenant/session`.
+    stash_key: String,
     cancel: CancellationToken,
     sink: Option<Arc<dyn CallSink>>,
 }
 
 impl ViewScriptContext {
-    /// A context over `view` for `session`; calls stop when `cancel` fires.
+    /// A context over `view` for `owner`'s session; calls stop when `cancel` fires.
     pub fn new(
         dispatch: Arc<dyn Dispatch>,
         stash: Arc<StashStore>,
         view: Arc<ToolView>,
-        session: String,
+        owner: Owner,
         cancel: CancellationToken,
     ) -> ViewScriptContext {
         ViewScriptContext {
             dispatch,
             stash,
             view,
-            session,
+            stash_key: format!("{}/{}", owner.tenant, owner.session),
+            owner,
             cancel,
             sink: None,
         }
@@ -127,19 +131,15 @@ impl ScriptContext for ViewScriptContext {
             let Some(tool) = self.view.resolve(&name) else {
                 return Err(self.unknown(&name));
             };
-            let args = if args.is_null() { json!({}) } else { args };
-            if let Err(errors) = self
-                .view
-                .check(tool.index)
-                .check(&args, tool.server.validation)
-            {
-                return Err(errors.message(&tool.tool.exposed_name));
-            }
-            let call = ToolCall {
-                tenant: "default".into(),
-                server: tool.tool.id.server.clone(),
-                tool: tool.tool.id.tool.clone(),
-                arguments: args.as_object().cloned(),
+            // A script's call without arguments reaches the upstream as `{}`.
+            let args = if args.is_null() {
+                Value::Object(Default::default())
+            } else {
+                args
+            };
+            let call = match self.view.prepare_call(&self.owner.tenant, tool, &args) {
+                Ok(call) => call,
+                Err(errors) => return Err(errors.message(&tool.tool.exposed_name)),
             };
             let options = CallOptions {
                 timeout: None,
@@ -155,23 +155,14 @@ impl ScriptContext for ViewScriptContext {
 
     fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Value, String>> {
         Box::pin(async move {
-            let limit = (limit as usize).clamp(1, 20);
-            let results: Vec<Value> = self
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+            let results: Vec<SearchHit> = self
                 .view
-                .search(&query, limit)
+                .search_hits(&self.owner.tenant, &query, limit)
                 .into_iter()
-                .map(|(t, score)| {
-                    json!({
-                        "name": t.tool.exposed_name,
-                        "server": t.tool.id.server,
-                        "tool": t.tool.id.tool,
-                        "signature": t.tool.stub.signature,
-                        "summary": t.tool.stub.summary,
-                        "score": (f64::from(score) * 100.0).round() / 100.0,
-                    })
-                })
+                .map(|(_, hit)| hit)
                 .collect();
-            Ok(Value::Array(results))
+            serde_json::to_value(results).map_err(|e| e.to_string())
         })
     }
 
@@ -188,10 +179,10 @@ impl ScriptContext for ViewScriptContext {
         Box::pin(async move {
             let stash = &self.stash;
             match op {
-                StashOp::Get(key) => stash.get(&self.session, &key),
-                StashOp::Set(key, value, ttl) => stash.set(&self.session, &key, value, ttl),
-                StashOp::Delete(key) => stash.delete(&self.session, &key),
-                StashOp::Keys => Ok(stash.keys(&self.session)),
+                StashOp::Get(key) => stash.get(&self.stash_key, &key),
+                StashOp::Set(key, value, ttl) => stash.set(&self.stash_key, &key, value, ttl),
+                StashOp::Delete(key) => stash.delete(&self.stash_key, &key),
+                StashOp::Keys => Ok(stash.keys(&self.stash_key)),
             }
         })
     }

@@ -233,7 +233,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::worker::protocol::{HostMessage, Limits, WorkerMessage};
+    use quiver_contract::Limits;
+
+    use crate::worker::protocol::{HostMessage, WorkerMessage};
 
     fn frame(body: &[u8]) -> Vec<u8> {
         let mut out = (body.len() as u32).to_be_bytes().to_vec();

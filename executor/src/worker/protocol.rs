@@ -1,68 +1,9 @@
 //! The messages between the executor host and a worker process. Frames are
 //! length-prefixed JSON (see `ipc`); one execution is in flight per worker.
 
+use quiver_contract::{Limits, ScriptOutcome};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// Limits of one execution (enforced by the worker, and by the host as a backstop).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Limits {
-    /// Wall time, milliseconds (default 5 000).
-    pub wall_ms: u64,
-    /// JS heap, bytes (default 64 MiB).
-    pub heap_bytes: u64,
-    /// Script source, bytes (default 64 KiB).
-    pub code_bytes: u64,
-    /// Serialized result, bytes (default 1 MiB); larger results are cut with a marker.
-    pub output_bytes: u64,
-    /// Captured `console.log` output, bytes (default 64 KiB).
-    pub log_bytes: u64,
-    /// Tool calls per execution (default 50).
-    pub tool_calls: u32,
-    /// Tool calls in flight at once (default 8).
-    pub parallel_calls: u32,
-    /// Host calls of any kind (tool calls, `search`, `describe`, stash
-    /// operations) per execution (default 500).
-    #[serde(default = "default_host_calls")]
-    pub host_calls: u32,
-    /// Largest request a script may send to the host (serialized), bytes
-    /// (default 1 MiB); larger ones are refused before they are parsed.
-    #[serde(default = "default_request_bytes")]
-    pub request_bytes: u64,
-    /// Largest answer the host hands back to a script (serialized), bytes
-    /// (default 4 MiB); a larger tool result reaches the script as an error.
-    #[serde(default = "default_reply_bytes")]
-    pub reply_bytes: u64,
-}
-
-fn default_host_calls() -> u32 {
-    Limits::default().host_calls
-}
-
-fn default_request_bytes() -> u64 {
-    Limits::default().request_bytes
-}
-
-fn default_reply_bytes() -> u64 {
-    Limits::default().reply_bytes
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            wall_ms: 5_000,
-            heap_bytes: 64 * 1024 * 1024,
-            code_bytes: 64 * 1024,
-            output_bytes: 1024 * 1024,
-            log_bytes: 64 * 1024,
-            tool_calls: 50,
-            parallel_calls: 8,
-            host_calls: 500,
-            request_bytes: 1024 * 1024,
-            reply_bytes: 4 * 1024 * 1024,
-        }
-    }
-}
 
 /// Host → worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,32 +91,8 @@ pub enum WorkerMessage {
     /// The execution finished.
     Done {
         /// Its outcome.
-        outcome: Outcome,
+        outcome: ScriptOutcome,
     },
     /// Answer to [`HostMessage::Ping`].
     Pong,
-}
-
-/// The end of one execution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
-    /// The script's return value (JSON), when it succeeded.
-    pub result: Option<Value>,
-    /// Why it failed, when it did.
-    pub error: Option<ScriptError>,
-    /// Captured console output, in order.
-    pub logs: Vec<String>,
-    /// True when the result or the logs were cut to their limits.
-    pub truncated: bool,
-}
-
-/// Why a script failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScriptError {
-    /// `timeout`, `memory`, `output`, `tool_calls`, `runtime` (an uncaught exception) or `internal`.
-    pub kind: String,
-    /// Message (already free of host paths).
-    pub message: String,
-    /// Line in the script, when known.
-    pub line: Option<u32>,
 }

@@ -18,8 +18,10 @@ use super::{
     host_link::HostLink,
     ipc::{FrameError, FrameReader, FrameWriter},
     isolation::{self, ForbiddenProbe},
-    protocol::{HostMessage, Limits, Outcome, ScriptError, WorkerMessage},
+    protocol::{HostMessage, WorkerMessage},
 };
+use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
+
 use crate::engine::ScriptRuntime;
 
 /// Native stack of an engine thread: well above the 1 MiB the QuickJS backend
@@ -204,10 +206,10 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
                 Ok(())
             }
             WorkerMessage::Done { outcome } => {
-                let outcome = Outcome {
+                let outcome = ScriptOutcome {
                     result: None,
                     error: Some(ScriptError {
-                        kind: "output".into(),
+                        kind: ScriptErrorKind::Output,
                         message: format!(
                             "the outcome is {len} bytes; the worker can send at most {max} bytes"
                         ),
@@ -236,7 +238,7 @@ struct PreparedEngine {
     built: std_mpsc::Receiver<Result<(), String>>,
     /// What `built` said, once it has.
     outcome_of_build: Option<Result<(), String>>,
-    job: std_mpsc::Sender<(Job, std_mpsc::Sender<Outcome>)>,
+    job: std_mpsc::Sender<(Job, std_mpsc::Sender<ScriptOutcome>)>,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -279,7 +281,7 @@ impl PreparedEngine {
     }
 
     /// Runs `job` and waits for its outcome.
-    fn run(self, job: Job) -> Outcome {
+    fn run(self, job: Job) -> ScriptOutcome {
         let (outcome_tx, outcome_rx) = std_mpsc::channel();
         let outcome = match self.job.send((job, outcome_tx)) {
             Ok(()) => outcome_rx
@@ -297,11 +299,11 @@ impl PreparedEngine {
     }
 }
 
-fn internal_outcome(message: String) -> Outcome {
-    Outcome {
+fn internal_outcome(message: String) -> ScriptOutcome {
+    ScriptOutcome {
         result: None,
         error: Some(ScriptError {
-            kind: "internal".into(),
+            kind: ScriptErrorKind::Internal,
             message,
             line: None,
         }),
@@ -314,7 +316,7 @@ fn internal_outcome(message: String) -> Outcome {
 fn run_engine_thread(
     heap_bytes: u64,
     built: std_mpsc::Sender<Result<(), String>>,
-    jobs: std_mpsc::Receiver<(Job, std_mpsc::Sender<Outcome>)>,
+    jobs: std_mpsc::Receiver<(Job, std_mpsc::Sender<ScriptOutcome>)>,
     link: HostLink,
 ) {
     let tokio = match tokio::runtime::Builder::new_current_thread()

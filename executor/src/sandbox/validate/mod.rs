@@ -16,7 +16,7 @@
 //! pre-scan, parse on a sized thread, AST pass, positions). The pre-scan is in
 //! `nesting`, the name tables and messages in `rules`, the AST pass in
 //! `visitor` (with the expression facts it needs in `expressions`), offsets to
-//! lines in `line_index`, and what callers receive in `report`.
+//! lines in `line_index`, and what callers receive in `quiver_contract::ValidationErrors`.
 //!
 //! # How the rules are built
 //!
@@ -90,7 +90,6 @@
 mod expressions;
 mod line_index;
 mod nesting;
-mod report;
 mod rules;
 #[cfg(test)]
 mod test_support;
@@ -104,10 +103,11 @@ use oxc_ast_visit::Visit;
 use oxc_parser::{ParseOptions, Parser};
 use oxc_span::{GetSpan, SourceType, Span};
 
-pub use self::report::{MAX_VIOLATIONS, ValidationErrors, Violation};
+// What a rejected script is told lives in the contract crate: clients read it too.
 use self::{
     line_index::LineIndex, nesting::scan_nesting, rules::HTML_COMMENT_MESSAGE, visitor::RuleVisitor,
 };
+pub use quiver_contract::{MAX_VIOLATIONS, ValidationErrors, Violation};
 
 /// Limits applied before and during validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,7 +223,7 @@ fn into_violations(code: &str, mut findings: Vec<Finding>) -> Vec<Violation> {
         .map(|f| {
             let (line, column) = lines.position(f.offset);
             Violation {
-                rule: f.rule,
+                rule: f.rule.into(),
                 message: f.message,
                 line,
                 column,

@@ -7,10 +7,10 @@ pub(super) fn check(code: &str) -> Result<(), ValidationErrors> {
     validate(code, &ValidationLimits::default())
 }
 
-pub(super) fn rules(code: &str) -> Vec<&'static str> {
+pub(super) fn rules(code: &str) -> Vec<String> {
     match check(code) {
         Ok(()) => Vec::new(),
-        Err(errors) => errors.rules(),
+        Err(errors) => errors.rules().into_iter().map(String::from).collect(),
     }
 }
 
@@ -18,7 +18,7 @@ pub(super) fn rules(code: &str) -> Vec<&'static str> {
 pub(super) fn assert_rule(code: &str, rule: &str) {
     let found = rules(code);
     assert!(
-        found.contains(&rule),
+        found.iter().any(|r| r == rule),
         "expected `{rule}` for {code:?}, got {found:?}"
     );
 }

@@ -1,13 +1,16 @@
-//! What a rejected script is told: every violation with its rule id, message
-//! and position. Self-contained (no parser types) so that the types can move to
-//! a contract crate shared with clients; the rules themselves live elsewhere.
+//! Why static validation refused a script: every violation, with its rule id
+//! and position. The validator produces it; the edge shows it to the model;
+//! the gRPC wire carries it whole.
 
-use std::fmt;
+use std::{borrow::Cow, fmt};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// At most this many violations are reported.
+pub const MAX_VIOLATIONS: usize = 20;
 
 /// Every reason a script was rejected, sorted by position.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ValidationErrors {
     /// At most [`MAX_VIOLATIONS`] violations, deduplicated, in source order.
     pub errors: Vec<Violation>,
@@ -15,15 +18,15 @@ pub struct ValidationErrors {
 
 impl ValidationErrors {
     /// The rule ids of all violations, in order (handy in tests and logs).
-    pub fn rules(&self) -> Vec<&'static str> {
-        self.errors.iter().map(|v| v.rule).collect()
+    pub fn rules(&self) -> Vec<&str> {
+        self.errors.iter().map(|v| v.rule.as_ref()).collect()
     }
 
     /// A rejection because validation itself could not complete.
     pub fn internal(message: &str) -> ValidationErrors {
         ValidationErrors {
             errors: vec![Violation {
-                rule: "internal",
+                rule: Cow::Borrowed("internal"),
                 message: message.to_string(),
                 line: 1,
                 column: 1,
@@ -47,10 +50,10 @@ impl fmt::Display for ValidationErrors {
 impl std::error::Error for ValidationErrors {}
 
 /// One rejected construct.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// Stable rule id, e.g. `eval`, `constructor-chain`, `syntax`.
-    pub rule: &'static str,
+    pub rule: Cow<'static, str>,
     /// What was found, why it is rejected and, where useful, what to do instead.
     pub message: String,
     /// 1-based line in the user's script.
@@ -68,6 +71,3 @@ impl fmt::Display for Violation {
         )
     }
 }
-
-/// At most this many violations are reported.
-pub const MAX_VIOLATIONS: usize = 20;

@@ -1,23 +1,21 @@
 //! A remote executor reached over gRPC (mTLS when configured): the edge's
 //! [`Dispatch`] and [`Scripts`] when executors run as their own processes.
-//! Progress, logging and server-to-client requests are not carried over this
-//! unary API; passthrough of resources and prompts needs a local executor.
+//! Cancelling a call or a script drops its request, which the executor sees
+//! and stops on; a script's limits travel with it. Progress, logging and
+//! server-to-client requests are not carried over this unary API, and
+//! passthrough of resources and prompts needs a local executor.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use anyhow::Context as _;
 use futures::future::BoxFuture;
 use quiver_proto::pb;
-use quiver_view::ToolView;
+use quiver_upstream::{CallOptions, CallSink, UpstreamError};
+use quiver_view::{ToolCall, ToolView};
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
-use crate::{
-    CallOptions, CallSink, Dispatch, ToolCall, UpstreamError,
-    script::{ExecuteError, Scripts},
-    worker::protocol::{Outcome, ScriptError},
-};
+use crate::{Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts, wire};
 
 /// Client certificates for mTLS to executors.
 #[derive(Debug, Clone)]
@@ -32,6 +30,44 @@ pub struct ClientTls {
     pub domain: String,
 }
 
+/// Why an executor could not be connected to.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The URL is not one tonic can dial.
+    #[error("`{url}` is not an executor URL")]
+    BadUrl {
+        /// What was given.
+        url: String,
+        /// Why it was refused.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// A certificate or key file could not be read.
+    #[error("reading {what} {}", path.display())]
+    Read {
+        /// Which file (CA, certificate, key).
+        what: &'static str,
+        /// Its path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TLS settings were refused.
+    #[error("configuring TLS to the executor")]
+    Tls(#[source] tonic::transport::Error),
+    /// The executor did not answer.
+    #[error("connecting to executor {url}")]
+    Connect {
+        /// Where.
+        url: String,
+        /// Why not.
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
 /// One executor reached over gRPC.
 #[derive(Clone)]
 pub struct RemoteExecutor {
@@ -40,17 +76,27 @@ pub struct RemoteExecutor {
 
 impl RemoteExecutor {
     /// Connects to `url` (`http://host:port`, or `https://` with `tls`).
-    pub async fn connect(url: &str, tls: Option<&ClientTls>) -> anyhow::Result<RemoteExecutor> {
+    pub async fn connect(
+        url: &str,
+        tls: Option<&ClientTls>,
+    ) -> Result<RemoteExecutor, ConnectError> {
         let mut endpoint = Endpoint::from_shared(url.to_string())
-            .with_context(|| format!("`{url}` is not an executor URL"))?
+            .map_err(|source| ConnectError::BadUrl {
+                url: url.to_string(),
+                source,
+            })?
             .connect_timeout(Duration::from_secs(5));
         if let Some(tls) = tls {
-            let ca = std::fs::read(&tls.ca)
-                .with_context(|| format!("reading CA {}", tls.ca.display()))?;
-            let cert = std::fs::read(&tls.cert)
-                .with_context(|| format!("reading certificate {}", tls.cert.display()))?;
-            let key = std::fs::read(&tls.key)
-                .with_context(|| format!("reading key {}", tls.key.display()))?;
+            let read = |what: &'static str, path: &PathBuf| {
+                std::fs::read(path).map_err(|source| ConnectError::Read {
+                    what,
+                    path: path.clone(),
+                    source,
+                })
+            };
+            let ca = read("CA", &tls.ca)?;
+            let cert = read("certificate", &tls.cert)?;
+            let key = read("key", &tls.key)?;
             endpoint = endpoint
                 .tls_config(
                     ClientTlsConfig::new()
@@ -58,12 +104,15 @@ impl RemoteExecutor {
                         .identity(Identity::from_pem(cert, key))
                         .domain_name(tls.domain.clone()),
                 )
-                .context("configuring TLS to the executor")?;
+                .map_err(ConnectError::Tls)?;
         }
         let channel = endpoint
             .connect()
             .await
-            .with_context(|| format!("connecting to executor {url}"))?;
+            .map_err(|source| ConnectError::Connect {
+                url: url.to_string(),
+                source,
+            })?;
         Ok(RemoteExecutor {
             client: pb::executor_client::ExecutorClient::new(channel),
         })
@@ -126,45 +175,27 @@ impl Dispatch for RemoteExecutor {
 }
 
 impl Scripts for RemoteExecutor {
-    fn execute<'a>(
-        &'a self,
-        code: &'a str,
-        session: &'a str,
+    fn execute(
+        &self,
+        request: ExecuteRequest,
+        // The executor checks calls against its own view of the manifest.
         _view: Arc<ToolView>,
-        _cancel: CancellationToken,
+        cancel: CancellationToken,
         // The unary gRPC API carries nothing back during a script (see docs/architecture.md).
         _sink: Option<Arc<dyn CallSink>>,
-    ) -> BoxFuture<'a, Result<Outcome, ExecuteError>> {
+    ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
         Box::pin(async move {
-            let request = pb::ExecuteRequest {
-                tenant: "default".into(),
-                session: session.to_string(),
-                code: code.to_string(),
-                manifest_version: 0,
-                limits: None,
-            };
             let mut client = self.client.clone();
-            let response = client
-                .execute(request)
-                .await
-                .map_err(|s| ExecuteError::Remote(s.message().to_string()))?
-                .into_inner();
-            let result = if response.result_json.is_empty() {
-                None
-            } else {
-                serde_json::from_str(&response.result_json).ok()
+            let answer = tokio::select! {
+                answer = client.execute(wire::request_to_pb(&request)) => answer,
+                // Dropping the request resets its stream; the executor stops the script.
+                () = cancel.cancelled() => {
+                    return Err(ExecuteError::Failed {
+                        reason: "the script was cancelled and its worker was stopped".into(),
+                    });
+                }
             };
-            let error = (!response.error_kind.is_empty()).then(|| ScriptError {
-                kind: response.error_kind.clone(),
-                message: response.error.clone(),
-                line: (response.error_line > 0).then_some(response.error_line),
-            });
-            Ok(Outcome {
-                result,
-                error,
-                logs: response.logs,
-                truncated: response.truncated,
-            })
+            wire::result_from_pb(answer.map(tonic::Response::into_inner))
         })
     }
 }

@@ -1,0 +1,26 @@
+//! Running one prepared tool call, or another MCP request, on the upstream
+//! that owns it: the trait the edge's modes and a script's host call.
+
+use futures::future::BoxFuture;
+use quiver_upstream::{CallOptions, UpstreamError};
+use quiver_view::ToolCall;
+use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
+
+/// Something that runs tool calls: an executor in this process or a remote one.
+pub trait Dispatch: Send + Sync {
+    /// Runs `call` once (never retried).
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>>;
+
+    /// Sends any other MCP request (resources, prompts, completion) to upstream
+    /// `server` once, for passthrough.
+    fn request<'a>(
+        &'a self,
+        server: &'a str,
+        request: ClientRequest,
+        options: CallOptions,
+    ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>>;
+}

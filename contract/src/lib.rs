@@ -1,0 +1,30 @@
+//! The contract between Quiver's edge and its executors. The edge names only
+//! this crate: it dispatches prepared calls through [`Dispatch`] and runs
+//! scripts through [`Scripts`], in-process or on a [`RemoteExecutor`], and
+//! never links the sandbox (deno_core, oxc) that executors run.
+//!
+//! Both sides of the gRPC wire convert through [`wire`], so a remote
+//! execution ends in the same typed [`ScriptOutcome`] or [`ExecuteError`]
+//! (a rejection keeps its violations) as a local one.
+
+mod dispatch;
+mod execute_error;
+mod limits;
+mod outcome;
+pub mod remote;
+mod scripts;
+mod validation;
+pub mod wire;
+
+pub use dispatch::Dispatch;
+pub use execute_error::ExecuteError;
+pub use limits::Limits;
+pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
+pub use quiver_upstream::{CallOptions, CallSink, SinkFuture, UpstreamError};
+pub use quiver_view::ToolCall;
+pub use remote::RemoteExecutor;
+pub use scripts::{API_DECLARATION, ExecuteRequest, Scripts};
+pub use validation::{MAX_VIOLATIONS, ValidationErrors, Violation};
+
+/// The tenant every session belongs to until the edge authenticates callers.
+pub const DEFAULT_TENANT: &str = "default";

@@ -1,0 +1,71 @@
+//! Running a code-mode script for a session: the request, the trait the edge
+//! calls (a local worker pool or a remote executor behind it), and the script
+//! API both sides agree on.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use quiver_upstream::CallSink;
+use quiver_view::ToolView;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ExecuteError, Limits, ScriptOutcome};
+
+/// The script API as TypeScript declarations: shown in `execute`'s description
+/// and by `describe("api")`, and implemented by the worker's bootstrap.
+pub const API_DECLARATION: &str = "\
+declare const tools: { [server: string]: { [tool: string]: (args?: object) => Promise<any> }; call(name: string, args?: object): Promise<any> };
+declare function search(query: string, limit?: number): Promise<{ name: string; server: string; tool: string; signature: string; summary: string; score: number }[]>;
+declare function describe(name: string): Promise<string>;
+declare const stash: { get(key: string): Promise<any>; set(key: string, value: any, ttlSecs?: number): Promise<boolean>; delete(key: string): Promise<boolean>; keys(): Promise<string[]> };
+declare const console: { log(...values: any[]): void };";
+
+/// One script to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecuteRequest {
+    /// Tenant it runs for: its fair share of workers and its tool calls.
+    pub tenant: String,
+    /// Session within the tenant: its stash and its share of the tenant's workers.
+    pub session: String,
+    /// The body of an async function.
+    pub code: String,
+    /// Tighter limits for this run; the executor's own apply where absent or looser.
+    pub limits: Option<Limits>,
+}
+
+impl ExecuteRequest {
+    /// `code` for `session` of `tenant`, under the executor's limits.
+    pub fn new(
+        tenant: impl Into<String>,
+        session: impl Into<String>,
+        code: impl Into<String>,
+    ) -> ExecuteRequest {
+        ExecuteRequest {
+            tenant: tenant.into(),
+            session: session.into(),
+            code: code.into(),
+            limits: None,
+        }
+    }
+
+    /// The same request under `limits` (which can only tighten the executor's).
+    pub fn with_limits(mut self, limits: Limits) -> ExecuteRequest {
+        self.limits = Some(limits);
+        self
+    }
+}
+
+/// Runs code-mode scripts.
+pub trait Scripts: Send + Sync {
+    /// Runs `request`; its tool calls are checked against `view`. Cancelling
+    /// `cancel` stops it and frees its worker. What an upstream sends back
+    /// during its tool calls (progress, logs, sampling and elicitation
+    /// requests) goes to `sink`, the calling session.
+    fn execute(
+        &self,
+        request: ExecuteRequest,
+        view: Arc<ToolView>,
+        cancel: CancellationToken,
+        sink: Option<Arc<dyn CallSink>>,
+    ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>>;
+}
