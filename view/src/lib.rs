@@ -4,6 +4,7 @@
 //! error text ([`redact`]). The edge and the executor both answer from a view,
 //! so a hidden tool is absent from every list, search, description and error.
 
+mod error_chain;
 pub mod redact;
 pub mod search;
 pub mod search_hit;

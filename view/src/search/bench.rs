@@ -6,17 +6,18 @@
 use std::{
     fmt,
     hint::black_box,
-    path::Path,
+    path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use super::{
-    Bm25Index, HybridIndex, SearchDoc, SearchIndex, SemanticModel,
-    corpus::{CORPORA, Corpus},
+    Bm25Index, EmbedderError, HybridIndex, SearchDoc, SearchIndex, SemanticModel,
+    corpus::{CORPORA, Corpus, CorpusError},
     semantic::embedding_text,
-    vector_cache::VectorCache,
+    vector_cache::{VectorCache, VectorCacheError},
 };
+use crate::error_chain::ErrorChain;
 
 /// Queries used when none are given.
 pub const DEFAULT_QUERIES: &[&str] = &[
@@ -99,7 +100,10 @@ pub fn latency(
             docs,
             format!("real catalogues in {}", dataset_dir.display()),
         ),
-        Err(e) => (generated_docs(), format!("generated tools ({e:#})")),
+        Err(e) => (
+            generated_docs(),
+            format!("generated tools ({})", ErrorChain(&e)),
+        ),
     };
     let docs = synthesize(&real, tools);
     let queries: Vec<String> = if queries.is_empty() {
@@ -128,7 +132,7 @@ pub fn latency(
     if let Some(model) = model {
         match vector_costs(model, &docs) {
             Ok(report) => vectors = Some(report),
-            Err(e) => eprintln!("vector build not measured: {e:#}"),
+            Err(e) => eprintln!("vector build not measured: {}", ErrorChain(&e)),
         }
         let started = Instant::now();
         let hybrid = HybridIndex::build(&docs, Some(model.clone()));
@@ -158,9 +162,29 @@ pub fn latency(
     }
 }
 
+/// Why the cost of tool vectors could not be measured.
+#[derive(Debug, thiserror::Error)]
+enum VectorCostError {
+    #[error("creating the scratch directory {}", dir.display())]
+    ScratchDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Cache(#[from] VectorCacheError),
+    #[error(transparent)]
+    Embed(#[from] EmbedderError),
+    #[error("a vector is missing from the reopened cache")]
+    MissingVector,
+}
+
 /// Embeds every distinct definition of `docs` into a fresh cache file (cold),
 /// then reopens the file and assembles all rows (warm).
-fn vector_costs(model: &Arc<SemanticModel>, docs: &[SearchDoc]) -> anyhow::Result<VectorReport> {
+fn vector_costs(
+    model: &Arc<SemanticModel>,
+    docs: &[SearchDoc],
+) -> Result<VectorReport, VectorCostError> {
     let dir = tempfile_dir()?;
     let embedder = model.embedder();
     let mut texts: Vec<String> = docs.iter().map(embedding_text).collect();
@@ -184,7 +208,7 @@ fn vector_costs(model: &Arc<SemanticModel>, docs: &[SearchDoc]) -> anyhow::Resul
         let key = super::vector_cache::vector_key(embedder.id(), &embedding_text(doc));
         match warm_cache.get(&key) {
             Some(v) => matrix.extend_from_slice(&v),
-            None => anyhow::bail!("a vector is missing from the reopened cache"),
+            None => return Err(VectorCostError::MissingVector),
         }
     }
     let warm = started.elapsed();
@@ -198,13 +222,15 @@ fn vector_costs(model: &Arc<SemanticModel>, docs: &[SearchDoc]) -> anyhow::Resul
     })
 }
 
-fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {
+fn tempfile_dir() -> Result<PathBuf, VectorCostError> {
     let dir = std::env::temp_dir().join(format!("quiver-bench-vectors-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
+    match std::fs::create_dir_all(&dir) {
+        Ok(()) => Ok(dir),
+        Err(source) => Err(VectorCostError::ScratchDir { dir, source }),
+    }
 }
 
-fn load_real(dataset_dir: &Path) -> anyhow::Result<Vec<SearchDoc>> {
+fn load_real(dataset_dir: &Path) -> Result<Vec<SearchDoc>, CorpusError> {
     let mut docs = Vec::new();
     for name in CORPORA {
         docs.extend(Corpus::load(dataset_dir, name)?.docs);

@@ -5,13 +5,33 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
-use quiver_proto::catalog::Catalog;
+use quiver_proto::catalog::{Catalog, CatalogError};
 
 use super::{SearchDoc, SearchParam};
 
 /// The catalogues the evaluation knows, by the name queries use.
 pub const CORPORA: [&str; 2] = ["livemcpbench", "oslook"];
+
+/// Why a catalogue could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorpusError {
+    /// The name is none of [`CORPORA`].
+    #[error("unknown corpus `{name}`; expected one of {CORPORA:?}")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+    },
+    /// The catalogue file could not be read or parsed.
+    #[error("loading corpus {name}")]
+    Load {
+        /// The corpus.
+        name: String,
+        /// What was wrong with the file.
+        #[source]
+        source: CatalogError,
+    },
+}
 
 /// The tools of one catalogue.
 #[derive(Debug, Clone)]
@@ -24,20 +44,17 @@ pub struct Corpus {
 
 impl Corpus {
     /// Loads the catalogue `name` (one of [`CORPORA`]) from `dataset_dir`.
-    pub fn load(dataset_dir: &Path, name: &str) -> anyhow::Result<Corpus> {
+    pub fn load(dataset_dir: &Path, name: &str) -> Result<Corpus, CorpusError> {
         let path = Corpus::path(dataset_dir, name)?;
-        let catalog =
-            Catalog::load(&path, name).with_context(|| format!("loading corpus {name}"))?;
-        Ok(Corpus {
-            name: name.to_owned(),
-            docs: docs_of(&catalog),
-        })
+        Corpus::load_file(&path, name)
     }
 
     /// Loads a catalogue file of any shape [`Catalog`] reads, named `name`.
-    pub fn load_file(path: &Path, name: &str) -> anyhow::Result<Corpus> {
-        let catalog =
-            Catalog::load(path, name).with_context(|| format!("loading corpus {name}"))?;
+    pub fn load_file(path: &Path, name: &str) -> Result<Corpus, CorpusError> {
+        let catalog = Catalog::load(path, name).map_err(|source| CorpusError::Load {
+            name: name.to_owned(),
+            source,
+        })?;
         Ok(Corpus {
             name: name.to_owned(),
             docs: docs_of(&catalog),
@@ -45,11 +62,15 @@ impl Corpus {
     }
 
     /// Where the catalogue `name` lives under `dataset_dir`.
-    pub fn path(dataset_dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    pub fn path(dataset_dir: &Path, name: &str) -> Result<PathBuf, CorpusError> {
         Ok(match name {
             "livemcpbench" => dataset_dir.join("livemcpbench/tools.json"),
             "oslook" => dataset_dir.join("oslook-mcp-servers-schemas/schemas_by_server.json"),
-            other => bail!("unknown corpus `{other}`; expected one of {CORPORA:?}"),
+            other => {
+                return Err(CorpusError::Unknown {
+                    name: other.to_owned(),
+                });
+            }
         })
     }
 

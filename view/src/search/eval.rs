@@ -15,14 +15,70 @@ use std::{
     sync::Arc,
 };
 
-use anyhow::{Context, bail};
 use serde::Deserialize;
 
 use super::{
     Blend, Bm25Index, HybridIndex, SearchHit, SemanticModel,
-    corpus::{CORPORA, Corpus},
+    corpus::{CORPORA, Corpus, CorpusError},
     hybrid::{latin_share, rank_blended},
 };
+
+/// Why an evaluation could not run: its inputs are missing or malformed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// A test's input file is absent and partial runs are not allowed.
+    #[error(
+        "{} not found: {install_hint}; or set {PARTIAL_TESTS_ENV}=1 for a local partial run",
+        path.display()
+    )]
+    MissingInput {
+        /// The absent file.
+        path: PathBuf,
+        /// How to put it in place.
+        install_hint: String,
+    },
+    /// A query file could not be read.
+    #[error("reading queries {}", path.display())]
+    ReadQueries {
+        /// The query file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A query file is not a list of labelled queries.
+    #[error(
+        "parsing queries {}: expected a list of {{query, relevant, corpus, split?}}",
+        path.display()
+    )]
+    ParseQueries {
+        /// The query file.
+        path: PathBuf,
+        /// Where the JSON went wrong.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A catalogue the queries search could not be loaded.
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    /// A query names no relevant tool, so it cannot be scored.
+    #[error("query {query:?} lists no relevant tools")]
+    NoRelevantTools {
+        /// The query.
+        query: String,
+    },
+    /// A query's label names a tool its catalogue does not have.
+    #[error("query {query:?}: no tool `{label}` in corpus {corpus}")]
+    UnknownTool {
+        /// The query.
+        query: String,
+        /// The label (`server/tool`).
+        label: String,
+        /// The catalogue searched.
+        corpus: String,
+    },
+}
 
 /// Environment variable that marks a local run allowed to skip tests whose
 /// data (the shared datasets, the model) is absent. CI never sets it, so
@@ -32,7 +88,7 @@ pub const PARTIAL_TESTS_ENV: &str = "QUIVER_PARTIAL_TESTS";
 /// Whether a test's input at `path` is there. When it is not: `Ok(false)`
 /// (skip, with a message) if [`PARTIAL_TESTS_ENV`] is set, else an error
 /// naming the fix.
-pub fn test_input_present(path: &Path, install_hint: &str) -> anyhow::Result<bool> {
+pub fn test_input_present(path: &Path, install_hint: &str) -> Result<bool, EvalError> {
     if path.exists() {
         return Ok(true);
     }
@@ -43,10 +99,10 @@ pub fn test_input_present(path: &Path, install_hint: &str) -> anyhow::Result<boo
         );
         return Ok(false);
     }
-    bail!(
-        "{} not found: {install_hint}; or set {PARTIAL_TESTS_ENV}=1 for a local partial run",
-        path.display()
-    )
+    Err(EvalError::MissingInput {
+        path: path.to_owned(),
+        install_hint: install_hint.to_owned(),
+    })
 }
 
 /// One labelled query.
@@ -69,14 +125,14 @@ fn default_split() -> String {
 }
 
 /// Reads a labelled query file.
-pub fn load_queries(path: &Path) -> anyhow::Result<Vec<LabelledQuery>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading queries {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| {
-        format!(
-            "parsing queries {}: expected a list of {{query, relevant, corpus, split?}}",
-            path.display()
-        )
+pub fn load_queries(path: &Path) -> Result<Vec<LabelledQuery>, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EvalError::ReadQueries {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| EvalError::ParseQueries {
+        path: path.to_owned(),
+        source,
     })
 }
 
@@ -268,7 +324,7 @@ pub fn prepare(
     dataset_dir: &Path,
     queries_path: &Path,
     model: Option<&Arc<SemanticModel>>,
-) -> anyhow::Result<Vec<PreparedQuery>> {
+) -> Result<Vec<PreparedQuery>, EvalError> {
     let queries = load_queries(queries_path)?;
     let mut names: Vec<&str> = Vec::new();
     for q in &queries {
@@ -292,13 +348,21 @@ pub fn prepare(
         let hybrid = HybridIndex::build(&corpus.docs, model.cloned());
         for q in queries.iter().filter(|q| q.corpus == name) {
             if q.relevant.is_empty() {
-                bail!("query {:?} lists no relevant tools", q.query);
+                return Err(EvalError::NoRelevantTools {
+                    query: q.query.clone(),
+                });
             }
             let mut relevant = Vec::with_capacity(q.relevant.len());
             for label in &q.relevant {
                 match position.get(label.as_str()) {
                     Some(&doc) => relevant.push(doc),
-                    None => bail!("query {:?}: no tool `{label}` in corpus {name}", q.query),
+                    None => {
+                        return Err(EvalError::UnknownTool {
+                            query: q.query.clone(),
+                            label: label.clone(),
+                            corpus: name.to_owned(),
+                        });
+                    }
                 }
             }
             let tools = corpus.docs.len();
@@ -328,7 +392,7 @@ pub fn run(
     dataset_dir: &Path,
     queries_path: &Path,
     model: Option<&Arc<SemanticModel>>,
-) -> anyhow::Result<EvalReport> {
+) -> Result<EvalReport, EvalError> {
     let prepared = prepare(dataset_dir, queries_path, model)?;
     Ok(report(&prepared, &Blend::DEFAULT))
 }

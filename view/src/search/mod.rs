@@ -45,7 +45,7 @@ pub use doc::{SearchDoc, SearchParam};
 pub use embedder::{Embedder, EmbedderError};
 pub use hybrid::{Blend, HybridIndex};
 pub use index::{SearchHit, SearchIndex};
-pub use semantic::SemanticModel;
+pub use semantic::{SemanticModel, SemanticModelError};
 pub use signals::{SignalConfig, SignalStore, TenantStats};
 pub use stemmer::stem;
 pub use stopwords::is_stopword;

@@ -15,11 +15,24 @@ use std::{
 use super::{
     SearchDoc,
     embedder::{Embedder, EmbedderError},
-    vector_cache::{VectorCache, vector_key},
+    vector_cache::{VectorCache, VectorCacheError, vector_key},
 };
+use crate::error_chain::ErrorChain;
 
 /// Characters of a description that go into a tool's embedding text.
 const DESCRIPTION_CHARS: usize = 600;
+
+/// Why a model and its vector cache could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SemanticModelError {
+    /// The model could not be loaded.
+    #[error(transparent)]
+    Embedder(#[from] EmbedderError),
+    /// The vector cache could not be opened.
+    #[error(transparent)]
+    Cache(#[from] VectorCacheError),
+}
 
 /// A loaded model and its vector cache.
 #[derive(Debug)]
@@ -31,7 +44,10 @@ pub struct SemanticModel {
 impl SemanticModel {
     /// Loads the model in `model_dir`; vectors are cached under `cache_dir`
     /// (in memory only when `None`).
-    pub fn load(model_dir: &Path, cache_dir: Option<&Path>) -> anyhow::Result<SemanticModel> {
+    pub fn load(
+        model_dir: &Path,
+        cache_dir: Option<&Path>,
+    ) -> Result<SemanticModel, SemanticModelError> {
         let embedder = Embedder::load(model_dir)?;
         let cache = match cache_dir {
             Some(dir) => VectorCache::open(dir, embedder.id(), embedder.dim())?,
@@ -75,7 +91,7 @@ impl SemanticModel {
             let vectors = self.embedder.embed(&batch)?;
             let entries = missing.iter().map(|&i| keys[i]).zip(vectors).collect();
             if let Err(e) = self.cache.insert(entries) {
-                tracing::warn!("search: tool vectors not saved to disk: {e:#}");
+                tracing::warn!("search: tool vectors not saved to disk: {}", ErrorChain(&e));
             }
         }
         let dim = self.dim();
@@ -146,7 +162,7 @@ pub fn install(model_dir: Option<&Path>, cache_dir: Option<&Path>) -> Option<Arc
                     Some(Arc::new(model))
                 }
                 Err(e) => {
-                    tracing::warn!("search: lexical ranking only: {e:#}");
+                    tracing::warn!("search: lexical ranking only: {}", ErrorChain(&e));
                     None
                 }
             }

@@ -20,6 +20,65 @@ use sha2::{Digest, Sha256};
 
 const MAGIC: &[u8] = b"quiver-vectors 1\n";
 
+/// Why vectors could not be loaded or stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VectorCacheError {
+    /// The cache directory could not be created.
+    #[error("creating the vector cache directory {}", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The cache file could not be opened.
+    #[error("opening {}", path.display())]
+    Open {
+        /// The cache file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The cache file could not be read.
+    #[error("reading {}", path.display())]
+    Read {
+        /// The cache file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The cache file could not be started afresh.
+    #[error("writing {}", path.display())]
+    WriteHeader {
+        /// The cache file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// New vectors could not be appended to the cache file.
+    #[error("appending to {}", path.display())]
+    Append {
+        /// The cache file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A vector does not have the cache's dimension.
+    #[error("vector of length {len} in a cache of dimension {dim}")]
+    Dimension {
+        /// The vector's length.
+        len: usize,
+        /// The cache's dimension.
+        dim: usize,
+    },
+}
+
 /// A content hash naming one vector.
 pub type VectorKey = [u8; 32];
 
@@ -59,18 +118,20 @@ impl VectorCache {
 
     /// The cache of model `model_id` in `dir` (created if missing), with every
     /// vector already stored there loaded.
-    pub fn open(dir: &Path, model_id: &str, dim: usize) -> anyhow::Result<VectorCache> {
-        use anyhow::Context;
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating the vector cache directory {}", dir.display()))?;
+    pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<VectorCache, VectorCacheError> {
+        std::fs::create_dir_all(dir).map_err(|source| VectorCacheError::CreateDir {
+            dir: dir.to_owned(),
+            source,
+        })?;
         let path = dir.join(format!("vectors-{model_id}.bin"));
         let mut vectors = HashMap::new();
         let header = MAGIC.len() as u64 + 4;
         let end = match File::open(&path) {
             Ok(mut file) => {
                 let mut bytes = Vec::new();
-                file.read_to_end(&mut bytes)
-                    .with_context(|| format!("reading {}", path.display()))?;
+                if let Err(source) = file.read_to_end(&mut bytes) {
+                    return Err(VectorCacheError::Read { path, source });
+                }
                 let stored_dim = bytes
                     .get(MAGIC.len()..MAGIC.len() + 4)
                     .filter(|_| bytes.starts_with(MAGIC))
@@ -98,7 +159,7 @@ impl VectorCache {
                 write_header(&path, dim)?;
                 header
             }
-            Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
+            Err(source) => return Err(VectorCacheError::Open { path, source }),
         };
         Ok(VectorCache {
             dim,
@@ -130,17 +191,16 @@ impl VectorCache {
     /// Stores vectors (each of length [`VectorCache::dim`]) in memory and
     /// appends them to the file. A failed write leaves them in memory only and
     /// is returned, so the caller can log it.
-    pub fn insert(&self, entries: Vec<(VectorKey, Vec<f32>)>) -> anyhow::Result<()> {
+    pub fn insert(&self, entries: Vec<(VectorKey, Vec<f32>)>) -> Result<(), VectorCacheError> {
         let mut fresh = Vec::with_capacity(entries.len());
         {
             let mut vectors = self.vectors.write().unwrap_or_else(|e| e.into_inner());
             for (key, vector) in entries {
                 if vector.len() != self.dim {
-                    anyhow::bail!(
-                        "vector of length {} in a cache of dimension {}",
-                        vector.len(),
-                        self.dim
-                    );
+                    return Err(VectorCacheError::Dimension {
+                        len: vector.len(),
+                        dim: self.dim,
+                    });
                 }
                 if let std::collections::hash_map::Entry::Vacant(slot) = vectors.entry(key) {
                     let vector: Arc<[f32]> = vector.into();
@@ -169,12 +229,21 @@ impl VectorCache {
 }
 
 impl CacheFile {
-    fn append(&mut self, records: &[(VectorKey, Arc<[f32]>)]) -> anyhow::Result<()> {
-        use anyhow::Context;
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&self.path)
-            .with_context(|| format!("opening {}", self.path.display()))?;
+    fn append(&mut self, records: &[(VectorKey, Arc<[f32]>)]) -> Result<(), VectorCacheError> {
+        let written = self
+            .write_records(records)
+            .map_err(|source| VectorCacheError::Append {
+                path: self.path.clone(),
+                source,
+            })?;
+        self.end += written;
+        Ok(())
+    }
+
+    /// Writes `records` from the end of the last whole record; returns the
+    /// bytes written.
+    fn write_records(&self, records: &[(VectorKey, Arc<[f32]>)]) -> std::io::Result<u64> {
+        let file = OpenOptions::new().write(true).open(&self.path)?;
         let mut writer = BufWriter::new(file);
         writer.seek(SeekFrom::Start(self.end))?;
         let mut written = 0u64;
@@ -185,19 +254,18 @@ impl CacheFile {
             }
             written += 32 + 4 * vector.len() as u64;
         }
-        writer
-            .flush()
-            .with_context(|| format!("appending to {}", self.path.display()))?;
-        self.end += written;
-        Ok(())
+        writer.flush()?;
+        Ok(written)
     }
 }
 
-fn write_header(path: &Path, dim: usize) -> anyhow::Result<()> {
-    use anyhow::Context;
+fn write_header(path: &Path, dim: usize) -> Result<(), VectorCacheError> {
     let mut bytes = MAGIC.to_vec();
     bytes.extend_from_slice(&(dim as u32).to_le_bytes());
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, bytes).map_err(|source| VectorCacheError::WriteHeader {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 #[cfg(test)]
