@@ -15,4 +15,4 @@ pub mod tls;
 pub use config::EdgeConfig;
 pub use gateway::Gateway;
 pub use mode::Mode;
-pub use quiver_view::{ToolView, redact, search, suggest, validate, view};
+pub use quiver_view::{ToolView, argument_check, redact, search, suggest, view};

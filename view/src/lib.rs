@@ -1,16 +1,16 @@
 //! A tenant's view of a manifest and everything answered from it: which tools
 //! are visible ([`view::ToolView`]), search over them ([`search`]), argument
-//! validation ([`validate`]), "did you mean" ([`suggest`]) and redaction of
+//! validation ([`argument_check`]), "did you mean" ([`suggest`]) and redaction of
 //! error text ([`redact`]). The edge and the executor both answer from a view,
 //! so a hidden tool is absent from every list, search, description and error.
 
+pub mod argument_check;
 mod error_chain;
 pub mod redact;
 pub mod search;
 pub mod search_hit;
 pub mod suggest;
 pub mod tool_call;
-pub mod validate;
 pub mod view;
 
 pub use search_hit::{MAX_SEARCH_RESULTS, SearchHit};

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{ToolView, ViewTool, validate::ArgumentErrors};
+use crate::{ToolView, ViewTool, argument_check::ArgumentErrors};
 
 /// One tool call, checked against the caller's view and the tool's schema.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,8 +10,8 @@ use std::{
 use quiver_proto::{Manifest, ManifestTool, manifest::ManifestServer};
 
 use crate::{
+    argument_check::ArgumentCheck,
     search::{HybridIndex, SearchDoc, SearchParam, semantic, signals},
-    validate::ArgumentCheck,
 };
 
 /// The tools one tenant may see in one manifest version. Immutable; rebuilt per version.
