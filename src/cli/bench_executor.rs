@@ -12,12 +12,11 @@ use std::{
 use anyhow::Context as _;
 use clap::Args;
 use futures::future::BoxFuture;
+use quiver_contract::{CallOptions, Limits};
 use quiver_executor::{
-    CallOptions,
     engine::{ScriptRuntime, StartFrom},
     pool::{PoolConfig, WorkerCommand, WorkerPool, WorkerProcess},
     script::{ScriptContext, StashOp},
-    worker::protocol::Limits,
 };
 use quiver_upstream::{Upstream, UpstreamConfig};
 use serde_json::{Value, json};

@@ -1,0 +1,222 @@
+//! The layering of every crate's files: no two files of one crate import
+//! each other, and no two top-level modules of one crate do either (a folder
+//! such as `engine/` may use `ipc/`, but then `ipc/` must not use `engine/`).
+//! Imports are read with `syn` from `use` trees and from every path in the
+//! code that starts with `crate::`, `super::` or `self::`.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
+};
+
+use syn::visit::Visit;
+
+/// Source roots of the workspace's crates (the binary's included).
+const CRATES: &[&str] = &[
+    "proto/src",
+    "upstream/src",
+    "view/src",
+    "contract/src",
+    "control-plane/src",
+    "executor/src",
+    "edge/src",
+    "src",
+];
+
+/// Module path (`["modes", "code"]`) → file, for one crate.
+fn modules(root: &Path) -> BTreeMap<Vec<String>, PathBuf> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(root).unwrap().with_extension("");
+            let mut module: Vec<String> = relative
+                .iter()
+                .map(|c| c.to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                module.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                module.pop();
+            }
+            found.insert(module, path);
+        }
+    }
+    found
+}
+
+/// Every path a file names through `crate`, `super`, `self` or a child module.
+#[derive(Default)]
+struct Paths {
+    paths: Vec<Vec<String>>,
+}
+
+impl Paths {
+    fn use_tree(&mut self, prefix: &[String], tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                let mut next = prefix.to_vec();
+                next.push(p.ident.to_string());
+                self.use_tree(&next, &p.tree);
+            }
+            syn::UseTree::Name(n) => {
+                let mut next = prefix.to_vec();
+                next.push(n.ident.to_string());
+                self.paths.push(next);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut next = prefix.to_vec();
+                next.push(r.ident.to_string());
+                self.paths.push(next);
+            }
+            syn::UseTree::Glob(_) => self.paths.push(prefix.to_vec()),
+            syn::UseTree::Group(g) => {
+                for item in &g.items {
+                    self.use_tree(prefix, item);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Paths {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.use_tree(&[], &item.tree);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if matches!(
+            segments.first().map(String::as_str),
+            Some("crate" | "super" | "self")
+        ) {
+            self.paths.push(segments);
+        }
+        syn::visit::visit_path(self, path);
+    }
+}
+
+/// The module a path names, resolved from the file's own module `at`.
+fn resolve(
+    at: &[String],
+    is_mod_file: bool,
+    path: &[String],
+    modules: &BTreeMap<Vec<String>, PathBuf>,
+) -> Option<Vec<String>> {
+    let mut full: Vec<String> = match path.first().map(String::as_str) {
+        Some("crate") => Vec::new(),
+        Some("super") | Some("self") => at.to_vec(),
+        // A relative `use child::…` from a module file.
+        Some(first) => {
+            let mut child = at.to_vec();
+            child.push(first.to_string());
+            if !modules.contains_key(&child) {
+                return None;
+            }
+            at.to_vec()
+        }
+        None => return None,
+    };
+    let skip = usize::from(matches!(
+        path.first().map(String::as_str),
+        Some("crate" | "self")
+    ));
+    for segment in &path[skip..] {
+        match segment.as_str() {
+            "super" => {
+                full.pop();
+            }
+            "self" => {}
+            other => full.push(other.to_string()),
+        }
+    }
+    let _ = is_mod_file;
+    (0..=full.len())
+        .rev()
+        .map(|k| full[..k].to_vec())
+        .find(|candidate| modules.contains_key(candidate))
+}
+
+/// `file → files it imports` and `top-level module → top-level modules it imports`.
+fn imports(root: &Path) -> (BTreeSet<(PathBuf, PathBuf)>, BTreeSet<(String, String)>) {
+    let modules = modules(root);
+    let mut files = BTreeSet::new();
+    let mut folders = BTreeSet::new();
+    for (module, path) in &modules {
+        let source = std::fs::read_to_string(path).unwrap();
+        let parsed = syn::parse_file(&source)
+            .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+        let mut paths = Paths::default();
+        paths.visit_file(&parsed);
+        let is_mod_file = path.file_name().is_some_and(|n| n == "mod.rs");
+        for named in &paths.paths {
+            let Some(target) = resolve(module, is_mod_file, named, &modules) else {
+                continue;
+            };
+            let target_file = &modules[&target];
+            if target_file != path {
+                files.insert((path.clone(), target_file.clone()));
+            }
+            if let (Some(from), Some(to)) = (module.first(), target.first())
+                && from != to
+            {
+                folders.insert((from.clone(), to.clone()));
+            }
+        }
+    }
+    (files, folders)
+}
+
+#[test]
+fn no_two_files_or_top_level_modules_of_a_crate_import_each_other() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    for krate in CRATES {
+        let (files, folders) = imports(&workspace.join(krate));
+        for (a, b) in &files {
+            if a < b && files.contains(&(b.clone(), a.clone())) {
+                problems.push(format!("{} <-> {}", a.display(), b.display()));
+            }
+        }
+        for (a, b) in &folders {
+            if a < b && folders.contains(&(b.clone(), a.clone())) {
+                problems.push(format!("{krate}: modules `{a}` <-> `{b}`"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "these import each other:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_a_cycle_when_there_is_one() {
+    let dir = std::env::temp_dir().join(format!("quiver-layering-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "mod a; mod b;").unwrap();
+    std::fs::write(dir.join("a.rs"), "use crate::b::thing::X; pub struct Y;").unwrap();
+    std::fs::write(dir.join("b/mod.rs"), "pub mod thing;").unwrap();
+    std::fs::write(
+        dir.join("b/thing.rs"),
+        "pub struct X; fn f() -> crate::a::Y { crate::a::Y }",
+    )
+    .unwrap();
+    let (files, folders) = imports(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(files.contains(&(dir.join("a.rs"), dir.join("b/thing.rs"))));
+    assert!(files.contains(&(dir.join("b/thing.rs"), dir.join("a.rs"))));
+    assert!(folders.contains(&("a".into(), "b".into())));
+    assert!(folders.contains(&("b".into(), "a".into())));
+}
