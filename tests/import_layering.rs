@@ -54,34 +54,41 @@ fn modules(root: &Path) -> BTreeMap<Vec<String>, PathBuf> {
     found
 }
 
-/// Every path a file names through `crate`, `super`, `self` or a child module.
+/// Every path a file names through `crate`, `super`, `self` or a child
+/// module, each with the inline modules (`mod tests { … }`) it sits in; and
+/// what the file re-exports with `pub use`, which is a facade, not an import.
 #[derive(Default)]
 struct Paths {
-    paths: Vec<Vec<String>>,
+    /// `(inline modules, path)`.
+    paths: Vec<(Vec<String>, Vec<String>)>,
+    /// Re-exported name → the path it re-exports.
+    reexports: Vec<(String, Vec<String>)>,
+    inline: Vec<String>,
 }
 
 impl Paths {
-    fn use_tree(&mut self, prefix: &[String], tree: &syn::UseTree) {
+    fn use_tree(&mut self, public: bool, prefix: &[String], tree: &syn::UseTree) {
+        let leaf = |paths: &mut Paths, name: String, alias: String| {
+            let mut next = prefix.to_vec();
+            next.push(name);
+            if public && paths.inline.is_empty() {
+                paths.reexports.push((alias, next));
+            } else {
+                paths.paths.push((paths.inline.clone(), next));
+            }
+        };
         match tree {
             syn::UseTree::Path(p) => {
                 let mut next = prefix.to_vec();
                 next.push(p.ident.to_string());
-                self.use_tree(&next, &p.tree);
+                self.use_tree(public, &next, &p.tree);
             }
-            syn::UseTree::Name(n) => {
-                let mut next = prefix.to_vec();
-                next.push(n.ident.to_string());
-                self.paths.push(next);
-            }
-            syn::UseTree::Rename(r) => {
-                let mut next = prefix.to_vec();
-                next.push(r.ident.to_string());
-                self.paths.push(next);
-            }
-            syn::UseTree::Glob(_) => self.paths.push(prefix.to_vec()),
+            syn::UseTree::Name(n) => leaf(self, n.ident.to_string(), n.ident.to_string()),
+            syn::UseTree::Rename(r) => leaf(self, r.ident.to_string(), r.rename.to_string()),
+            syn::UseTree::Glob(_) => self.paths.push((self.inline.clone(), prefix.to_vec())),
             syn::UseTree::Group(g) => {
                 for item in &g.items {
-                    self.use_tree(prefix, item);
+                    self.use_tree(public, prefix, item);
                 }
             }
         }
@@ -90,7 +97,14 @@ impl Paths {
 
 impl<'ast> Visit<'ast> for Paths {
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
-        self.use_tree(&[], &item.tree);
+        let public = matches!(item.vis, syn::Visibility::Public(_));
+        self.use_tree(public, &[], &item.tree);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        self.inline.push(item.ident.to_string());
+        syn::visit::visit_item_mod(self, item);
+        self.inline.pop();
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
@@ -99,38 +113,35 @@ impl<'ast> Visit<'ast> for Paths {
             segments.first().map(String::as_str),
             Some("crate" | "super" | "self")
         ) {
-            self.paths.push(segments);
+            self.paths.push((self.inline.clone(), segments));
         }
         syn::visit::visit_path(self, path);
     }
 }
 
-/// The module a path names, resolved from the file's own module `at`.
-fn resolve(
+/// A path made absolute from the module `at` (a file's module plus the
+/// inline modules around the path); `None` for other crates' paths.
+fn absolute(
     at: &[String],
-    is_mod_file: bool,
     path: &[String],
     modules: &BTreeMap<Vec<String>, PathBuf>,
 ) -> Option<Vec<String>> {
-    let mut full: Vec<String> = match path.first().map(String::as_str) {
-        Some("crate") => Vec::new(),
-        Some("super") | Some("self") => at.to_vec(),
-        // A relative `use child::…` from a module file.
+    let (mut full, rest) = match path.first().map(String::as_str) {
+        Some("crate") => (Vec::new(), &path[1..]),
+        Some("self") => (at.to_vec(), &path[1..]),
+        Some("super") => (at.to_vec(), path),
+        // A relative `use child::…`.
         Some(first) => {
             let mut child = at.to_vec();
             child.push(first.to_string());
             if !modules.contains_key(&child) {
                 return None;
             }
-            at.to_vec()
+            (at.to_vec(), path)
         }
         None => return None,
     };
-    let skip = usize::from(matches!(
-        path.first().map(String::as_str),
-        Some("crate" | "self")
-    ));
-    for segment in &path[skip..] {
+    for segment in rest {
         match segment.as_str() {
             "super" => {
                 full.pop();
@@ -139,27 +150,59 @@ fn resolve(
             other => full.push(other.to_string()),
         }
     }
-    let _ = is_mod_file;
-    (0..=full.len())
+    Some(full)
+}
+
+/// The file that defines what `path` (absolute) names: the deepest module
+/// file on the path, followed through `pub use` re-exports of module files.
+fn defining_file(
+    path: &[String],
+    modules: &BTreeMap<Vec<String>, PathBuf>,
+    reexports: &BTreeMap<(Vec<String>, String), Vec<String>>,
+    depth: usize,
+) -> Option<Vec<String>> {
+    let module = (0..=path.len())
         .rev()
-        .map(|k| full[..k].to_vec())
-        .find(|candidate| modules.contains_key(candidate))
+        .map(|k| path[..k].to_vec())
+        .find(|candidate| modules.contains_key(candidate))?;
+    if depth < 8
+        && let Some(name) = path.get(module.len())
+        && let Some(target) = reexports.get(&(module.clone(), name.clone()))
+    {
+        let mut target = target.clone();
+        target.extend(path[module.len() + 1..].iter().cloned());
+        return defining_file(&target, modules, reexports, depth + 1).or(Some(module));
+    }
+    Some(module)
 }
 
 /// `file → files it imports` and `top-level module → top-level modules it imports`.
 fn imports(root: &Path) -> (BTreeSet<(PathBuf, PathBuf)>, BTreeSet<(String, String)>) {
     let modules = modules(root);
-    let mut files = BTreeSet::new();
-    let mut folders = BTreeSet::new();
+    let mut parsed = Vec::new();
+    let mut reexports = BTreeMap::new();
     for (module, path) in &modules {
         let source = std::fs::read_to_string(path).unwrap();
-        let parsed = syn::parse_file(&source)
+        let file = syn::parse_file(&source)
             .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
         let mut paths = Paths::default();
-        paths.visit_file(&parsed);
-        let is_mod_file = path.file_name().is_some_and(|n| n == "mod.rs");
-        for named in &paths.paths {
-            let Some(target) = resolve(module, is_mod_file, named, &modules) else {
+        paths.visit_file(&file);
+        for (name, target) in &paths.reexports {
+            if let Some(target) = absolute(module, target, &modules) {
+                reexports.insert((module.clone(), name.clone()), target);
+            }
+        }
+        parsed.push((module, path, paths.paths));
+    }
+    let mut files = BTreeSet::new();
+    let mut folders = BTreeSet::new();
+    for (module, path, named) in parsed {
+        for (inline, named) in named {
+            let mut at = module.clone();
+            at.extend(inline);
+            let Some(target) = absolute(&at, &named, &modules)
+                .and_then(|full| defining_file(&full, &modules, &reexports, 0))
+            else {
                 continue;
             };
             let target_file = &modules[&target];
