@@ -6,6 +6,7 @@
 //! hold no credentials and no connections.
 
 pub mod engine;
+pub mod ipc;
 mod local_executor;
 pub mod pool;
 pub mod sandbox;

@@ -11,7 +11,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::Limits;
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    worker::protocol::HostRequest,
+    ipc::HostRequest,
 };
 use serde_json::Value;
 

@@ -15,7 +15,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::Limits;
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    worker::protocol::HostRequest,
+    ipc::HostRequest,
 };
 use serde_json::Value;
 

@@ -5,10 +5,9 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use quiver_contract::{Limits, ScriptOutcome};
-use quiver_executor::worker::{
-    ipc::{FrameReader, FrameWriter},
-    protocol::{HostMessage, HostRequest, WorkerMessage},
-    run_worker_on,
+use quiver_executor::{
+    ipc::{FrameReader, FrameWriter, HostMessage, HostRequest, WorkerMessage},
+    worker::run_worker_on,
 };
 use serde_json::json;
 use tokio::{

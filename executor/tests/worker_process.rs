@@ -10,11 +10,8 @@ use std::{collections::BTreeMap, process::Stdio, time::Duration};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::BYTECODE_CACHE_OFF,
-    worker::{
-        ipc::{FrameReader, FrameWriter},
-        protocol::{HostMessage, HostRequest, WorkerMessage},
-        run_worker,
-    },
+    ipc::{FrameReader, FrameWriter, HostMessage, HostRequest, WorkerMessage},
+    worker::run_worker,
 };
 use serde_json::json;
 use tokio::{

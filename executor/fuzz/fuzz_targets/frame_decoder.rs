@@ -5,10 +5,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use quiver_executor::worker::{
-    ipc::{FrameDecoder, FrameReader},
-    protocol::{HostMessage, WorkerMessage},
-};
+use quiver_executor::ipc::{FrameDecoder, FrameReader, HostMessage, WorkerMessage};
 
 /// Small enough that the fuzzer reaches the limit checks.
 const MAX_FRAME: usize = 4096;

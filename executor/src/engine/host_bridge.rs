@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::worker::protocol::HostRequest;
+use crate::ipc::HostRequest;
 
 /// Answers what a running script asks of the host.
 ///
@@ -17,7 +17,7 @@ use crate::worker::protocol::HostRequest;
 ///
 /// ```
 /// use futures::future::{BoxFuture, FutureExt};
-/// use quiver_executor::{engine::HostBridge, worker::protocol::HostRequest};
+/// use quiver_executor::{engine::HostBridge, ipc::HostRequest};
 ///
 /// struct Echo;
 ///

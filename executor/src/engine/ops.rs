@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use super::{HostBridge, log_buffer::LogBuffer};
 use quiver_contract::Limits;
 
-use crate::worker::protocol::HostRequest;
+use crate::ipc::HostRequest;
 
 /// What the ops of one execution share.
 pub(crate) struct ExecutionState {

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use deno_core::{JsRuntimeForSnapshot, RuntimeOptions};
 
-use super::{EngineError, ops::quiver_script};
+use super::{engine_error::EngineError, ops::quiver_script};
 
 /// The environment variable (and value) that turns the QuickJS backend's
 /// on-disk bytecode cache off. The backend reads it once per process, before

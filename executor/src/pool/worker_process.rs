@@ -23,11 +23,8 @@ use quiver_contract::{Limits, ScriptOutcome};
 
 use crate::{
     engine::{BYTECODE_CACHE_OFF, startup_snapshot},
-    script::{ScriptContext, StashOp},
-    worker::{
-        ipc::{FrameError, FrameReader, FrameWriter},
-        protocol::{HostMessage, HostRequest, WorkerMessage},
-    },
+    ipc::{FrameError, FrameReader, FrameWriter, HostMessage, HostRequest, WorkerMessage},
+    pool::script_context::{ScriptContext, StashOp},
 };
 
 /// How long past its wall limit a worker may take to report before it is

@@ -2,12 +2,12 @@
 //! and the [`ScriptRunner`] that validates a script, runs it on a pooled worker
 //! and answers the worker's requests against the caller's context.
 
-mod context;
-mod runner;
+mod script_runner;
 mod scripts;
 mod view_context;
 
-pub use context::{ScriptContext, StashOp};
-pub use runner::ScriptRunner;
+// What a script asks of its host is answered by the pool's workers' host side.
+pub use crate::pool::{ScriptContext, StashOp};
+pub use script_runner::ScriptRunner;
 pub use scripts::LocalScripts;
 pub use view_context::{ViewScriptContext, script_value};

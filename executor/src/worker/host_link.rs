@@ -14,8 +14,8 @@ use futures::future::{BoxFuture, FutureExt};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::protocol::{HostRequest, WorkerMessage};
 use crate::engine::HostBridge;
+use crate::ipc::{HostRequest, WorkerMessage};
 
 type Reply = Result<Value, String>;
 

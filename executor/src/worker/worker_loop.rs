@@ -16,10 +16,9 @@ use tokio::{
 
 use super::{
     host_link::HostLink,
-    ipc::{FrameError, FrameReader, FrameWriter},
     isolation::{self, ForbiddenProbe},
-    protocol::{HostMessage, WorkerMessage},
 };
+use crate::ipc::{FrameError, FrameReader, FrameWriter, HostMessage, WorkerMessage};
 use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
 
 use crate::engine::ScriptRuntime;

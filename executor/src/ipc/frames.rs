@@ -235,7 +235,7 @@ mod tests {
     use super::*;
     use quiver_contract::Limits;
 
-    use crate::worker::protocol::{HostMessage, WorkerMessage};
+    use crate::ipc::{HostMessage, WorkerMessage};
 
     fn frame(body: &[u8]) -> Vec<u8> {
         let mut out = (body.len() as u32).to_be_bytes().to_vec();

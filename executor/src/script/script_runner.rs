@@ -7,9 +7,9 @@ use quiver_contract::{ExecuteError, Limits, ScriptOutcome, ValidationErrors};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    pool::ScriptContext,
     pool::{Owner, PoolError, WorkerPool},
     sandbox::validate::{ValidationLimits, validate},
-    script::context::ScriptContext,
 };
 
 /// Runs scripts for callers.

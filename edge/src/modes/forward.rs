@@ -1,0 +1,76 @@
+//! Forwarding one call of a visible tool to the executor: the arguments are
+//! checked and the call prepared by the view ([`ToolView::prepare_call`]),
+//! dispatched at most once, and an upstream's failure comes back redacted.
+
+use std::sync::Arc;
+
+use quiver_contract::{CallOptions, DEFAULT_TENANT, Dispatch};
+use quiver_view::{ToolView, ViewTool, redact::redact_for_caller};
+use rmcp::{
+    RoleServer,
+    model::{CallToolResult, ContentBlock, JsonObject},
+    service::RequestContext,
+};
+use serde_json::{Value, json};
+
+use super::tool_result::tool_error;
+use crate::relay::SessionRelay;
+
+/// An upstream's error result with its text redacted for the caller who sent
+/// `arguments` (see `quiver_view::redact`); other blocks pass unchanged.
+fn redact_error_result(mut result: CallToolResult, arguments: &Value) -> CallToolResult {
+    for block in &mut result.content {
+        if let Some(text) = block.as_text() {
+            let clean = redact_for_caller(&text.text, arguments);
+            if clean != text.text {
+                *block = ContentBlock::text(clean);
+            }
+        }
+    }
+    result
+}
+
+/// Validates and forwards one call to a visible tool; upstream failures become
+/// redacted tool errors. The call is dispatched at most once.
+pub(crate) async fn forward(
+    dispatch: &dyn Dispatch,
+    view: &ToolView,
+    tool: ViewTool<'_>,
+    arguments: Option<JsonObject>,
+    context: &RequestContext<RoleServer>,
+) -> CallToolResult {
+    let sent = arguments.map_or(Value::Null, Value::Object);
+    let call = match view.prepare_call(DEFAULT_TENANT, tool, &sent) {
+        Ok(call) => call,
+        Err(errors) => {
+            return tool_error(
+                "invalid_arguments",
+                errors.message(&tool.tool.exposed_name),
+                errors.to_json().get("error").cloned().unwrap_or_default(),
+            );
+        }
+    };
+    let relay = SessionRelay::new(context.peer.clone(), context.meta.get_progress_token());
+    let options = CallOptions {
+        timeout: None,
+        cancel: context.ct.clone(),
+        sink: Some(Arc::new(relay)),
+    };
+    let outcome = dispatch.call_tool(call, options).await;
+    // Redaction keeps what the caller sent (an absent object is `{}`).
+    let args_value = if sent.is_null() { json!({}) } else { sent };
+    let succeeded = matches!(&outcome, Ok(r) if r.is_error != Some(true));
+    view.record_call(DEFAULT_TENANT, tool, succeeded);
+    match outcome {
+        Ok(result) if result.is_error == Some(true) => redact_error_result(result, &args_value),
+        Ok(result) => result,
+        Err(e) => {
+            tracing::warn!(tool = %tool.tool.exposed_name, "call failed: {e}");
+            tool_error(
+                "upstream_error",
+                redact_for_caller(&e.to_string(), &args_value),
+                json!({"tool": tool.tool.exposed_name}),
+            )
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! How every mode words its answers: meta-tool definitions, successful
+//! results (text for the model, structured content for programs) and tool
+//! errors a model can act on (a code, a message, what to try next).
+
+use quiver_view::{
+    ToolView,
+    suggest::{closest, unknown_tool_message},
+};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// A meta-tool definition from its JSON parts.
+pub(crate) fn meta_tool(name: &str, description: &str, input_schema: Value) -> Tool {
+    let value = json!({"name": name, "description": description, "inputSchema": input_schema});
+    serde_json::from_value(value).unwrap_or_else(|_| Tool::default())
+}
+
+/// A tool error a model can act on: text, plus the same as structured content.
+pub(crate) fn tool_error(code: &str, message: String, extra: Value) -> CallToolResult {
+    let mut error = json!({"code": code, "message": message});
+    if let (Some(obj), Value::Object(more)) = (error.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
+    result.structured_content = Some(json!({"error": error}));
+    result
+}
+
+/// A successful result: `text` for the model, `structured` for programs.
+pub(crate) fn tool_ok(text: String, structured: Option<Value>) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = structured;
+    result
+}
+
+/// Parses a meta-tool's arguments, or explains what was expected.
+pub(crate) fn parse_args<T: DeserializeOwned>(
+    tool: &str,
+    args: Option<JsonObject>,
+    usage: &str,
+) -> Result<T, Box<CallToolResult>> {
+    serde_json::from_value(Value::Object(args.unwrap_or_default())).map_err(|e| {
+        Box::new(tool_error(
+            "invalid_arguments",
+            format!("invalid arguments for `{tool}`: {e}. Expected {usage}."),
+            json!({}),
+        ))
+    })
+}
+
+/// "unknown tool" with the closest visible names.
+pub(crate) fn unknown_tool(view: &ToolView, name: &str, hint: &str) -> CallToolResult {
+    let suggestions = closest(name, view.exposed_names(), 3);
+    let message = unknown_tool_message(name, &suggestions, hint);
+    tool_error("unknown_tool", message, json!({"suggestions": suggestions}))
+}
