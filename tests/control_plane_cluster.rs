@@ -168,7 +168,7 @@ async fn load(
                 history.ops.lock().unwrap().push(Op::Read {
                     invoked,
                     completed: Instant::now(),
-                    seen: tenant_ids(&list),
+                    seen: tenant_ids(&list.to_json()),
                 });
             }
         }

@@ -5,13 +5,12 @@
 use std::time::Duration;
 
 use quiver_proto::pb::{self, control_plane_client::ControlPlaneClient};
-use serde_json::Value;
 use tonic::{Code, transport::Channel};
 
 use crate::{
-    admin::AdminRequest,
-    raft::network::{TlsMaterial, channel},
-    service::{LEADER_METADATA, MAX_MESSAGE_BYTES},
+    admin::{AdminAnswer, AdminEnvelope, AdminRequest, LEADER_METADATA, NOT_LEADER},
+    error_chain::with_causes,
+    raft::network::{MAX_MESSAGE_BYTES, TlsMaterial, channel},
 };
 
 /// How many "not the leader" redirects one call follows.
@@ -69,11 +68,6 @@ impl AdminClient {
         }
     }
 
-    /// A client of one node.
-    pub fn connect_one(addr: &str, tls: Option<&TlsMaterial>) -> anyhow::Result<AdminClient> {
-        Ok(AdminClient::new(vec![addr.to_string()], tls.cloned()))
-    }
-
     /// Sets the time limit of one call to one node.
     pub fn with_timeout(mut self, timeout: Duration) -> AdminClient {
         self.timeout = timeout;
@@ -82,28 +76,31 @@ impl AdminClient {
 
     fn client(&self, addr: &str) -> Result<ControlPlaneClient<Channel>, ClientError> {
         let channel = channel(addr, self.tls.as_ref()).map_err(|e| ClientError::Unreachable {
-            tried: format!("{addr}: {e}"),
+            tried: format!("{addr}: {}", with_causes(&e)),
         })?;
         Ok(ControlPlaneClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES))
     }
 
-    async fn send(&self, addr: &str, request: &AdminRequest) -> Result<Value, tonic::Status> {
+    async fn send(&self, addr: &str, request: &AdminRequest) -> Result<AdminAnswer, tonic::Status> {
         let mut client = self
             .client(addr)
             .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        let mut call = tonic::Request::new(pb::AdminCall {
-            request_json: serde_json::to_string(request).unwrap_or_default(),
-        });
+        let request_json = serde_json::to_string(&AdminEnvelope::new(request.clone()))
+            .map_err(|e| tonic::Status::internal(format!("cannot encode the request: {e}")))?;
+        let mut call = tonic::Request::new(pb::AdminCall { request_json });
         call.set_timeout(self.timeout);
         let reply = client.admin(call).await?.into_inner();
-        serde_json::from_str(&reply.response_json)
-            .map_err(|e| tonic::Status::internal(format!("unreadable answer: {e}")))
+        serde_json::from_str(&reply.response_json).map_err(|e| {
+            tonic::Status::internal(format!(
+                "unreadable answer: {e}; is `quiver ctl` the same version as the cluster?"
+            ))
+        })
     }
 
     /// Sends `request` to the first endpoint only, without following the leader.
-    pub async fn call_here(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
+    pub async fn call_here(&mut self, request: &AdminRequest) -> Result<AdminAnswer, ClientError> {
         let addr = self.endpoints.first().cloned().unwrap_or_default();
         self.send(&addr, request)
             .await
@@ -116,7 +113,7 @@ impl AdminClient {
     /// While the cluster is electing a leader (nodes answer but none leads), it
     /// waits and asks again, for up to [`AdminClient::with_election_wait`]
     /// (default 5 s), so an operator's command rides through a failover.
-    pub async fn call(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
+    pub async fn call(&mut self, request: &AdminRequest) -> Result<AdminAnswer, ClientError> {
         let deadline = tokio::time::Instant::now() + self.election_wait;
         let mut pause = Duration::from_millis(20);
         loop {
@@ -139,7 +136,7 @@ impl AdminClient {
         self
     }
 
-    async fn call_once(&mut self, request: &AdminRequest) -> Result<Value, ClientError> {
+    async fn call_once(&mut self, request: &AdminRequest) -> Result<AdminAnswer, ClientError> {
         let mut tried = Vec::new();
         let mut failed = std::collections::BTreeSet::new();
         let mut no_leader = None;
@@ -151,14 +148,14 @@ impl AdminClient {
                 continue;
             }
             match self.send(&addr, request).await {
-                Ok(value) => {
+                Ok(answer) => {
                     self.endpoints.retain(|e| *e != addr);
                     self.endpoints.insert(0, addr);
-                    return Ok(value);
+                    return Ok(answer);
                 }
                 Err(status)
                     if status.code() == Code::FailedPrecondition
-                        && status.message().starts_with("not the leader") =>
+                        && status.message().starts_with(NOT_LEADER) =>
                 {
                     let leader = status
                         .metadata()

@@ -132,34 +132,3 @@ impl Command {
         }
     }
 }
-
-/// What applying a command produced: either a JSON result or a refusal that
-/// changed nothing. Refusals are deterministic, so every node agrees on them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum Outcome {
-    /// Applied.
-    Applied {
-        /// Command-specific result (the tenant, the upstream, …).
-        #[serde(default)]
-        result: serde_json::Value,
-        /// The manifest version after the command.
-        manifest_version: u64,
-    },
-    /// Refused; the state is unchanged.
-    Refused {
-        /// Machine-readable reason (`not_found`, `already_exists`, `invalid`, `unsupported`).
-        code: String,
-        /// What is wrong and what to do.
-        message: String,
-    },
-}
-
-impl Outcome {
-    pub(crate) fn refused(code: &str, message: impl Into<String>) -> Outcome {
-        Outcome::Refused {
-            code: code.to_string(),
-            message: message.into(),
-        }
-    }
-}

@@ -8,13 +8,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{admin::FleetMember, raft::NodeId};
+use crate::{admin::FleetMember, node_role::NodeRole, raft::NodeId};
 
 /// Reports older than this are forgotten.
 pub const REPORT_TTL: Duration = Duration::from_secs(30);
 
 struct Report {
-    role: String,
+    role: NodeRole,
     manifest_version: u64,
     stub_hash: String,
     at: Instant,
@@ -36,12 +36,12 @@ impl FleetRegistry {
     }
 
     /// Records a report.
-    pub fn report(&self, node: &str, role: &str, manifest_version: u64, stub_hash: &str) {
+    pub fn report(&self, node: &str, role: NodeRole, manifest_version: u64, stub_hash: &str) {
         let mut reports = self.reports.lock().unwrap_or_else(|p| p.into_inner());
         reports.insert(
             node.to_string(),
             Report {
-                role: role.to_string(),
+                role,
                 manifest_version,
                 stub_hash: stub_hash.to_string(),
                 at: Instant::now(),
@@ -57,7 +57,7 @@ impl FleetRegistry {
             .iter()
             .map(|(node, r)| FleetMember {
                 node: node.clone(),
-                role: r.role.clone(),
+                role: r.role,
                 manifest_version: r.manifest_version,
                 stub_hash: r.stub_hash.clone(),
                 age_ms: u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX),

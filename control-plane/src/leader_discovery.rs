@@ -7,12 +7,12 @@ use std::{sync::Arc, time::Duration};
 use openraft::ServerState;
 use quiver_proto::manifest::ServerEntry;
 use quiver_upstream::UpstreamConfig;
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     command::{Command, Envelope},
-    discovery::DiscoverySink,
-    node::ControlPlaneNode,
-    raft::Raft,
+    discovery::{Discovery, DiscoverySink},
+    raft::{NodeId, Raft, state_machine::SharedState},
 };
 
 /// Discovery's results become replicated commands; results arriving within
@@ -75,36 +75,53 @@ impl DiscoverySink for RaftSink {
     }
 }
 
-/// Runs discovery while this node leads, over the registered upstreams; stops
-/// (and drops the connections) when it no longer leads.
-pub(crate) async fn lead_discovery(node: Arc<ControlPlaneNode>) {
-    let mut metrics = node.raft.metrics();
-    let mut applied = node.shared.subscribe_applied();
-    let mut registry: Option<Vec<UpstreamConfig>> = None;
-    loop {
-        let leading = {
-            let m = metrics.borrow_and_update();
-            m.state == ServerState::Leader && m.current_leader == Some(node.id)
-        };
-        let wanted: Vec<UpstreamConfig> = if leading {
-            node.shared
-                .lock()
-                .upstreams
-                .values()
-                .map(|u| u.config.clone())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if registry.as_ref() != Some(&wanted) {
-            node.discovery.sync(wanted.clone()).await;
-            registry = Some(wanted);
+/// What leading discovery needs: whether this node leads (from Raft's
+/// metrics), the registry (from the applied state), and discovery itself.
+pub(crate) struct LeaderDiscovery {
+    /// This node.
+    pub(crate) id: NodeId,
+    /// Its Raft handle (metrics only).
+    pub(crate) raft: Raft,
+    /// The applied state (the upstream registry).
+    pub(crate) shared: Arc<SharedState>,
+    /// Discovery, fed into a [`RaftSink`].
+    pub(crate) discovery: Arc<Discovery>,
+    /// Stops the loop.
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl LeaderDiscovery {
+    /// Runs discovery while this node leads, over the registered upstreams;
+    /// stops (and drops the connections) when it no longer leads.
+    pub(crate) async fn run(self) {
+        let mut metrics = self.raft.metrics();
+        let mut applied = self.shared.subscribe_applied();
+        let mut registry: Option<Vec<UpstreamConfig>> = None;
+        loop {
+            let leading = {
+                let m = metrics.borrow_and_update();
+                m.state == ServerState::Leader && m.current_leader == Some(self.id)
+            };
+            let wanted: Vec<UpstreamConfig> = if leading {
+                self.shared
+                    .lock()
+                    .upstreams
+                    .values()
+                    .map(|u| u.config.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if registry.as_ref() != Some(&wanted) {
+                self.discovery.sync(wanted.clone()).await;
+                registry = Some(wanted);
+            }
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() { break },
+                changed = applied.changed() => if changed.is_err() { break },
+                () = self.shutdown.cancelled() => break,
+            }
         }
-        tokio::select! {
-            changed = metrics.changed() => if changed.is_err() { break },
-            changed = applied.changed() => if changed.is_err() { break },
-            () = node.shutdown.cancelled() => break,
-        }
+        self.discovery.sync(Vec::new()).await;
     }
-    node.discovery.sync(Vec::new()).await;
 }

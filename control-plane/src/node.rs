@@ -1,33 +1,31 @@
-//! One control-plane node: its data directory, its Raft instance, its gRPC
-//! listener (Raft between nodes, `ControlPlane` for operators, edges and
-//! executors), the fleet registry, and discovery while it leads. Writes and
-//! linearizable reads are here; the operator requests built on them are in
-//! `operator.rs`, leader discovery in `leader_discovery.rs`.
+//! One control-plane node, wired together: its data directory, its Raft
+//! instance, its gRPC listener (Raft between nodes, `ControlPlane` for
+//! operators, edges and executors), the fleet registry, and discovery while it
+//! leads. The parts get narrow handles (`replica.rs`, `operator.rs`,
+//! `service.rs`, `leader_discovery.rs`); none of them knows this type.
 
-use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
-use openraft::{Config, SnapshotPolicy, error::RaftError};
+use openraft::{Config, SnapshotPolicy};
 use quiver_upstream::UpstreamSet;
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    command::{Command, Envelope, Outcome},
+    admin::{AdminAnswer, AdminError, AdminRequest, Committed},
+    command::Command,
     discovery::Discovery,
     fleet::FleetRegistry,
-    leader_discovery::{RaftSink, lead_discovery},
+    leader_discovery::{LeaderDiscovery, RaftSink},
+    operator::Operator,
     raft::{
-        Node, NodeId, Raft,
-        log_store::{DataDir, LogStore},
-        network::{ClusterTls, GrpcNetwork, TlsMaterial},
-        state_machine::{SharedState, StateMachine},
-        typ,
+        NodeId, Raft,
+        log_store::{DataDir, LogStore, OpenError},
+        network::{ClusterTls, GrpcNetwork, TlsFileError},
+        state_machine::{SharedState, SnapshotError, StateMachine},
     },
-    state::ControlState,
+    replica::{BootstrapError, Replica},
+    service::{self, ControlPlaneService},
 };
-
-/// How long a write or a consistent read waits for a majority of the voters.
-pub const QUORUM_WAIT: Duration = Duration::from_secs(5);
 
 /// Raft timing and log compaction.
 #[derive(Debug, Clone)]
@@ -72,60 +70,54 @@ pub struct NodeConfig {
     pub tuning: RaftTuning,
 }
 
-/// Why an admin request failed; mapped to gRPC statuses by the service.
+/// Why a node did not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum AdminError {
-    /// Ask the leader instead.
-    #[error("node {this} is not the leader{}", match leader { Some((id, addr)) => format!("; the leader is node {id} at {addr}"), None => "; no leader is elected yet (is a quorum of nodes up?)".to_string() })]
-    NotLeader {
-        /// This node.
-        this: NodeId,
-        /// The leader as far as this node knows.
-        leader: Option<(NodeId, String)>,
+pub enum StartError {
+    /// A certificate or key could not be read.
+    #[error("control plane TLS")]
+    Tls(#[from] TlsFileError),
+    /// The data directory could not be opened (its message names the fix).
+    #[error(transparent)]
+    DataDir(#[from] OpenError),
+    /// The last snapshot could not be loaded.
+    #[error("{}: loading the last snapshot", path.display())]
+    Snapshot {
+        /// The data file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: SnapshotError,
     },
-    /// The state machine refused the command.
-    #[error("{message}")]
-    Refused {
-        /// `not_found`, `already_exists`, `invalid`, `unsupported`.
-        code: String,
-        /// What to do.
-        message: String,
+    /// The Raft settings are inconsistent.
+    #[error("Raft settings")]
+    Config(#[from] openraft::ConfigError),
+    /// The listen address cannot be bound.
+    #[error(
+        "control plane: cannot listen on {addr} (another quiver dev or control-plane node? choose another address, or port 0 for a free one)"
+    )]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
     },
-    /// The request itself is wrong.
-    #[error("{0}")]
-    Invalid(String),
-    /// The cluster cannot answer now (shutting down, a transport failure).
-    #[error("{0}")]
-    Unavailable(String),
-    /// A majority of the voters did not answer in time.
-    #[error("{0}")]
-    NoQuorum(String),
-}
-
-impl From<Outcome> for AdminError {
-    /// A state-machine refusal as an operator error.
-    fn from(outcome: Outcome) -> AdminError {
-        match outcome {
-            Outcome::Refused { code, message } => AdminError::Refused { code, message },
-            Outcome::Applied { .. } => {
-                AdminError::Invalid("an applied command is not an error".into())
-            }
-        }
-    }
+    /// Raft did not start.
+    #[error("starting Raft")]
+    Raft(#[source] openraft::error::Fatal<NodeId>),
+    /// `bootstrap` was asked for and failed.
+    #[error("--bootstrap")]
+    Bootstrap(#[from] BootstrapError),
 }
 
 /// A running control-plane node.
 pub struct ControlPlaneNode {
-    pub(crate) id: NodeId,
-    addr: String,
-    pub(crate) raft: Raft,
-    pub(crate) shared: Arc<SharedState>,
-    pub(crate) fleet: FleetRegistry,
-    pub(crate) tls: Option<TlsMaterial>,
-    pub(crate) discovery: Arc<Discovery>,
+    replica: Replica,
+    operator: Arc<Operator>,
+    discovery: Arc<Discovery>,
     sink: Arc<RaftSink>,
-    pub(crate) shutdown: CancellationToken,
+    shutdown: CancellationToken,
 }
 
 impl ControlPlaneNode {
@@ -134,7 +126,7 @@ impl ControlPlaneNode {
     pub async fn start(
         config: NodeConfig,
         shutdown: CancellationToken,
-    ) -> anyhow::Result<(Arc<ControlPlaneNode>, SocketAddr)> {
+    ) -> Result<(Arc<ControlPlaneNode>, SocketAddr), StartError> {
         Self::start_with(config, Arc::new(UpstreamSet::default()), shutdown).await
     }
 
@@ -145,10 +137,14 @@ impl ControlPlaneNode {
         config: NodeConfig,
         upstreams: Arc<UpstreamSet>,
         shutdown: CancellationToken,
-    ) -> anyhow::Result<(Arc<ControlPlaneNode>, SocketAddr)> {
+    ) -> Result<(Arc<ControlPlaneNode>, SocketAddr), StartError> {
         let tls = config.tls.as_ref().map(ClusterTls::load).transpose()?;
         let data = DataDir::open(&config.data, config.node_id)?;
-        let state_machine = StateMachine::open(data.clone()).map_err(anyhow::Error::msg)?;
+        let state_machine =
+            StateMachine::open(data.clone()).map_err(|source| StartError::Snapshot {
+                path: data.path().to_path_buf(),
+                source,
+            })?;
         let shared = state_machine.shared();
         let tuning = &config.tuning;
         let raft_config = Config {
@@ -162,10 +158,14 @@ impl ControlPlaneNode {
             ..Config::default()
         }
         .validate()?;
+        let listen_error = |source| StartError::Listen {
+            addr: config.listen,
+            source,
+        };
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
-            .map_err(|e| anyhow::anyhow!("control plane: cannot listen on {}: {e} (another quiver dev or control-plane node? choose another address, or port 0 for a free one)", config.listen))?;
-        let bound = listener.local_addr()?;
+            .map_err(listen_error)?;
+        let bound = listener.local_addr().map_err(listen_error)?;
         let addr = config
             .advertise
             .clone()
@@ -177,74 +177,87 @@ impl ControlPlaneNode {
             LogStore::new(data),
             state_machine,
         )
-        .await?;
+        .await
+        .map_err(StartError::Raft)?;
+        let replica = Replica::new(config.node_id, addr.clone(), raft.clone(), shared.clone());
         let sink = Arc::new(RaftSink::new(raft.clone()));
-        let node = Arc::new(ControlPlaneNode {
-            id: config.node_id,
-            addr: addr.clone(),
-            raft: raft.clone(),
-            shared: shared.clone(),
-            fleet: FleetRegistry::new(config.node_id),
-            tls: tls.clone(),
-            discovery: Discovery::new(upstreams, sink.clone(), shutdown.clone()),
-            sink,
-            shutdown: shutdown.clone(),
-        });
-        crate::service::serve(node.clone(), listener, tls, shutdown.clone());
+        let discovery = Discovery::new(upstreams, sink.clone(), shutdown.clone());
+        let fleet = Arc::new(FleetRegistry::new(config.node_id));
+        let operator = Arc::new(Operator::new(
+            replica.clone(),
+            fleet.clone(),
+            discovery.clone(),
+            tls.clone(),
+        ));
+        service::serve(
+            raft.clone(),
+            ControlPlaneService {
+                shared: shared.clone(),
+                fleet,
+                operator: operator.clone(),
+            },
+            listener,
+            tls,
+            shutdown.clone(),
+        );
         if config.bootstrap {
-            node.bootstrap().await?;
+            replica.bootstrap().await?;
         }
-        tokio::spawn(lead_discovery(node.clone()));
+        tokio::spawn(
+            LeaderDiscovery {
+                id: config.node_id,
+                raft,
+                shared,
+                discovery: discovery.clone(),
+                shutdown: shutdown.clone(),
+            }
+            .run(),
+        );
         tracing::info!(node = config.node_id, %addr, data = %config.data.display(), "control-plane node started");
+        let node = Arc::new(ControlPlaneNode {
+            replica,
+            operator,
+            discovery,
+            sink,
+            shutdown,
+        });
         Ok((node, bound))
-    }
-
-    /// Initialises a fresh node as a one-node cluster; a node that already has
-    /// state is left as it is.
-    pub async fn bootstrap(&self) -> anyhow::Result<bool> {
-        if self.raft.is_initialized().await? {
-            tracing::info!("data directory already holds a cluster; --bootstrap ignored");
-            return Ok(false);
-        }
-        let members = BTreeMap::from([(self.id, Node::new(self.addr.clone()))]);
-        self.raft.initialize(members).await?;
-        Ok(true)
     }
 
     /// This node's id.
     pub fn id(&self) -> NodeId {
-        self.id
+        self.replica.id()
     }
 
     /// The address other nodes use.
     pub fn addr(&self) -> &str {
-        &self.addr
+        self.replica.addr()
     }
 
     /// The Raft handle.
     pub fn raft(&self) -> &Raft {
-        &self.raft
+        self.replica.raft()
     }
 
     /// The replicated state as applied here.
     pub fn shared(&self) -> &Arc<SharedState> {
-        &self.shared
+        self.replica.shared()
     }
 
-    /// The fleet registry.
-    pub fn fleet(&self) -> &FleetRegistry {
-        &self.fleet
+    /// Serves one operator request (as `ControlPlane.Admin` does).
+    pub async fn admin(&self, request: AdminRequest) -> Result<AdminAnswer, AdminError> {
+        self.operator.serve(request).await
     }
 
-    /// TLS material, when the cluster uses mTLS.
-    pub fn tls(&self) -> Option<&TlsMaterial> {
-        self.tls.as_ref()
+    /// Proposes a command; resolves once it is committed and applied.
+    pub async fn write(&self, actor: &str, command: Command) -> Result<Committed, AdminError> {
+        self.replica.write(actor, command).await
     }
 
     /// Resolves once every registered upstream has been listed (or failed) once
     /// by this node's discovery (it must be leading).
     pub async fn first_discovery(&self) {
-        let ids: Vec<String> = self.shared.lock().upstreams.keys().cloned().collect();
+        let ids: Vec<String> = self.shared().lock().upstreams.keys().cloned().collect();
         self.discovery.first_round_of(&ids).await;
     }
 
@@ -255,7 +268,7 @@ impl ControlPlaneNode {
 
     /// Waits until this node knows a leader (or `timeout` passes).
     pub async fn wait_for_leader(&self, timeout: Duration) -> Option<NodeId> {
-        let mut metrics = self.raft.metrics();
+        let mut metrics = self.raft().metrics();
         let wait = metrics.wait_for(|m| m.current_leader.is_some());
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(m)) => m.current_leader,
@@ -266,84 +279,6 @@ impl ControlPlaneNode {
     /// Stops Raft (the gRPC server stops with the shutdown token).
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
-        let _ = self.raft.shutdown().await;
-    }
-
-    pub(crate) fn leader(&self) -> Option<(NodeId, String)> {
-        let metrics = self.raft.metrics().borrow().clone();
-        let id = metrics.current_leader?;
-        let addr = metrics
-            .membership_config
-            .membership()
-            .get_node(&id)
-            .map(|n| n.addr.clone())
-            .unwrap_or_default();
-        Some((id, addr))
-    }
-
-    pub(crate) fn not_leader(&self) -> AdminError {
-        AdminError::NotLeader {
-            this: self.id,
-            leader: self.leader().filter(|(id, _)| *id != self.id),
-        }
-    }
-
-    /// Proposes a command; resolves once it is committed and applied.
-    pub async fn write(&self, actor: &str, command: Command) -> Result<Value, AdminError> {
-        let write = self.raft.client_write(Envelope::now(actor, command));
-        let response = tokio::time::timeout(QUORUM_WAIT, write)
-            .await
-            .map_err(|_| {
-                AdminError::NoQuorum(format!(
-                    "the write was not committed within {} s: fewer than a majority of the voters answer (quorum lost?); it may still be applied once they are back, so read before retrying",
-                    QUORUM_WAIT.as_secs()
-                ))
-            })?
-            .map_err(|e| self.write_error(e))?;
-        match response.data {
-            Outcome::Applied {
-                result,
-                manifest_version,
-            } => Ok(
-                json!({"result": result, "manifest_version": manifest_version, "log_index": response.log_id.index}),
-            ),
-            refused @ Outcome::Refused { .. } => Err(refused.into()),
-        }
-    }
-
-    pub(crate) fn write_error(&self, e: RaftError<NodeId, typ::ClientWriteError>) -> AdminError {
-        if e.forward_to_leader::<Node>().is_some() {
-            return self.not_leader();
-        }
-        match e {
-            RaftError::APIError(typ::ClientWriteError::ChangeMembershipError(e)) => {
-                AdminError::Invalid(e.to_string())
-            }
-            other => AdminError::Unavailable(format!("the write was not committed: {other}")),
-        }
-    }
-
-    /// Reads the state after confirming leadership with a quorum: the answer
-    /// includes every write acknowledged before the read began.
-    pub async fn read<T>(&self, f: impl FnOnce(&mut ControlState) -> T) -> Result<T, AdminError> {
-        let confirm = tokio::time::timeout(QUORUM_WAIT, self.raft.ensure_linearizable())
-            .await
-            .map_err(|_| {
-                AdminError::NoQuorum(format!(
-                    "cannot confirm within {} s that this node still leads: fewer than a majority of the voters answer (quorum lost?)",
-                    QUORUM_WAIT.as_secs()
-                ))
-            })?;
-        confirm.map_err(|e| {
-            if e.forward_to_leader::<Node>().is_some() {
-                self.not_leader()
-            } else {
-                AdminError::Unavailable(format!(
-                    "cannot confirm a quorum for a consistent read ({e}); are a majority of nodes up?"
-                ))
-            }
-        })?;
-        let mut state = self.shared.lock();
-        Ok(f(&mut state))
+        let _ = self.raft().shutdown().await;
     }
 }

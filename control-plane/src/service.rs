@@ -1,5 +1,7 @@
 //! The gRPC face of a control-plane node: `Raft` (between nodes) and
-//! `ControlPlane` (operators, edges, executors) on one listener.
+//! `ControlPlane` (operators, edges, executors) on one listener. Each service
+//! holds only what it serves from (the Raft handle; the applied state, the
+//! fleet registry and the operator), never the node itself.
 
 use std::{pin::Pin, sync::Arc};
 
@@ -14,28 +16,40 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::{
-    admin::AdminRequest,
-    node::{AdminError, ControlPlaneNode},
-    raft::network::TlsMaterial,
+    admin::{AdminEnvelope, EnvelopeError},
+    fleet::FleetRegistry,
+    node_role::NodeRole,
+    operator::Operator,
+    raft::{
+        Raft,
+        network::{MAX_MESSAGE_BYTES, TlsMaterial},
+        state_machine::SharedState,
+    },
 };
 
-/// Largest gRPC message accepted or sent (a snapshot chunk, a big catalogue).
-pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// What the `ControlPlane` service answers from.
+pub(crate) struct ControlPlaneService {
+    /// The replicated state as applied on this node.
+    pub(crate) shared: Arc<SharedState>,
+    /// Reports of edges and executors to this node.
+    pub(crate) fleet: Arc<FleetRegistry>,
+    /// The operator API.
+    pub(crate) operator: Arc<Operator>,
+}
 
-/// The metadata key carrying the leader's address on a "not the leader" error.
-pub const LEADER_METADATA: &str = "quiver-leader";
-
-/// Serves both services on `listener` until `shutdown`.
-pub fn serve(
-    node: Arc<ControlPlaneNode>,
+/// Serves `Raft` (handed to `raft`) and `ControlPlane` on `listener` until
+/// `shutdown`.
+pub(crate) fn serve(
+    raft: Raft,
+    control: ControlPlaneService,
     listener: tokio::net::TcpListener,
     tls: Option<TlsMaterial>,
     shutdown: CancellationToken,
 ) {
-    let raft = RaftServer::new(RaftService { node: node.clone() })
+    let raft = RaftServer::new(RaftService { raft })
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let control = ControlPlaneServer::new(ControlPlaneService { node })
+    let control = ControlPlaneServer::new(control)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     tokio::spawn(async move {
@@ -66,7 +80,7 @@ pub fn serve(
 
 /// Raft messages from peers, handed to openraft.
 struct RaftService {
-    node: Arc<ControlPlaneNode>,
+    raft: Raft,
 }
 
 fn decode<T: DeserializeOwned>(request: Request<pb::RaftMessage>) -> Result<T, Status> {
@@ -87,7 +101,7 @@ impl RaftRpc for RaftService {
         request: Request<pb::RaftMessage>,
     ) -> Result<Response<pb::RaftMessage>, Status> {
         let rpc = decode(request)?;
-        encode(&self.node.raft().append_entries(rpc).await)
+        encode(&self.raft.append_entries(rpc).await)
     }
 
     async fn vote(
@@ -95,7 +109,7 @@ impl RaftRpc for RaftService {
         request: Request<pb::RaftMessage>,
     ) -> Result<Response<pb::RaftMessage>, Status> {
         let rpc = decode(request)?;
-        encode(&self.node.raft().vote(rpc).await)
+        encode(&self.raft.vote(rpc).await)
     }
 
     async fn install_snapshot(
@@ -103,53 +117,7 @@ impl RaftRpc for RaftService {
         request: Request<pb::RaftMessage>,
     ) -> Result<Response<pb::RaftMessage>, Status> {
         let rpc = decode(request)?;
-        encode(&self.node.raft().install_snapshot(rpc).await)
-    }
-}
-
-/// Operators, edges and executors.
-struct ControlPlaneService {
-    node: Arc<ControlPlaneNode>,
-}
-
-/// How an [`AdminError`] travels: a status code, its message, and the leader's
-/// address when there is one to follow.
-pub fn admin_status(error: AdminError) -> Status {
-    match error {
-        AdminError::NotLeader { leader, .. } => {
-            let mut status = Status::failed_precondition(error_text(&AdminError::NotLeader {
-                this: 0,
-                leader: leader.clone(),
-            }));
-            if let Some((_, addr)) = leader
-                && let Ok(value) = addr.parse()
-            {
-                status.metadata_mut().insert(LEADER_METADATA, value);
-            }
-            status
-        }
-        AdminError::Refused { code, message } => match code.as_str() {
-            "not_found" => Status::not_found(message),
-            "already_exists" => Status::already_exists(message),
-            "invalid" => Status::invalid_argument(message),
-            _ => Status::failed_precondition(message),
-        },
-        AdminError::Invalid(message) => Status::invalid_argument(message),
-        AdminError::Unavailable(message) => Status::unavailable(message),
-        // Not a transport failure: asking another node would not help.
-        AdminError::NoQuorum(message) => Status::aborted(message),
-    }
-}
-
-fn error_text(error: &AdminError) -> String {
-    match error {
-        AdminError::NotLeader { leader, .. } => match leader {
-            Some((id, addr)) => format!("not the leader; the leader is node {id} at {addr}"),
-            None => {
-                "not the leader, and no leader is elected yet (is a quorum of nodes up?)".into()
-            }
-        },
-        other => other.to_string(),
+        encode(&self.raft.install_snapshot(rpc).await)
     }
 }
 
@@ -161,7 +129,7 @@ impl ControlPlane for ControlPlaneService {
         &self,
         _request: Request<pb::GetManifestRequest>,
     ) -> Result<Response<pb::Manifest>, Status> {
-        Ok(Response::new(self.node.shared().manifest().to_pb()))
+        Ok(Response::new(self.shared.manifest().to_pb()))
     }
 
     type WatchManifestStream = UpdateStream;
@@ -171,7 +139,7 @@ impl ControlPlane for ControlPlaneService {
         request: Request<pb::WatchManifestRequest>,
     ) -> Result<Response<Self::WatchManifestStream>, Status> {
         let after = request.into_inner().after_version;
-        let shared = self.node.shared().clone();
+        let shared = self.shared.clone();
         let mut applied = shared.subscribe_applied();
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
@@ -216,16 +184,18 @@ impl ControlPlane for ControlPlaneService {
         &self,
         request: Request<pb::AdminCall>,
     ) -> Result<Response<pb::AdminReply>, Status> {
-        let call: AdminRequest = serde_json::from_str(&request.into_inner().request_json)
-            .map_err(|e| {
-                Status::invalid_argument(format!(
+        let call = AdminEnvelope::decode(&request.into_inner().request_json).map_err(|e| {
+            Status::invalid_argument(match e {
+                EnvelopeError::Malformed(e) => format!(
                     "unknown or malformed admin request ({e}); is `quiver ctl` the same version as the cluster?"
-                ))
-            })?;
-        let value = self.node.admin(call).await.map_err(admin_status)?;
-        Ok(Response::new(pb::AdminReply {
-            response_json: value.to_string(),
-        }))
+                ),
+                other => other.to_string(),
+            })
+        })?;
+        let answer = self.operator.serve(call).await?;
+        let response_json = serde_json::to_string(&answer)
+            .map_err(|e| Status::internal(format!("cannot encode the answer: {e}")))?;
+        Ok(Response::new(pb::AdminReply { response_json }))
     }
 
     async fn report_node(
@@ -238,13 +208,18 @@ impl ControlPlane for ControlPlaneService {
                 "a report needs a node name of 1-256 bytes",
             ));
         }
-        self.node.fleet().report(
+        let Some(role) = NodeRole::from_pb(report.role()) else {
+            return Err(Status::invalid_argument(
+                "a report needs a role: edge, executor or dev",
+            ));
+        };
+        self.fleet.report(
             &report.node,
-            &report.role,
+            role,
             report.manifest_version,
             &report.stub_hash,
         );
-        let manifest = self.node.shared().manifest();
+        let manifest = self.shared.manifest();
         Ok(Response::new(pb::NodeReportAck {
             current_version: manifest.version,
             current_stub_hash: manifest.stub_hash.to_hex(),

@@ -12,11 +12,15 @@ use quiver_proto::{
 };
 use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
-    command::{COMMAND_FORMAT, Command, Envelope, Outcome},
+    command::{COMMAND_FORMAT, Command, Envelope},
     manifest_store::same_content,
+    outcome::{
+        CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, Outcome, Refusal, RefusalCode,
+        TenantDeleted, UpstreamPut, UpstreamRemoved,
+    },
     tenant::{ApiKey, Tenant, TenantPatch, valid_id},
 };
 
@@ -53,8 +57,8 @@ pub struct Event {
     pub id: u64,
     /// Leader's clock when the command was proposed.
     pub at_ms: u64,
-    /// `drift` (a tool appeared, disappeared or changed schema) or `admin`.
-    pub kind: String,
+    /// What kind of event.
+    pub kind: EventKind,
     /// Who caused it.
     pub actor: String,
     /// Upstream concerned, if any.
@@ -65,6 +69,16 @@ pub struct Event {
     pub tool: Option<String>,
     /// What happened.
     pub message: String,
+}
+
+/// What an [`Event`] records; `drift` or `admin` on the wire and in snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A tool appeared, disappeared or changed schema.
+    Drift,
+    /// An operator (or `quiver dev`) changed the registry, a tenant or a key.
+    Admin,
 }
 
 /// A manifest version as remembered for history and diffs: the definition hash
@@ -126,74 +140,100 @@ impl ControlState {
     /// Applies one log entry. Refusals leave the state untouched.
     pub fn apply(&mut self, entry: &Envelope) -> Outcome {
         if entry.format > COMMAND_FORMAT {
-            return Outcome::refused(
-                "unsupported",
+            return Refusal::new(
+                RefusalCode::Unsupported,
                 format!(
                     "log entry format {} is newer than this build understands ({COMMAND_FORMAT}); upgrade this node",
                     entry.format
                 ),
-            );
+            )
+            .into();
         }
-        let at = entry.at_ms;
-        let actor = entry.actor.as_str();
-        let result = match &entry.command {
-            Command::PutUpstream {
-                upstream,
-                quarantine,
-                replace,
-            } => self.put_upstream(upstream, *quarantine, *replace, at, actor),
-            Command::RemoveUpstream { id } => self.remove_upstream(id, at, actor),
-            Command::RecordDiscovery { entries } => {
-                let results: Vec<Value> = entries
-                    .iter()
-                    .map(|entry| match self.record_discovery(entry, at, actor) {
-                        Ok(v) => v,
-                        Err(Outcome::Refused { message, .. }) => {
-                            json!({"upstream": entry.id, "skipped": message})
-                        }
-                        Err(other) => {
-                            json!({"upstream": entry.id, "skipped": format!("{other:?}")})
-                        }
-                    })
-                    .collect();
-                Ok(Value::Array(results))
-            }
-            Command::ApproveDrift { upstream, tool } => {
-                self.approve_drift(upstream, tool.as_deref(), at, actor)
-            }
-            Command::CreateTenant { id, patch } => self.create_tenant(id, patch, at, actor),
-            Command::UpdateTenant { id, patch } => self.update_tenant(id, patch, at, actor),
-            Command::DeleteTenant { id } => self.delete_tenant(id, at, actor),
-            Command::IssueKey {
-                tenant,
-                key_id,
-                sha256,
-            } => self.issue_key(tenant, key_id, sha256, at, actor),
-            Command::RevokeKey { tenant, key_id } => self.revoke_key(tenant, key_id, at, actor),
-        };
-        match result {
-            Ok(result) => {
+        match self.apply_command(&entry.command, entry.at_ms, &entry.actor) {
+            Ok((result, manifest_changed)) => {
                 // Only the registry and the catalogue shape the manifest; a
                 // tenant write or an unchanged re-listing rebuilds nothing.
-                let may_change_manifest = match &entry.command {
-                    Command::PutUpstream { .. }
-                    | Command::RemoveUpstream { .. }
-                    | Command::ApproveDrift { .. } => true,
-                    Command::RecordDiscovery { .. } => result
-                        .as_array()
-                        .is_some_and(|r| r.iter().any(|e| e["changed"] == true)),
-                    _ => false,
-                };
-                if may_change_manifest {
-                    self.publish_manifest(at);
+                if manifest_changed {
+                    self.publish_manifest(entry.at_ms);
                 }
                 Outcome::Applied {
                     result,
                     manifest_version: self.manifest_version(),
                 }
             }
-            Err(refused) => refused,
+            Err(refusal) => refusal.into(),
         }
+    }
+
+    /// Applies `command`; says whether the manifest may have changed.
+    fn apply_command(
+        &mut self,
+        command: &Command,
+        at: u64,
+        actor: &str,
+    ) -> Result<(CommandResult, bool), Refusal> {
+        Ok(match command {
+            Command::PutUpstream {
+                upstream,
+                quarantine,
+                replace,
+            } => {
+                let put = self.put_upstream(upstream, *quarantine, *replace, at, actor)?;
+                (CommandResult::PutUpstream(put), true)
+            }
+            Command::RemoveUpstream { id } => {
+                let removed = self.remove_upstream(id, at, actor)?;
+                (CommandResult::RemoveUpstream(removed), true)
+            }
+            Command::RecordDiscovery { entries } => {
+                let mut changed = false;
+                let records = entries
+                    .iter()
+                    .map(|entry| match self.record_discovery(entry, at, actor) {
+                        Ok(entry_changed) => {
+                            changed |= entry_changed;
+                            DiscoveryRecord::Recorded {
+                                upstream: entry.id.clone(),
+                                changed: entry_changed,
+                            }
+                        }
+                        Err(refusal) => DiscoveryRecord::Skipped {
+                            upstream: entry.id.clone(),
+                            reason: refusal.message,
+                        },
+                    })
+                    .collect();
+                (CommandResult::RecordDiscovery(records), changed)
+            }
+            Command::ApproveDrift { upstream, tool } => {
+                let approved = self.approve_drift(upstream, tool.as_deref(), at, actor)?;
+                (CommandResult::ApproveDrift(approved), true)
+            }
+            Command::CreateTenant { id, patch } => {
+                let tenant = self.create_tenant(id, patch, at, actor)?;
+                (CommandResult::CreateTenant(Box::new(tenant)), false)
+            }
+            Command::UpdateTenant { id, patch } => {
+                let tenant = self.update_tenant(id, patch, at, actor)?;
+                (CommandResult::UpdateTenant(Box::new(tenant)), false)
+            }
+            Command::DeleteTenant { id } => {
+                let deleted = self.delete_tenant(id, at, actor)?;
+                (CommandResult::DeleteTenant(deleted), false)
+            }
+            Command::IssueKey {
+                tenant,
+                key_id,
+                sha256,
+            } => {
+                let issued = self.issue_key(tenant, key_id, sha256, at, actor)?;
+                (CommandResult::IssueKey(issued), false)
+            }
+            Command::RevokeKey { tenant, key_id } => {
+                let revoked = self.revoke_key(tenant, key_id, at, actor)?;
+                (CommandResult::RevokeKey(revoked), false)
+            }
+        })
     }
 
     fn put_upstream(
@@ -203,17 +243,16 @@ impl ControlState {
         replace: bool,
         at: u64,
         actor: &str,
-    ) -> Result<Value, Outcome> {
+    ) -> Result<UpstreamPut, Refusal> {
         if let Err(e) = config.validate() {
-            return Err(Outcome::refused("invalid", e.to_string()));
+            return Err(Refusal::invalid(e.to_string()));
         }
         let id = config.id.clone();
         let existed = self.upstreams.contains_key(&id);
         if existed && !replace {
-            return Err(Outcome::refused(
-                "already_exists",
-                format!("upstream `{id}` already exists; remove it first or pass --replace"),
-            ));
+            return Err(Refusal::already_exists(format!(
+                "upstream `{id}` already exists; remove it first or pass --replace"
+            )));
         }
         self.upstreams.insert(
             id.clone(),
@@ -235,25 +274,34 @@ impl ControlState {
         }
         let verb = if existed { "replaced" } else { "added" };
         self.log_admin(at, actor, Some(&id), format!("upstream {verb}"));
-        Ok(json!({"id": id, "replaced": existed}))
+        Ok(UpstreamPut {
+            id,
+            replaced: existed,
+        })
     }
 
-    fn remove_upstream(&mut self, id: &str, at: u64, actor: &str) -> Result<Value, Outcome> {
+    fn remove_upstream(
+        &mut self,
+        id: &str,
+        at: u64,
+        actor: &str,
+    ) -> Result<UpstreamRemoved, Refusal> {
         if self.upstreams.remove(id).is_none() {
             return Err(self.unknown_upstream(id));
         }
         self.catalogue.remove(id);
         self.pending.remove(id);
         self.log_admin(at, actor, Some(id), "upstream removed".into());
-        Ok(json!({"id": id}))
+        Ok(UpstreamRemoved { id: id.to_string() })
     }
 
+    /// Records one upstream's discovery; says whether its catalogue entry changed.
     fn record_discovery(
         &mut self,
         entry: &ServerEntry,
         at: u64,
         actor: &str,
-    ) -> Result<Value, Outcome> {
+    ) -> Result<bool, Refusal> {
         let Some(record) = self.upstreams.get(&entry.id) else {
             // Removed while discovery was in flight: nothing to record.
             return Err(self.unknown_upstream(&entry.id));
@@ -322,9 +370,16 @@ impl ControlState {
         let changed = previous != Some(&incoming);
         self.catalogue.insert(entry.id.clone(), incoming);
         for (tool, message) in events {
-            self.log_event(at, "drift", actor, Some(&entry.id), Some(&tool), message);
+            self.log_event(
+                at,
+                EventKind::Drift,
+                actor,
+                Some(&entry.id),
+                Some(&tool),
+                message,
+            );
         }
-        Ok(json!({"upstream": entry.id, "changed": changed}))
+        Ok(changed)
     }
 
     fn approve_drift(
@@ -333,28 +388,24 @@ impl ControlState {
         tool: Option<&str>,
         at: u64,
         actor: &str,
-    ) -> Result<Value, Outcome> {
+    ) -> Result<DriftApproved, Refusal> {
         if !self.upstreams.contains_key(upstream) {
             return Err(self.unknown_upstream(upstream));
         }
         let Some(pending) = self.pending.get_mut(upstream) else {
-            return Err(Outcome::refused(
-                "not_found",
-                format!("upstream `{upstream}` has no quarantined changes"),
-            ));
+            return Err(Refusal::not_found(format!(
+                "upstream `{upstream}` has no quarantined changes"
+            )));
         };
         let approved: Vec<PendingDrift> = match tool {
             Some(name) => match pending.remove(name) {
                 Some(p) => vec![p],
                 None => {
                     let known: Vec<&str> = pending.keys().map(String::as_str).collect();
-                    return Err(Outcome::refused(
-                        "not_found",
-                        format!(
-                            "tool `{name}` of `{upstream}` has no quarantined change; pending: {}",
-                            known.join(", ")
-                        ),
-                    ));
+                    return Err(Refusal::not_found(format!(
+                        "tool `{name}` of `{upstream}` has no quarantined change; pending: {}",
+                        known.join(", ")
+                    )));
                 }
             },
             None => std::mem::take(pending).into_values().collect(),
@@ -378,14 +429,17 @@ impl ControlState {
         for name in &names {
             self.log_event(
                 at,
-                "admin",
+                EventKind::Admin,
                 actor,
                 Some(upstream),
                 Some(name),
                 "schema change approved".into(),
             );
         }
-        Ok(json!({"upstream": upstream, "approved": names}))
+        Ok(DriftApproved {
+            upstream: upstream.to_string(),
+            approved: names,
+        })
     }
 
     fn create_tenant(
@@ -394,27 +448,24 @@ impl ControlState {
         patch: &TenantPatch,
         at: u64,
         actor: &str,
-    ) -> Result<Value, Outcome> {
+    ) -> Result<Tenant, Refusal> {
         if !valid_id(id) {
-            return Err(Outcome::refused(
-                "invalid",
-                format!("tenant id `{id}` must be 1-64 characters of a-z, A-Z, 0-9, _ and -"),
-            ));
+            return Err(Refusal::invalid(format!(
+                "tenant id `{id}` must be 1-64 characters of a-z, A-Z, 0-9, _ and -"
+            )));
         }
         patch
             .validate()
-            .map_err(|m| Outcome::refused("invalid", m))?;
+            .map_err(|e| Refusal::invalid(e.to_string()))?;
         if self.tenants.contains_key(id) {
-            return Err(Outcome::refused(
-                "already_exists",
-                format!("tenant `{id}` already exists; use `tenant update`"),
-            ));
+            return Err(Refusal::already_exists(format!(
+                "tenant `{id}` already exists; use `tenant update`"
+            )));
         }
         let tenant = Tenant::new(id, patch, at);
-        let result = serde_json::to_value(&tenant).unwrap_or_default();
-        self.tenants.insert(id.to_string(), tenant);
+        self.tenants.insert(id.to_string(), tenant.clone());
         self.log_admin(at, actor, None, format!("tenant `{id}` created"));
-        Ok(result)
+        Ok(tenant)
     }
 
     fn update_tenant(
@@ -423,25 +474,25 @@ impl ControlState {
         patch: &TenantPatch,
         at: u64,
         actor: &str,
-    ) -> Result<Value, Outcome> {
+    ) -> Result<Tenant, Refusal> {
         patch
             .validate()
-            .map_err(|m| Outcome::refused("invalid", m))?;
+            .map_err(|e| Refusal::invalid(e.to_string()))?;
         let Some(tenant) = self.tenants.get_mut(id) else {
             return Err(self.unknown_tenant(id));
         };
         tenant.apply(patch, at);
-        let result = serde_json::to_value(&*tenant).unwrap_or_default();
+        let result = tenant.clone();
         self.log_admin(at, actor, None, format!("tenant `{id}` updated"));
         Ok(result)
     }
 
-    fn delete_tenant(&mut self, id: &str, at: u64, actor: &str) -> Result<Value, Outcome> {
+    fn delete_tenant(&mut self, id: &str, at: u64, actor: &str) -> Result<TenantDeleted, Refusal> {
         if self.tenants.remove(id).is_none() {
             return Err(self.unknown_tenant(id));
         }
         self.log_admin(at, actor, None, format!("tenant `{id}` deleted"));
-        Ok(json!({"id": id}))
+        Ok(TenantDeleted { id: id.to_string() })
     }
 
     fn issue_key(
@@ -451,11 +502,10 @@ impl ControlState {
         sha256: &str,
         at: u64,
         actor: &str,
-    ) -> Result<Value, Outcome> {
+    ) -> Result<KeyChanged, Refusal> {
         let valid_hash = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit());
         if !valid_hash || !valid_id(key_id) {
-            return Err(Outcome::refused(
-                "invalid",
+            return Err(Refusal::invalid(
                 "a key needs an id of a-z, A-Z, 0-9, _ and - and a hex SHA-256",
             ));
         }
@@ -463,10 +513,9 @@ impl ControlState {
             return Err(self.unknown_tenant(tenant));
         };
         if record.keys.contains_key(key_id) {
-            return Err(Outcome::refused(
-                "already_exists",
-                format!("tenant `{tenant}` already has a key `{key_id}`"),
-            ));
+            return Err(Refusal::already_exists(format!(
+                "tenant `{tenant}` already has a key `{key_id}`"
+            )));
         }
         record.keys.insert(
             key_id.to_string(),
@@ -482,7 +531,10 @@ impl ControlState {
             None,
             format!("key `{key_id}` issued to tenant `{tenant}`"),
         );
-        Ok(json!({"tenant": tenant, "key_id": key_id}))
+        Ok(KeyChanged {
+            tenant: tenant.to_string(),
+            key_id: key_id.to_string(),
+        })
     }
 
     fn revoke_key(
@@ -491,18 +543,15 @@ impl ControlState {
         key_id: &str,
         at: u64,
         actor: &str,
-    ) -> Result<Value, Outcome> {
+    ) -> Result<KeyChanged, Refusal> {
         let Some(record) = self.tenants.get_mut(tenant) else {
             return Err(self.unknown_tenant(tenant));
         };
         if record.keys.remove(key_id).is_none() {
-            return Err(Outcome::refused(
-                "not_found",
-                format!(
-                    "tenant `{tenant}` has no key `{key_id}`; its keys: {}",
-                    listed(record.keys.keys())
-                ),
-            ));
+            return Err(Refusal::not_found(format!(
+                "tenant `{tenant}` has no key `{key_id}`; its keys: {}",
+                listed(record.keys.keys())
+            )));
         }
         record.updated_ms = at;
         self.log_admin(
@@ -511,7 +560,10 @@ impl ControlState {
             None,
             format!("key `{key_id}` of tenant `{tenant}` revoked"),
         );
-        Ok(json!({"tenant": tenant, "key_id": key_id}))
+        Ok(KeyChanged {
+            tenant: tenant.to_string(),
+            key_id: key_id.to_string(),
+        })
     }
 
     /// Rebuilds the manifest from the catalogue and records a new version when
@@ -558,7 +610,7 @@ impl ControlState {
     fn log_event(
         &mut self,
         at: u64,
-        kind: &str,
+        kind: EventKind,
         actor: &str,
         upstream: Option<&str>,
         tool: Option<&str>,
@@ -567,7 +619,7 @@ impl ControlState {
         self.events.push_back(Event {
             id: self.next_event_id,
             at_ms: at,
-            kind: kind.to_string(),
+            kind,
             actor: actor.to_string(),
             upstream: upstream.map(str::to_string),
             tool: tool.map(str::to_string),
@@ -581,26 +633,22 @@ impl ControlState {
 
     /// An administrative event (no tool concerned).
     fn log_admin(&mut self, at: u64, actor: &str, upstream: Option<&str>, message: String) {
-        self.log_event(at, "admin", actor, upstream, None, message);
+        self.log_event(at, EventKind::Admin, actor, upstream, None, message);
     }
 
     /// The refusal for an upstream id that is not registered, listing those that are.
-    pub(crate) fn unknown_upstream(&self, id: &str) -> Outcome {
-        Outcome::refused(
-            "not_found",
-            format!(
-                "unknown upstream `{id}`; registered: {}",
-                listed(self.upstreams.keys())
-            ),
-        )
+    pub(crate) fn unknown_upstream(&self, id: &str) -> Refusal {
+        Refusal::not_found(format!(
+            "unknown upstream `{id}`; registered: {}",
+            listed(self.upstreams.keys())
+        ))
     }
 
     /// The refusal for a tenant id that does not exist.
-    pub(crate) fn unknown_tenant(&self, id: &str) -> Outcome {
-        Outcome::refused(
-            "not_found",
-            format!("unknown tenant `{id}`; `quiver ctl tenant list` shows the tenants"),
-        )
+    pub(crate) fn unknown_tenant(&self, id: &str) -> Refusal {
+        Refusal::not_found(format!(
+            "unknown tenant `{id}`; `quiver ctl tenant list` shows the tenants"
+        ))
     }
 }
 
@@ -622,6 +670,8 @@ pub fn definition_hash(tool: &ToolDef) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn envelope(command: Command) -> Envelope {
@@ -679,7 +729,11 @@ mod tests {
         assert_eq!(state.manifest_version(), 1, "same tools, same version");
         state.apply(&envelope(discovered("gh", vec![tool("search", "query")])));
         assert_eq!(state.manifest_version(), 2);
-        let drift: Vec<&Event> = state.events.iter().filter(|e| e.kind == "drift").collect();
+        let drift: Vec<&Event> = state
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Drift)
+            .collect();
         assert_eq!(drift.len(), 1);
         assert_eq!(drift[0].tool.as_deref(), Some("search"));
     }
@@ -694,7 +748,14 @@ mod tests {
         assert!(state.pending["gh"].contains_key("search"));
         // Seen again: still pending, no second drift event.
         state.apply(&envelope(discovered("gh", vec![tool("search", "query")])));
-        assert_eq!(state.events.iter().filter(|e| e.kind == "drift").count(), 1);
+        assert_eq!(
+            state
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::Drift)
+                .count(),
+            1
+        );
         let outcome = state.apply(&envelope(Command::ApproveDrift {
             upstream: "gh".into(),
             tool: None,
@@ -715,7 +776,7 @@ mod tests {
         })) else {
             panic!("removing an unknown upstream must be refused");
         };
-        assert_eq!(code, "not_found");
+        assert_eq!(code, RefusalCode::NotFound);
         assert!(message.contains("registered: gh"), "{message}");
         assert_eq!(serde_json::to_string(&state).unwrap(), before);
     }
@@ -727,7 +788,7 @@ mod tests {
         entry.format = COMMAND_FORMAT + 1;
         assert!(matches!(
             state.apply(&entry),
-            Outcome::Refused { code, .. } if code == "unsupported"
+            Outcome::Refused { code, .. } if code == RefusalCode::Unsupported
         ));
     }
 

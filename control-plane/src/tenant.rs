@@ -88,23 +88,46 @@ pub struct TenantPatch {
 /// The modes a tenant may be given.
 pub const MODES: [&str; 3] = ["passthrough", "search", "code"];
 
+/// Why a [`TenantPatch`] cannot be applied; the message names the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TenantPatchError {
+    /// `mode` is not one of [`MODES`].
+    #[error("mode `{mode}` is not one of {}", MODES.join(", "))]
+    UnknownMode {
+        /// The mode given.
+        mode: String,
+    },
+    /// `budget` is NaN or infinite.
+    #[error("budget must be a finite number")]
+    BudgetNotFinite,
+    /// A price is NaN or infinite.
+    #[error("price of `{glob}` must be a finite number")]
+    PriceNotFinite {
+        /// The price's glob.
+        glob: String,
+    },
+}
+
 impl TenantPatch {
-    /// Checks the values a patch would set; the message names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the values a patch would set.
+    pub fn validate(&self) -> Result<(), TenantPatchError> {
         if let Some(mode) = self.mode.as_deref()
             && !mode.is_empty()
             && !MODES.contains(&mode)
         {
-            return Err(format!("mode `{mode}` is not one of {}", MODES.join(", ")));
+            return Err(TenantPatchError::UnknownMode {
+                mode: mode.to_string(),
+            });
         }
         if let Some(budget) = self.budget
             && !budget.is_finite()
         {
-            return Err("budget must be a finite number".into());
+            return Err(TenantPatchError::BudgetNotFinite);
         }
         for (glob, price) in self.prices.iter().flatten() {
             if !price.is_finite() {
-                return Err(format!("price of `{glob}` must be a finite number"));
+                return Err(TenantPatchError::PriceNotFinite { glob: glob.clone() });
             }
         }
         Ok(())
@@ -215,7 +238,7 @@ mod tests {
             mode: Some("turbo".into()),
             ..TenantPatch::default()
         };
-        let error = patch.validate().unwrap_err();
+        let error = patch.validate().unwrap_err().to_string();
         assert!(error.contains("passthrough, search, code"), "{error}");
     }
 

@@ -11,9 +11,10 @@ use quiver_upstream::UpstreamConfig;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    error_chain::with_causes,
     manifest_store::ManifestStore,
-    raft::network::{TlsMaterial, channel},
-    service::MAX_MESSAGE_BYTES,
+    node_role::NodeRole,
+    raft::network::{ChannelError, MAX_MESSAGE_BYTES, TlsMaterial, channel},
 };
 
 /// How often a node re-reports itself between manifest changes.
@@ -31,8 +32,34 @@ pub struct WatchConfig {
     pub tls: Option<TlsMaterial>,
     /// This node's name in reports (unique in the fleet).
     pub node: String,
-    /// `edge`, `executor` or `dev`.
-    pub role: String,
+    /// What kind of node this is.
+    pub role: NodeRole,
+}
+
+/// Why a watch stream ended; the watcher logs it and resumes elsewhere.
+#[derive(Debug, thiserror::Error)]
+enum WatchError {
+    /// No channel to the endpoint.
+    #[error("no channel to the control plane")]
+    Channel(#[from] ChannelError),
+    /// The call or the stream failed.
+    #[error("the manifest stream failed")]
+    Stream(#[from] tonic::Status),
+    /// The control plane ended the stream.
+    #[error("the control plane closed the stream")]
+    Closed,
+    /// The upstream registry in an update does not decode.
+    #[error("unreadable upstream registry")]
+    Registry(#[source] serde_json::Error),
+    /// The manifest in an update does not decode.
+    #[error("unreadable manifest version {version}")]
+    Manifest {
+        /// Its version.
+        version: u64,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// Starts watching; the task ends with `shutdown`.
@@ -74,7 +101,11 @@ async fn watch_loop(
         {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
-                tracing::warn!(endpoint = %addr, "manifest watch: {e}; retrying in {backoff:?}");
+                tracing::warn!(
+                    endpoint = %addr,
+                    "manifest watch: {}; retrying in {backoff:?}",
+                    with_causes(&e)
+                );
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
@@ -89,7 +120,7 @@ async fn watch_once(
     registry: Option<&RegistrySink>,
     last_registry: &mut Option<String>,
     last_seen_version: &mut Option<u64>,
-) -> anyhow::Result<()> {
+) -> Result<(), WatchError> {
     let mut client =
         pb::control_plane_client::ControlPlaneClient::new(channel(addr, config.tls.as_ref())?)
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
@@ -105,7 +136,7 @@ async fn watch_once(
         tokio::select! {
             message = stream.message() => {
                 let Some(update) = message? else {
-                    anyhow::bail!("the control plane closed the stream");
+                    return Err(WatchError::Closed);
                 };
                 apply_update(config, store, registry, last_registry, last_seen_version, update)?;
                 send_report(&mut client, config, store).await;
@@ -122,10 +153,10 @@ fn apply_update(
     last_registry: &mut Option<String>,
     last_seen_version: &mut Option<u64>,
     update: pb::ManifestUpdate,
-) -> anyhow::Result<()> {
+) -> Result<(), WatchError> {
     if last_registry.as_deref() != Some(update.upstreams_json.as_str()) {
-        let upstreams: Vec<UpstreamConfig> = serde_json::from_str(&update.upstreams_json)
-            .map_err(|e| anyhow::anyhow!("unreadable upstream registry: {e}"))?;
+        let upstreams: Vec<UpstreamConfig> =
+            serde_json::from_str(&update.upstreams_json).map_err(WatchError::Registry)?;
         if let Some(sink) = registry {
             sink(upstreams);
         }
@@ -134,8 +165,10 @@ fn apply_update(
     let Some(message) = update.manifest else {
         return Ok(());
     };
-    let manifest = Manifest::from_pb(&message)
-        .map_err(|e| anyhow::anyhow!("unreadable manifest version {}: {e}", message.version))?;
+    let manifest = Manifest::from_pb(&message).map_err(|source| WatchError::Manifest {
+        version: message.version,
+        source,
+    })?;
     let local = manifest.stub_hash.to_hex();
     if local != message.stub_hash {
         // Reported as is: `cluster verify` names this node.
@@ -165,7 +198,7 @@ async fn send_report(
     let manifest = store.current();
     let report = pb::NodeReport {
         node: config.node.clone(),
-        role: config.role.clone(),
+        role: config.role.to_pb().into(),
         manifest_version: manifest.version,
         stub_hash: manifest.stub_hash.to_hex(),
     };
@@ -197,7 +230,11 @@ pub fn spawn_reporter(config: WatchConfig, store: Arc<ManifestStore>, shutdown: 
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(endpoint = %addr, "reporting to the control plane: {e}");
+                    tracing::warn!(
+                        endpoint = %addr,
+                        "reporting to the control plane: {}",
+                        with_causes(&e)
+                    );
                     turn += 1;
                 }
             }

@@ -11,6 +11,7 @@ use quiver_control_plane::{
     admin::AdminRequest,
     client::AdminClient,
     command::Command,
+    node_role::NodeRole,
     tenant::TenantPatch,
     watcher::{WatchConfig, spawn_watcher},
 };
@@ -171,7 +172,7 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
                 endpoints: vec![endpoints[w % endpoints.len()].clone()],
                 tls: None,
                 node: format!("bench-watcher-{w}"),
-                role: "edge".into(),
+                role: NodeRole::Edge,
             },
             store.clone(),
             None,
@@ -210,7 +211,7 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
         };
         let mut receivers: Vec<_> = stores.iter().map(|s| s.subscribe()).collect();
         let started = Instant::now();
-        let answer = leader
+        let version = leader
             .write(
                 "bench",
                 Command::RecordDiscovery {
@@ -218,8 +219,8 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
                 },
             )
             .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let version = answer["manifest_version"].as_u64().unwrap_or(0);
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .manifest_version;
         for rx in &mut receivers {
             tokio::time::timeout(
                 Duration::from_secs(10),

@@ -12,6 +12,7 @@ use quiver_contract::{Dispatch, Limits, RemoteExecutor, Scripts};
 use quiver_control_plane::{
     ControlPlaneNode, Discovery, LocalCatalogue, ManifestStore, NodeConfig, RaftTuning,
     command::Command,
+    node_role::NodeRole,
     watcher::{WatchConfig, spawn_watcher},
 };
 use quiver_edge::{Gateway, Mode};
@@ -120,7 +121,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let down: Vec<String> = upstreams
         .statuses()
         .into_iter()
-        .filter(|s| s.state != "connected")
+        .filter(|s| s.state != quiver_upstream::UpstreamState::Connected)
         .map(|s| s.id)
         .collect();
     if !down.is_empty() {
@@ -236,7 +237,7 @@ async fn start_control_plane(
             endpoints: vec![addr.to_string()],
             tls: None,
             node: format!("dev-{}@{}", std::process::id(), addr),
-            role: "dev".into(),
+            role: NodeRole::Dev,
         },
         store.clone(),
         None,

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use clap::Args;
 use quiver_control_plane::{
     ManifestStore,
+    node_role::NodeRole,
     raft::network::ClusterTls,
     watcher::{RegistrySink, WatchConfig, spawn_reporter, spawn_watcher},
 };
@@ -120,7 +121,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             .node_name
             .clone()
             .unwrap_or_else(|| format!("executor@{bound}")),
-        role: "executor".into(),
+        role: NodeRole::Executor,
     };
     let (upstreams, store) = if from_control_plane {
         let upstreams = Arc::new(UpstreamSet::default());

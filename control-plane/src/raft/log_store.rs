@@ -17,7 +17,8 @@ use openraft::{
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::{NodeId, TypeConfig, typ};
+use super::{NodeId, TypeConfig, store_error::StoreError, typ};
+use crate::error_chain::with_causes;
 
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("raft_meta");
@@ -138,7 +139,7 @@ impl DataDir {
         // Claim the file for this node, or check it is ours.
         match data
             .meta::<NodeId>("node_id")
-            .map_err(|e| damaged(e.to_string()))?
+            .map_err(|e| damaged(with_causes(&e)))?
         {
             Some(found) if found != node_id => {
                 return Err(OpenError::WrongNode {
@@ -150,9 +151,9 @@ impl DataDir {
             Some(_) => {}
             None => data
                 .put_meta("node_id", &node_id)
-                .map_err(|e| damaged(e.to_string()))?,
+                .map_err(|e| damaged(with_causes(&e)))?,
         }
-        data.check_log().map_err(damaged)?;
+        data.check_log().map_err(|e| damaged(with_causes(&e)))?;
         Ok(data)
     }
 
@@ -163,56 +164,58 @@ impl DataDir {
 
     /// Every entry decodes, indexes are contiguous and start right after the
     /// purged prefix: a torn or edited file is found here, not mid-election.
-    fn check_log(&self) -> Result<(), String> {
-        let purged: Option<LogId<NodeId>> = self.meta("last_purged").map_err(|e| e.to_string())?;
-        let txn = self.db.begin_read().map_err(|e| e.to_string())?;
+    fn check_log(&self) -> Result<(), StoreError> {
+        let purged: Option<LogId<NodeId>> = self.meta("last_purged")?;
+        let txn = self.db.begin_read()?;
         let table = match txn.open_table(LOG) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
         let mut expected = purged.map(|p| p.index + 1);
-        for item in table.iter().map_err(|e| e.to_string())? {
-            let (key, value) = item.map_err(|e| e.to_string())?;
+        for item in table.iter()? {
+            let (key, value) = item?;
             let index = key.value();
             if purged.is_some_and(|p| index <= p.index) {
                 // Left by a purge interrupted after recording its point: harmless.
                 continue;
             }
             let entry: typ::Entry = serde_json::from_slice(value.value())
-                .map_err(|e| format!("raft log entry {index} does not decode: {e}"))?;
+                .map_err(|source| StoreError::Entry { index, source })?;
             if entry.log_id.index != index {
-                return Err(format!(
-                    "raft log entry stored at {index} claims index {}",
-                    entry.log_id.index
-                ));
+                return Err(StoreError::Misplaced {
+                    stored: index,
+                    claimed: entry.log_id.index,
+                });
             }
             if let Some(want) = expected
                 && index != want
             {
-                return Err(format!(
-                    "raft log has a gap: expected entry {want}, found {index}"
-                ));
+                return Err(StoreError::Gap {
+                    expected: want,
+                    found: index,
+                });
             }
             expected = Some(index + 1);
         }
         Ok(())
     }
 
-    pub(crate) fn meta<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, String> {
+    fn meta<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, StoreError> {
         read_value(&self.db, META, key)
     }
 
-    pub(crate) fn put_meta<T: Serialize>(&self, key: &str, value: &T) -> Result<(), String> {
-        let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
-        let txn = self.db.begin_write().map_err(|e| e.to_string())?;
+    fn put_meta<T: Serialize>(&self, key: &str, value: &T) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(value).map_err(|source| StoreError::Encode {
+            key: key.to_string(),
+            source,
+        })?;
+        let txn = self.db.begin_write()?;
         {
-            let mut table = txn.open_table(META).map_err(|e| e.to_string())?;
-            table
-                .insert(key, bytes.as_slice())
-                .map_err(|e| e.to_string())?;
+            let mut table = txn.open_table(META)?;
+            table.insert(key, bytes.as_slice())?;
         }
-        txn.commit().map_err(|e| e.to_string())
+        Ok(txn.commit()?)
     }
 }
 
@@ -247,11 +250,16 @@ pub(crate) fn read_value<T: DeserializeOwned>(
     db: &Database,
     def: TableDefinition<&str, &[u8]>,
     key: &str,
-) -> Result<Option<T>, String> {
+) -> Result<Option<T>, StoreError> {
     match read_raw(db, def, key)? {
-        Some(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| format!("`{key}` does not decode: {e}")),
+        Some(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| StoreError::Decode {
+                    key: key.to_string(),
+                    source,
+                })
+        }
         None => Ok(None),
     }
 }
@@ -261,25 +269,23 @@ pub(crate) fn read_raw(
     db: &Database,
     def: TableDefinition<&str, &[u8]>,
     key: &str,
-) -> Result<Option<Vec<u8>>, String> {
-    let txn = db.begin_read().map_err(|e| e.to_string())?;
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let txn = db.begin_read()?;
     let table = match txn.open_table(def) {
         Ok(t) => t,
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
-    Ok(table
-        .get(key)
-        .map_err(|e| e.to_string())?
-        .map(|v| v.value().to_vec()))
+    Ok(table.get(key)?.map(|v| v.value().to_vec()))
 }
 
-fn storage_error(
+/// `error` as openraft's storage error (its causes kept).
+pub(crate) fn storage_error(
     subject: ErrorSubject<NodeId>,
     verb: ErrorVerb,
-    e: impl ToString,
+    error: &StoreError,
 ) -> typ::StorageError {
-    StorageIOError::new(subject, verb, AnyError::error(e.to_string())).into()
+    StorageIOError::new(subject, verb, AnyError::new(error)).into()
 }
 
 /// openraft's log storage over [`DataDir`].
@@ -302,7 +308,7 @@ impl LogStore {
     ) -> Result<(), typ::StorageError> {
         self.data
             .put_meta(key, value)
-            .map_err(|e| storage_error(subject, ErrorVerb::Write, e))
+            .map_err(|e| storage_error(subject, ErrorVerb::Write, &e))
     }
 
     fn read_meta<T: DeserializeOwned>(
@@ -312,39 +318,41 @@ impl LogStore {
     ) -> Result<Option<T>, typ::StorageError> {
         self.data
             .meta(key)
-            .map_err(|e| storage_error(subject, ErrorVerb::Read, e))
+            .map_err(|e| storage_error(subject, ErrorVerb::Read, &e))
     }
 
-    fn last_entry_id(&self) -> Result<Option<LogId<NodeId>>, String> {
-        let txn = self.data.db.begin_read().map_err(|e| e.to_string())?;
+    fn last_entry_id(&self) -> Result<Option<LogId<NodeId>>, StoreError> {
+        let txn = self.data.db.begin_read()?;
         let table = match txn.open_table(LOG) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
-        let Some(last) = table.last().map_err(|e| e.to_string())? else {
+        let Some((key, value)) = table.last()? else {
             return Ok(None);
         };
         let entry: typ::Entry =
-            serde_json::from_slice(last.1.value()).map_err(|e| e.to_string())?;
+            serde_json::from_slice(value.value()).map_err(|source| StoreError::Entry {
+                index: key.value(),
+                source,
+            })?;
         Ok(Some(entry.log_id))
     }
 
     /// Deletes the entries in `range` in one transaction.
-    fn delete_range(&self, range: (Bound<u64>, Bound<u64>)) -> Result<(), String> {
-        let txn = self.data.db.begin_write().map_err(|e| e.to_string())?;
+    fn delete_range(&self, range: (Bound<u64>, Bound<u64>)) -> Result<(), StoreError> {
+        let txn = self.data.db.begin_write()?;
         {
-            let mut table = txn.open_table(LOG).map_err(|e| e.to_string())?;
+            let mut table = txn.open_table(LOG)?;
             let keys: Vec<u64> = table
-                .range(range)
-                .map_err(|e| e.to_string())?
+                .range(range)?
                 .filter_map(|item| item.ok().map(|(k, _)| k.value()))
                 .collect();
             for key in keys {
-                table.remove(key).map_err(|e| e.to_string())?;
+                table.remove(key)?;
             }
         }
-        txn.commit().map_err(|e| e.to_string())
+        Ok(txn.commit()?)
     }
 }
 
@@ -353,24 +361,27 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<typ::Entry>, typ::StorageError> {
-        let read = || -> Result<Vec<typ::Entry>, String> {
-            let txn = self.data.db.begin_read().map_err(|e| e.to_string())?;
+        let read = || -> Result<Vec<typ::Entry>, StoreError> {
+            let txn = self.data.db.begin_read()?;
             let table = match txn.open_table(LOG) {
                 Ok(t) => t,
                 Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             };
             let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
             let mut entries = Vec::new();
-            for item in table.range(bounds).map_err(|e| e.to_string())? {
-                let (key, value) = item.map_err(|e| e.to_string())?;
-                let entry: typ::Entry = serde_json::from_slice(value.value())
-                    .map_err(|e| format!("entry {} does not decode: {e}", key.value()))?;
+            for item in table.range(bounds)? {
+                let (key, value) = item?;
+                let entry: typ::Entry =
+                    serde_json::from_slice(value.value()).map_err(|source| StoreError::Entry {
+                        index: key.value(),
+                        source,
+                    })?;
                 entries.push(entry);
             }
             Ok(entries)
         };
-        read().map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
+        read().map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, &e))
     }
 }
 
@@ -382,7 +393,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             self.read_meta("last_purged", ErrorSubject::Logs)?;
         let last = self
             .last_entry_id()
-            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))?;
+            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
         Ok(LogState {
             last_purged_log_id,
             last_log_id: last.or(last_purged_log_id),
@@ -423,37 +434,39 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = typ::Entry> + Send,
         I::IntoIter: Send,
     {
-        let write = || -> Result<(), String> {
-            let txn = self.data.db.begin_write().map_err(|e| e.to_string())?;
+        let write = || -> Result<(), StoreError> {
+            let txn = self.data.db.begin_write()?;
             {
-                let mut table = txn.open_table(LOG).map_err(|e| e.to_string())?;
+                let mut table = txn.open_table(LOG)?;
                 for entry in entries {
-                    let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
-                    table
-                        .insert(entry.log_id.index, bytes.as_slice())
-                        .map_err(|e| e.to_string())?;
+                    let index = entry.log_id.index;
+                    let bytes =
+                        serde_json::to_vec(&entry).map_err(|source| StoreError::Encode {
+                            key: format!("raft log entry {index}"),
+                            source,
+                        })?;
+                    table.insert(index, bytes.as_slice())?;
                 }
             }
             // A redb commit is durable (fsync) by default: the entries are on disk
             // before openraft counts this node towards a quorum.
-            txn.commit().map_err(|e| e.to_string())
+            Ok(txn.commit()?)
         };
-        let result = write();
-        match result {
+        match write() {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
                 Ok(())
             }
             Err(e) => {
-                callback.log_io_completed(Err(std::io::Error::other(e.clone())));
-                Err(storage_error(ErrorSubject::Logs, ErrorVerb::Write, e))
+                callback.log_io_completed(Err(std::io::Error::other(with_causes(&e))));
+                Err(storage_error(ErrorSubject::Logs, ErrorVerb::Write, &e))
             }
         }
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), typ::StorageError> {
         self.delete_range((Bound::Included(log_id.index), Bound::Unbounded))
-            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
+            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, &e))
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), typ::StorageError> {
@@ -461,7 +474,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // entries below it, which the next purge removes, never a gap.
         self.write_meta("last_purged", &log_id, ErrorSubject::Logs)?;
         self.delete_range((Bound::Unbounded, Bound::Included(log_id.index)))
-            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
+            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, &e))
     }
 }
 
@@ -582,7 +595,7 @@ mod tests {
         let data = DataDir::open(dir.path(), 1).unwrap();
         write_entries(&data, 1..=3);
         write_entries(&data, 5..=6);
-        let err = data.check_log().unwrap_err();
+        let err = data.check_log().unwrap_err().to_string();
         assert!(
             err.contains("gap") && err.contains("expected entry 4"),
             "{err}"

@@ -4,10 +4,11 @@
 pub mod log_store;
 pub mod network;
 pub mod state_machine;
+pub mod store_error;
 
 use std::io::Cursor;
 
-use crate::command::{Envelope, Outcome};
+use crate::{command::Envelope, outcome::Outcome};
 
 /// A control-plane node id (operator-chosen, stable for the node's lifetime).
 pub type NodeId = u64;

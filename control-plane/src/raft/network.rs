@@ -1,6 +1,7 @@
-//! Raft RPCs between control-plane nodes over tonic, with mutual TLS when the
-//! cluster has certificates. Messages are openraft's own types, serde-encoded,
-//! inside a `RaftMessage`; the receiving side is [`crate::service::RaftService`].
+//! The control plane's gRPC transport: channels with mutual TLS when the
+//! cluster has certificates, and Raft RPCs between nodes over them. Raft
+//! messages are openraft's own types, serde-encoded, inside a `RaftMessage`;
+//! the receiving side is `service.rs`.
 
 use std::{path::PathBuf, time::Duration};
 
@@ -16,7 +17,49 @@ use quiver_proto::pb::{self, raft_client::RaftClient};
 use serde::{Serialize, de::DeserializeOwned};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+use crate::error_chain::with_causes;
+
 use super::{Node, NodeId, TypeConfig, typ};
+
+/// Largest gRPC message accepted or sent (a snapshot chunk, a big catalogue).
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// A certificate or key file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("reading {what} {}", path.display())]
+pub struct TlsFileError {
+    /// `CA certificate`, `certificate` or `key`.
+    pub what: &'static str,
+    /// The file.
+    pub path: PathBuf,
+    /// The cause.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// A channel to a node could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChannelError {
+    /// The address is not `host:port`.
+    #[error("`{addr}` is not a host:port address")]
+    Address {
+        /// The address given.
+        addr: String,
+        /// The parser's complaint.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The TLS settings were refused.
+    #[error("TLS settings for {addr}")]
+    Tls {
+        /// The address.
+        addr: String,
+        /// The cause.
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
 
 /// Certificates for mTLS between nodes and from clients (PEM files); also the
 /// `[control_plane.tls]` table of a config file.
@@ -55,10 +98,13 @@ impl ClusterTls {
     }
 
     /// Reads the three files; the error names the file.
-    pub fn load(&self) -> anyhow::Result<TlsMaterial> {
-        let read = |path: &PathBuf, what: &str| {
-            std::fs::read(path)
-                .map_err(|e| anyhow::anyhow!("reading {what} {}: {e}", path.display()))
+    pub fn load(&self) -> Result<TlsMaterial, TlsFileError> {
+        let read = |path: &PathBuf, what: &'static str| {
+            std::fs::read(path).map_err(|source| TlsFileError {
+                what,
+                path: path.clone(),
+                source,
+            })
         };
         Ok(TlsMaterial {
             ca: read(&self.ca, "CA certificate")?,
@@ -86,17 +132,23 @@ impl TlsMaterial {
 }
 
 /// A lazily connecting channel to `addr` (`host:port`), over TLS when given.
-pub fn channel(addr: &str, tls: Option<&TlsMaterial>) -> anyhow::Result<Channel> {
+pub fn channel(addr: &str, tls: Option<&TlsMaterial>) -> Result<Channel, ChannelError> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
-        .map_err(|e| anyhow::anyhow!("`{addr}` is not a host:port address: {e}"))?
+        .map_err(|source| ChannelError::Address {
+            addr: addr.to_string(),
+            source,
+        })?
         .connect_timeout(Duration::from_secs(2))
         .tcp_nodelay(true);
     if let Some(tls) = tls {
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
         endpoint = endpoint
             .tls_config(tls.client_config(host.trim_start_matches('[').trim_end_matches(']')))
-            .map_err(|e| anyhow::anyhow!("TLS settings for {addr}: {e}"))?;
+            .map_err(|source| ChannelError::Tls {
+                addr: addr.to_string(),
+                source,
+            })?;
     }
     Ok(endpoint.connect_lazy())
 }
@@ -120,7 +172,7 @@ impl RaftNetworkFactory<TypeConfig> for GrpcNetwork {
     async fn new_client(&mut self, target: NodeId, node: &Node) -> RaftPeer {
         let client = channel(&node.addr, self.tls.as_ref())
             .map(RaftClient::new)
-            .map_err(|e| e.to_string());
+            .map_err(|e| with_causes(&e));
         RaftPeer { target, client }
     }
 }

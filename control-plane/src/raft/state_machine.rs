@@ -19,13 +19,35 @@ use tokio::sync::watch;
 
 use super::{
     Node, NodeId, TypeConfig,
-    log_store::{DataDir, SNAPSHOT, read_raw, read_value},
+    log_store::{DataDir, SNAPSHOT, read_raw, read_value, storage_error},
+    store_error::StoreError,
     typ,
 };
-use crate::{command::Outcome, state::ControlState};
+use crate::{
+    outcome::{CommandResult, Outcome},
+    state::ControlState,
+};
 
 /// Snapshot payload format written by this build.
 const SNAPSHOT_FORMAT: u32 = 1;
+
+/// Why a snapshot could not be loaded or saved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// The data file could not be read or written.
+    #[error("snapshot storage")]
+    Store(#[from] StoreError),
+    /// Metadata names a snapshot whose data is missing.
+    #[error("snapshot metadata without its data")]
+    MissingData,
+    /// The payload is not the JSON this build writes.
+    #[error("the snapshot does not decode")]
+    Decode(#[source] serde_json::Error),
+    /// The payload was written by a newer build.
+    #[error("snapshot format {0} is newer than this build reads ({SNAPSHOT_FORMAT})")]
+    TooNew(u32),
+}
 
 #[derive(Serialize, Deserialize)]
 struct SnapshotPayload {
@@ -85,32 +107,15 @@ pub struct StateMachine {
     data: DataDir,
 }
 
-fn sm_error(verb: ErrorVerb, e: impl ToString) -> typ::StorageError {
-    StorageIOError::new(
-        ErrorSubject::StateMachine,
-        verb,
-        AnyError::error(e.to_string()),
-    )
-    .into()
-}
-
 impl StateMachine {
     /// Loads the last snapshot of `data`, if any.
-    pub fn open(data: DataDir) -> Result<StateMachine, String> {
-        let meta: Option<SnapshotMeta<NodeId, Node>> = read_value(&data.db, SNAPSHOT, "meta")
-            .map_err(|e| format!("{}: snapshot metadata: {e}", data.path.display()))?;
+    pub fn open(data: DataDir) -> Result<StateMachine, SnapshotError> {
+        let meta: Option<SnapshotMeta<NodeId, Node>> = read_value(&data.db, SNAPSHOT, "meta")?;
         let (mut state, last_applied, membership) = match meta {
             Some(meta) => {
-                let bytes = read_raw(&data.db, SNAPSHOT, "data")
-                    .map_err(|e| format!("{}: snapshot: {e}", data.path.display()))?
-                    .ok_or_else(|| {
-                        format!(
-                            "{}: snapshot metadata without its data",
-                            data.path.display()
-                        )
-                    })?;
-                let state = decode_snapshot(&bytes)
-                    .map_err(|e| format!("{}: snapshot: {e}", data.path.display()))?;
+                let bytes =
+                    read_raw(&data.db, SNAPSHOT, "data")?.ok_or(SnapshotError::MissingData)?;
+                let state = decode_snapshot(&bytes)?;
                 (state, meta.last_log_id, meta.last_membership)
             }
             None => (ControlState::default(), None, StoredMembership::default()),
@@ -135,28 +140,29 @@ impl StateMachine {
         self.shared.clone()
     }
 
-    fn save_snapshot(&self, meta: &SnapshotMeta<NodeId, Node>, bytes: &[u8]) -> Result<(), String> {
-        let meta = serde_json::to_vec(meta).map_err(|e| e.to_string())?;
-        let txn = self.data.db.begin_write().map_err(|e| e.to_string())?;
+    fn save_snapshot(
+        &self,
+        meta: &SnapshotMeta<NodeId, Node>,
+        bytes: &[u8],
+    ) -> Result<(), StoreError> {
+        let meta = serde_json::to_vec(meta).map_err(|source| StoreError::Encode {
+            key: "meta".into(),
+            source,
+        })?;
+        let txn = self.data.db.begin_write()?;
         {
-            let mut table = txn.open_table(SNAPSHOT).map_err(|e| e.to_string())?;
-            table.insert("data", bytes).map_err(|e| e.to_string())?;
-            table
-                .insert("meta", meta.as_slice())
-                .map_err(|e| e.to_string())?;
+            let mut table = txn.open_table(SNAPSHOT)?;
+            table.insert("data", bytes)?;
+            table.insert("meta", meta.as_slice())?;
         }
-        txn.commit().map_err(|e| e.to_string())
+        Ok(txn.commit()?)
     }
 }
 
-fn decode_snapshot(bytes: &[u8]) -> Result<ControlState, String> {
-    let payload: SnapshotPayload =
-        serde_json::from_slice(bytes).map_err(|e| format!("does not decode: {e}"))?;
+fn decode_snapshot(bytes: &[u8]) -> Result<ControlState, SnapshotError> {
+    let payload: SnapshotPayload = serde_json::from_slice(bytes).map_err(SnapshotError::Decode)?;
     if payload.format > SNAPSHOT_FORMAT {
-        return Err(format!(
-            "format {} is newer than this build reads ({SNAPSHOT_FORMAT})",
-            payload.format
-        ));
+        return Err(SnapshotError::TooNew(payload.format));
     }
     Ok(payload.state)
 }
@@ -170,7 +176,13 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
                 format: SNAPSHOT_FORMAT,
                 state: state.clone(),
             })
-            .map_err(|e| sm_error(ErrorVerb::Read, e))?;
+            .map_err(|source| {
+                let error = StoreError::Encode {
+                    key: "snapshot".into(),
+                    source,
+                };
+                storage_error(ErrorSubject::StateMachine, ErrorVerb::Read, &error)
+            })?;
             (
                 payload,
                 self.shared.last_applied(),
@@ -191,7 +203,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             snapshot_id,
         };
         self.save_snapshot(&meta, &bytes)
-            .map_err(|e| sm_error(ErrorVerb::Write, e))?;
+            .map_err(|e| storage_error(ErrorSubject::StateMachine, ErrorVerb::Write, &e))?;
         tracing::info!(bytes = bytes.len(), last = ?last_applied, "snapshot built");
         Ok(Snapshot {
             meta,
@@ -225,13 +237,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             let outcome = match &entry.payload {
                 EntryPayload::Blank => Outcome::Applied {
-                    result: serde_json::Value::Null,
+                    result: CommandResult::Nothing,
                     manifest_version: state.manifest_version(),
                 },
                 EntryPayload::Normal(command) => {
                     let outcome = state.apply(command);
                     if let Outcome::Refused { code, message } = &outcome {
-                        tracing::debug!(command = command.command.name(), code, message, "refused");
+                        tracing::debug!(command = command.command.name(), %code, message, "refused");
                     }
                     outcome
                 }
@@ -243,7 +255,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                         .unwrap_or_else(|p| p.into_inner()) =
                         StoredMembership::new(Some(entry.log_id), membership.clone());
                     Outcome::Applied {
-                        result: serde_json::Value::Null,
+                        result: CommandResult::Nothing,
                         manifest_version: state.manifest_version(),
                     }
                 }
@@ -278,11 +290,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let mut installed = decode_snapshot(&bytes).map_err(|e| {
             typ::StorageError::from(StorageIOError::read_snapshot(
                 Some(meta.signature()),
-                AnyError::error(e),
+                AnyError::new(&e),
             ))
         })?;
         self.save_snapshot(meta, &bytes)
-            .map_err(|e| sm_error(ErrorVerb::Write, e))?;
+            .map_err(|e| storage_error(ErrorSubject::StateMachine, ErrorVerb::Write, &e))?;
         let mut state = self.shared.lock();
         installed.manifest();
         *state = installed;
@@ -304,13 +316,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, typ::StorageError> {
-        let meta: Option<SnapshotMeta<NodeId, Node>> = read_value(&self.data.db, SNAPSHOT, "meta")
-            .map_err(|e| sm_error(ErrorVerb::Read, e))?;
+        let read_error = |e| storage_error(ErrorSubject::StateMachine, ErrorVerb::Read, &e);
+        let meta: Option<SnapshotMeta<NodeId, Node>> =
+            read_value(&self.data.db, SNAPSHOT, "meta").map_err(read_error)?;
         let Some(meta) = meta else {
             return Ok(None);
         };
         let bytes = read_raw(&self.data.db, SNAPSHOT, "data")
-            .map_err(|e| sm_error(ErrorVerb::Read, e))?
+            .map_err(read_error)?
             .unwrap_or_default();
         Ok(Some(Snapshot {
             meta,

@@ -1,12 +1,68 @@
-//! The operator API carried by `ControlPlane.Admin`: one versioned, serde-encoded
-//! request enum, so `quiver ctl` and the nodes agree on every operation by type.
-//! Answers are JSON values the CLI renders as tables or prints with `-o json`.
-
-use serde::{Deserialize, Serialize};
+//! Operator requests and the envelope that carries them with their format
+//! version: a node reads the version first and refuses any other with advice,
+//! rather than misreading a request of another release.
 
 use quiver_upstream::UpstreamConfig;
+use serde::{Deserialize, Serialize};
 
 use crate::{raft::NodeId, tenant::TenantPatch};
+
+/// The request format this build writes and reads; a node refuses any other.
+pub const ADMIN_FORMAT: u32 = 1;
+
+/// What `AdminCall.request_json` holds: a request and its format version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdminEnvelope {
+    /// [`ADMIN_FORMAT`] of the sender.
+    pub format: u32,
+    /// The operation.
+    pub request: AdminRequest,
+}
+
+/// Why a received envelope was not read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvelopeError {
+    /// Written by another release of `quiver ctl` (or of a peer node).
+    #[error(
+        "admin request format {} is not this node's ({ADMIN_FORMAT}); use the `quiver ctl` of the cluster's release",
+        found.map_or_else(|| "missing".to_string(), |f| f.to_string())
+    )]
+    Format {
+        /// The format the sender wrote, if any.
+        found: Option<u32>,
+    },
+    /// Not an admin request of this format.
+    #[error("unknown or malformed admin request")]
+    Malformed(#[source] serde_json::Error),
+}
+
+impl AdminEnvelope {
+    /// `request` in this build's format.
+    pub fn new(request: AdminRequest) -> AdminEnvelope {
+        AdminEnvelope {
+            format: ADMIN_FORMAT,
+            request,
+        }
+    }
+
+    /// Reads an envelope, checking its format before the request itself.
+    pub fn decode(json: &str) -> Result<AdminRequest, EnvelopeError> {
+        #[derive(Deserialize)]
+        struct Format {
+            format: Option<u32>,
+        }
+        let format = serde_json::from_str::<Format>(json)
+            .map_err(EnvelopeError::Malformed)?
+            .format;
+        if format != Some(ADMIN_FORMAT) {
+            return Err(EnvelopeError::Format { found: format });
+        }
+        let envelope: AdminEnvelope =
+            serde_json::from_str(json).map_err(EnvelopeError::Malformed)?;
+        Ok(envelope.request)
+    }
+}
 
 /// An operator request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,19 +207,28 @@ impl AdminRequest {
     }
 }
 
-/// What an edge or executor last reported about itself.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FleetMember {
-    /// The node's name (`host:port` or an operator-given name).
-    pub node: String,
-    /// `edge`, `executor` or `dev`.
-    pub role: String,
-    /// The manifest version it holds.
-    pub manifest_version: u64,
-    /// The stub hash it computed for that version.
-    pub stub_hash: String,
-    /// Milliseconds since its last report.
-    pub age_ms: u64,
-    /// The control-plane node it reports to.
-    pub reported_to: NodeId,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_envelope_round_trips_and_another_format_is_refused_with_advice() {
+        let json = serde_json::to_string(&AdminEnvelope::new(AdminRequest::TenantList)).unwrap();
+        assert_eq!(
+            AdminEnvelope::decode(&json).unwrap(),
+            AdminRequest::TenantList
+        );
+        let newer = json.replace(
+            &format!("\"format\":{ADMIN_FORMAT}"),
+            &format!("\"format\":{}", ADMIN_FORMAT + 1),
+        );
+        let error = AdminEnvelope::decode(&newer).unwrap_err();
+        assert!(matches!(error, EnvelopeError::Format { found: Some(f) } if f == ADMIN_FORMAT + 1));
+        assert!(error.to_string().contains("cluster's release"), "{error}");
+        let bare = serde_json::to_string(&AdminRequest::TenantList).unwrap();
+        assert!(matches!(
+            AdminEnvelope::decode(&bare),
+            Err(EnvelopeError::Format { found: None })
+        ));
+    }
 }

@@ -1,0 +1,650 @@
+//! Answers to operator requests: one [`AdminAnswer`] variant per
+//! [`super::AdminRequest`] variant, each carrying a type of its own, so
+//! `quiver ctl` renders an answer by what it is, never by the keys it has.
+//! [`AdminAnswer::to_json`] is the form `quiver ctl -o json` prints.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use quiver_proto::Manifest;
+use quiver_upstream::UpstreamConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    node_role::NodeRole,
+    outcome::CommandResult,
+    raft::NodeId,
+    state::{Event, ManifestRecord, PendingDrift},
+    tenant::Tenant,
+};
+
+/// The answer to one operator request, named like the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AdminAnswer {
+    /// [`super::AdminRequest::ClusterInit`].
+    ClusterInit(ClusterInitialized),
+    /// [`super::AdminRequest::ClusterStatus`].
+    ClusterStatus(ClusterStatus),
+    /// [`super::AdminRequest::AddLearner`].
+    AddLearner(LearnerAdded),
+    /// [`super::AdminRequest::Promote`].
+    Promote(VoterPromoted),
+    /// [`super::AdminRequest::Remove`].
+    Remove(MemberRemoved),
+    /// [`super::AdminRequest::TransferLeader`].
+    TransferLeader(LeaderTransfer),
+    /// [`super::AdminRequest::Verify`].
+    Verify(FleetVerification),
+    /// [`super::AdminRequest::SetElection`].
+    SetElection(ElectionSwitch),
+    /// [`super::AdminRequest::Fleet`].
+    Fleet(Vec<FleetMember>),
+    /// [`super::AdminRequest::UpstreamAdd`].
+    UpstreamAdd(Committed),
+    /// [`super::AdminRequest::UpstreamList`].
+    UpstreamList(Vec<UpstreamSummary>),
+    /// [`super::AdminRequest::UpstreamShow`].
+    UpstreamShow(Box<UpstreamDetail>),
+    /// [`super::AdminRequest::UpstreamRemove`].
+    UpstreamRemove(Committed),
+    /// [`super::AdminRequest::UpstreamRefresh`].
+    UpstreamRefresh(RefreshStarted),
+    /// [`super::AdminRequest::UpstreamDrift`].
+    UpstreamDrift(DriftReport),
+    /// [`super::AdminRequest::UpstreamApprove`].
+    UpstreamApprove(Committed),
+    /// [`super::AdminRequest::TenantCreate`].
+    TenantCreate(Committed),
+    /// [`super::AdminRequest::TenantList`].
+    TenantList(Vec<PublicTenant>),
+    /// [`super::AdminRequest::TenantShow`].
+    TenantShow(PublicTenant),
+    /// [`super::AdminRequest::TenantUpdate`].
+    TenantUpdate(Committed),
+    /// [`super::AdminRequest::TenantDelete`].
+    TenantDelete(Committed),
+    /// [`super::AdminRequest::KeyIssue`].
+    KeyIssue(IssuedKey),
+    /// [`super::AdminRequest::KeyRevoke`].
+    KeyRevoke(Committed),
+    /// [`super::AdminRequest::ManifestShow`].
+    ManifestShow(ManifestShown),
+    /// [`super::AdminRequest::ManifestDiff`].
+    ManifestDiff(ManifestDiff),
+    /// [`super::AdminRequest::ManifestHash`].
+    ManifestHash(ManifestHash),
+}
+
+impl AdminAnswer {
+    /// The answer's own fields as JSON, without the variant name: what
+    /// `quiver ctl -o json` prints.
+    pub fn to_json(&self) -> Value {
+        let value = match self {
+            AdminAnswer::ClusterInit(a) => serde_json::to_value(a),
+            AdminAnswer::ClusterStatus(a) => serde_json::to_value(a),
+            AdminAnswer::AddLearner(a) => serde_json::to_value(a),
+            AdminAnswer::Promote(a) => serde_json::to_value(a),
+            AdminAnswer::Remove(a) => serde_json::to_value(a),
+            AdminAnswer::TransferLeader(a) => serde_json::to_value(a),
+            AdminAnswer::Verify(a) => serde_json::to_value(a),
+            AdminAnswer::SetElection(a) => serde_json::to_value(a),
+            AdminAnswer::Fleet(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamList(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamShow(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamRefresh(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamDrift(a) => serde_json::to_value(a),
+            AdminAnswer::TenantList(a) => serde_json::to_value(a),
+            AdminAnswer::TenantShow(a) => serde_json::to_value(a),
+            AdminAnswer::KeyIssue(a) => serde_json::to_value(a),
+            AdminAnswer::ManifestShow(ManifestShown::Current(a)) => serde_json::to_value(a),
+            AdminAnswer::ManifestShow(ManifestShown::Kept(a)) => serde_json::to_value(a),
+            AdminAnswer::ManifestDiff(a) => serde_json::to_value(a),
+            AdminAnswer::ManifestHash(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamAdd(c)
+            | AdminAnswer::UpstreamRemove(c)
+            | AdminAnswer::UpstreamApprove(c)
+            | AdminAnswer::TenantCreate(c)
+            | AdminAnswer::TenantUpdate(c)
+            | AdminAnswer::TenantDelete(c)
+            | AdminAnswer::KeyRevoke(c) => return c.to_json(),
+        };
+        value.unwrap_or_default()
+    }
+}
+
+/// A committed write: what the command did and where it landed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Committed {
+    /// What applying the command did.
+    pub result: CommandResult,
+    /// The manifest version after it.
+    pub manifest_version: u64,
+    /// Its index in the Raft log.
+    pub log_index: u64,
+}
+
+impl Committed {
+    /// `{result, manifest_version, log_index}` with the result's own fields.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "result": self.result.to_json(),
+            "manifest_version": self.manifest_version,
+            "log_index": self.log_index,
+        })
+    }
+}
+
+/// [`AdminAnswer::ClusterInit`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterInitialized {
+    /// Always true: a node that already belongs to a cluster is refused.
+    pub initialized: bool,
+    /// The node, now a one-node cluster.
+    pub node: NodeId,
+}
+
+/// [`AdminAnswer::ClusterStatus`]: the leader's view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterStatus {
+    /// The leader (the node that answered).
+    pub leader: NodeId,
+    /// Raft term.
+    pub term: u64,
+    /// Last log index on the leader.
+    pub last_log_index: Option<u64>,
+    /// Last index applied on the leader.
+    pub last_applied: Option<u64>,
+    /// Last index covered by the leader's snapshot.
+    pub snapshot: Option<u64>,
+    /// Last index purged from the leader's log.
+    pub purged: Option<u64>,
+    /// Every member.
+    pub members: Vec<MemberStatus>,
+    /// Current manifest version.
+    pub manifest_version: u64,
+    /// Its stub hash.
+    pub stub_hash: String,
+}
+
+/// One member in [`ClusterStatus`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberStatus {
+    /// Node id.
+    pub id: NodeId,
+    /// Its gRPC address.
+    pub addr: String,
+    /// Its role.
+    pub role: MemberRole,
+    /// The last log index known to be replicated to it.
+    pub matched_index: Option<u64>,
+}
+
+/// A member's role in Raft; `leader`, `follower` or `learner` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberRole {
+    /// Leads.
+    Leader,
+    /// Votes.
+    Follower,
+    /// Receives the log without voting.
+    Learner,
+}
+
+impl MemberRole {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberRole::Leader => "leader",
+            MemberRole::Follower => "follower",
+            MemberRole::Learner => "learner",
+        }
+    }
+}
+
+/// [`AdminAnswer::AddLearner`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnerAdded {
+    /// The node added.
+    pub added: NodeId,
+    /// The membership entry's log index.
+    pub log_index: u64,
+}
+
+/// [`AdminAnswer::Promote`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoterPromoted {
+    /// The node promoted.
+    pub promoted: NodeId,
+    /// The membership entry's log index.
+    pub log_index: u64,
+}
+
+/// [`AdminAnswer::Remove`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberRemoved {
+    /// The node removed.
+    pub removed: NodeId,
+    /// The membership entry's log index.
+    pub log_index: u64,
+}
+
+/// [`AdminAnswer::TransferLeader`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaderTransfer {
+    /// The leader now.
+    pub leader: NodeId,
+    /// Whether leadership moved (asking the leader to lead changes nothing).
+    pub changed: bool,
+}
+
+/// [`AdminAnswer::SetElection`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElectionSwitch {
+    /// The node asked.
+    pub node: NodeId,
+    /// Whether it may now stand for election.
+    pub elect: bool,
+}
+
+/// What an edge or executor last reported about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetMember {
+    /// The node's name (`host:port` or an operator-given name).
+    pub node: String,
+    /// What kind of node it is.
+    pub role: NodeRole,
+    /// The manifest version it holds.
+    pub manifest_version: u64,
+    /// The stub hash it computed for that version.
+    pub stub_hash: String,
+    /// Milliseconds since its last report.
+    pub age_ms: u64,
+    /// The control-plane node it reports to.
+    pub reported_to: NodeId,
+}
+
+/// [`AdminAnswer::Verify`]: every reporting node against the canonical manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetVerification {
+    /// The canonical version.
+    pub manifest_version: u64,
+    /// Its stub hash.
+    pub stub_hash: String,
+    /// Whether every reporting node holds exactly the canonical manifest.
+    pub ok: bool,
+    /// The nodes that do not.
+    pub disagree: Vec<String>,
+    /// One line per reporting node.
+    pub nodes: Vec<NodeVerdict>,
+}
+
+/// One node in [`FleetVerification`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeVerdict {
+    /// The node's name.
+    pub node: String,
+    /// What kind of node it is.
+    pub role: NodeRole,
+    /// The version it holds.
+    pub manifest_version: u64,
+    /// The stub hash it computed.
+    pub stub_hash: String,
+    /// How that compares.
+    pub verdict: Verdict,
+    /// Milliseconds since its last report.
+    pub age_ms: u64,
+    /// The control-plane node it reports to.
+    pub reported_to: NodeId,
+}
+
+/// How a node's manifest compares with the canonical one; `ok`, `behind` or
+/// `mismatch` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The canonical version and hash.
+    Ok,
+    /// An older version, with that version's hash: it will catch up.
+    Behind,
+    /// A hash the control plane never published for that version.
+    Mismatch,
+}
+
+impl Verdict {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Behind => "behind",
+            Verdict::Mismatch => "mismatch",
+        }
+    }
+}
+
+/// One row of [`AdminAnswer::UpstreamList`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamSummary {
+    /// Upstream id.
+    pub id: String,
+    /// `stdio: <command>` or `http: <url>`.
+    pub transport: String,
+    /// Tools in the catalogue.
+    pub tools: usize,
+    /// Quarantined changes waiting for approval.
+    pub pending: usize,
+    /// Whether schema changes wait for approval.
+    pub quarantine: bool,
+    /// Operator tags.
+    pub tags: Vec<String>,
+    /// Operator group.
+    pub group: String,
+    /// Connection state on the answering node (`unknown` when it has none).
+    pub state: String,
+}
+
+/// [`AdminAnswer::UpstreamShow`]: one upstream with its tools and pending changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamDetail {
+    /// Upstream id.
+    pub id: String,
+    /// `stdio: <command>` or `http: <url>`.
+    pub transport: String,
+    /// Its tools in the catalogue.
+    pub tools: Vec<ToolSummary>,
+    /// Quarantined changes by tool, if any.
+    pub pending: Option<BTreeMap<String, PendingDrift>>,
+    /// Whether schema changes wait for approval.
+    pub quarantine: bool,
+    /// Operator tags.
+    pub tags: Vec<String>,
+    /// Operator group.
+    pub group: String,
+    /// Connection state on the answering node.
+    pub state: String,
+    /// Its settings, secrets by reference.
+    pub config: UpstreamConfig,
+}
+
+/// A tool in [`UpstreamDetail`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSummary {
+    /// Its name on the upstream.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+}
+
+/// [`AdminAnswer::UpstreamRefresh`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefreshStarted {
+    /// The upstream id, or `all`.
+    pub refreshing: String,
+}
+
+/// [`AdminAnswer::UpstreamDrift`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftReport {
+    /// Drift events, oldest first.
+    pub events: Vec<Event>,
+    /// Quarantined tools by upstream.
+    pub pending: BTreeMap<String, Vec<String>>,
+}
+
+/// A tenant as operators see it: key ids and dates, never key hashes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublicTenant {
+    /// See [`Tenant::id`].
+    pub id: String,
+    /// See [`Tenant::display_name`].
+    pub display_name: String,
+    /// See [`Tenant::mode`].
+    pub mode: Option<String>,
+    /// See [`Tenant::servers`].
+    pub servers: Vec<String>,
+    /// See [`Tenant::tools`].
+    pub tools: Vec<String>,
+    /// See [`Tenant::tags`].
+    pub tags: Vec<String>,
+    /// See [`Tenant::rate_limit_per_minute`].
+    pub rate_limit_per_minute: Option<u32>,
+    /// See [`Tenant::budget`].
+    pub budget: Option<f64>,
+    /// See [`Tenant::prices`].
+    pub prices: BTreeMap<String, f64>,
+    /// Its keys.
+    pub keys: Vec<KeySummary>,
+    /// See [`Tenant::created_ms`].
+    pub created_ms: u64,
+    /// See [`Tenant::updated_ms`].
+    pub updated_ms: u64,
+}
+
+impl From<&Tenant> for PublicTenant {
+    fn from(t: &Tenant) -> PublicTenant {
+        PublicTenant {
+            id: t.id.clone(),
+            display_name: t.display_name.clone(),
+            mode: t.mode.clone(),
+            servers: t.servers.clone(),
+            tools: t.tools.clone(),
+            tags: t.tags.clone(),
+            rate_limit_per_minute: t.rate_limit_per_minute,
+            budget: t.budget,
+            prices: t.prices.clone(),
+            keys: t
+                .keys
+                .iter()
+                .map(|(id, k)| KeySummary {
+                    key_id: id.clone(),
+                    created_ms: k.created_ms,
+                })
+                .collect(),
+            created_ms: t.created_ms,
+            updated_ms: t.updated_ms,
+        }
+    }
+}
+
+/// A key in [`PublicTenant`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeySummary {
+    /// Key id.
+    pub key_id: String,
+    /// When it was issued.
+    pub created_ms: u64,
+}
+
+/// [`AdminAnswer::KeyIssue`]: the key itself, shown this once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IssuedKey {
+    /// Tenant id.
+    pub tenant: String,
+    /// Key id.
+    pub key_id: String,
+    /// The whole key.
+    pub key: String,
+}
+
+/// [`AdminAnswer::ManifestShow`]: the current version in full, or a kept
+/// version's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ManifestShown {
+    /// The current version.
+    Current(ManifestSummary),
+    /// An older version from the history.
+    Kept(ManifestRecord),
+}
+
+/// The current manifest, by server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestSummary {
+    /// Version.
+    pub version: u64,
+    /// Stub hash.
+    pub stub_hash: String,
+    /// Its servers.
+    pub servers: Vec<ServerSummary>,
+    /// Number of tools.
+    pub tools: usize,
+}
+
+impl ManifestSummary {
+    /// The summary of `m`.
+    pub fn of(m: &Manifest) -> ManifestSummary {
+        ManifestSummary {
+            version: m.version,
+            stub_hash: m.stub_hash.to_hex(),
+            servers: m
+                .servers
+                .iter()
+                .map(|s| ServerSummary {
+                    id: s.id.clone(),
+                    tools: m.tools.iter().filter(|t| t.id.server == s.id).count(),
+                    stub_hash: s.stub_hash.to_hex(),
+                })
+                .collect(),
+            tools: m.tools.len(),
+        }
+    }
+}
+
+/// A server in [`ManifestSummary`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    /// Upstream id.
+    pub id: String,
+    /// Number of its tools.
+    pub tools: usize,
+    /// Its stub hash.
+    pub stub_hash: String,
+}
+
+/// [`AdminAnswer::ManifestDiff`]: tools added, removed and changed, as
+/// `<server>/<tool>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestDiff {
+    /// Older version.
+    pub from: u64,
+    /// Newer version.
+    pub to: u64,
+    /// Older version's stub hash.
+    pub from_hash: String,
+    /// Newer version's stub hash.
+    pub to_hash: String,
+    /// Tools only in the newer version.
+    pub added: Vec<String>,
+    /// Tools only in the older version.
+    pub removed: Vec<String>,
+    /// Tools whose definition differs.
+    pub changed: Vec<String>,
+}
+
+impl ManifestDiff {
+    /// What changed from `a` to `b`.
+    pub fn between(a: &ManifestRecord, b: &ManifestRecord) -> ManifestDiff {
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        let mut changed = Vec::new();
+        let servers: BTreeSet<&String> = a.tools.keys().chain(b.tools.keys()).collect();
+        let empty = BTreeMap::new();
+        for server in servers {
+            let old = a.tools.get(server).unwrap_or(&empty);
+            let new = b.tools.get(server).unwrap_or(&empty);
+            for (tool, hash) in new {
+                match old.get(tool) {
+                    None => added.push(format!("{server}/{tool}")),
+                    Some(h) if h != hash => changed.push(format!("{server}/{tool}")),
+                    Some(_) => {}
+                }
+            }
+            for tool in old.keys().filter(|t| !new.contains_key(*t)) {
+                removed.push(format!("{server}/{tool}"));
+            }
+        }
+        ManifestDiff {
+            from: a.version,
+            to: b.version,
+            from_hash: a.stub_hash.clone(),
+            to_hash: b.stub_hash.clone(),
+            added,
+            removed,
+            changed,
+        }
+    }
+}
+
+/// [`AdminAnswer::ManifestHash`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestHash {
+    /// Current version.
+    pub version: u64,
+    /// Its stub hash.
+    pub stub_hash: String,
+    /// Number of tools.
+    pub tools: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::outcome::UpstreamRemoved;
+
+    #[test]
+    fn an_answer_travels_tagged_and_prints_as_its_own_fields() {
+        let answer = AdminAnswer::ManifestHash(ManifestHash {
+            version: 3,
+            stub_hash: "ab".into(),
+            tools: 2,
+        });
+        let wire = serde_json::to_string(&answer).unwrap();
+        assert_eq!(serde_json::from_str::<AdminAnswer>(&wire).unwrap(), answer);
+        assert_eq!(
+            answer.to_json(),
+            json!({"version": 3, "stub_hash": "ab", "tools": 2})
+        );
+    }
+
+    #[test]
+    fn a_write_prints_its_result_and_where_it_landed() {
+        let answer = AdminAnswer::UpstreamRemove(Committed {
+            result: CommandResult::RemoveUpstream(UpstreamRemoved { id: "gh".into() }),
+            manifest_version: 4,
+            log_index: 9,
+        });
+        assert_eq!(
+            answer.to_json(),
+            json!({"result": {"id": "gh"}, "manifest_version": 4, "log_index": 9})
+        );
+    }
+
+    #[test]
+    fn roles_and_verdicts_print_as_they_serialize() {
+        for role in [MemberRole::Leader, MemberRole::Follower, MemberRole::Learner] {
+            assert_eq!(serde_json::to_value(role).unwrap(), role.as_str());
+        }
+        for verdict in [Verdict::Ok, Verdict::Behind, Verdict::Mismatch] {
+            assert_eq!(serde_json::to_value(verdict).unwrap(), verdict.as_str());
+        }
+    }
+
+    #[test]
+    fn a_tenant_is_shown_with_key_ids_never_hashes() {
+        let mut tenant = Tenant::new("acme", &Default::default(), 1);
+        tenant.keys.insert(
+            "k1".into(),
+            crate::tenant::ApiKey {
+                sha256: "f".repeat(64),
+                created_ms: 2,
+            },
+        );
+        let shown = serde_json::to_value(PublicTenant::from(&tenant)).unwrap();
+        assert_eq!(shown["keys"], json!([{"key_id": "k1", "created_ms": 2}]));
+        assert!(!shown.to_string().contains(&"f".repeat(64)));
+    }
+}

@@ -1,0 +1,20 @@
+//! The operator API carried by `ControlPlane.Admin`: one versioned,
+//! serde-encoded request enum ([`AdminRequest`] inside an [`AdminEnvelope`])
+//! and one typed answer per operation ([`AdminAnswer`]), so `quiver ctl` and
+//! the nodes agree on every operation by type. Serving the requests is
+//! `operator.rs`'s job; nothing here touches Raft.
+
+mod answer;
+mod error;
+mod request;
+
+pub use answer::{
+    AdminAnswer, ClusterInitialized, ClusterStatus, Committed, DriftReport, ElectionSwitch,
+    FleetMember, FleetVerification, IssuedKey, KeySummary, LeaderTransfer, LearnerAdded,
+    ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberRemoved, MemberRole,
+    MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ServerSummary, ToolSummary,
+    UpstreamDetail, UpstreamSummary, Verdict, VoterPromoted,
+};
+pub(crate) use error::NOT_LEADER;
+pub use error::{AdminError, LEADER_METADATA};
+pub use request::{ADMIN_FORMAT, AdminEnvelope, AdminRequest, EnvelopeError};

@@ -1,0 +1,300 @@
+//! The arguments of `quiver ctl`: global flags and one subcommand per
+//! operation, as clap parses them. Turning them into requests is `request.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+/// Arguments of `quiver ctl`.
+#[derive(Args, Debug)]
+pub struct CtlArgs {
+    /// Control-plane nodes, `host:port` separated by commas; any member will do.
+    #[arg(
+        long,
+        global = true,
+        env = "QUIVER_CTL_ENDPOINTS",
+        default_value = "127.0.0.1:7400",
+        value_delimiter = ','
+    )]
+    pub(super) endpoints: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
+    pub(super) output: Output,
+    /// CA certificate (PEM) when the cluster uses mTLS.
+    #[arg(long, global = true, env = "QUIVER_CTL_TLS_CA", requires_all = ["tls_cert", "tls_key"])]
+    pub(super) tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM).
+    #[arg(long, global = true, env = "QUIVER_CTL_TLS_CERT")]
+    pub(super) tls_cert: Option<PathBuf>,
+    /// Client key (PEM).
+    #[arg(long, global = true, env = "QUIVER_CTL_TLS_KEY")]
+    pub(super) tls_key: Option<PathBuf>,
+    #[command(subcommand)]
+    pub(super) command: CtlCommand,
+}
+
+/// `-o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum CtlCommand {
+    /// Cluster membership and health.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// Downstream MCP servers.
+    #[command(subcommand)]
+    Upstream(UpstreamCommand),
+    /// Tenants and their policy.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// Tenants' API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Manifest versions.
+    #[command(subcommand)]
+    Manifest(ManifestCommand),
+    /// What searches led to, per tenant (kept by each edge; asks `--edge`).
+    #[command(subcommand)]
+    Search(SearchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum SearchCommand {
+    /// Zero-hit queries and tools searched for but never called.
+    Stats {
+        /// Only this tenant (default: every tenant with signals).
+        #[arg(long)]
+        tenant: Option<String>,
+        #[command(flatten)]
+        edge: EdgeAddress,
+    },
+    /// Forget everything a tenant's searches and calls taught the ranking.
+    Reset {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        #[command(flatten)]
+        edge: EdgeAddress,
+    },
+}
+
+#[derive(Args, Debug)]
+pub(super) struct EdgeAddress {
+    /// The edge to ask, on this machine (it answers loopback only):
+    /// `host:port`, `http(s)://host:port`, or its MCP URL.
+    #[arg(long, env = "QUIVER_CTL_EDGE", default_value = "http://127.0.0.1:8080")]
+    pub(super) edge: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ClusterCommand {
+    /// Make the (fresh) node at the first endpoint a one-node cluster.
+    Init,
+    /// Leader, term and members.
+    Status,
+    /// Members with their roles and addresses.
+    Members,
+    /// Add a node as a learner; it catches up before it can be promoted.
+    AddLearner {
+        /// The new node's id.
+        #[arg(long)]
+        node_id: u64,
+        /// Its gRPC address.
+        #[arg(long)]
+        addr: String,
+    },
+    /// Make a learner a voter.
+    Promote {
+        /// Node id.
+        node_id: u64,
+    },
+    /// Remove a node.
+    Remove {
+        /// Node id.
+        node_id: u64,
+    },
+    /// Hand leadership to another voter.
+    TransferLeader {
+        /// Node id.
+        node_id: u64,
+    },
+    /// Compare every edge's and executor's stub hash with the canonical one.
+    Verify,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum UpstreamCommand {
+    /// Register an upstream (stdio command or Streamable HTTP URL, or a TOML file).
+    Add(Box<UpstreamAddArgs>),
+    /// List upstreams.
+    List,
+    /// One upstream: settings, tools, pending changes.
+    Show {
+        /// Upstream id.
+        id: String,
+    },
+    /// Remove an upstream and its tools.
+    Remove {
+        /// Upstream id.
+        id: String,
+    },
+    /// Re-list tools now.
+    Refresh {
+        /// Upstream id (all when absent).
+        id: Option<String>,
+    },
+    /// Schema drift events and quarantined changes.
+    Drift {
+        /// Only this upstream.
+        id: Option<String>,
+    },
+    /// Accept quarantined schema changes.
+    Approve {
+        /// Upstream id.
+        id: String,
+        /// Only this tool.
+        #[arg(long)]
+        tool: Option<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+pub(super) struct UpstreamAddArgs {
+    /// Upstream id (`[a-zA-Z0-9_-]`); the default namespace of its tools.
+    pub(super) id: Option<String>,
+    /// Read the upstream from a TOML file (the `[[upstream]]` keys of quiver.toml).
+    #[arg(long, conflicts_with_all = ["command", "url"])]
+    pub(super) file: Option<PathBuf>,
+    /// Program to start (stdio transport).
+    #[arg(long, conflicts_with = "url")]
+    pub(super) command: Option<String>,
+    /// An argument of the program (repeat).
+    #[arg(long = "arg", allow_hyphen_values = true)]
+    pub(super) args: Vec<String>,
+    /// `KEY=VALUE` for the program's environment; values may be `${SECRET}` references.
+    #[arg(long = "env")]
+    pub(super) env: Vec<String>,
+    /// Streamable HTTP endpoint.
+    #[arg(long)]
+    pub(super) url: Option<String>,
+    /// `Name=Value` header; values may be `${SECRET}` references.
+    #[arg(long = "header")]
+    pub(super) headers: Vec<String>,
+    /// Exposed-name prefix (default: the id).
+    #[arg(long)]
+    pub(super) namespace: Option<String>,
+    /// One-line description for code mode's `list`.
+    #[arg(long)]
+    pub(super) description: Option<String>,
+    /// Tag (repeat).
+    #[arg(long = "tag")]
+    pub(super) tags: Vec<String>,
+    /// Group.
+    #[arg(long)]
+    pub(super) group: Option<String>,
+    /// Argument validation: schema, strict or off.
+    #[arg(long)]
+    pub(super) validation: Option<String>,
+    /// Hold back schema changes until `upstream approve`.
+    #[arg(long)]
+    pub(super) quarantine: bool,
+    /// Replace an upstream with the same id.
+    #[arg(long)]
+    pub(super) replace: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum TenantCommand {
+    /// Create a tenant.
+    Create {
+        /// Tenant id.
+        id: String,
+        #[command(flatten)]
+        patch: TenantFlags,
+    },
+    /// List tenants.
+    List,
+    /// One tenant.
+    Show {
+        /// Tenant id.
+        id: String,
+    },
+    /// Change a tenant.
+    Update {
+        /// Tenant id.
+        id: String,
+        #[command(flatten)]
+        patch: TenantFlags,
+    },
+    /// Delete a tenant and its keys.
+    Delete {
+        /// Tenant id.
+        id: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub(super) struct TenantFlags {
+    /// Name shown to operators.
+    #[arg(long)]
+    pub(super) display_name: Option<String>,
+    /// passthrough, search or code ("" for the edge's default).
+    #[arg(long)]
+    pub(super) mode: Option<String>,
+    /// Visible servers by glob (repeat; replaces the list).
+    #[arg(long = "server")]
+    pub(super) servers: Vec<String>,
+    /// Visible tools by `<server>/<tool>` glob (repeat; replaces the list).
+    #[arg(long = "tool")]
+    pub(super) tools: Vec<String>,
+    /// Servers with this tag are visible (repeat; replaces the list).
+    #[arg(long = "tag")]
+    pub(super) tags: Vec<String>,
+    /// Tool calls per minute (0 clears).
+    #[arg(long)]
+    pub(super) rate_limit: Option<u32>,
+    /// Budget (negative clears).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(super) budget: Option<f64>,
+    /// `GLOB=PRICE` per call (repeat; a negative price removes the entry).
+    #[arg(long = "price", allow_hyphen_values = true)]
+    pub(super) prices: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum KeyCommand {
+    /// Issue an API key for a tenant; it is printed once and never again.
+    Issue {
+        /// Tenant id.
+        tenant: String,
+    },
+    /// Revoke an API key.
+    Revoke {
+        /// Tenant id.
+        tenant: String,
+        /// Key id.
+        key_id: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ManifestCommand {
+    /// A manifest version (default: the current one).
+    Show {
+        /// Version.
+        version: Option<u64>,
+    },
+    /// Tools added, removed and changed between two versions.
+    Diff {
+        /// Older version.
+        from: u64,
+        /// Newer version.
+        to: u64,
+    },
+    /// The current version and its stub hash.
+    Hash,
+}

@@ -1,0 +1,256 @@
+//! How `quiver ctl` prints an answer: `-o json` prints the answer's fields;
+//! otherwise the answer's type picks the layout (a status line, a table of
+//! members, upstreams, tenants or verdicts, a new key), and anything else
+//! prints as aligned `key  value` lines.
+
+use quiver_control_plane::admin::{
+    AdminAnswer, ClusterStatus, Committed, FleetVerification, IssuedKey, PublicTenant,
+    UpstreamSummary,
+};
+use serde_json::Value;
+
+/// Which part of an answer a command shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shown {
+    /// All of it.
+    Whole,
+    /// Only the members of a cluster status (`cluster members`).
+    Members,
+}
+
+/// `-o json`.
+pub(super) fn print_json(answer: &AdminAnswer, shown: Shown) -> anyhow::Result<()> {
+    let value = match answer {
+        AdminAnswer::ClusterStatus(status) if shown == Shown::Members => {
+            serde_json::to_value(&status.members)?
+        }
+        other => other.to_json(),
+    };
+    say!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
+
+/// `-o table`.
+pub(super) fn print_table(answer: &AdminAnswer, shown: Shown) {
+    match answer {
+        AdminAnswer::ClusterStatus(status) if shown == Shown::Members => members(status, false),
+        AdminAnswer::ClusterStatus(status) => {
+            say!(
+                "leader {}  term {}  last log {}  applied {}  snapshot {}  manifest v{} {}",
+                status.leader,
+                status.term,
+                or_dash(status.last_log_index),
+                or_dash(status.last_applied),
+                or_dash(status.snapshot),
+                status.manifest_version,
+                status.stub_hash,
+            );
+            members(status, true);
+        }
+        AdminAnswer::Verify(verification) => verdicts(verification),
+        AdminAnswer::UpstreamList(upstreams) => upstream_table(upstreams),
+        AdminAnswer::TenantList(tenants) => tenant_table(tenants),
+        AdminAnswer::KeyIssue(key) => issued_key(key),
+        AdminAnswer::UpstreamAdd(write)
+        | AdminAnswer::UpstreamRemove(write)
+        | AdminAnswer::UpstreamApprove(write)
+        | AdminAnswer::TenantCreate(write)
+        | AdminAnswer::TenantUpdate(write)
+        | AdminAnswer::TenantDelete(write)
+        | AdminAnswer::KeyRevoke(write) => committed(write),
+        other => print_fields(&other.to_json()),
+    }
+}
+
+fn members(status: &ClusterStatus, with_matched_index: bool) {
+    let rows = status
+        .members
+        .iter()
+        .map(|m| {
+            let mut row = vec![m.id.to_string(), m.addr.clone(), m.role.as_str().into()];
+            if with_matched_index {
+                row.push(or_dash(m.matched_index));
+            }
+            row
+        })
+        .collect();
+    if with_matched_index {
+        table(&["id", "addr", "role", "matched_index"], rows);
+    } else {
+        table(&["id", "addr", "role"], rows);
+    }
+}
+
+fn verdicts(verification: &FleetVerification) {
+    say!(
+        "canonical manifest v{} {}",
+        verification.manifest_version,
+        verification.stub_hash
+    );
+    if verification.nodes.is_empty() {
+        say!("no edge or executor has reported yet");
+        return;
+    }
+    table(
+        &["node", "role", "manifest_version", "stub_hash", "verdict"],
+        verification
+            .nodes
+            .iter()
+            .map(|n| {
+                vec![
+                    n.node.clone(),
+                    n.role.as_str().into(),
+                    n.manifest_version.to_string(),
+                    n.stub_hash.clone(),
+                    n.verdict.as_str().into(),
+                ]
+            })
+            .collect(),
+    );
+}
+
+fn upstream_table(upstreams: &[UpstreamSummary]) {
+    table(
+        &[
+            "id",
+            "transport",
+            "state",
+            "tools",
+            "pending",
+            "quarantine",
+            "tags",
+        ],
+        upstreams
+            .iter()
+            .map(|u| {
+                vec![
+                    u.id.clone(),
+                    u.transport.clone(),
+                    u.state.clone(),
+                    u.tools.to_string(),
+                    u.pending.to_string(),
+                    u.quarantine.to_string(),
+                    u.tags.join(","),
+                ]
+            })
+            .collect(),
+    );
+}
+
+fn tenant_table(tenants: &[PublicTenant]) {
+    table(
+        &["id", "display_name", "mode", "servers", "keys"],
+        tenants
+            .iter()
+            .map(|t| {
+                vec![
+                    t.id.clone(),
+                    t.display_name.clone(),
+                    t.mode.clone().unwrap_or_else(|| "-".into()),
+                    t.servers.join(","),
+                    t.keys.len().to_string(),
+                ]
+            })
+            .collect(),
+    );
+}
+
+fn issued_key(key: &IssuedKey) {
+    say!(
+        "key {} for tenant {} (shown once; store it now):\n{}",
+        key.key_id,
+        key.tenant,
+        key.key
+    );
+}
+
+/// A write: what it did, then where it landed.
+fn committed(write: &Committed) {
+    print_fields(&write.result.to_json());
+    say!(
+        "(committed at log index {}, manifest v{})",
+        write.log_index,
+        write.manifest_version
+    );
+}
+
+/// `key  value` lines; lists of objects become tables, other nested values
+/// compact JSON.
+fn print_fields(value: &Value) {
+    let Some(object) = value.as_object() else {
+        say!("{}", cell(value));
+        return;
+    };
+    let width = object.keys().map(String::len).max().unwrap_or(0);
+    let mut tables = Vec::new();
+    for (key, value) in object {
+        match value {
+            Value::Array(items) if items.first().is_some_and(Value::is_object) => {
+                tables.push((key, items));
+            }
+            Value::Object(_) => say!("{key:<width$}  {value}"),
+            other => say!("{key:<width$}  {}", cell(other)),
+        }
+    }
+    for (key, items) in tables {
+        say!("\n{key}:");
+        let columns: Vec<&str> = items[0]
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        value_table(&columns, items);
+    }
+}
+
+fn or_dash(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// One JSON value as a table cell: `-` for null, lists comma-separated.
+pub(super) fn cell(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(cell).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// A table of JSON objects, one column per key in `columns`.
+pub(super) fn value_table(columns: &[&str], rows: &[Value]) {
+    table(
+        columns,
+        rows.iter()
+            .map(|row| columns.iter().map(|c| cell(&row[*c])).collect())
+            .collect(),
+    );
+}
+
+fn table(columns: &[&str], rows: Vec<Vec<String>>) {
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([c.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |values: &[String]| {
+        values
+            .iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let header: Vec<String> = columns.iter().map(|c| c.to_uppercase()).collect();
+    say!("{}", line(&header));
+    for row in &rows {
+        say!("{}", line(row));
+    }
+}

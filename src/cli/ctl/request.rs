@@ -1,0 +1,160 @@
+//! What a `quiver ctl` command asks the control plane: the admin request
+//! built from its arguments, with the upstream and tenant flags checked here
+//! so a mistake is named before anything is sent.
+
+use std::collections::BTreeMap;
+
+use anyhow::Context as _;
+use quiver_control_plane::{admin::AdminRequest, tenant::TenantPatch};
+use quiver_proto::manifest::ValidationMode;
+use quiver_upstream::{Transport, UpstreamConfig};
+
+use super::args::{
+    ClusterCommand, CtlCommand, KeyCommand, ManifestCommand, TenantCommand, TenantFlags,
+    UpstreamAddArgs, UpstreamCommand,
+};
+
+/// The admin request a command stands for.
+pub(super) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
+    Ok(match command {
+        CtlCommand::Cluster(c) => match c {
+            ClusterCommand::Init => AdminRequest::ClusterInit,
+            ClusterCommand::Status | ClusterCommand::Members => AdminRequest::ClusterStatus,
+            ClusterCommand::AddLearner { node_id, addr } => {
+                AdminRequest::AddLearner { node_id, addr }
+            }
+            ClusterCommand::Promote { node_id } => AdminRequest::Promote { node_id },
+            ClusterCommand::Remove { node_id } => AdminRequest::Remove { node_id },
+            ClusterCommand::TransferLeader { node_id } => AdminRequest::TransferLeader { node_id },
+            ClusterCommand::Verify => AdminRequest::Verify,
+        },
+        CtlCommand::Upstream(c) => match c {
+            UpstreamCommand::Add(add) => {
+                let quarantine = add.quarantine;
+                let replace = add.replace;
+                AdminRequest::UpstreamAdd {
+                    upstream: upstream_of(*add)?,
+                    quarantine,
+                    replace,
+                }
+            }
+            UpstreamCommand::List => AdminRequest::UpstreamList,
+            UpstreamCommand::Show { id } => AdminRequest::UpstreamShow { id },
+            UpstreamCommand::Remove { id } => AdminRequest::UpstreamRemove { id },
+            UpstreamCommand::Refresh { id } => AdminRequest::UpstreamRefresh { id },
+            UpstreamCommand::Drift { id } => AdminRequest::UpstreamDrift { id },
+            UpstreamCommand::Approve { id, tool } => AdminRequest::UpstreamApprove { id, tool },
+        },
+        CtlCommand::Tenant(c) => match c {
+            TenantCommand::Create { id, patch } => AdminRequest::TenantCreate {
+                id,
+                patch: patch_of(patch)?,
+            },
+            TenantCommand::List => AdminRequest::TenantList,
+            TenantCommand::Show { id } => AdminRequest::TenantShow { id },
+            TenantCommand::Update { id, patch } => AdminRequest::TenantUpdate {
+                id,
+                patch: patch_of(patch)?,
+            },
+            TenantCommand::Delete { id } => AdminRequest::TenantDelete { id },
+        },
+        CtlCommand::Key(c) => match c {
+            KeyCommand::Issue { tenant } => AdminRequest::KeyIssue { tenant },
+            KeyCommand::Revoke { tenant, key_id } => AdminRequest::KeyRevoke { tenant, key_id },
+        },
+        CtlCommand::Search(_) => anyhow::bail!("`ctl search` asks an edge, not the control plane"),
+        CtlCommand::Manifest(c) => match c {
+            ManifestCommand::Show { version } => AdminRequest::ManifestShow { version },
+            ManifestCommand::Diff { from, to } => AdminRequest::ManifestDiff { from, to },
+            ManifestCommand::Hash => AdminRequest::ManifestHash,
+        },
+    })
+}
+
+fn pairs(items: &[String], what: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    items
+        .iter()
+        .map(|item| {
+            item.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+                .with_context(|| format!("{what} `{item}` must be KEY=VALUE"))
+        })
+        .collect()
+}
+
+fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
+    if let Some(path) = &add.file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let upstream: UpstreamConfig = toml::from_str(&text)
+            .with_context(|| format!("{}: not a valid upstream", path.display()))?;
+        upstream
+            .validate()
+            .with_context(|| format!("{}: invalid upstream", path.display()))?;
+        return Ok(upstream);
+    }
+    let id = add.id.context(
+        "give the upstream an id: `quiver ctl upstream add ID --command …` or `--url …`",
+    )?;
+    let mut upstream = match (&add.command, &add.url) {
+        (Some(command), None) => {
+            let mut u = UpstreamConfig::stdio(id, command.clone(), add.args.clone());
+            if let Transport::Stdio { env, .. } = &mut u.transport {
+                *env = pairs(&add.env, "--env")?;
+            }
+            u
+        }
+        (None, Some(url)) => {
+            let mut u = UpstreamConfig::http(id, url.clone());
+            if let Transport::Http { headers, .. } = &mut u.transport {
+                *headers = pairs(&add.headers, "--header")?;
+            }
+            u
+        }
+        _ => anyhow::bail!(
+            "give exactly one of --command (stdio) or --url (Streamable HTTP), or --file"
+        ),
+    };
+    upstream.namespace = add.namespace;
+    upstream.description = add.description;
+    upstream.tags = add.tags;
+    upstream.group = add.group.unwrap_or_default();
+    if let Some(v) = &add.validation {
+        upstream.validation = match v.as_str() {
+            "schema" => ValidationMode::Schema,
+            "strict" => ValidationMode::Strict,
+            "off" => ValidationMode::Off,
+            other => anyhow::bail!("--validation `{other}`: use schema, strict or off"),
+        };
+    }
+    upstream.validate()?;
+    Ok(upstream)
+}
+
+fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
+    let prices = if flags.prices.is_empty() {
+        None
+    } else {
+        let mut prices = BTreeMap::new();
+        for (glob, price) in pairs(&flags.prices, "--price")? {
+            let price: f64 = price
+                .parse()
+                .with_context(|| format!("--price `{glob}={price}`: the price must be a number"))?;
+            prices.insert(glob, price);
+        }
+        Some(prices)
+    };
+    let list = |v: Vec<String>| (!v.is_empty()).then_some(v);
+    let patch = TenantPatch {
+        display_name: flags.display_name,
+        mode: flags.mode,
+        servers: list(flags.servers),
+        tools: list(flags.tools),
+        tags: list(flags.tags),
+        rate_limit_per_minute: flags.rate_limit,
+        budget: flags.budget,
+        prices,
+    };
+    patch.validate()?;
+    Ok(patch)
+}
