@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::{
-    MAX_DECLARATION_BYTES, MAX_SCHEMA_DEPTH,
+    limits::{MAX_DECLARATION_BYTES, MAX_SCHEMA_DEPTH},
     lowering::Lowering,
     text::truncate_chars,
     type_model::{Object, Ty},
@@ -65,7 +65,7 @@ const DETAILS: [Detail; 4] = [
 
 const TRUNCATION_MARKER: &str = "\n// …stub truncated: too large\n";
 
-pub(super) fn render_declaration(
+pub(crate) fn render_declaration(
     server: &str,
     tool: &str,
     exposed_name: &str,

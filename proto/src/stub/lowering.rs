@@ -375,7 +375,15 @@ fn percent_decode(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::*;
+    use super::{
+        super::{test_support::*, typescript::flat},
+        Lowering,
+    };
+
+    /// `schema` lowered as the arguments of a tool and printed on one line.
+    fn args_type(schema: Value) -> String {
+        flat(&Lowering::new(&schema, MAX_SCHEMA_DEPTH, 0).lower(&schema, 0, 0))
+    }
 
     #[test]
     fn primitive_and_combined_types() {

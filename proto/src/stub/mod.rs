@@ -31,9 +31,11 @@
 //!
 //! The parts: prose shortening (`text`), the type model (`type_model`), JSON
 //! Schema lowering (`lowering`), TypeScript printing (`typescript`), the one-line
-//! signature (`signature`) and the full declaration (`declaration`).
+//! signature (`signature`), the full declaration (`declaration`) and the bounds
+//! they all keep (`limits`).
 
 mod declaration;
+mod limits;
 mod lowering;
 mod signature;
 #[cfg(test)]
@@ -42,23 +44,18 @@ mod text;
 mod type_model;
 mod typescript;
 
-pub use self::text::first_sentence;
 use self::{declaration::render_declaration, signature::render_signature};
+pub use self::{
+    limits::{
+        MAX_DECLARATION_BYTES, MAX_SCHEMA_DEPTH, MAX_SIGNATURE_CHARS, MAX_SUMMARY_CHARS,
+        SIGNATURE_OPTIONAL_BUDGET,
+    },
+    text::first_sentence,
+};
 use crate::{
     naming::{is_safe_js_identifier, js_identifier},
     tool::ToolDef,
 };
-
-/// Deepest schema nesting (objects, arrays) rendered before types become `unknown`.
-pub const MAX_SCHEMA_DEPTH: usize = 8;
-/// Largest declaration, in bytes; bigger schemas are shown shortened.
-pub const MAX_DECLARATION_BYTES: usize = 16 * 1024;
-/// Longest signature, in characters.
-pub const MAX_SIGNATURE_CHARS: usize = 200;
-/// Longest summary, in characters.
-pub const MAX_SUMMARY_CHARS: usize = 90;
-/// Optional arguments are shown in a signature only while it stays within this many characters.
-pub const SIGNATURE_OPTIONAL_BUDGET: usize = 80;
 
 /// What a stub is rendered from.
 #[derive(Debug, Clone, Copy)]
@@ -112,11 +109,22 @@ fn safe_identifier(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::*;
+    use serde_json::json;
 
+    use super::*;
+
+    // Builds the definition by hand: `test_support` renders through this file,
+    // so this file's tests must not lean on it.
     #[test]
     fn unsafe_identifiers_are_fixed() {
-        let def = tool("x", json!({}));
+        let def = ToolDef {
+            name: "t".into(),
+            title: None,
+            description: "x".into(),
+            input_schema: json!({}),
+            output_schema: None,
+            annotations: None,
+        };
         let stub = render(StubInput {
             server_js: "my-server",
             tool_js: "delete",

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{
-    MAX_SIGNATURE_CHARS, SIGNATURE_OPTIONAL_BUDGET,
+    limits::{MAX_SIGNATURE_CHARS, SIGNATURE_OPTIONAL_BUDGET},
     lowering::Lowering,
     text::truncate_chars,
     type_model::Ty,
@@ -116,7 +116,7 @@ fn write_compact(out: &mut String, ty: &Ty, depth: usize) {
     }
 }
 
-pub(super) fn render_signature(server: &str, tool: &str, schema: &Value) -> String {
+pub(crate) fn render_signature(server: &str, tool: &str, schema: &Value) -> String {
     // Only the arguments and one level below are shown; lower no deeper than that.
     let ty = Lowering::new(schema, 3, 0).lower(schema, 0, 0);
     let mut out = format!("{server}.{tool}(");

@@ -1,12 +1,14 @@
-//! Shorthands for the stub's unit tests: a tool from a schema, rendered or
-//! lowered and printed flat.
+//! Shorthands for the stub's unit tests: a tool from a schema, and that tool
+//! rendered through the public entry point. It reaches nothing below `render`,
+//! so any part of the stub may use it in its tests.
 
 pub(super) use serde_json::{Map, Value, json};
 
 pub(super) use super::{
-    MAX_DECLARATION_BYTES, MAX_SCHEMA_DEPTH, MAX_SIGNATURE_CHARS, RenderedStub, StubInput, render,
+    RenderedStub, StubInput,
+    limits::{MAX_DECLARATION_BYTES, MAX_SCHEMA_DEPTH, MAX_SIGNATURE_CHARS},
+    render,
 };
-use super::{lowering::Lowering, typescript::flat};
 pub(super) use crate::tool::ToolDef;
 
 pub(super) fn tool(description: &str, schema: Value) -> ToolDef {
@@ -28,8 +30,4 @@ pub(super) fn rendered(schema: Value) -> RenderedStub {
         exposed_name: "srv__run",
         def: &def,
     })
-}
-
-pub(super) fn args_type(schema: Value) -> String {
-    flat(&Lowering::new(&schema, MAX_SCHEMA_DEPTH, 0).lower(&schema, 0, 0))
 }
