@@ -625,7 +625,11 @@ mod tests {
 
     #[test]
     fn roles_and_verdicts_print_as_they_serialize() {
-        for role in [MemberRole::Leader, MemberRole::Follower, MemberRole::Learner] {
+        for role in [
+            MemberRole::Leader,
+            MemberRole::Follower,
+            MemberRole::Learner,
+        ] {
             assert_eq!(serde_json::to_value(role).unwrap(), role.as_str());
         }
         for verdict in [Verdict::Ok, Verdict::Behind, Verdict::Mismatch] {

@@ -196,17 +196,6 @@ pub enum AdminRequest {
     ManifestHash,
 }
 
-impl AdminRequest {
-    /// Whether the request changes replicated state or needs the leader's view
-    /// (everything but [`AdminRequest::Fleet`] and [`AdminRequest::ClusterInit`]).
-    pub fn needs_leader(&self) -> bool {
-        !matches!(
-            self,
-            AdminRequest::Fleet | AdminRequest::ClusterInit | AdminRequest::SetElection { .. }
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,10 +36,6 @@ pub mod typ {
         openraft::error::RPCError<NodeId, Node, RaftError<E>>;
     /// Refusal of a write.
     pub type ClientWriteError = openraft::error::ClientWriteError<NodeId, Node>;
-    /// A read could not be confirmed linearizable.
-    pub type CheckIsLeaderError = openraft::error::CheckIsLeaderError<NodeId, Node>;
-    /// A write's acknowledgement.
-    pub type ClientWriteResponse = openraft::raft::ClientWriteResponse<TypeConfig>;
     /// Storage failure.
     pub type StorageError = openraft::StorageError<NodeId>;
     /// A log entry.

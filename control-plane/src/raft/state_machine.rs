@@ -75,11 +75,6 @@ impl SharedState {
         self.manifests.borrow().clone()
     }
 
-    /// Sees every manifest version this node applies.
-    pub fn subscribe(&self) -> watch::Receiver<Arc<Manifest>> {
-        self.manifests.subscribe()
-    }
-
     /// Fires after every batch of applied entries (with the last applied index).
     pub fn subscribe_applied(&self) -> watch::Receiver<u64> {
         self.applied.subscribe()

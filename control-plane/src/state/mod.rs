@@ -24,76 +24,14 @@ use crate::{
     tenant::{ApiKey, Tenant, TenantPatch, valid_id},
 };
 
+mod records;
+
+pub use records::{Event, EventKind, ManifestRecord, PendingDrift, UpstreamRecord};
+
 /// Events kept in the drift/admin log; older ones are dropped.
 pub const EVENT_LOG_LIMIT: usize = 1000;
 /// Manifest versions kept for `manifest show V` and `manifest diff`.
 pub const MANIFEST_HISTORY_LIMIT: usize = 64;
-
-/// One registered upstream.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UpstreamRecord {
-    /// Its settings, secrets by reference.
-    pub config: UpstreamConfig,
-    /// Whether schema changes wait for approval.
-    #[serde(default)]
-    pub quarantine: bool,
-    /// When it was registered or last replaced.
-    pub updated_ms: u64,
-}
-
-/// A schema change held back by quarantine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingDrift {
-    /// The definition the upstream now reports.
-    pub proposed: ToolDef,
-    /// When it was first seen.
-    pub seen_ms: u64,
-}
-
-/// One entry of the bounded event log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Event {
-    /// Monotonic id.
-    pub id: u64,
-    /// Leader's clock when the command was proposed.
-    pub at_ms: u64,
-    /// What kind of event.
-    pub kind: EventKind,
-    /// Who caused it.
-    pub actor: String,
-    /// Upstream concerned, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<String>,
-    /// Tool concerned, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    /// What happened.
-    pub message: String,
-}
-
-/// What an [`Event`] records; `drift` or `admin` on the wire and in snapshots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    /// A tool appeared, disappeared or changed schema.
-    Drift,
-    /// An operator (or `quiver dev`) changed the registry, a tenant or a key.
-    Admin,
-}
-
-/// A manifest version as remembered for history and diffs: the definition hash
-/// of every tool, by server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ManifestRecord {
-    /// Version number.
-    pub version: u64,
-    /// Hex stub hash of the version.
-    pub stub_hash: String,
-    /// When it was committed.
-    pub at_ms: u64,
-    /// `server → tool → hex SHA-256 of the canonical definition`.
-    pub tools: BTreeMap<String, BTreeMap<String, String>>,
-}
 
 /// Everything the control plane replicates (the snapshot payload).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -663,7 +601,7 @@ fn listed<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
 }
 
 /// Hex SHA-256 of a tool's canonical definition.
-pub fn definition_hash(tool: &ToolDef) -> String {
+fn definition_hash(tool: &ToolDef) -> String {
     let value = serde_json::to_value(tool).unwrap_or(Value::Null);
     StubHash::of(to_canonical_json(&value).as_bytes()).to_hex()
 }
