@@ -100,6 +100,55 @@ struct Sessions {
     last_sweep: Option<Instant>,
 }
 
+/// Why a stash operation was refused; the script sees the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StashError {
+    /// The key is empty or too long.
+    #[error("stash keys must be 1 to {max} bytes")]
+    KeyLength {
+        /// The longest key allowed.
+        max: usize,
+    },
+    /// The key contains control characters.
+    #[error("stash keys cannot contain control characters")]
+    KeyCharacters,
+    /// The value cannot be serialised.
+    #[error("stash value cannot be stored: {0}")]
+    Unserialisable(String),
+    /// The value is over the per-value limit.
+    #[error("stash value too large: {bytes} bytes (limit {max})")]
+    ValueTooLarge {
+        /// Its size, key included.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The tenant keeps values for as many sessions as it may.
+    #[error(
+        "stash full: this tenant already keeps values for {max} sessions; let some expire or delete their keys"
+    )]
+    TenantSessions {
+        /// Sessions per tenant.
+        max: usize,
+    },
+    /// The session holds as many bytes as it may.
+    #[error("stash full: this session may keep {max} bytes; delete keys first")]
+    SessionBytes {
+        /// Bytes per session.
+        max: usize,
+    },
+    /// The session holds as many keys as it may.
+    #[error("stash full: at most {max} keys per session")]
+    SessionKeys {
+        /// Keys per session.
+        max: usize,
+    },
+    /// All sessions together hold as many bytes as the executor allows.
+    #[error("the executor's stash is full for now; store less, or try again later")]
+    StoreFull,
+}
+
 /// Every session's stash.
 pub struct StashStore {
     limits: StashLimits,
@@ -161,7 +210,7 @@ impl StashStore {
         &self,
         session: &str,
         create: bool,
-    ) -> Result<Option<Arc<Mutex<SessionStash>>>, String> {
+    ) -> Result<Option<Arc<Mutex<SessionStash>>>, StashError> {
         let now = Instant::now();
         let mut sessions = lock(&self.sessions);
         self.sweep(&mut sessions, now);
@@ -174,10 +223,9 @@ impl StashStore {
         let tenant = tenant_of(session).to_string();
         let count = sessions.per_tenant.entry(tenant).or_default();
         if *count >= self.limits.max_sessions_per_tenant {
-            return Err(format!(
-                "stash full: this tenant already keeps values for {} sessions; let some expire or delete their keys",
-                self.limits.max_sessions_per_tenant
-            ));
+            return Err(StashError::TenantSessions {
+                max: self.limits.max_sessions_per_tenant,
+            });
         }
         *count += 1;
         let stash = Arc::new(Mutex::new(SessionStash::default()));
@@ -192,7 +240,7 @@ impl StashStore {
         session: &str,
         create: bool,
         f: impl FnOnce(&mut SessionStash, &StashLimits, usize) -> T,
-    ) -> Result<Option<T>, String> {
+    ) -> Result<Option<T>, StashError> {
         let Some(stash) = self.session(session, create)? else {
             return Ok(None);
         };
@@ -218,21 +266,20 @@ impl StashStore {
         Ok(Some(out))
     }
 
-    fn check_key(&self, key: &str) -> Result<(), String> {
+    fn check_key(&self, key: &str) -> Result<(), StashError> {
         if key.is_empty() || key.len() > self.limits.max_key_bytes {
-            return Err(format!(
-                "stash keys must be 1 to {} bytes",
-                self.limits.max_key_bytes
-            ));
+            return Err(StashError::KeyLength {
+                max: self.limits.max_key_bytes,
+            });
         }
         if key.chars().any(|c| c.is_control()) {
-            return Err("stash keys cannot contain control characters".into());
+            return Err(StashError::KeyCharacters);
         }
         Ok(())
     }
 
     /// The value under `key`, or null.
-    pub fn get(&self, session: &str, key: &str) -> Result<Value, String> {
+    pub fn get(&self, session: &str, key: &str) -> Result<Value, StashError> {
         self.check_key(key)?;
         Ok(self
             .with_session(session, false, |s, _, _| {
@@ -251,17 +298,17 @@ impl StashStore {
         key: &str,
         value: Value,
         ttl_secs: Option<u64>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, StashError> {
         self.check_key(key)?;
         let bytes = key.len()
             + serde_json::to_string(&value)
-                .map_err(|e| e.to_string())?
+                .map_err(|e| StashError::Unserialisable(e.to_string()))?
                 .len();
         if bytes > self.limits.max_value_bytes {
-            return Err(format!(
-                "stash value too large: {bytes} bytes (limit {})",
-                self.limits.max_value_bytes
-            ));
+            return Err(StashError::ValueTooLarge {
+                bytes,
+                max: self.limits.max_value_bytes,
+            });
         }
         let ttl = ttl_secs
             .map_or(self.limits.default_ttl, Duration::from_secs)
@@ -269,21 +316,17 @@ impl StashStore {
         self.with_session(session, true, |s, limits, room| {
             let old = s.entries.get(key).map_or(0, |e| e.bytes);
             if bytes > old && bytes - old > room {
-                return Err(
-                    "the executor's stash is full for now; store less, or try again later".into(),
-                );
+                return Err(StashError::StoreFull);
             }
             if s.bytes - old + bytes > limits.max_session_bytes {
-                return Err(format!(
-                    "stash full: this session may keep {} bytes; delete keys first",
-                    limits.max_session_bytes
-                ));
+                return Err(StashError::SessionBytes {
+                    max: limits.max_session_bytes,
+                });
             }
             if old == 0 && s.entries.len() >= limits.max_keys {
-                return Err(format!(
-                    "stash full: at most {} keys per session",
-                    limits.max_keys
-                ));
+                return Err(StashError::SessionKeys {
+                    max: limits.max_keys,
+                });
             }
             s.bytes = s.bytes - old + bytes;
             s.entries.insert(
@@ -296,11 +339,12 @@ impl StashStore {
             );
             Ok(Value::Bool(true))
         })?
-        .unwrap_or_else(|| Err("the stash is unavailable".into()))
+        // A session is always created for a write, or refused above.
+        .unwrap_or(Ok(Value::Bool(false)))
     }
 
     /// Removes `key`; true if it existed.
-    pub fn delete(&self, session: &str, key: &str) -> Result<Value, String> {
+    pub fn delete(&self, session: &str, key: &str) -> Result<Value, StashError> {
         self.check_key(key)?;
         Ok(self
             .with_session(session, false, |s, _, _| match s.entries.remove(key) {
@@ -354,6 +398,7 @@ mod tests {
             store
                 .set("s", "big", json!("x".repeat(200)), None)
                 .unwrap_err()
+                .to_string()
                 .contains("too large")
         );
         store.set("s", "a", json!("x".repeat(80)), None).unwrap();
@@ -361,6 +406,7 @@ mod tests {
             store
                 .set("s", "b", json!("x".repeat(80)), None)
                 .unwrap_err()
+                .to_string()
                 .contains("stash full")
         );
         store.set("s", "b", json!(1), None).unwrap();
@@ -368,6 +414,7 @@ mod tests {
             store
                 .set("s", "c", json!(1), None)
                 .unwrap_err()
+                .to_string()
                 .contains("at most 2 keys")
         );
         assert_eq!(store.delete("s", "a").unwrap(), json!(true));
@@ -382,7 +429,10 @@ mod tests {
         });
         store.set("acme/1", "k", json!(1), None).unwrap();
         store.set("acme/2", "k", json!(1), None).unwrap();
-        let refused = store.set("acme/3", "k", json!(1), None).unwrap_err();
+        let refused = store
+            .set("acme/3", "k", json!(1), None)
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("2 sessions"), "{refused}");
         // Reading does not create a session, and another tenant is unaffected.
         assert_eq!(store.get("acme/4", "k").unwrap(), Value::Null);
@@ -398,7 +448,8 @@ mod tests {
         store.set("a", "k", json!("x".repeat(600)), None).unwrap();
         let refused = store
             .set("b", "k", json!("x".repeat(600)), None)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("stash is full for now"), "{refused}");
         // Freeing space in one session makes room for another.
         store.delete("a", "k").unwrap();

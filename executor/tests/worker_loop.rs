@@ -19,7 +19,7 @@ use tokio::{
 struct Host {
     reader: FrameReader<ReadHalf<DuplexStream>>,
     writer: FrameWriter<WriteHalf<DuplexStream>>,
-    worker: JoinHandle<anyhow::Result<()>>,
+    worker: JoinHandle<Result<(), quiver_executor::worker::WorkerError>>,
 }
 
 impl Host {

@@ -178,12 +178,13 @@ impl ScriptContext for ViewScriptContext {
     fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
         Box::pin(async move {
             let stash = &self.stash;
-            match op {
+            let answer = match op {
                 StashOp::Get(key) => stash.get(&self.stash_key, &key),
                 StashOp::Set(key, value, ttl) => stash.set(&self.stash_key, &key, value, ttl),
                 StashOp::Delete(key) => stash.delete(&self.stash_key, &key),
                 StashOp::Keys => Ok(stash.keys(&self.stash_key)),
-            }
+            };
+            answer.map_err(|e| e.to_string())
         })
     }
 }

@@ -19,11 +19,42 @@
 
 use std::fmt;
 
+/// Why a layer of isolation could not be put in place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IsolationError {
+    /// `unshare` refused the namespaces, with and without a user namespace.
+    #[error("unshare with a user namespace: {with_user}; without: {without_user}")]
+    Namespaces {
+        /// The error asking for a user namespace too.
+        with_user: String,
+        /// The error asking for the rest alone.
+        without_user: String,
+    },
+    /// `no_new_privs` could not be set.
+    #[error("no_new_privs: {0}")]
+    NoNewPrivs(String),
+    /// A resource limit could not be set.
+    #[error("{resource}: {reason}")]
+    ResourceLimit {
+        /// Which limit.
+        resource: String,
+        /// Why not.
+        reason: String,
+    },
+    /// A seccomp filter could not be built or installed.
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+    /// This operating system has no such layer.
+    #[error("{0} are Linux features")]
+    Unsupported(&'static str),
+}
+
 /// What a worker achieved, layer by layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsolationReport {
     /// New namespaces entered, or why not.
-    pub namespaces: Result<(), String>,
+    pub namespaces: Result<(), IsolationError>,
 }
 
 impl fmt::Display for IsolationReport {
@@ -86,7 +117,7 @@ pub fn enter_before_threads() -> IsolationReport {
 
 /// Layer 2: `no_new_privs`, resource limits and the seccomp filter, on every
 /// thread of the process. Irreversible.
-pub fn lock_down() -> Result<(), String> {
+pub fn lock_down() -> Result<(), IsolationError> {
     imp::lock_down()
 }
 
@@ -104,7 +135,7 @@ mod imp {
         SeccompRule, TargetArch,
     };
 
-    use super::{ForbiddenProbe, PROBE_REFUSED_EXIT};
+    use super::{ForbiddenProbe, IsolationError, PROBE_REFUSED_EXIT};
 
     /// Data segment cap: the JavaScript heap (64 MiB by default) several
     /// times over, for the runtime being built ahead, thread stacks and the
@@ -115,7 +146,7 @@ mod imp {
     /// Descriptors: the pipes, and an event loop per engine thread.
     const OPEN_FILES: u64 = 64;
 
-    pub(super) fn unshare_namespaces() -> Result<(), String> {
+    pub(super) fn unshare_namespaces() -> Result<(), IsolationError> {
         let wanted = CloneFlags::CLONE_NEWUSER
             | CloneFlags::CLONE_NEWNS
             | CloneFlags::CLONE_NEWNET
@@ -125,12 +156,15 @@ mod imp {
             Ok(()) => Ok(()),
             // Without user namespaces, a privileged service can still have the rest.
             Err(first) => unshare(wanted - CloneFlags::CLONE_NEWUSER).map_err(|second| {
-                format!("unshare with a user namespace: {first}; without: {second}")
+                IsolationError::Namespaces {
+                    with_user: first.to_string(),
+                    without_user: second.to_string(),
+                }
             }),
         }
     }
 
-    pub(super) fn lock_down() -> Result<(), String> {
+    pub(super) fn lock_down() -> Result<(), IsolationError> {
         // The time zone is read from disk on first use; do it while files can
         // still be read, so scripts keep local time.
         unsafe extern "C" {
@@ -138,7 +172,8 @@ mod imp {
         }
         // SAFETY: tzset only initialises the C library's time-zone state.
         unsafe { tzset() };
-        nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
+        nix::sys::prctl::set_no_new_privs()
+            .map_err(|e| IsolationError::NoNewPrivs(e.to_string()))?;
         for (resource, limit) in [
             (Resource::RLIMIT_CORE, 0),
             (Resource::RLIMIT_FSIZE, 0),
@@ -146,22 +181,27 @@ mod imp {
             (Resource::RLIMIT_CPU, CPU_SECONDS),
             (Resource::RLIMIT_NOFILE, OPEN_FILES),
         ] {
-            setrlimit(resource, limit, limit).map_err(|e| format!("{resource:?}: {e}"))?;
+            setrlimit(resource, limit, limit).map_err(|e| IsolationError::ResourceLimit {
+                resource: format!("{resource:?}"),
+                reason: e.to_string(),
+            })?;
         }
         // The allowlist goes last: installing a filter takes `prctl` and
         // `seccomp` calls it does not allow.
         for filter in [clone3_missing()?, file_calls_fail()?, allowlist()?] {
-            seccompiler::apply_filter_all_threads(&filter).map_err(|e| format!("seccomp: {e}"))?;
+            seccompiler::apply_filter_all_threads(&filter)
+                .map_err(|e| IsolationError::Seccomp(e.to_string()))?;
         }
         Ok(())
     }
 
-    fn arch() -> Result<TargetArch, String> {
-        TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e:?}"))
+    fn arch() -> Result<TargetArch, IsolationError> {
+        TargetArch::try_from(std::env::consts::ARCH)
+            .map_err(|e| IsolationError::Seccomp(format!("{e:?}")))
     }
 
     /// Everything a worker calls once it runs scripts; anything else kills it.
-    fn allowlist() -> Result<BpfProgram, String> {
+    fn allowlist() -> Result<BpfProgram, IsolationError> {
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = [
             // Pipes and event loops.
             libc::SYS_read,
@@ -240,9 +280,9 @@ mod imp {
                         SeccompCmpOp::MaskedEq(thread),
                         thread,
                     )
-                    .map_err(|e| format!("seccomp: {e}"))?,
+                    .map_err(|e| IsolationError::Seccomp(e.to_string()))?,
                 ])
-                .map_err(|e| format!("seccomp: {e}"))?,
+                .map_err(|e| IsolationError::Seccomp(e.to_string()))?,
             ],
         );
         // prctl: naming threads (and reading the name), nothing else.
@@ -257,8 +297,9 @@ mod imp {
                         SeccompCmpOp::Eq,
                         option as u64,
                     )
-                    .map_err(|e| format!("seccomp: {e}"))?;
-                    SeccompRule::new(vec![check]).map_err(|e| format!("seccomp: {e}"))
+                    .map_err(|e| IsolationError::Seccomp(e.to_string()))?;
+                    SeccompRule::new(vec![check])
+                        .map_err(|e| IsolationError::Seccomp(e.to_string()))
                 })
                 .collect::<Result<_, _>>()?,
         );
@@ -269,11 +310,11 @@ mod imp {
             arch()?,
         )
         .and_then(TryInto::try_into)
-        .map_err(|e| format!("seccomp: {e}"))
+        .map_err(|e| IsolationError::Seccomp(e.to_string()))
     }
 
     /// A filter under which `calls` fail with `errno` instead of running.
-    fn failing(calls: &[i64], errno: i32) -> Result<BpfProgram, String> {
+    fn failing(calls: &[i64], errno: i32) -> Result<BpfProgram, IsolationError> {
         let rules: BTreeMap<i64, Vec<SeccompRule>> =
             calls.iter().map(|call| (*call, Vec::new())).collect();
         SeccompFilter::new(
@@ -283,11 +324,11 @@ mod imp {
             arch()?,
         )
         .and_then(TryInto::try_into)
-        .map_err(|e| format!("seccomp: {e}"))
+        .map_err(|e| IsolationError::Seccomp(e.to_string()))
     }
 
     /// Opening or inspecting a file fails with `EACCES`.
-    fn file_calls_fail() -> Result<BpfProgram, String> {
+    fn file_calls_fail() -> Result<BpfProgram, IsolationError> {
         let mut calls = vec![libc::SYS_openat, libc::SYS_newfstatat, libc::SYS_statx];
         #[cfg(target_arch = "x86_64")]
         calls.extend([libc::SYS_open, libc::SYS_stat, libc::SYS_access]);
@@ -297,7 +338,7 @@ mod imp {
     /// `clone3` says it does not exist (its flags sit behind a pointer the
     /// filter cannot read), so the C library makes threads with `clone`,
     /// whose flags the allowlist checks.
-    fn clone3_missing() -> Result<BpfProgram, String> {
+    fn clone3_missing() -> Result<BpfProgram, IsolationError> {
         failing(&[libc::SYS_clone3], libc::ENOSYS)
     }
 
@@ -336,14 +377,16 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::ForbiddenProbe;
+    use super::{ForbiddenProbe, IsolationError};
 
-    pub(super) fn unshare_namespaces() -> Result<(), String> {
-        Err("namespaces are a Linux feature".into())
+    pub(super) fn unshare_namespaces() -> Result<(), IsolationError> {
+        Err(IsolationError::Unsupported("namespaces"))
     }
 
-    pub(super) fn lock_down() -> Result<(), String> {
-        Err("seccomp and these resource limits are Linux features".into())
+    pub(super) fn lock_down() -> Result<(), IsolationError> {
+        Err(IsolationError::Unsupported(
+            "seccomp and these resource limits",
+        ))
     }
 
     pub(super) fn attempt(_probe: ForbiddenProbe) -> bool {

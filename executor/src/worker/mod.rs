@@ -6,4 +6,6 @@ mod host_link;
 pub mod isolation;
 mod worker_loop;
 
-pub use worker_loop::{run_worker, run_worker_on, run_worker_probing, run_worker_with};
+pub use worker_loop::{
+    WorkerError, run_worker, run_worker_on, run_worker_probing, run_worker_with,
+};

@@ -8,7 +8,6 @@ use std::{
     sync::{Arc, mpsc as std_mpsc},
 };
 
-use anyhow::Context;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::{mpsc, oneshot},
@@ -42,20 +41,23 @@ struct Job {
 /// Call it from the hidden `__worker` subcommand, in a process whose logs go to
 /// stderr (or nowhere): stdout carries frames only. Call
 /// [`isolation::enter_before_threads`] first, while the process has one thread.
-pub async fn run_worker() -> anyhow::Result<()> {
+pub async fn run_worker() -> Result<(), WorkerError> {
     run_worker_probing(None).await
 }
 
 /// [`run_worker`], attempting `probe` right after the lock-down (the test of
 /// the seccomp filter; the probe comes only from the worker's command line).
-pub async fn run_worker_probing(probe: Option<ForbiddenProbe>) -> anyhow::Result<()> {
+pub async fn run_worker_probing(probe: Option<ForbiddenProbe>) -> Result<(), WorkerError> {
     run_worker_with(probe, true).await
 }
 
 /// [`run_worker_probing`], or without the lock-down at all when `lock_down`
 /// is false: only for measuring what it costs (the executor checks every
 /// worker from outside and refuses one that is not locked down).
-pub async fn run_worker_with(probe: Option<ForbiddenProbe>, lock_down: bool) -> anyhow::Result<()> {
+pub async fn run_worker_with(
+    probe: Option<ForbiddenProbe>,
+    lock_down: bool,
+) -> Result<(), WorkerError> {
     serve(
         tokio::io::stdin(),
         tokio::io::stdout(),
@@ -70,12 +72,30 @@ pub async fn run_worker_with(probe: Option<ForbiddenProbe>, lock_down: bool) -> 
 /// Returns `Ok` when `input` ends cleanly between frames, and an error on a
 /// malformed frame or a dead engine thread; the host then replaces the worker.
 /// A script still running when `input` ends is abandoned with its thread.
-pub async fn run_worker_on<R, W>(input: R, output: W) -> anyhow::Result<()>
+pub async fn run_worker_on<R, W>(input: R, output: W) -> Result<(), WorkerError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     serve(input, output, None).await
+}
+
+/// Why a worker stopped serving (the host then replaces it).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The thread that runs the engine could not be started.
+    #[error("starting the engine supervisor")]
+    Supervisor(#[source] std::io::Error),
+    /// A frame from the host could not be read (malformed, too large, or the pipe failed).
+    #[error("reading a frame from the host")]
+    Read(#[source] FrameError),
+    /// A frame could not be written to the host.
+    #[error("writing a frame to the host")]
+    Write(#[source] FrameError),
+    /// The engine thread is gone: nothing more can run here.
+    #[error("the script engine has stopped")]
+    EngineStopped,
 }
 
 /// The OS lock-down a worker process applies before it says `Ready`.
@@ -102,7 +122,7 @@ impl LockDown {
     }
 }
 
-async fn serve<R, W>(input: R, output: W, lock_down: Option<LockDown>) -> anyhow::Result<()>
+async fn serve<R, W>(input: R, output: W, lock_down: Option<LockDown>) -> Result<(), WorkerError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -121,7 +141,7 @@ where
                 supervise(queued, link, lock_down);
                 drop(supervisor_gone);
             })
-            .context("starting the engine supervisor")?;
+            .map_err(WorkerError::Supervisor)?;
     }
     let host = link;
 
@@ -134,7 +154,7 @@ where
             match reader
                 .read_message::<HostMessage>()
                 .await
-                .context("reading a frame from the host")?
+                .map_err(WorkerError::Read)?
             {
                 None => return Ok(()),
                 Some(HostMessage::Ping) => {
@@ -155,7 +175,7 @@ where
                         limits,
                         tools,
                     })
-                    .map_err(|_| anyhow::anyhow!("the script engine has stopped"))?;
+                    .map_err(|_| WorkerError::EngineStopped)?;
                 }
             }
         }
@@ -174,7 +194,7 @@ where
                     while let Ok(message) = to_host.try_recv() {
                         send_to_host(&mut writer, &host, message).await?;
                     }
-                    anyhow::bail!("the script engine has stopped");
+                    return Err(WorkerError::EngineStopped);
                 }
             }
         }
@@ -191,7 +211,7 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
     writer: &mut FrameWriter<W>,
     host: &HostLink,
     message: WorkerMessage,
-) -> anyhow::Result<()> {
+) -> Result<(), WorkerError> {
     match writer.write_message(&message).await {
         Ok(()) => Ok(()),
         Err(FrameError::TooLarge { len, max }) => match message {
@@ -220,11 +240,11 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
                 writer
                     .write_message(&WorkerMessage::Done { outcome })
                     .await
-                    .context("writing an outcome")
+                    .map_err(WorkerError::Write)
             }
-            _ => Err(FrameError::TooLarge { len, max }).context("writing a frame"),
+            _ => Err(WorkerError::Write(FrameError::TooLarge { len, max })),
         },
-        Err(e) => Err(e).context("writing a frame to the host"),
+        Err(e) => Err(WorkerError::Write(e)),
     }
 }
 
