@@ -16,6 +16,35 @@ pub struct BreakerConfig {
     pub open_for: Duration,
 }
 
+/// Whether calls get through, as shown in an upstream's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BreakerState {
+    /// Calls get through; failures are being counted.
+    Closed,
+    /// Calls are refused at once until `open_for` has passed.
+    Open,
+    /// One probe call decides whether it closes or opens again.
+    HalfOpen,
+}
+
+impl BreakerState {
+    /// `closed`, `open` or `half-open`, as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half-open",
+        }
+    }
+}
+
+impl std::fmt::Display for BreakerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Closed { failures: u32 },
@@ -96,13 +125,18 @@ impl CircuitBreaker {
         };
     }
 
+    /// Its state now.
+    pub fn state(&self) -> BreakerState {
+        match *self.lock() {
+            State::Closed { .. } => BreakerState::Closed,
+            State::Open { .. } => BreakerState::Open,
+            State::HalfOpen { .. } => BreakerState::HalfOpen,
+        }
+    }
+
     /// `closed`, `open` or `half-open`.
     pub fn state_name(&self) -> &'static str {
-        match *self.lock() {
-            State::Closed { .. } => "closed",
-            State::Open { .. } => "open",
-            State::HalfOpen { .. } => "half-open",
-        }
+        self.state().as_str()
     }
 }
 

@@ -339,10 +339,30 @@ impl UpstreamConfig {
     }
 }
 
+/// Why a `${VAR}` reference could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExpandError {
+    /// A `${` without its `}`.
+    #[error("unclosed `${{` in a value")]
+    Unclosed,
+    /// The variable is not set (or not Unicode) and no default was given.
+    #[error(
+        "environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"
+    )]
+    Unset {
+        /// The variable.
+        name: String,
+        /// Why the environment had no value for it.
+        #[source]
+        source: std::env::VarError,
+    },
+}
+
 /// Expands `${VAR}` and `${VAR:-default}` from this process's environment; `$$`
 /// is a literal `$`. Upstream `headers` and `env` values are kept in this form
 /// (secrets by reference) and expanded by the node that connects.
-pub fn expand_references(text: &str) -> Result<String, String> {
+pub fn expand_references(text: &str) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(pos) = rest.find('$') {
@@ -352,9 +372,7 @@ pub fn expand_references(text: &str) -> Result<String, String> {
             out.push('$');
             rest = stripped;
         } else if let Some(inner) = after.strip_prefix('{') {
-            let end = inner
-                .find('}')
-                .ok_or_else(|| "unclosed `${` in a value".to_string())?;
+            let end = inner.find('}').ok_or(ExpandError::Unclosed)?;
             let spec = &inner[..end];
             let (name, default) = match spec.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
@@ -363,10 +381,11 @@ pub fn expand_references(text: &str) -> Result<String, String> {
             match (std::env::var(name), default) {
                 (Ok(v), _) => out.push_str(&v),
                 (Err(_), Some(d)) => out.push_str(d),
-                (Err(_), None) => {
-                    return Err(format!(
-                        "environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"
-                    ));
+                (Err(source), None) => {
+                    return Err(ExpandError::Unset {
+                        name: name.to_owned(),
+                        source,
+                    });
                 }
             }
             rest = &inner[end + 1..];
@@ -377,4 +396,40 @@ pub fn expand_references(text: &str) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_expand_from_the_environment_or_their_default() {
+        // PATH is set wherever tests run; the other name is set nowhere.
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(expand_references("a=${PATH}").unwrap(), format!("a={path}"));
+        assert_eq!(
+            expand_references("${QUIVER_TEST_NEVER_SET:-fallback} costs $$5").unwrap(),
+            "fallback costs $5"
+        );
+        assert_eq!(expand_references("plain $ sign").unwrap(), "plain $ sign");
+    }
+
+    #[test]
+    fn unexpandable_references_say_why() {
+        assert_eq!(
+            expand_references("Bearer ${TOKEN"),
+            Err(ExpandError::Unclosed)
+        );
+        let unset = expand_references("${QUIVER_TEST_NEVER_SET}").unwrap_err();
+        assert!(matches!(
+            &unset,
+            ExpandError::Unset { name, source: std::env::VarError::NotPresent }
+                if name == "QUIVER_TEST_NEVER_SET"
+        ));
+        assert_eq!(
+            unset.to_string(),
+            "environment variable `QUIVER_TEST_NEVER_SET` is not set \
+             (write `${QUIVER_TEST_NEVER_SET:-default}` to give a default)"
+        );
+    }
 }

@@ -7,18 +7,26 @@
 //! retries a tool call: a call is dispatched at most once.
 
 mod breaker;
+mod call_options;
 mod client;
 mod config;
-mod connection;
 mod error;
+mod event;
 mod set;
+mod status;
+mod stdio;
+mod streamable_http;
+mod upstream;
 
-pub use breaker::{BreakerConfig, CircuitBreaker};
+pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
+pub use call_options::CallOptions;
 pub use client::{CallSink, SinkFuture};
-pub use config::{ConfigError, Transport, UpstreamConfig, expand_references};
-pub use connection::{CallOptions, Upstream, UpstreamEvent, UpstreamStatus};
+pub use config::{ConfigError, ExpandError, Transport, UpstreamConfig, expand_references};
 pub use error::UpstreamError;
+pub use event::UpstreamEvent;
 pub use set::UpstreamSet;
+pub use status::{UpstreamState, UpstreamStatus};
+pub use upstream::Upstream;
 
 /// Makes rustls' ring provider the process default unless one is already set.
 ///

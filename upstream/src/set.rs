@@ -7,9 +7,7 @@ use std::{
 };
 
 use crate::{
-    config::UpstreamConfig,
-    connection::{Upstream, UpstreamStatus},
-    error::UpstreamError,
+    config::UpstreamConfig, error::UpstreamError, status::UpstreamStatus, upstream::Upstream,
 };
 
 /// The upstreams a node holds connections to.

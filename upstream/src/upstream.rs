@@ -1,10 +1,10 @@
 //! One upstream: connects on demand, notices when the connection dies, lists
-//! tools with pagination and calls tools at most once.
+//! tools with pagination and calls tools at most once. It never retries a call
+//! and never decides what a caller sees of an error (the edge redacts).
 
 use std::{
-    process::Stdio,
     sync::{Arc, Mutex},
-    time::{Duration, SystemTime},
+    time::Duration,
 };
 
 use quiver_proto::ToolDef;
@@ -14,77 +14,29 @@ use rmcp::{
         CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
         ClientRequest, JsonObject, ListToolsRequest, PaginatedRequestParams, ServerResult,
     },
-    service::{PeerRequestOptions, RunningServiceCancellationToken},
-    transport::{
-        StreamableHttpClientTransport, TokioChildProcess,
-        streamable_http_client::StreamableHttpClientTransportConfig,
-    },
+    service::{PeerRequestOptions, RunningService, RunningServiceCancellationToken},
 };
-use serde::Serialize;
-use tokio::sync::{broadcast, mpsc};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    sync::{broadcast, mpsc},
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    breaker::CircuitBreaker,
-    client::{CallSink, ClientSignal, InFlight, InFlightGuard, UpstreamClient},
+    breaker::{BreakerState, CircuitBreaker},
+    call_options::CallOptions,
+    client::{ClientSignal, InFlight, InFlightGuard, UpstreamClient},
     config::{Transport, UpstreamConfig},
     error::UpstreamError,
+    event::UpstreamEvent,
+    status::{UpstreamState, UpstreamStatus, now_secs},
+    stdio, streamable_http,
 };
 
 type Peer = rmcp::service::Peer<RoleClient>;
 
 /// Pages of `tools/list` followed before giving up (a server that never stops paging).
 const MAX_LIST_PAGES: usize = 1000;
-
-/// What happened to an upstream, for whoever watches it (discovery).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpstreamEvent {
-    /// A connection was (re-)established.
-    Connected,
-    /// The connection ended (process exit, network failure).
-    Disconnected,
-    /// The upstream sent `notifications/tools/list_changed`.
-    ToolsChanged,
-}
-
-/// Health of an upstream as last observed.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct UpstreamStatus {
-    /// Upstream id.
-    pub id: String,
-    /// `connected`, `connecting`, `down` or `idle` (never tried).
-    pub state: &'static str,
-    /// The last error, if the last attempt failed.
-    pub last_error: Option<String>,
-    /// Consecutive failed connection attempts.
-    pub failures: u32,
-    /// When the state last changed (seconds since the Unix epoch).
-    pub since: u64,
-    /// Tools listed at the last successful refresh.
-    pub tools: usize,
-    /// Circuit breaker: `closed`, `open` or `half-open`.
-    pub breaker: &'static str,
-}
-
-/// Per-call options.
-pub struct CallOptions {
-    /// Time limit (default: the upstream's configured `call_timeout_ms`).
-    pub timeout: Option<Duration>,
-    /// Cancelled by the caller (e.g. the MCP client sent `notifications/cancelled`).
-    pub cancel: CancellationToken,
-    /// Where progress, logs and server-to-client requests of this call go.
-    pub sink: Option<Arc<dyn CallSink>>,
-}
-
-impl Default for CallOptions {
-    fn default() -> Self {
-        CallOptions {
-            timeout: None,
-            cancel: CancellationToken::new(),
-            sink: None,
-        }
-    }
-}
 
 struct Live {
     peer: Peer,
@@ -95,9 +47,24 @@ struct Live {
     process_group: Option<u32>,
 }
 
+/// The client's end of an in-process byte stream to an MCP server.
+type InProcessStream = (
+    Box<dyn AsyncRead + Send + Unpin>,
+    Box<dyn AsyncWrite + Send + Unpin>,
+);
+
+/// Where an upstream's connections come from.
+enum Connector {
+    /// The configured transport: a spawned process or Streamable HTTP.
+    Configured,
+    /// A stream handed over at construction, used by the first connection only.
+    InProcess(Mutex<Option<InProcessStream>>),
+}
+
 /// One downstream MCP server.
 pub struct Upstream {
     config: UpstreamConfig,
+    connector: Connector,
     live: tokio::sync::Mutex<Option<Live>>,
     status: Mutex<UpstreamStatus>,
     events: broadcast::Sender<UpstreamEvent>,
@@ -106,28 +73,56 @@ pub struct Upstream {
     shutdown: CancellationToken,
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 impl Upstream {
     /// A new, not yet connected upstream.
     pub fn new(config: UpstreamConfig) -> Arc<Upstream> {
+        Upstream::with_connector(config, Connector::Configured)
+    }
+
+    /// An upstream whose server is already at the other end of `stream`: an
+    /// MCP server in this process, e.g. over one half of
+    /// [`tokio::io::duplex`] (in-process tests, embedded servers).
+    ///
+    /// The stream serves the first connection, made on first use like any
+    /// other. Once it has ended, connecting again fails (a stream cannot be
+    /// reopened): the upstream is `down` and calls fail as they do for a server
+    /// that stopped. `config` gives the id, time limits and breaker settings;
+    /// its transport is not used.
+    ///
+    /// ```
+    /// # async fn demo() {
+    /// use quiver_upstream::{Upstream, UpstreamConfig, UpstreamState};
+    ///
+    /// let (client_end, _server_end) = tokio::io::duplex(64 * 1024);
+    /// // … serve an rmcp server on `_server_end` …
+    /// let upstream = Upstream::over_stream(UpstreamConfig::stdio("demo", "unused", vec![]), client_end);
+    /// assert_eq!(upstream.status().state, UpstreamState::Idle);
+    /// # }
+    /// ```
+    pub fn over_stream<S>(config: UpstreamConfig, stream: S) -> Arc<Upstream>
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(stream);
+        let stream: InProcessStream = (Box::new(read), Box::new(write));
+        Upstream::with_connector(config, Connector::InProcess(Mutex::new(Some(stream))))
+    }
+
+    fn with_connector(config: UpstreamConfig, connector: Connector) -> Arc<Upstream> {
         let (events, _) = broadcast::channel(64);
         let status = UpstreamStatus {
             id: config.id.clone(),
-            state: "idle",
+            state: UpstreamState::Idle,
             last_error: None,
             failures: 0,
             since: now_secs(),
             tools: 0,
-            breaker: "closed",
+            breaker: BreakerState::Closed,
         };
         Arc::new(Upstream {
             breaker: CircuitBreaker::new(config.breaker()),
             config,
+            connector,
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(status),
             events,
@@ -158,7 +153,7 @@ impl Upstream {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        status.breaker = self.breaker.state_name();
+        status.breaker = self.breaker.state();
         status
     }
 
@@ -186,7 +181,7 @@ impl Upstream {
         if let Some(live) = self.live.lock().await.take() {
             live.stop.cancel();
             if let Some(group) = live.process_group {
-                stop_process_group(group).await;
+                stdio::stop_process_group(group).await;
             }
         }
     }
@@ -204,7 +199,7 @@ impl Upstream {
         if self.shutdown.is_cancelled() {
             return Err(self.unavailable("shutting down".into()));
         }
-        self.set_status(|s| s.state = "connecting");
+        self.set_status(|s| s.state = UpstreamState::Connecting);
         let connected = tokio::time::timeout(self.config.connect_timeout(), self.connect()).await;
         let result = match connected {
             Ok(Ok(l)) => l,
@@ -219,7 +214,7 @@ impl Upstream {
         let peer = result.peer.clone();
         *live = Some(result);
         self.set_status(|s| {
-            s.state = "connected";
+            s.state = UpstreamState::Connected;
             s.last_error = None;
             s.failures = 0;
         });
@@ -238,7 +233,7 @@ impl Upstream {
     fn failed(&self, reason: String) -> UpstreamError {
         tracing::warn!(upstream = %self.config.id, %reason, "connection failed");
         self.set_status(|s| {
-            s.state = "down";
+            s.state = UpstreamState::Down;
             s.failures += 1;
             s.last_error = Some(reason.clone());
         });
@@ -251,69 +246,7 @@ impl Upstream {
             in_flight: self.in_flight.clone(),
             signals,
         };
-        let mut process_group = None;
-        let service = match &self.config.transport {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).env_clear();
-                for key in ["PATH", "HOME", "LANG", "TMPDIR", "RUST_LOG"] {
-                    if let Ok(value) = std::env::var(key) {
-                        cmd.env(key, value);
-                    }
-                }
-                for (key, value) in env {
-                    let value =
-                        crate::expand_references(value).map_err(|e| format!("env `{key}`: {e}"))?;
-                    cmd.env(key, value);
-                }
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                // Its own process group, so everything it starts can be stopped with it.
-                #[cfg(unix)]
-                cmd.process_group(0);
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-                process_group = transport.id();
-                if let Some(stderr) = stderr {
-                    let id = self.config.id.clone();
-                    tokio::spawn(forward_stderr(id, stderr));
-                }
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("initialize failed: {e}"))?
-            }
-            Transport::Http { url, headers } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                for (name, value) in headers {
-                    let value = &crate::expand_references(value)
-                        .map_err(|e| format!("header `{name}`: {e}"))?;
-                    if name.eq_ignore_ascii_case("authorization") {
-                        let token = value.strip_prefix("Bearer ").unwrap_or(value);
-                        config = config.auth_header(token.to_string());
-                    } else if let (Ok(n), Ok(v)) = (
-                        http::HeaderName::try_from(name.as_str()),
-                        http::HeaderValue::try_from(value.as_str()),
-                    ) {
-                        config.custom_headers.insert(n, v);
-                    }
-                }
-                crate::install_crypto_provider();
-                let transport = StreamableHttpClientTransport::from_config(config);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("initialize failed: {e}"))?
-            }
-        };
+        let (service, process_group) = self.serve(handler).await?;
         let peer = service.peer().clone();
         let description = peer
             .peer_info()
@@ -340,8 +273,8 @@ impl Upstream {
             if let Some(upstream) = this.upgrade() {
                 tracing::warn!(upstream = %upstream.config.id, ?reason, "connection ended");
                 upstream.set_status(|s| {
-                    if s.state == "connected" {
-                        s.state = "down";
+                    if s.state == UpstreamState::Connected {
+                        s.state = UpstreamState::Down;
                         s.last_error = Some("connection ended".into());
                     }
                 });
@@ -364,6 +297,41 @@ impl Upstream {
             description,
             process_group,
         })
+    }
+
+    /// Opens a transport as the connector says and initialises the session
+    /// over it.
+    async fn serve(
+        &self,
+        handler: UpstreamClient,
+    ) -> Result<(RunningService<RoleClient, UpstreamClient>, Option<u32>), String> {
+        let initialize_failed = |e| format!("initialize failed: {e}");
+        if let Connector::InProcess(stream) = &self.connector {
+            let stream = stream.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let Some(stream) = stream else {
+                return Err("the in-process stream has ended and cannot be reopened".into());
+            };
+            let service = handler.serve(stream).await.map_err(initialize_failed)?;
+            return Ok((service, None));
+        }
+        match &self.config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let (transport, process_group) =
+                    stdio::spawn(&self.config.id, command, args, env, cwd.as_deref())?;
+                let service = handler.serve(transport).await.map_err(initialize_failed)?;
+                Ok((service, process_group))
+            }
+            Transport::Http { url, headers } => {
+                let transport = streamable_http::transport(url, headers)?;
+                let service = handler.serve(transport).await.map_err(initialize_failed)?;
+                Ok((service, None))
+            }
+        }
     }
 
     /// Lists every tool, following pagination. Listing has no side effects, so a
@@ -590,37 +558,3 @@ fn response_kind(result: &ServerResult) -> String {
         })
         .unwrap_or_else(|| "an unknown result".into())
 }
-
-async fn forward_stderr(id: String, stderr: tokio::process::ChildStderr) {
-    use tokio::io::AsyncBufReadExt;
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(upstream = %id, "stderr: {line}");
-    }
-}
-
-/// Stops a stdio upstream's whole process group: SIGTERM, then SIGKILL for
-/// whatever is still there after a grace period.
-#[cfg(unix)]
-async fn stop_process_group(group: u32) {
-    use nix::{
-        sys::signal::{Signal, killpg},
-        unistd::Pid,
-    };
-    let Ok(raw) = i32::try_from(group) else {
-        return;
-    };
-    let group = Pid::from_raw(raw);
-    if killpg(group, Signal::SIGTERM).is_err() {
-        return; // already gone
-    }
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
-    // Signal 0 asks whether any member is left.
-    while killpg(group, None).is_ok() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let _ = killpg(group, Signal::SIGKILL);
-}
-
-#[cfg(not(unix))]
-async fn stop_process_group(_group: u32) {}

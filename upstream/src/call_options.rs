@@ -1,0 +1,28 @@
+//! What a caller can say about one call: its time limit, its cancellation and
+//! where the upstream's messages about it go. The call itself is `Upstream`'s.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::client::CallSink;
+
+/// Per-call options.
+pub struct CallOptions {
+    /// Time limit (default: the upstream's configured `call_timeout_ms`).
+    pub timeout: Option<Duration>,
+    /// Cancelled by the caller (e.g. the MCP client sent `notifications/cancelled`).
+    pub cancel: CancellationToken,
+    /// Where progress, logs and server-to-client requests of this call go.
+    pub sink: Option<Arc<dyn CallSink>>,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions {
+            timeout: None,
+            cancel: CancellationToken::new(),
+            sink: None,
+        }
+    }
+}

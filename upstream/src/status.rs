@@ -1,0 +1,96 @@
+//! What an upstream's health looks like from outside: its connection state,
+//! last error, failure count and breaker state, as `quiver dev` and the
+//! control plane show them. Only [`crate::Upstream`] changes it.
+
+use std::{fmt, time::SystemTime};
+
+use serde::Serialize;
+
+use crate::breaker::BreakerState;
+
+/// Where an upstream's connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamState {
+    /// Never tried: upstreams connect on first use.
+    Idle,
+    /// A connection attempt is under way.
+    Connecting,
+    /// Connected and initialised.
+    Connected,
+    /// The last attempt failed, or the connection ended.
+    Down,
+}
+
+impl UpstreamState {
+    /// `idle`, `connecting`, `connected` or `down`, as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamState::Idle => "idle",
+            UpstreamState::Connecting => "connecting",
+            UpstreamState::Connected => "connected",
+            UpstreamState::Down => "down",
+        }
+    }
+}
+
+impl fmt::Display for UpstreamState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Health of an upstream as last observed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UpstreamStatus {
+    /// Upstream id.
+    pub id: String,
+    /// Where its connection stands.
+    pub state: UpstreamState,
+    /// The last error, if the last attempt failed.
+    pub last_error: Option<String>,
+    /// Consecutive failed connection attempts.
+    pub failures: u32,
+    /// When the state last changed (seconds since the Unix epoch).
+    pub since: u64,
+    /// Tools listed at the last successful refresh.
+    pub tools: usize,
+    /// Whether calls get through its circuit breaker.
+    pub breaker: BreakerState,
+}
+
+/// Seconds since the Unix epoch (status changes are stamped with it).
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_serialises_to_the_strings_operators_know() {
+        let status = UpstreamStatus {
+            id: "github".into(),
+            state: UpstreamState::Connected,
+            last_error: None,
+            failures: 0,
+            since: 7,
+            tools: 3,
+            breaker: BreakerState::HalfOpen,
+        };
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["state"], "connected");
+        assert_eq!(json["breaker"], "half-open");
+        for state in [
+            UpstreamState::Idle,
+            UpstreamState::Connecting,
+            UpstreamState::Connected,
+            UpstreamState::Down,
+        ] {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.to_string());
+        }
+    }
+}

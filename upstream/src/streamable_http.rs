@@ -1,0 +1,34 @@
+//! The client side of a Streamable HTTP upstream: its URL and headers turned
+//! into rmcp's transport, `${VAR}` references expanded on the connecting node.
+//! It sets up the transport only; requests go through the rmcp peer.
+
+use std::collections::BTreeMap;
+
+use rmcp::transport::{
+    StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+};
+
+/// The transport to `url` with `headers` (an `Authorization: Bearer` header
+/// becomes rmcp's auth header; headers that are not valid HTTP are skipped,
+/// as config validation already named them).
+pub(crate) fn transport(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    for (name, value) in headers {
+        let value =
+            &crate::expand_references(value).map_err(|e| format!("header `{name}`: {e}"))?;
+        if name.eq_ignore_ascii_case("authorization") {
+            let token = value.strip_prefix("Bearer ").unwrap_or(value);
+            config = config.auth_header(token.to_string());
+        } else if let (Ok(n), Ok(v)) = (
+            http::HeaderName::try_from(name.as_str()),
+            http::HeaderValue::try_from(value.as_str()),
+        ) {
+            config.custom_headers.insert(n, v);
+        }
+    }
+    crate::install_crypto_provider();
+    Ok(StreamableHttpClientTransport::from_config(config))
+}

@@ -1,0 +1,79 @@
+//! A call the caller cancels, or that runs past its time limit, ends at once
+//! for the caller with an error saying so, and the server is told
+//! (`notifications/cancelled`) so that it can stop the work too.
+
+mod support;
+
+use std::time::Duration;
+
+use quiver_upstream::{BreakerState, CallOptions, UpstreamError};
+use support::{ECHO, Fixture, Seen, WAITS, first_text, phase, text_argument};
+use tokio_util::sync::CancellationToken;
+
+#[tokio::test]
+async fn a_call_cancelled_by_the_caller_is_cancelled_upstream() {
+    let mut fixture = Fixture::start();
+    let cancel = CancellationToken::new();
+
+    phase("start a call that only ends when cancelled");
+    let call = tokio::spawn({
+        let upstream = fixture.upstream.clone();
+        let options = CallOptions {
+            cancel: cancel.clone(),
+            ..CallOptions::default()
+        };
+        async move { upstream.call_tool(WAITS, None, options).await }
+    });
+    assert_eq!(fixture.next_seen().await, Seen::CallStarted(WAITS.into()));
+
+    phase("the caller cancels");
+    cancel.cancel();
+    let error = call.await.unwrap().unwrap_err();
+    assert!(
+        matches!(&error, UpstreamError::Cancelled { id } if id == "fixture"),
+        "{error:?}"
+    );
+
+    phase("the server hears of it");
+    assert_eq!(fixture.next_seen().await, Seen::CallCancelled(WAITS.into()));
+
+    phase("a cancellation is not a failure of the upstream");
+    assert_eq!(fixture.upstream.status().breaker, BreakerState::Closed);
+    let result = fixture
+        .upstream
+        .call_tool(ECHO, Some(text_argument("next")), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(first_text(&result), "next");
+}
+
+#[tokio::test]
+async fn a_call_past_its_time_limit_is_cancelled_upstream() {
+    let mut fixture = Fixture::start();
+    let limit = Duration::from_millis(200);
+
+    phase("call with a time limit the tool never meets");
+    let error = fixture
+        .upstream
+        .call_tool(
+            WAITS,
+            None,
+            CallOptions {
+                timeout: Some(limit),
+                ..CallOptions::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    match error {
+        UpstreamError::Timeout { id, timeout } => {
+            assert_eq!(id, "fixture");
+            assert_eq!(timeout, limit);
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+
+    phase("the server was told to stop");
+    assert_eq!(fixture.next_seen().await, Seen::CallStarted(WAITS.into()));
+    assert_eq!(fixture.next_seen().await, Seen::CallCancelled(WAITS.into()));
+}
