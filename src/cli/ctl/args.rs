@@ -16,32 +16,32 @@ pub struct CtlArgs {
         default_value = "127.0.0.1:7400",
         value_delimiter = ','
     )]
-    pub(super) endpoints: Vec<String>,
+    pub(crate) endpoints: Vec<String>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
-    pub(super) output: Output,
+    pub(crate) output: Output,
     /// CA certificate (PEM) when the cluster uses mTLS.
     #[arg(long, global = true, env = "QUIVER_CTL_TLS_CA", requires_all = ["tls_cert", "tls_key"])]
-    pub(super) tls_ca: Option<PathBuf>,
+    pub(crate) tls_ca: Option<PathBuf>,
     /// Client certificate (PEM).
     #[arg(long, global = true, env = "QUIVER_CTL_TLS_CERT")]
-    pub(super) tls_cert: Option<PathBuf>,
+    pub(crate) tls_cert: Option<PathBuf>,
     /// Client key (PEM).
     #[arg(long, global = true, env = "QUIVER_CTL_TLS_KEY")]
-    pub(super) tls_key: Option<PathBuf>,
+    pub(crate) tls_key: Option<PathBuf>,
     #[command(subcommand)]
-    pub(super) command: CtlCommand,
+    pub(crate) command: CtlCommand,
 }
 
 /// `-o`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(super) enum Output {
+pub(crate) enum Output {
     Table,
     Json,
 }
 
 #[derive(Subcommand, Debug)]
-pub(super) enum CtlCommand {
+pub(crate) enum CtlCommand {
     /// Cluster membership and health.
     #[command(subcommand)]
     Cluster(ClusterCommand),
@@ -63,7 +63,7 @@ pub(super) enum CtlCommand {
 }
 
 #[derive(Subcommand, Debug)]
-pub(super) enum SearchCommand {
+pub(crate) enum SearchCommand {
     /// Zero-hit queries and tools searched for but never called.
     Stats {
         /// Only this tenant (default: every tenant with signals).
@@ -83,15 +83,15 @@ pub(super) enum SearchCommand {
 }
 
 #[derive(Args, Debug)]
-pub(super) struct EdgeAddress {
+pub(crate) struct EdgeAddress {
     /// The edge to ask, on this machine (it answers loopback only):
     /// `host:port`, `http(s)://host:port`, or its MCP URL.
     #[arg(long, env = "QUIVER_CTL_EDGE", default_value = "http://127.0.0.1:8080")]
-    pub(super) edge: String,
+    pub(crate) edge: String,
 }
 
 #[derive(Subcommand, Debug)]
-pub(super) enum ClusterCommand {
+pub(crate) enum ClusterCommand {
     /// Make the (fresh) node at the first endpoint a one-node cluster.
     Init,
     /// Leader, term and members.
@@ -127,7 +127,7 @@ pub(super) enum ClusterCommand {
 }
 
 #[derive(Subcommand, Debug)]
-pub(super) enum UpstreamCommand {
+pub(crate) enum UpstreamCommand {
     /// Register an upstream (stdio command or Streamable HTTP URL, or a TOML file).
     Add(Box<UpstreamAddArgs>),
     /// List upstreams.
@@ -163,52 +163,52 @@ pub(super) enum UpstreamCommand {
 }
 
 #[derive(Args, Debug)]
-pub(super) struct UpstreamAddArgs {
+pub(crate) struct UpstreamAddArgs {
     /// Upstream id (`[a-zA-Z0-9_-]`); the default namespace of its tools.
-    pub(super) id: Option<String>,
+    pub(crate) id: Option<String>,
     /// Read the upstream from a TOML file (the `[[upstream]]` keys of quiver.toml).
     #[arg(long, conflicts_with_all = ["command", "url"])]
-    pub(super) file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// Program to start (stdio transport).
     #[arg(long, conflicts_with = "url")]
-    pub(super) command: Option<String>,
+    pub(crate) command: Option<String>,
     /// An argument of the program (repeat).
     #[arg(long = "arg", allow_hyphen_values = true)]
-    pub(super) args: Vec<String>,
+    pub(crate) args: Vec<String>,
     /// `KEY=VALUE` for the program's environment; values may be `${SECRET}` references.
     #[arg(long = "env")]
-    pub(super) env: Vec<String>,
+    pub(crate) env: Vec<String>,
     /// Streamable HTTP endpoint.
     #[arg(long)]
-    pub(super) url: Option<String>,
+    pub(crate) url: Option<String>,
     /// `Name=Value` header; values may be `${SECRET}` references.
     #[arg(long = "header")]
-    pub(super) headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     /// Exposed-name prefix (default: the id).
     #[arg(long)]
-    pub(super) namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// One-line description for code mode's `list`.
     #[arg(long)]
-    pub(super) description: Option<String>,
+    pub(crate) description: Option<String>,
     /// Tag (repeat).
     #[arg(long = "tag")]
-    pub(super) tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// Group.
     #[arg(long)]
-    pub(super) group: Option<String>,
+    pub(crate) group: Option<String>,
     /// Argument validation: schema, strict or off.
     #[arg(long)]
-    pub(super) validation: Option<String>,
+    pub(crate) validation: Option<String>,
     /// Hold back schema changes until `upstream approve`.
     #[arg(long)]
-    pub(super) quarantine: bool,
+    pub(crate) quarantine: bool,
     /// Replace an upstream with the same id.
     #[arg(long)]
-    pub(super) replace: bool,
+    pub(crate) replace: bool,
 }
 
 #[derive(Subcommand, Debug)]
-pub(super) enum TenantCommand {
+pub(crate) enum TenantCommand {
     /// Create a tenant.
     Create {
         /// Tenant id.
@@ -238,35 +238,35 @@ pub(super) enum TenantCommand {
 }
 
 #[derive(Args, Debug)]
-pub(super) struct TenantFlags {
+pub(crate) struct TenantFlags {
     /// Name shown to operators.
     #[arg(long)]
-    pub(super) display_name: Option<String>,
+    pub(crate) display_name: Option<String>,
     /// passthrough, search or code ("" for the edge's default).
     #[arg(long)]
-    pub(super) mode: Option<String>,
+    pub(crate) mode: Option<String>,
     /// Visible servers by glob (repeat; replaces the list).
     #[arg(long = "server")]
-    pub(super) servers: Vec<String>,
+    pub(crate) servers: Vec<String>,
     /// Visible tools by `<server>/<tool>` glob (repeat; replaces the list).
     #[arg(long = "tool")]
-    pub(super) tools: Vec<String>,
+    pub(crate) tools: Vec<String>,
     /// Servers with this tag are visible (repeat; replaces the list).
     #[arg(long = "tag")]
-    pub(super) tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// Tool calls per minute (0 clears).
     #[arg(long)]
-    pub(super) rate_limit: Option<u32>,
+    pub(crate) rate_limit: Option<u32>,
     /// Budget (negative clears).
     #[arg(long, allow_hyphen_values = true)]
-    pub(super) budget: Option<f64>,
+    pub(crate) budget: Option<f64>,
     /// `GLOB=PRICE` per call (repeat; a negative price removes the entry).
     #[arg(long = "price", allow_hyphen_values = true)]
-    pub(super) prices: Vec<String>,
+    pub(crate) prices: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
-pub(super) enum KeyCommand {
+pub(crate) enum KeyCommand {
     /// Issue an API key for a tenant; it is printed once and never again.
     Issue {
         /// Tenant id.
@@ -282,7 +282,7 @@ pub(super) enum KeyCommand {
 }
 
 #[derive(Subcommand, Debug)]
-pub(super) enum ManifestCommand {
+pub(crate) enum ManifestCommand {
     /// A manifest version (default: the current one).
     Show {
         /// Version.

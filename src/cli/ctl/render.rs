@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// Which part of an answer a command shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Shown {
+pub(crate) enum Shown {
     /// All of it.
     Whole,
     /// Only the members of a cluster status (`cluster members`).
@@ -19,7 +19,7 @@ pub(super) enum Shown {
 }
 
 /// `-o json`.
-pub(super) fn print_json(answer: &AdminAnswer, shown: Shown) -> anyhow::Result<()> {
+pub(crate) fn print_json(answer: &AdminAnswer, shown: Shown) -> anyhow::Result<()> {
     let value = match answer {
         AdminAnswer::ClusterStatus(status) if shown == Shown::Members => {
             serde_json::to_value(&status.members)?
@@ -31,7 +31,7 @@ pub(super) fn print_json(answer: &AdminAnswer, shown: Shown) -> anyhow::Result<(
 }
 
 /// `-o table`.
-pub(super) fn print_table(answer: &AdminAnswer, shown: Shown) {
+pub(crate) fn print_table(answer: &AdminAnswer, shown: Shown) {
     match answer {
         AdminAnswer::ClusterStatus(status) if shown == Shown::Members => members(status, false),
         AdminAnswer::ClusterStatus(status) => {
@@ -207,7 +207,7 @@ fn or_dash(value: Option<u64>) -> String {
 }
 
 /// One JSON value as a table cell: `-` for null, lists comma-separated.
-pub(super) fn cell(value: &Value) -> String {
+pub(crate) fn cell(value: &Value) -> String {
     match value {
         Value::Null => "-".into(),
         Value::String(s) => s.clone(),
@@ -217,7 +217,7 @@ pub(super) fn cell(value: &Value) -> String {
 }
 
 /// A table of JSON objects, one column per key in `columns`.
-pub(super) fn value_table(columns: &[&str], rows: &[Value]) {
+pub(crate) fn value_table(columns: &[&str], rows: &[Value]) {
     table(
         columns,
         rows.iter()

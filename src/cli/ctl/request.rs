@@ -15,7 +15,7 @@ use super::args::{
 };
 
 /// The admin request a command stands for.
-pub(super) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
+pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
     Ok(match command {
         CtlCommand::Cluster(c) => match c {
             ClusterCommand::Init => AdminRequest::ClusterInit,

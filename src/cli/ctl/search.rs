@@ -11,7 +11,7 @@ use super::{
 
 /// `ctl search stats|reset`: the edge's `/search/stats[/{tenant}]` and
 /// `/search/reset/{tenant}`.
-pub(super) async fn search_signals(command: SearchCommand, output: Output) -> anyhow::Result<()> {
+pub(crate) async fn search_signals(command: SearchCommand, output: Output) -> anyhow::Result<()> {
     let (edge, segments, reset) = match &command {
         SearchCommand::Stats { tenant, edge } => {
             let mut segments = vec!["search", "stats"];
