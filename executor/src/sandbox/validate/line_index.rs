@@ -3,13 +3,13 @@
 
 /// Maps byte offsets in the user's code to 1-based lines and columns. Lines end
 /// at `\n`, `\r\n`, `\r`, U+2028 and U+2029, as in JavaScript.
-pub(super) struct LineIndex<'c> {
+pub(crate) struct LineIndex<'c> {
     code: &'c str,
     starts: Vec<usize>,
 }
 
 impl<'c> LineIndex<'c> {
-    pub(super) fn new(code: &'c str) -> Self {
+    pub(crate) fn new(code: &'c str) -> Self {
         let mut starts = vec![0];
         let mut chars = code.char_indices().peekable();
         while let Some((i, c)) = chars.next() {
@@ -23,7 +23,7 @@ impl<'c> LineIndex<'c> {
         Self { code, starts }
     }
 
-    pub(super) fn position(&self, offset: usize) -> (u32, u32) {
+    pub(crate) fn position(&self, offset: usize) -> (u32, u32) {
         let mut offset = offset.min(self.code.len());
         while !self.code.is_char_boundary(offset) {
             offset -= 1;

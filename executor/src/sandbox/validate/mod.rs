@@ -13,7 +13,8 @@
 //! # Layout
 //!
 //! This file holds the public entry point and the pipeline (size check,
-//! pre-scan, parse on a sized thread, AST pass, positions). The pre-scan is in
+//! pre-scan, parse on a sized thread, AST pass, positions). The limits are in
+//! `validation_limits`, what the passes report in `finding`, the pre-scan in
 //! `nesting`, the name tables and messages in `rules`, the AST pass in
 //! `visitor` (with the expression facts it needs in `expressions`), offsets to
 //! lines in `line_index`, and what callers receive in `quiver_contract::ValidationErrors`.
@@ -88,11 +89,13 @@
 //! | `internal` | the validator itself failed (fail closed) |
 
 mod expressions;
+mod finding;
 mod line_index;
 mod nesting;
 mod rules;
 #[cfg(test)]
 mod test_support;
+mod validation_limits;
 mod visitor;
 
 use std::thread;
@@ -103,30 +106,13 @@ use oxc_ast_visit::Visit;
 use oxc_parser::{ParseOptions, Parser};
 use oxc_span::{GetSpan, SourceType, Span};
 
-// What a rejected script is told lives in the contract crate: clients read it too.
+pub use self::validation_limits::ValidationLimits;
 use self::{
-    line_index::LineIndex, nesting::scan_nesting, rules::HTML_COMMENT_MESSAGE, visitor::RuleVisitor,
+    finding::Finding, line_index::LineIndex, nesting::scan_nesting, rules::HTML_COMMENT_MESSAGE,
+    visitor::RuleVisitor,
 };
+// What a rejected script is told lives in the contract crate: clients read it too.
 pub use quiver_contract::{MAX_VIOLATIONS, ValidationErrors, Violation};
-
-/// Limits applied before and during validation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValidationLimits {
-    /// Largest accepted script, in bytes of UTF-8. Default 64 KiB.
-    pub max_code_bytes: usize,
-    /// Deepest accepted nesting of brackets, blocks, functions and expressions.
-    /// Default 64.
-    pub max_depth: usize,
-}
-
-impl Default for ValidationLimits {
-    fn default() -> Self {
-        Self {
-            max_code_bytes: 64 * 1024,
-            max_depth: 64,
-        }
-    }
-}
 
 /// Checks `code` (the body of an async function) against every rule.
 ///
@@ -162,15 +148,6 @@ const SUFFIX: &str = "\n})";
 const PARSE_STACK_PER_BYTE: usize = 4 * 1024;
 const PARSE_STACK_FLOOR: usize = 4 << 20;
 const PARSE_STACK_CEILING: usize = 512 << 20;
-
-/// A violation before its position is turned into line and column.
-#[derive(Debug, Clone)]
-struct Finding {
-    /// Byte offset into the user's code.
-    offset: usize,
-    rule: &'static str,
-    message: String,
-}
 
 fn collect_findings(code: &str, limits: &ValidationLimits) -> Vec<Finding> {
     if code.len() > limits.max_code_bytes {
@@ -351,10 +328,13 @@ fn early_close_offset(program: &Program<'_>) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::*;
+    // These tests call `validate` itself: `test_support` runs the pipeline in
+    // this file, so using it here would make the two files import each other.
+    use super::*;
 
     #[test]
     fn positions_refer_to_user_lines() {
+        let check = |code: &str| validate(code, &ValidationLimits::default());
         let errors = check("const a = 1;\n\n    eval('x');").unwrap_err();
         assert_eq!(errors.errors.len(), 1);
         let v = &errors.errors[0];
@@ -379,10 +359,19 @@ mod tests {
 
     #[test]
     fn syntax_errors_and_breakout() {
-        assert_rule("let = ;", "syntax");
-        assert_rule("}); globalThis.x = 1; (async () => {", "syntax");
-        assert_rule("}); (async () => {", "syntax");
-        assert_rule("x = 1 <!-- hidden", "html-comment");
+        for (code, rule) in [
+            ("let = ;", "syntax"),
+            ("}); globalThis.x = 1; (async () => {", "syntax"),
+            ("}); (async () => {", "syntax"),
+            ("x = 1 <!-- hidden", "html-comment"),
+        ] {
+            let errors = validate(code, &ValidationLimits::default()).unwrap_err();
+            assert!(
+                errors.rules().contains(&rule),
+                "expected `{rule}` for {code:?}, got {:?}",
+                errors.rules()
+            );
+        }
     }
 
     #[test]
@@ -393,6 +382,10 @@ mod tests {
         };
         let errors = validate("return 12345678901;", &limits).unwrap_err();
         assert_eq!(errors.rules(), ["too-large"]);
+
+        let defaults = ValidationLimits::default();
+        let rules =
+            |code: &str| validate(code, &defaults).map_err(|errors| errors.rules().join(" "));
 
         for deep in [
             "[".repeat(10_000),
@@ -409,23 +402,24 @@ mod tests {
             format!("x = {}", "`${".repeat(20_000)),
             "l: ".repeat(20_000),
         ] {
-            assert_eq!(rules(&deep), ["too-deep"], "{}", &deep[..40]);
+            assert_eq!(rules(&deep), Err("too-deep".into()), "{}", &deep[..40]);
         }
         // Long but flat chains are fine up to a point…
-        assert_ok(&format!("x = 1{}", " + 1".repeat(500)));
+        assert_eq!(rules(&format!("x = 1{}", " + 1".repeat(500))), Ok(()));
         // …and then rejected without exhausting the stack.
         assert_eq!(
             rules(&format!("x = 1{}", " + 1".repeat(15_000))),
-            ["too-deep"]
+            Err("too-deep".into())
         );
         assert_eq!(
             rules(&format!("x = a{}", ".b".repeat(30_000))),
-            ["too-deep"]
+            Err("too-deep".into())
         );
     }
 
     #[test]
     fn violations_are_sorted_deduplicated_and_capped() {
+        let check = |code: &str| validate(code, &ValidationLimits::default());
         let errors = check("Reflect.x; eval; eval;").unwrap_err();
         assert_eq!(errors.rules(), ["reflect", "eval", "eval"]);
         let errors = check("({ eval })").unwrap_err();
@@ -440,7 +434,7 @@ mod tests {
 
     #[test]
     fn serializes_for_clients() {
-        let errors = check("eval").unwrap_err();
+        let errors = validate("eval", &ValidationLimits::default()).unwrap_err();
         let json = serde_json::to_value(&errors).unwrap();
         assert_eq!(json["errors"][0]["rule"], "eval");
         assert_eq!(json["errors"][0]["line"], 1);

@@ -2,7 +2,7 @@
 //! would recurse, run before parsing so a nesting bomb never reaches the parser.
 //! It must stay cheap and never panic; it does not judge what the code does.
 
-use super::Finding;
+use super::finding::Finding;
 
 /// A cheap lexical scan that bounds how deeply the parser will recurse, run
 /// before parsing. It tracks open brackets (including template substitutions)
@@ -14,7 +14,7 @@ use super::Finding;
 /// It is a lexer without a parser, so it can be wrong about whether a `/`
 /// starts a regular expression; the parse thread's stack is sized so that such
 /// a mistake cannot overflow it (see [`super::PARSE_STACK_PER_BYTE`]).
-pub(super) fn scan_nesting(code: &str, max_depth: usize) -> Option<Finding> {
+pub(crate) fn scan_nesting(code: &str, max_depth: usize) -> Option<Finding> {
     let mut scan = NestingScan::new(code, max_depth);
     let excess = scan.run()?;
     let message = match excess {

@@ -3,20 +3,20 @@
 //! rule. Data only; the visitor decides where a name appears.
 
 /// The name is blocked as an identifier reference.
-pub(super) const REF: u8 = 1;
+pub(crate) const REF: u8 = 1;
 /// …as a declared name (variable, parameter, function, class, catch binding).
-pub(super) const BIND: u8 = 2;
+pub(crate) const BIND: u8 = 2;
 /// …as a property name: member access, object literal key, destructuring key,
 /// class member key.
-pub(super) const PROP: u8 = 4;
+pub(crate) const PROP: u8 = 4;
 /// …as the exact value of a string literal (it would work as a computed key).
-pub(super) const STR: u8 = 8;
+pub(crate) const STR: u8 = 8;
 
-pub(super) struct NameRule {
+pub(crate) struct NameRule {
     name: &'static str,
-    pub(super) rule: &'static str,
+    pub(crate) rule: &'static str,
     uses: u8,
-    pub(super) why: &'static str,
+    pub(crate) why: &'static str,
 }
 
 const fn blocked(name: &'static str, rule: &'static str, uses: u8, why: &'static str) -> NameRule {
@@ -123,18 +123,18 @@ const NAME_RULES: &[NameRule] = &[
     blocked("defineProperties", "reflection", PROP, WHY_REFLECTION),
 ];
 
-pub(super) fn name_rule(name: &str, use_: u8) -> Option<&'static NameRule> {
+pub(crate) fn name_rule(name: &str, use_: u8) -> Option<&'static NameRule> {
     NAME_RULES
         .iter()
         .find(|r| r.uses & use_ != 0 && r.name == name)
 }
 
 /// Names that denote the global object.
-pub(super) const GLOBAL_OBJECTS: &[&str] = &["globalThis", "window", "self", "global"];
+pub(crate) const GLOBAL_OBJECTS: &[&str] = &["globalThis", "window", "self", "global"];
 
 /// Standard globals other code in the sandbox relies on: writing into them is
 /// rejected, and so is computed access on them with a non-literal key.
-pub(super) const BUILTINS: &[&str] = &[
+pub(crate) const BUILTINS: &[&str] = &[
     "Object",
     "Array",
     "String",
@@ -201,7 +201,7 @@ pub(super) const BUILTINS: &[&str] = &[
 
 /// Calls whose result is a string assembled from pieces: as computed keys they
 /// spell names the rules block.
-pub(super) const STRING_BUILDER_FUNCTIONS: &[&str] = &[
+pub(crate) const STRING_BUILDER_FUNCTIONS: &[&str] = &[
     "String",
     "atob",
     "btoa",
@@ -210,7 +210,7 @@ pub(super) const STRING_BUILDER_FUNCTIONS: &[&str] = &[
     "decodeURI",
     "decodeURIComponent",
 ];
-pub(super) const STRING_BUILDER_METHODS: &[&str] = &[
+pub(crate) const STRING_BUILDER_METHODS: &[&str] = &[
     "fromCharCode",
     "fromCodePoint",
     "raw",
@@ -225,9 +225,9 @@ pub(super) const STRING_BUILDER_METHODS: &[&str] = &[
 ];
 
 /// Functions that evaluate a string first argument as code.
-pub(super) const STRING_TIMERS: &[&str] = &["setTimeout", "setInterval", "setImmediate"];
+pub(crate) const STRING_TIMERS: &[&str] = &["setTimeout", "setInterval", "setImmediate"];
 
-pub(super) fn blocked_name_message(name: &str, use_: u8, why: &str) -> String {
+pub(crate) fn blocked_name_message(name: &str, use_: u8, why: &str) -> String {
     match use_ {
         BIND => {
             format!("`{name}` cannot be declared: it is a blocked name ({why}); pick another name")
@@ -244,7 +244,7 @@ pub(super) fn blocked_name_message(name: &str, use_: u8, why: &str) -> String {
 }
 
 /// Reported for `<!--` and `-->`.
-pub(super) const HTML_COMMENT_MESSAGE: &str = "HTML-style comments (`<!--`, `-->`) are not allowed: scripts \
+pub(crate) const HTML_COMMENT_MESSAGE: &str = "HTML-style comments (`<!--`, `-->`) are not allowed: scripts \
                                     and modules parse them differently; use `//`";
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
-//! Shorthands for the unit tests of every part of the validator: run the whole
-//! pipeline on a snippet and look at the rule ids it reports.
+//! Shorthands for the unit tests of the validator's parts: run the whole
+//! pipeline on a snippet and look at the rule ids it reports. The pipeline's own
+//! tests in `mod.rs` call `validate` directly, so the two never import each other.
 
-pub(super) use super::{MAX_VIOLATIONS, ValidationErrors, ValidationLimits, validate};
+pub(super) use super::{ValidationErrors, ValidationLimits, validate};
 
 pub(super) fn check(code: &str) -> Result<(), ValidationErrors> {
     validate(code, &ValidationLimits::default())

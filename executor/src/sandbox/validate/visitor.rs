@@ -13,7 +13,6 @@ use oxc_syntax::{
 };
 
 use super::{
-    ValidationLimits,
     expressions::{
         builtin_root, describe_shared_target, is_number_literal, is_string_valued,
         key_is_built_from_strings, literal_key, member_name, value_of,
@@ -22,6 +21,7 @@ use super::{
         BIND, BUILTINS, GLOBAL_OBJECTS, PROP, REF, STR, STRING_TIMERS, blocked_name_message,
         name_rule,
     },
+    validation_limits::ValidationLimits,
 };
 
 /// The AST walk also bounds plain recursion (long operator and member chains
@@ -29,7 +29,7 @@ use super::{
 const CHAIN_FACTOR: usize = 16;
 
 /// Walks the AST once, recording violations by (wrapped) byte offset.
-pub(super) struct RuleVisitor<'a> {
+pub(crate) struct RuleVisitor<'a> {
     max_depth: usize,
     max_chain: usize,
     /// Nesting as reported to users: compound statements, functions, classes,
@@ -57,7 +57,7 @@ pub(super) struct RuleVisitor<'a> {
 }
 
 impl<'a> RuleVisitor<'a> {
-    pub(super) fn new(limits: &ValidationLimits) -> Self {
+    pub(crate) fn new(limits: &ValidationLimits) -> Self {
         Self {
             max_depth: limits.max_depth,
             max_chain: limits
@@ -78,7 +78,7 @@ impl<'a> RuleVisitor<'a> {
         }
     }
 
-    pub(super) fn finish(mut self) -> Vec<(u32, &'static str, String)> {
+    pub(crate) fn finish(mut self) -> Vec<(u32, &'static str, String)> {
         for (name, offset) in std::mem::take(&mut self.computed_on_names) {
             if self.function_names.contains(name) {
                 self.report(
