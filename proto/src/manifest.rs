@@ -75,6 +75,27 @@ impl ValidationMode {
     }
 }
 
+impl From<ValidationMode> for pb::ValidationMode {
+    fn from(mode: ValidationMode) -> pb::ValidationMode {
+        match mode {
+            ValidationMode::Schema => pb::ValidationMode::Schema,
+            ValidationMode::Strict => pb::ValidationMode::Strict,
+            ValidationMode::Off => pb::ValidationMode::Off,
+        }
+    }
+}
+
+impl From<pb::ValidationMode> for ValidationMode {
+    /// Unspecified reads as [`ValidationMode::Schema`], like an unknown spelling.
+    fn from(mode: pb::ValidationMode) -> ValidationMode {
+        match mode {
+            pb::ValidationMode::Strict => ValidationMode::Strict,
+            pb::ValidationMode::Off => ValidationMode::Off,
+            pb::ValidationMode::Schema | pb::ValidationMode::Unspecified => ValidationMode::Schema,
+        }
+    }
+}
+
 /// A server as it appears in a built manifest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManifestServer {
@@ -300,7 +321,7 @@ impl Manifest {
                     namespace: s.namespace.clone(),
                     tags: s.tags.clone(),
                     group: s.group.clone(),
-                    validation: s.validation.as_str().to_string(),
+                    validation: pb::ValidationMode::from(s.validation).into(),
                     features: s.features.clone(),
                 })
                 .collect(),
@@ -330,7 +351,7 @@ impl Manifest {
                 namespace: s.namespace.clone(),
                 tags: s.tags.clone(),
                 group: s.group.clone(),
-                validation: ValidationMode::parse(&s.validation),
+                validation: s.validation().into(),
                 features: s.features.clone(),
                 tools: Vec::new(),
             })
