@@ -1,12 +1,25 @@
 //! The best `k` scored documents, kept in a bounded heap; ties go to the lower
-//! document index so that results are deterministic.
+//! document index so that results are deterministic. [`SearchHit`], what every
+//! ranker returns, is defined here, where hits are made.
 
 use std::{
     cmp::{Ordering, Reverse},
     collections::BinaryHeap,
 };
 
-use super::SearchHit;
+/// One document that matched a query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchHit {
+    /// Index of the document in the slice the index was built from.
+    pub doc: usize,
+    /// How well the document matches. For [`super::SearchIndex`]: in `0..=1`, the
+    /// share of the best score a tool could get for this query, query words
+    /// that no tool knows counting as unmatched (so it is absolute, not
+    /// relative to the first hit; 1 for a query that names the tool). On the
+    /// real catalogues, above ~0.5 is a strong match and below ~0.15 a weak
+    /// one. For [`super::Bm25Index`]: the raw BM25 score.
+    pub score: f32,
+}
 
 /// Collects the `k` best hits of a query.
 #[derive(Debug)]

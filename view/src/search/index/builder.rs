@@ -44,9 +44,20 @@ fn summary(description: &str) -> &str {
     &text[..end]
 }
 
+impl SearchIndex {
+    /// Indexes `docs`; hits refer to them by position.
+    pub fn build(docs: &[SearchDoc]) -> SearchIndex {
+        let mut builder = IndexBuilder::default();
+        for doc in docs {
+            builder.add(doc);
+        }
+        builder.finish()
+    }
+}
+
 /// Accumulates documents, then computes postings once field lengths are known.
 #[derive(Default)]
-pub(super) struct IndexBuilder {
+pub(crate) struct IndexBuilder {
     analyzer: Analyzer,
     vocabulary: HashMap<Box<str>, u32>,
     docs: Vec<BuiltDoc>,
@@ -63,7 +74,7 @@ struct BuiltDoc {
 }
 
 impl IndexBuilder {
-    pub(super) fn add(&mut self, doc: &SearchDoc) {
+    pub(crate) fn add(&mut self, doc: &SearchDoc) {
         let mut lengths = [0.0; FIELDS];
         let mut name_terms = Vec::new();
         self.add_field(Field::Name, &doc.name, &mut lengths, Some(&mut name_terms));
@@ -140,7 +151,7 @@ impl IndexBuilder {
         });
     }
 
-    pub(super) fn finish(self) -> SearchIndex {
+    pub(crate) fn finish(self) -> SearchIndex {
         let n = self.docs.len();
         let mut average = [0.0f32; FIELDS];
         for doc in &self.docs {

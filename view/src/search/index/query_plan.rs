@@ -29,7 +29,7 @@ const MAX_CONCEPTS: usize = 64;
 impl SearchIndex {
     /// Analyses a query into concepts (each query term with its relatives) and
     /// the normalised text for name matches.
-    pub(super) fn plan(&self, query: &str) -> QueryPlan {
+    pub(crate) fn plan(&self, query: &str) -> QueryPlan {
         let mut analyzer = Analyzer::new();
         let mut mains: Vec<MainTerm> = Vec::new();
         let mut pieces: Vec<String> = Vec::new();
@@ -254,37 +254,37 @@ impl SearchIndex {
 
 /// A query, analysed against one index.
 #[derive(Debug, Default)]
-pub(super) struct QueryPlan {
-    pub(super) concepts: Vec<Concept>,
+pub(crate) struct QueryPlan {
+    pub(crate) concepts: Vec<Concept>,
     /// Grouped by concept, in concept order.
-    pub(super) members: Vec<Member>,
+    pub(crate) members: Vec<Member>,
     /// (term, concept), sorted, for name matching.
-    pub(super) lookup: Vec<(u32, u16)>,
+    pub(crate) lookup: Vec<(u32, u16)>,
     /// Sum of the concepts' importances: the most a tool could score.
-    pub(super) total: f32,
+    pub(crate) total: f32,
     /// What the query words no tool knows would have weighed (for display).
-    pub(super) unmatched: f32,
+    pub(crate) unmatched: f32,
     /// The whole query, normalised as names are.
-    pub(super) normalized: String,
+    pub(crate) normalized: String,
     /// Identifier-like words of the query (`repo_path`, `getStory`), normalised.
-    pub(super) identifiers: Vec<String>,
+    pub(crate) identifiers: Vec<String>,
 }
 
 /// One query term and its relatives: a tool scores the best of them.
 #[derive(Debug)]
-pub(super) struct Concept {
+pub(crate) struct Concept {
     /// The most a member can contribute (query weight × IDF).
-    pub(super) importance: f32,
+    pub(crate) importance: f32,
 }
 
 #[derive(Debug)]
-pub(super) struct Member {
-    pub(super) term: u32,
-    pub(super) concept: u16,
-    pub(super) weight: f32,
+pub(crate) struct Member {
+    pub(crate) term: u32,
+    pub(crate) concept: u16,
+    pub(crate) weight: f32,
     /// `weight` relative to the concept's heaviest member: how much of the
     /// concept a match on this member covers.
-    pub(super) share: f32,
+    pub(crate) share: f32,
 }
 
 /// A term of the query itself (before relatives are added).
@@ -324,7 +324,7 @@ fn add_member(members: &mut Vec<(u32, f32)>, id: u32, weight: f32) {
 
 /// Words of a query written like code (`repo_path`, `get-tickets`,
 /// `getStory`), normalised as names are.
-pub(super) fn identifiers(query: &str) -> Vec<String> {
+pub(crate) fn identifiers(query: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
     for word in query.split(|c: char| !is_part(c)) {

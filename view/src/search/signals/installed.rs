@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use super::{SignalConfig, SignalStore};
+use super::{SignalStore, signal_config::SignalConfig};
 
 static INSTALLED: OnceLock<Arc<SignalStore>> = OnceLock::new();
 

@@ -13,14 +13,15 @@
 //! search never waits for the disk. This module never ranks: it hands
 //! [`super::HybridIndex::search_adjusted`] a score adjustment per tool.
 //!
-//! The store and its learning are here; the per-tenant records are in
-//! `tenant_signals` (query vectors in `query_vector`), files in `persistence`,
+//! The store and its learning are here; its settings are in `signal_config`,
+//! the per-tenant records in `tenant_signals` (query vectors in `query_vector`), files in `persistence`,
 //! what operators are shown in `tenant_stats`, and the process-wide store in
 //! `installed`.
 
 mod installed;
 mod persistence;
 mod query_vector;
+mod signal_config;
 mod tenant_signals;
 mod tenant_stats;
 #[cfg(test)]
@@ -35,6 +36,7 @@ use std::{
 pub use self::{
     installed::{flush_installed, install, installed, now_secs},
     persistence::SignalStoreError,
+    signal_config::SignalConfig,
     tenant_stats::{TenantStats, ToolCounts, UncalledTool, ZeroHitQuery},
 };
 use self::{
@@ -44,39 +46,6 @@ use self::{
         matching_search, query_terms,
     },
 };
-
-/// Limits and rates of the store.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SignalConfig {
-    /// Seconds after which a signal counts half. Default 14 days.
-    pub half_life_secs: f64,
-    /// Query → tool associations kept per tenant. Default 512.
-    pub max_associations: usize,
-    /// Recent searches a call can be matched to. Default 32.
-    pub max_pending: usize,
-    /// Distinct zero-hit queries kept per tenant. Default 128.
-    pub max_zero_hit: usize,
-    /// Tools with counts kept per tenant. Default 2048.
-    pub max_tools: usize,
-    /// Largest adjustment of a tool's score (scores are in `0..=1`). Default 0.15.
-    pub max_adjustment: f32,
-    /// A call is matched to a search at most this many seconds before it. Default 600.
-    pub call_window_secs: u64,
-}
-
-impl Default for SignalConfig {
-    fn default() -> Self {
-        SignalConfig {
-            half_life_secs: 14.0 * 86_400.0,
-            max_associations: 512,
-            max_pending: 32,
-            max_zero_hit: 128,
-            max_tools: 2048,
-            max_adjustment: 0.15,
-            call_window_secs: 600,
-        }
-    }
-}
 
 /// Weight of a successful call after a search that showed the tool.
 const SUCCESS: f32 = 1.0;

@@ -11,7 +11,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use super::{SignalConfig, SignalStore, lock, tenant_signals::TenantSignals};
+use super::{SignalStore, lock, signal_config::SignalConfig, tenant_signals::TenantSignals};
 
 /// Why the signal store could not read or write its directory.
 ///
@@ -188,7 +188,7 @@ impl SignalStore {
 mod tests {
     use std::path::PathBuf;
 
-    use super::super::test_support::*;
+    use super::super::{SignalConfig, SignalStore, UncalledTool, ZeroHitQuery, test_support::*};
 
     #[test]
     fn query_vectors_survive_a_round_trip_through_a_file() -> anyhow::Result<()> {

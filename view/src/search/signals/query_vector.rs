@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 /// A unit query vector quantised to one signed byte per dimension (a
 /// quarter of the memory, a cosine within about 0.01), kept as hex in files.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct QueryVector(Vec<i8>);
+pub(crate) struct QueryVector(Vec<i8>);
 
 impl QueryVector {
-    pub(super) fn quantise(v: &[f32]) -> QueryVector {
+    pub(crate) fn quantise(v: &[f32]) -> QueryVector {
         QueryVector(
             v.iter()
                 .map(|x| (x * 127.0).round().clamp(-127.0, 127.0) as i8)
@@ -18,7 +18,7 @@ impl QueryVector {
     }
 
     /// Cosine with a unit vector `q`.
-    pub(super) fn cosine(&self, q: &[f32]) -> f32 {
+    pub(crate) fn cosine(&self, q: &[f32]) -> f32 {
         if self.0.len() != q.len() {
             return 0.0;
         }

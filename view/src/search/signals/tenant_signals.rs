@@ -6,49 +6,49 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::{SignalConfig, query_vector::QueryVector, tenant_stats::ToolCounts};
+use super::{query_vector::QueryVector, signal_config::SignalConfig, tenant_stats::ToolCounts};
 use crate::search::Analyzer;
 
 /// One tenant's signals (what is persisted).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct TenantSignals {
-    pub(super) tenant: String,
-    pub(super) associations: Vec<Association>,
-    pub(super) pending: VecDeque<PendingSearch>,
-    pub(super) zero_hit: Vec<ZeroHit>,
-    pub(super) tools: HashMap<String, ToolCounts>,
+pub(crate) struct TenantSignals {
+    pub(crate) tenant: String,
+    pub(crate) associations: Vec<Association>,
+    pub(crate) pending: VecDeque<PendingSearch>,
+    pub(crate) zero_hit: Vec<ZeroHit>,
+    pub(crate) tools: HashMap<String, ToolCounts>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct Association {
+pub(crate) struct Association {
     /// Analysed query terms, sorted and distinct.
-    pub(super) terms: Vec<String>,
+    pub(crate) terms: Vec<String>,
     /// The query's vector, when a model embedded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) vector: Option<QueryVector>,
-    pub(super) tool: String,
+    pub(crate) vector: Option<QueryVector>,
+    pub(crate) tool: String,
     /// Weight as of `at`.
-    pub(super) weight: f32,
-    pub(super) at: u64,
+    pub(crate) weight: f32,
+    pub(crate) at: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct PendingSearch {
-    pub(super) terms: Vec<String>,
+pub(crate) struct PendingSearch {
+    pub(crate) terms: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) vector: Option<QueryVector>,
-    pub(super) shown: Vec<String>,
-    pub(super) at: u64,
+    pub(crate) vector: Option<QueryVector>,
+    pub(crate) shown: Vec<String>,
+    pub(crate) at: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct ZeroHit {
-    pub(super) query: String,
-    pub(super) count: u32,
-    pub(super) at: u64,
+pub(crate) struct ZeroHit {
+    pub(crate) query: String,
+    pub(crate) count: u32,
+    pub(crate) at: u64,
 }
 
-pub(super) fn counts<'a>(
+pub(crate) fn counts<'a>(
     t: &'a mut TenantSignals,
     tool: &str,
     now: u64,
@@ -71,7 +71,7 @@ pub(super) fn counts<'a>(
 }
 
 /// The latest search within the window that showed `tool`, and its position.
-pub(super) fn matching_search<'a>(
+pub(crate) fn matching_search<'a>(
     t: &'a TenantSignals,
     tool: &str,
     now: u64,
@@ -84,7 +84,7 @@ pub(super) fn matching_search<'a>(
         .find_map(|s| s.shown.iter().position(|x| x == tool).map(|p| (s, p)))
 }
 
-pub(super) fn associate(
+pub(crate) fn associate(
     t: &mut TenantSignals,
     config: &SignalConfig,
     search: &PendingSearch,
@@ -125,13 +125,13 @@ pub(super) fn associate(
     });
 }
 
-pub(super) fn decayed(weight: f32, at: u64, now: u64, config: &SignalConfig) -> f32 {
+pub(crate) fn decayed(weight: f32, at: u64, now: u64, config: &SignalConfig) -> f32 {
     let age = now.saturating_sub(at) as f64;
     (weight as f64 * 0.5f64.powf(age / config.half_life_secs)) as f32
 }
 
 /// Analysed terms of a query, sorted and distinct.
-pub(super) fn query_terms(query: &str) -> Vec<String> {
+pub(crate) fn query_terms(query: &str) -> Vec<String> {
     let mut terms = Vec::new();
     Analyzer::new().analyze(query, |term, _| terms.push(term.to_owned()));
     terms.sort_unstable();
@@ -139,7 +139,7 @@ pub(super) fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
-pub(super) fn jaccard(a: &[String], b: &[String]) -> f32 {
+pub(crate) fn jaccard(a: &[String], b: &[String]) -> f32 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
