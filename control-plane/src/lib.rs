@@ -2,10 +2,13 @@
 //! upstream registry, the discovered tool catalogue and its manifest versions,
 //! tenants and their policy, and a bounded drift/admin event log.
 //!
-//! - [`node::ControlPlaneNode`] runs one member: redb-backed Raft log and
-//!   snapshots, gRPC for Raft and for the `ControlPlane` service, discovery
+//! - [`node::ControlPlaneNode`] wires one member together: redb-backed Raft
+//!   log and snapshots ([`raft`]), writes and linearizable reads
+//!   ([`replica`]), gRPC for Raft and for the `ControlPlane` service, discovery
 //!   while it leads.
-//! - [`client::AdminClient`] is the operator API's client (`quiver ctl`).
+//! - [`admin`] is the operator API (versioned requests, one typed answer per
+//!   operation); [`client::AdminClient`] is its client (`quiver ctl`).
+//! - [`state`] applies [`command`]s purely; each gives an [`outcome`].
 //! - [`watcher`] feeds an edge's or executor's [`ManifestStore`] from the
 //!   `WatchManifest` stream.
 //! - [`Discovery`] with a [`LocalCatalogue`] serves a node with no control plane.
