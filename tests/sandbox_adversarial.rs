@@ -13,6 +13,7 @@ use std::{
 use futures::future::BoxFuture;
 use quiver_contract::{ExecuteError, Limits};
 use quiver_executor::{
+    ipc::HostError,
     pool::{Owner, PoolConfig, WorkerCommand, WorkerPool},
     script::{ScriptContext, ScriptRunner, StashOp},
 };
@@ -30,7 +31,7 @@ impl ScriptContext for RecordingContext {
     fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
         BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])])
     }
-    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             self.calls
                 .lock()
@@ -39,21 +40,21 @@ impl ScriptContext for RecordingContext {
             if name == "demo__echo" || name == "demo.echo" {
                 Ok(json!({"echo": args}))
             } else {
-                Err(format!("unknown tool `{name}`"))
+                Err(format!("unknown tool `{name}`").into())
             }
         })
     }
-    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, String>> {
+    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Ok(json!([{"name": "demo__echo"}])) })
     }
-    fn describe(&self, _name: String) -> BoxFuture<'_, Result<Value, String>> {
+    fn describe(&self, _name: String) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async {
             Ok(json!(
                 "declare function echo(args: object): Promise<unknown>;"
             ))
         })
     }
-    fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+    fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             if let StashOp::Set(key, _, _) | StashOp::Get(key) | StashOp::Delete(key) = &op {
                 self.stash_keys.lock().unwrap().push(key.clone());

@@ -16,6 +16,7 @@ use std::{
 
 use futures::future::BoxFuture;
 use quiver_executor::{
+    ipc::HostError,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
     script::{ScriptContext, StashOp},
     worker::isolation::{PROBE_REFUSED_EXIT, PROBE_SUCCEEDED_EXIT},
@@ -29,16 +30,16 @@ impl ScriptContext for NoTools {
     fn tool_names(&self) -> std::collections::BTreeMap<String, Vec<String>> {
         Default::default()
     }
-    fn call_tool(&self, _: String, _: Value) -> BoxFuture<'_, Result<Value, String>> {
+    fn call_tool(&self, _: String, _: Value) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Err("no tools".into()) })
     }
-    fn search(&self, _: String, _: u32) -> BoxFuture<'_, Result<Value, String>> {
+    fn search(&self, _: String, _: u32) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Err("no tools".into()) })
     }
-    fn describe(&self, _: String) -> BoxFuture<'_, Result<Value, String>> {
+    fn describe(&self, _: String) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Err("no tools".into()) })
     }
-    fn stash(&self, _: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+    fn stash(&self, _: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Err("no stash".into()) })
     }
 }

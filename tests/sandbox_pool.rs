@@ -15,6 +15,7 @@ use std::{
 use futures::future::BoxFuture;
 use quiver_contract::{ExecuteError, Limits, ScriptOutcome};
 use quiver_executor::{
+    ipc::HostError,
     pool::{Owner, PoolConfig, PoolError, WorkerCommand, WorkerPool},
     script::{ScriptContext, ScriptRunner, StashOp},
 };
@@ -34,7 +35,7 @@ impl ScriptContext for CountingContext {
         BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])])
     }
 
-    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::SeqCst);
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -46,15 +47,15 @@ impl ScriptContext for CountingContext {
         })
     }
 
-    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, String>> {
+    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Ok(json!([])) })
     }
 
-    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, String>> {
-        Box::pin(async move { Err(format!("unknown tool `{name}`")) })
+    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async move { Err(format!("unknown tool `{name}`").into()) })
     }
 
-    fn stash(&self, _op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+    fn stash(&self, _op: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Ok(Value::Null) })
     }
 }

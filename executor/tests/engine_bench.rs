@@ -11,7 +11,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::Limits;
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::HostRequest,
+    ipc::{HostError, HostRequest},
 };
 use serde_json::Value;
 
@@ -19,7 +19,7 @@ use serde_json::Value;
 struct NoopHost;
 
 impl HostBridge for NoopHost {
-    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         futures::future::ready(Ok(Value::Null)).boxed()
     }
 }

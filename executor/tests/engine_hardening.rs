@@ -8,15 +8,16 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::HostRequest,
+    ipc::{HostError, HostRequest},
 };
 use serde_json::{Value, json};
 
 struct EchoHost;
 
 impl HostBridge for EchoHost {
-    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
-        async move { serde_json::to_value(request).map_err(|e| e.to_string()) }.boxed()
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
+        async move { serde_json::to_value(request).map_err(|e| HostError::from(e.to_string())) }
+            .boxed()
     }
 }
 

@@ -15,15 +15,15 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::Limits;
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::HostRequest,
+    ipc::{HostError, HostRequest},
 };
 use serde_json::Value;
 
 struct NoHost;
 
 impl HostBridge for NoHost {
-    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
-        futures::future::ready(Err("no host".to_string())).boxed()
+    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
+        futures::future::ready(Err("no host".into())).boxed()
     }
 }
 

@@ -15,7 +15,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::HostRequest,
+    ipc::{HostError, HostRequest},
 };
 use serde_json::{Value, json};
 
@@ -29,7 +29,7 @@ struct SlowHost {
 }
 
 impl HostBridge for SlowHost {
-    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         let host = self.clone();
         async move {
             host.calls.fetch_add(1, Ordering::SeqCst);
@@ -47,7 +47,7 @@ impl HostBridge for SlowHost {
 struct SilentHost;
 
 impl HostBridge for SilentHost {
-    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(&self, _request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         futures::future::pending().boxed()
     }
 }

@@ -11,7 +11,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::HostRequest,
+    ipc::{HostError, HostRequest},
 };
 use serde_json::{Value, json};
 
@@ -22,12 +22,12 @@ struct RecordingHost {
 }
 
 impl HostBridge for RecordingHost {
-    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         self.seen.lock().unwrap().push(request.clone());
         async move {
             match request {
                 HostRequest::CallTool { name, .. } if name.starts_with("broken.") => {
-                    Err(format!("tool {name} failed upstream"))
+                    Err(format!("tool {name} failed upstream").into())
                 }
                 HostRequest::CallTool { name, args } => Ok(json!({ "called": name, "args": args })),
                 HostRequest::Search { query, limit } => {

@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use quiver_contract::{CallOptions, Limits};
 use quiver_executor::{
     engine::{ScriptRuntime, StartFrom},
+    ipc::HostError,
     pool::{PoolConfig, WorkerCommand, WorkerPool, WorkerProcess},
     script::{ScriptContext, StashOp},
 };
@@ -44,7 +45,7 @@ impl ScriptContext for DirectContext {
     fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
         BTreeMap::from([("weather".to_string(), vec!["get_forecast".to_string()])])
     }
-    fn call_tool(&self, _name: String, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+    fn call_tool(&self, _name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             let result = self
                 .upstream
@@ -54,17 +55,17 @@ impl ScriptContext for DirectContext {
                     CallOptions::default(),
                 )
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| HostError::from(e.to_string()))?;
             Ok(serde_json::to_value(result.content).unwrap_or_default())
         })
     }
-    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, String>> {
+    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Ok(json!([])) })
     }
-    fn describe(&self, _name: String) -> BoxFuture<'_, Result<Value, String>> {
+    fn describe(&self, _name: String) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Ok(Value::Null) })
     }
-    fn stash(&self, _op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+    fn stash(&self, _op: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Ok(Value::Null) })
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::ipc::HostRequest;
+use crate::ipc::{HostError, HostRequest};
 
 /// Answers what a running script asks of the host.
 ///
@@ -17,23 +17,26 @@ use crate::ipc::HostRequest;
 ///
 /// ```
 /// use futures::future::{BoxFuture, FutureExt};
-/// use quiver_executor::{engine::HostBridge, ipc::HostRequest};
+/// use quiver_executor::{
+///     engine::HostBridge,
+///     ipc::{HostError, HostRequest},
+/// };
 ///
 /// struct Echo;
 ///
 /// impl HostBridge for Echo {
-///     fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<serde_json::Value, String>> {
-///         async move { serde_json::to_value(request).map_err(|e| e.to_string()) }.boxed()
+///     fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<serde_json::Value, HostError>> {
+///         async move { serde_json::to_value(request).map_err(|e| HostError::from(e.to_string())) }.boxed()
 ///     }
 /// }
 /// ```
 pub trait HostBridge: Send + Sync {
     /// Sends `request` to the host and resolves with its reply.
-    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>>;
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>>;
 }
 
 impl<T: HostBridge + ?Sized> HostBridge for Arc<T> {
-    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         (**self).request(request)
     }
 }

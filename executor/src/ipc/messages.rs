@@ -23,7 +23,7 @@ pub enum HostMessage {
         /// The request's id.
         id: u64,
         /// Its outcome: a JSON value, or an error message the script sees as a thrown `Error`.
-        result: Result<Value, String>,
+        result: Result<Value, HostError>,
     },
     /// Health check; the worker answers [`WorkerMessage::Pong`].
     Ping,
@@ -95,4 +95,30 @@ pub enum WorkerMessage {
     },
     /// Answer to [`HostMessage::Ping`].
     Pong,
+}
+
+/// Why the host did not answer a script's request with a value: the message
+/// the script sees as a thrown `Error` (unknown tool, invalid arguments, an
+/// upstream's redacted error, a stash refusal, a budget spent). On the wire it
+/// is the bare message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(transparent)]
+#[error("{message}")]
+pub struct HostError {
+    /// What the script is told.
+    pub message: String,
+}
+
+impl From<String> for HostError {
+    fn from(message: String) -> HostError {
+        HostError { message }
+    }
+}
+
+impl From<&str> for HostError {
+    fn from(message: &str) -> HostError {
+        HostError {
+            message: message.to_string(),
+        }
+    }
 }

@@ -7,4 +7,4 @@ mod frames;
 mod messages;
 
 pub use frames::{FrameDecoder, FrameError, FrameReader, FrameWriter, MAX_FRAME_BYTES};
-pub use messages::{HostMessage, HostRequest, WorkerMessage};
+pub use messages::{HostError, HostMessage, HostRequest, WorkerMessage};

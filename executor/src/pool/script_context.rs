@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+use crate::ipc::HostError;
+
 /// One operation on the session stash.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StashOp {
@@ -25,11 +27,11 @@ pub trait ScriptContext: Send + Sync {
     /// `server -> [tool]` JavaScript names the script may call as `tools.<server>.<tool>`.
     fn tool_names(&self) -> BTreeMap<String, Vec<String>>;
     /// Calls a tool by exposed name or `server.tool`; the value is what the script receives.
-    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, String>>;
+    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>>;
     /// Searches the view.
-    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Value, String>>;
+    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Value, HostError>>;
     /// The declaration of one tool.
-    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, String>>;
+    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, HostError>>;
     /// Session stash.
-    fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, String>>;
+    fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, HostError>>;
 }

@@ -23,7 +23,9 @@ use quiver_contract::{Limits, ScriptOutcome};
 
 use crate::{
     engine::{BYTECODE_CACHE_OFF, startup_snapshot},
-    ipc::{FrameError, FrameReader, FrameWriter, HostMessage, HostRequest, WorkerMessage},
+    ipc::{
+        FrameError, FrameReader, FrameWriter, HostError, HostMessage, HostRequest, WorkerMessage,
+    },
     pool::script_context::{ScriptContext, StashOp},
 };
 
@@ -245,7 +247,7 @@ impl WorkerProcess {
                 message = self.reader.read_message::<WorkerMessage>() => match message {
                     Ok(Some(WorkerMessage::Request { id, request })) => {
                         if let Err(refusal) = budget.admit(&request) {
-                            let _ = replies.send(HostMessage::Reply { id, result: Err(refusal) });
+                            let _ = replies.send(HostMessage::Reply { id, result: Err(refusal.into()) });
                             continue;
                         }
                         let context = context.clone();
@@ -314,7 +316,7 @@ impl WorkerProcess {
     }
 }
 
-async fn answer(context: &dyn ScriptContext, request: HostRequest) -> Result<Value, String> {
+async fn answer(context: &dyn ScriptContext, request: HostRequest) -> Result<Value, HostError> {
     match request {
         HostRequest::CallTool { name, args } => context.call_tool(name, args).await,
         HostRequest::Search { query, limit } => context.search(query, limit).await,
@@ -339,7 +341,7 @@ fn worker_frame_limit(limits: &Limits) -> usize {
 }
 
 /// A reply too large for the script becomes an error saying so.
-fn bounded_reply(result: Result<Value, String>, max: u64) -> Result<Value, String> {
+fn bounded_reply(result: Result<Value, HostError>, max: u64) -> Result<Value, HostError> {
     /// Counts what is written, keeping nothing.
     struct Counter(u64);
     impl std::io::Write for Counter {
@@ -358,7 +360,8 @@ fn bounded_reply(result: Result<Value, String>, max: u64) -> Result<Value, Strin
     if size > max {
         return Err(format!(
             "the answer is {size} bytes; a script may receive at most {max} bytes at once (ask for less, e.g. a page or a summary)"
-        ));
+        )
+        .into());
     }
     Ok(value)
 }

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    ipc::HostError,
     pool::Owner,
     script::{ScriptContext, StashOp},
     stash::StashStore,
@@ -61,7 +62,7 @@ impl ViewScriptContext {
         self
     }
 
-    fn unknown(&self, name: &str) -> String {
+    fn unknown(&self, name: &str) -> HostError {
         // No tool name is this long: neither echo it back nor compare it
         // with every name (edit distance grows with its length).
         const LONGEST_NAME: usize = 256;
@@ -69,10 +70,11 @@ impl ViewScriptContext {
             return format!(
                 "unknown tool: the name is {} bytes, and tool names are at most 64 characters; use search() to find tool names",
                 name.len()
-            );
+            )
+            .into();
         }
         let suggestions = closest(name, self.view.exposed_names(), 3);
-        unknown_tool_message(name, &suggestions, "use search() to find tool names")
+        unknown_tool_message(name, &suggestions, "use search() to find tool names").into()
     }
 }
 
@@ -80,7 +82,7 @@ impl ViewScriptContext {
 /// else the text parsed as JSON, else the text; several blocks become an array.
 /// An error result's text is redacted, keeping what the script sent in
 /// `arguments` (the path it asked for, say) so it can correct the call.
-pub fn script_value(result: &CallToolResult, arguments: &Value) -> Result<Value, String> {
+pub fn script_value(result: &CallToolResult, arguments: &Value) -> Result<Value, HostError> {
     let texts: Vec<String> = result
         .content
         .iter()
@@ -91,7 +93,7 @@ pub fn script_value(result: &CallToolResult, arguments: &Value) -> Result<Value,
         })
         .collect();
     if result.is_error == Some(true) {
-        return Err(redact_for_caller(&texts.join("\n"), arguments));
+        return Err(redact_for_caller(&texts.join("\n"), arguments).into());
     }
     if let Some(structured) = &result.structured_content {
         return Ok(structured.clone());
@@ -126,7 +128,7 @@ impl ScriptContext for ViewScriptContext {
         names
     }
 
-    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, String>> {
+    fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             let Some(tool) = self.view.resolve(&name) else {
                 return Err(self.unknown(&name));
@@ -139,7 +141,7 @@ impl ScriptContext for ViewScriptContext {
             };
             let call = match self.view.prepare_call(&self.owner.tenant, tool, &args) {
                 Ok(call) => call,
-                Err(errors) => return Err(errors.message(&tool.tool.exposed_name)),
+                Err(errors) => return Err(errors.message(&tool.tool.exposed_name).into()),
             };
             let options = CallOptions {
                 timeout: None,
@@ -148,12 +150,12 @@ impl ScriptContext for ViewScriptContext {
             };
             match self.dispatch.call_tool(call, options).await {
                 Ok(result) => script_value(&result, &args),
-                Err(e) => Err(redact_for_caller(&e.to_string(), &args)),
+                Err(e) => Err(redact_for_caller(&e.to_string(), &args).into()),
             }
         })
     }
 
-    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Value, String>> {
+    fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             let limit = usize::try_from(limit).unwrap_or(usize::MAX);
             let results: Vec<SearchHit> = self
@@ -162,11 +164,11 @@ impl ScriptContext for ViewScriptContext {
                 .into_iter()
                 .map(|(_, hit)| hit)
                 .collect();
-            serde_json::to_value(results).map_err(|e| e.to_string())
+            serde_json::to_value(results).map_err(|e| HostError::from(e.to_string()))
         })
     }
 
-    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, String>> {
+    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             match self.view.resolve(&name) {
                 Some(t) => Ok(Value::String(t.tool.stub.declaration.clone())),
@@ -175,7 +177,7 @@ impl ScriptContext for ViewScriptContext {
         })
     }
 
-    fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, String>> {
+    fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             let stash = &self.stash;
             let answer = match op {
@@ -184,7 +186,7 @@ impl ScriptContext for ViewScriptContext {
                 StashOp::Delete(key) => stash.delete(&self.stash_key, &key),
                 StashOp::Keys => Ok(stash.keys(&self.stash_key)),
             };
-            answer.map_err(|e| e.to_string())
+            answer.map_err(|e| HostError::from(e.to_string()))
         })
     }
 }

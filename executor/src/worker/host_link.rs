@@ -15,9 +15,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::engine::HostBridge;
-use crate::ipc::{HostRequest, WorkerMessage};
+use crate::ipc::{HostError, HostRequest, WorkerMessage};
 
-type Reply = Result<Value, String>;
+type Reply = Result<Value, HostError>;
 
 /// Requests waiting for the host, shared by the engine thread (which sends
 /// them) and the I/O loop (which delivers the replies).
@@ -72,7 +72,7 @@ impl HostLink {
 }
 
 impl HostBridge for HostLink {
-    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
+    fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (waiter, reply) = oneshot::channel();
         self.waiting().insert(id, waiter);
@@ -82,11 +82,11 @@ impl HostBridge for HostLink {
         }
         async move {
             if !sent {
-                return Err("the connection to the host is closed".to_string());
+                return Err("the connection to the host is closed".into());
             }
             reply
                 .await
-                .unwrap_or_else(|_| Err("the host did not answer this request".to_string()))
+                .unwrap_or_else(|_| Err("the host did not answer this request".into()))
         }
         .boxed()
     }

@@ -88,10 +88,10 @@ pub enum WorkerError {
     #[error("starting the engine supervisor")]
     Supervisor(#[source] std::io::Error),
     /// A frame from the host could not be read (malformed, too large, or the pipe failed).
-    #[error("reading a frame from the host")]
+    #[error("reading a frame from the host: {0}")]
     Read(#[source] FrameError),
     /// A frame could not be written to the host.
-    #[error("writing a frame to the host")]
+    #[error("writing a frame to the host: {0}")]
     Write(#[source] FrameError),
     /// The engine thread is gone: nothing more can run here.
     #[error("the script engine has stopped")]
@@ -218,9 +218,7 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
             WorkerMessage::Request { id, .. } => {
                 host.resolve(
                     id,
-                    Err(format!(
-                        "the request is {len} bytes; the limit is {max} bytes"
-                    )),
+                    Err(format!("the request is {len} bytes; the limit is {max} bytes").into()),
                 );
                 Ok(())
             }
