@@ -68,7 +68,6 @@ struct Vectors {
 pub struct HybridIndex {
     lexical: SearchIndex,
     vectors: Option<Vectors>,
-    blend: Blend,
 }
 
 impl HybridIndex {
@@ -87,14 +86,7 @@ impl HybridIndex {
         HybridIndex {
             lexical,
             vectors,
-            blend: Blend::DEFAULT,
         }
-    }
-
-    /// The same index with another blend (for evaluation).
-    pub fn with_blend(mut self, blend: Blend) -> HybridIndex {
-        self.blend = blend;
-        self
     }
 
     /// Whether this index ranks semantically too.
@@ -166,7 +158,7 @@ impl HybridIndex {
         rank_blended(
             &lexical,
             &cosines,
-            &self.blend,
+            &Blend::DEFAULT,
             latin_share(query),
             limit,
             adjust,
