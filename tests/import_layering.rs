@@ -101,6 +101,9 @@ impl<'ast> Visit<'ast> for Paths {
         self.use_tree(public, &[], &item.tree);
     }
 
+    // `pub(super)` and `pub(in crate::x)` say who may see an item, not what it uses.
+    fn visit_visibility(&mut self, _visibility: &'ast syn::Visibility) {}
+
     fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
         self.inline.push(item.ident.to_string());
         syn::visit::visit_item_mod(self, item);

@@ -8,11 +8,11 @@ pub mod argument_check;
 mod error_chain;
 pub mod redact;
 pub mod search;
-pub mod search_hit;
+pub mod search_result;
 pub mod suggest;
 pub mod tool_call;
 pub mod view;
 
-pub use search_hit::{MAX_SEARCH_RESULTS, SearchHit};
+pub use search_result::{MAX_SEARCH_RESULTS, SearchResult};
 pub use tool_call::ToolCall;
 pub use view::{ToolView, ViewTool};

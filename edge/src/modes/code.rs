@@ -12,7 +12,7 @@ use quiver_contract::{
 use quiver_view::{
     ToolView,
     redact::{redact, redact_for_caller},
-    search_hit::search_limit,
+    search_result::search_limit,
     suggest::{closest, unknown_tool_message},
 };
 use rmcp::{
@@ -127,7 +127,7 @@ impl CodeMode {
             Err(e) => return *e,
         };
         let limit = search_limit(args.limit, self.backends.search_limit);
-        let hits = view.search_hits(DEFAULT_TENANT, &args.query, limit);
+        let hits = view.search_results(DEFAULT_TENANT, &args.query, limit);
         if hits.is_empty() {
             return tool_ok(
                 format!("No tools match `{}`.", args.query),

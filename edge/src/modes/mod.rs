@@ -12,10 +12,10 @@ mod tool_result;
 
 use std::sync::Arc;
 
-pub use code::CodeMode;
+use code::CodeMode;
 pub use handler::{Backends, ModeHandler, ToolRequest};
-pub use passthrough::PassthroughMode;
-pub use search::SearchMode;
+use passthrough::PassthroughMode;
+use search::SearchMode;
 
 use crate::mode::Mode;
 

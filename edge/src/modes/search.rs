@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
 use quiver_contract::DEFAULT_TENANT;
-use quiver_view::{ToolView, search_hit::search_limit};
+use quiver_view::{ToolView, search_result::search_limit};
 use rmcp::{
     ErrorData, RoleServer,
     model::{CallToolResult, JsonObject, ServerCapabilities, Tool},
@@ -44,7 +44,7 @@ impl SearchMode {
                 Err(e) => return *e,
             };
         let limit = search_limit(args.limit, self.backends.search_limit);
-        let hits = view.search_hits(DEFAULT_TENANT, &args.query, limit);
+        let hits = view.search_results(DEFAULT_TENANT, &args.query, limit);
         let mut text = String::new();
         let mut results = Vec::with_capacity(hits.len());
         for (tool, hit) in &hits {

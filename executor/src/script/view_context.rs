@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use futures::future::BoxFuture;
 use quiver_contract::{CallOptions, CallSink, Dispatch};
 use quiver_view::{
-    SearchHit, ToolView,
+    SearchResult, ToolView,
     redact::redact_for_caller,
     suggest::{closest, unknown_tool_message},
 };
@@ -158,9 +158,9 @@ impl ScriptContext for ViewScriptContext {
     fn search(&self, query: String, limit: u32) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-            let results: Vec<SearchHit> = self
+            let results: Vec<SearchResult> = self
                 .view
-                .search_hits(&self.owner.tenant, &query, limit)
+                .search_results(&self.owner.tenant, &query, limit)
                 .into_iter()
                 .map(|(_, hit)| hit)
                 .collect();

@@ -83,10 +83,7 @@ impl HybridIndex {
                 None
             }
         });
-        HybridIndex {
-            lexical,
-            vectors,
-        }
+        HybridIndex { lexical, vectors }
     }
 
     /// Whether this index ranks semantically too.

@@ -11,7 +11,7 @@ pub const MAX_SEARCH_RESULTS: usize = 20;
 
 /// One ranked tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SearchHit {
+pub struct SearchResult {
     /// Exposed (namespaced) name, as `call_tool` and `tools.call` take it.
     pub name: String,
     /// Upstream id.
@@ -26,10 +26,10 @@ pub struct SearchHit {
     pub score: f64,
 }
 
-impl SearchHit {
+impl SearchResult {
     /// The hit for `tool` at `score`.
-    pub fn new(tool: ViewTool<'_>, score: f32) -> SearchHit {
-        SearchHit {
+    pub fn new(tool: ViewTool<'_>, score: f32) -> SearchResult {
+        SearchResult {
             name: tool.tool.exposed_name.clone(),
             server: tool.tool.id.server.clone(),
             tool: tool.tool.id.tool.clone(),
@@ -48,15 +48,15 @@ pub fn search_limit(requested: Option<usize>, default: usize) -> usize {
 impl ToolView {
     /// The best `limit` tools for `query` by `tenant` (see [`ToolView::search_for`]),
     /// as hits; `limit` is capped at [`MAX_SEARCH_RESULTS`].
-    pub fn search_hits(
+    pub fn search_results(
         &self,
         tenant: &str,
         query: &str,
         limit: usize,
-    ) -> Vec<(ViewTool<'_>, SearchHit)> {
+    ) -> Vec<(ViewTool<'_>, SearchResult)> {
         self.search_for(tenant, query, limit.clamp(1, MAX_SEARCH_RESULTS))
             .into_iter()
-            .map(|(tool, score)| (tool, SearchHit::new(tool, score)))
+            .map(|(tool, score)| (tool, SearchResult::new(tool, score)))
             .collect()
     }
 }
