@@ -56,16 +56,6 @@ impl UpstreamSet {
         self.read().keys().cloned().collect()
     }
 
-    /// Number of upstreams.
-    pub fn len(&self) -> usize {
-        self.read().len()
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.read().is_empty()
-    }
-
     /// Status of every upstream, in id order.
     pub fn statuses(&self) -> Vec<UpstreamStatus> {
         self.all().iter().map(|u| u.status()).collect()
