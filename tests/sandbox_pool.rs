@@ -185,7 +185,7 @@ async fn time_memory_and_output_limits_hold_and_the_pool_stays_healthy() {
     let kind = hog
         .error
         .as_ref()
-        .map(|e| e.kind.clone())
+        .map(|e| e.kind.as_str())
         .unwrap_or_default();
     assert_eq!(kind, "memory", "{hog:?}");
     assert_eq!(
