@@ -9,7 +9,6 @@
 
 use std::{net::SocketAddr, sync::Arc};
 
-use anyhow::Context as _;
 use axum::{
     Json, Router,
     body::Body,
@@ -27,7 +26,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::{gateway::Gateway, mode::Mode, session::GatewaySession, tls};
+use crate::{gateway::Gateway, mode::Mode, serve_error::ServeError, session::GatewaySession, tls};
 
 /// Extra JSON merged into `/status` (e.g. upstream health), supplied by the binary.
 pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
@@ -198,17 +197,15 @@ fn refuse_unless_operator(request: &Request, hosts: &[String]) -> Option<Respons
     None
 }
 
-/// Serves `router` on `listener` (TLS when configured) until `shutdown`.
+/// Serves every mode on `listener` (TLS when configured) until `shutdown`.
 pub async fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
     shutdown: CancellationToken,
     status: Option<StatusProvider>,
-) -> anyhow::Result<()> {
-    let bound = listener
-        .local_addr()
-        .context("reading the listener's address")?;
-    let app = router(gateway.clone(), bound, shutdown.clone(), status);
+) -> Result<(), ServeError> {
+    let address = listener.local_addr().map_err(ServeError::ListenerAddress)?;
+    let app = router(gateway.clone(), address, shutdown.clone(), status);
     let served = match &gateway.config().tls {
         None => axum::serve(
             listener,
@@ -216,13 +213,13 @@ pub async fn serve(
         )
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
-        .context("serving HTTP"),
+        .map_err(|source| ServeError::Http { address, source }),
         Some(tls_config) => match tls::acceptor(tls_config) {
             Ok(acceptor) => {
                 tls::serve(listener, acceptor, app, shutdown).await;
                 Ok(())
             }
-            Err(e) => Err(e),
+            Err(source) => Err(ServeError::Tls { address, source }),
         },
     };
     // What searches learned since the last periodic write.

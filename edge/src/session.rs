@@ -63,11 +63,6 @@ impl GatewaySession {
             id,
         }
     }
-
-    /// The session's mode.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
 }
 
 impl GatewaySession {

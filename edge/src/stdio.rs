@@ -1,21 +1,22 @@
-//! MCP over stdin/stdout for local use (`quiver dev --stdio`).
+//! MCP over stdin/stdout for local use (`quiver dev --stdio`): one session,
+//! served until the client closes stdin.
 
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use rmcp::ServiceExt;
 
-use crate::{gateway::Gateway, mode::Mode, session::GatewaySession};
+use crate::{gateway::Gateway, mode::Mode, serve_error::ServeError, session::GatewaySession};
 
 /// Serves one session in `mode` on stdin/stdout until the client closes it.
-pub async fn serve_stdio(gateway: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
+pub async fn serve_stdio(gateway: Arc<Gateway>, mode: Mode) -> Result<(), ServeError> {
     let session = GatewaySession::new(gateway, mode);
     let running = session
         .serve(rmcp::transport::stdio())
         .await
-        .context("starting the stdio session")?;
-    let ended = running.waiting().await.context("stdio session");
+        .map_err(|e| ServeError::StdioStart(Box::new(e)))?;
+    let ended = running.waiting().await;
+    // What searches learned in this session, whichever way it ended.
     quiver_view::search::signals::flush_installed();
-    ended?;
+    ended.map_err(ServeError::StdioSession)?;
     Ok(())
 }

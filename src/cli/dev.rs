@@ -182,7 +182,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     drop(child_executor);
     control_plane.shutdown().await;
     upstreams.shutdown().await;
-    result
+    Ok(result?)
 }
 
 /// What `start_control_plane` hands back: the upstream connections, the
