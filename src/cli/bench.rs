@@ -12,6 +12,9 @@ pub enum BenchCommand {
     Search(SearchBenchArgs),
     /// Script execution: warm-pool latency, per-call overhead, throughput, cold start, memory.
     Executor(super::bench_executor::ExecutorBenchArgs),
+    /// `execute` against the passthrough call it replaces, end to end through
+    /// `quiver dev` over HTTP: ratios, throughput, worker memory, against the targets.
+    ExecuteVsCall(super::bench_execute_vs_call::ExecuteVsCallArgs),
     /// Control plane: write latency (1 and 3 nodes), watch propagation, failover time.
     ControlPlane(super::bench_control_plane::ControlPlaneBenchArgs),
 }
@@ -45,6 +48,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Search(args) => search(args),
         BenchCommand::Executor(args) => super::bench_executor::run(args).await,
+        BenchCommand::ExecuteVsCall(args) => super::bench_execute_vs_call::run(args).await,
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,
     }
 }

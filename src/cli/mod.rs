@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_control_plane;
+pub mod bench_execute_vs_call;
 pub mod bench_executor;
 pub mod completions;
 pub mod control_plane;
