@@ -12,7 +12,7 @@ use std::{
 };
 
 use quiver_proto::manifest::ServerEntry;
-use quiver_upstream::{Upstream, UpstreamConfig, UpstreamEvent, UpstreamSet};
+use quiver_upstream::{Upstream, UpstreamConfig, UpstreamEvent, UpstreamSet, UpstreamState};
 use tokio::sync::{Notify, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -153,11 +153,11 @@ impl Discovery {
     }
 
     /// Connection state of every upstream, by id.
-    pub fn statuses(&self) -> BTreeMap<String, String> {
+    pub fn statuses(&self) -> BTreeMap<String, UpstreamState> {
         self.upstreams
             .statuses()
             .into_iter()
-            .map(|s| (s.id, s.state.to_string()))
+            .map(|s| (s.id, s.state))
             .collect()
     }
 

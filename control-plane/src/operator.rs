@@ -12,7 +12,7 @@ use std::{
 };
 
 use openraft::ChangeMembers;
-use quiver_upstream::UpstreamConfig;
+use quiver_upstream::{UpstreamConfig, UpstreamState};
 use rand::RngExt as _;
 
 use crate::{
@@ -498,18 +498,15 @@ fn transport_of(config: &UpstreamConfig) -> String {
     }
 }
 
-fn connection_state(statuses: &BTreeMap<String, String>, id: &str) -> String {
-    statuses
-        .get(id)
-        .cloned()
-        .unwrap_or_else(|| "unknown".into())
+fn connection_state(statuses: &BTreeMap<String, UpstreamState>, id: &str) -> Option<UpstreamState> {
+    statuses.get(id).copied()
 }
 
 fn upstream_summary(
     s: &ControlState,
     config: &UpstreamConfig,
     quarantine: bool,
-    statuses: &BTreeMap<String, String>,
+    statuses: &BTreeMap<String, UpstreamState>,
 ) -> UpstreamSummary {
     UpstreamSummary {
         id: config.id.clone(),
@@ -526,7 +523,7 @@ fn upstream_summary(
 fn upstream_detail(
     s: &ControlState,
     id: &str,
-    statuses: &BTreeMap<String, String>,
+    statuses: &BTreeMap<String, UpstreamState>,
 ) -> Option<UpstreamDetail> {
     let record = s.upstreams.get(id)?;
     let config = &record.config;

@@ -4,12 +4,12 @@
 
 use std::{fmt, time::SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::breaker::BreakerState;
 
 /// Where an upstream's connection stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamState {
     /// Never tried: upstreams connect on first use.

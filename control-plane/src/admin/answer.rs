@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use quiver_proto::Manifest;
-use quiver_upstream::UpstreamConfig;
+use quiver_upstream::{UpstreamConfig, UpstreamState};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -341,8 +341,9 @@ pub struct UpstreamSummary {
     pub tags: Vec<String>,
     /// Operator group.
     pub group: String,
-    /// Connection state on the answering node (`unknown` when it has none).
-    pub state: String,
+    /// Connection state on the answering node (`unknown` on the wire when it has none).
+    #[serde(with = "state_or_unknown")]
+    pub state: Option<UpstreamState>,
 }
 
 /// [`AdminAnswer::UpstreamShow`]: one upstream with its tools and pending changes.
@@ -362,8 +363,9 @@ pub struct UpstreamDetail {
     pub tags: Vec<String>,
     /// Operator group.
     pub group: String,
-    /// Connection state on the answering node.
-    pub state: String,
+    /// Connection state on the answering node (`unknown` on the wire when it has none).
+    #[serde(with = "state_or_unknown")]
+    pub state: Option<UpstreamState>,
     /// Its settings, secrets by reference.
     pub config: UpstreamConfig,
 }
@@ -650,5 +652,61 @@ mod tests {
         let shown = serde_json::to_value(PublicTenant::from(&tenant)).unwrap();
         assert_eq!(shown["keys"], json!([{"key_id": "k1", "created_ms": 2}]));
         assert!(!shown.to_string().contains(&"f".repeat(64)));
+    }
+}
+
+/// An upstream's connection state as answers carry it: its name, or
+/// `unknown` when the answering node holds no connection to it.
+mod state_or_unknown {
+    use quiver_upstream::UpstreamState;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de::IntoDeserializer};
+
+    const UNKNOWN: &str = "unknown";
+
+    pub(crate) fn serialize<S: Serializer>(
+        state: &Option<UpstreamState>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match state {
+            Some(state) => state.serialize(serializer),
+            None => serializer.serialize_str(UNKNOWN),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<UpstreamState>, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name == UNKNOWN {
+            return Ok(None);
+        }
+        UpstreamState::deserialize(name.into_deserializer()).map(Some)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use quiver_upstream::UpstreamState;
+        use serde_json::json;
+
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct Row {
+            #[serde(with = "super")]
+            state: Option<UpstreamState>,
+        }
+
+        #[test]
+        fn states_keep_their_names_and_none_is_unknown() {
+            for (state, name) in [
+                (Some(UpstreamState::Connected), "connected"),
+                (Some(UpstreamState::Down), "down"),
+                (None, "unknown"),
+            ] {
+                let row = Row { state };
+                let value = serde_json::to_value(&row).unwrap();
+                assert_eq!(value, json!({ "state": name }));
+                assert_eq!(serde_json::from_value::<Row>(value).unwrap(), row);
+            }
+            assert!(serde_json::from_value::<Row>(json!({ "state": "sideways" })).is_err());
+        }
     }
 }

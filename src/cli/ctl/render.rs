@@ -126,7 +126,8 @@ fn upstream_table(upstreams: &[UpstreamSummary]) {
                 vec![
                     u.id.clone(),
                     u.transport.clone(),
-                    u.state.clone(),
+                    u.state
+                        .map_or_else(|| "unknown".to_string(), |s| s.to_string()),
                     u.tools.to_string(),
                     u.pending.to_string(),
                     u.quarantine.to_string(),
