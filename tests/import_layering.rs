@@ -179,8 +179,16 @@ fn defining_file(
     Some(module)
 }
 
-/// `file → files it imports` and `top-level module → top-level modules it imports`.
-fn imports(root: &Path) -> (BTreeSet<(PathBuf, PathBuf)>, BTreeSet<(String, String)>) {
+/// What imports what in one crate.
+struct Imports {
+    /// `file → a file it imports`.
+    files: BTreeSet<(PathBuf, PathBuf)>,
+    /// `top-level module → a top-level module it imports`.
+    folders: BTreeSet<(String, String)>,
+}
+
+/// The imports between the files and top-level modules of the crate at `root`.
+fn imports(root: &Path) -> Imports {
     let modules = modules(root);
     let mut parsed = Vec::new();
     let mut reexports = BTreeMap::new();
@@ -219,7 +227,7 @@ fn imports(root: &Path) -> (BTreeSet<(PathBuf, PathBuf)>, BTreeSet<(String, Stri
             }
         }
     }
-    (files, folders)
+    Imports { files, folders }
 }
 
 #[test]
@@ -227,7 +235,7 @@ fn no_two_files_or_top_level_modules_of_a_crate_import_each_other() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut problems = Vec::new();
     for krate in CRATES {
-        let (files, folders) = imports(&workspace.join(krate));
+        let Imports { files, folders } = imports(&workspace.join(krate));
         for (a, b) in &files {
             if a < b && files.contains(&(b.clone(), a.clone())) {
                 problems.push(format!("{} <-> {}", a.display(), b.display()));
@@ -259,7 +267,7 @@ fn the_checker_sees_a_cycle_when_there_is_one() {
         "pub struct X; fn f() -> crate::a::Y { crate::a::Y }",
     )
     .unwrap();
-    let (files, folders) = imports(&dir);
+    let Imports { files, folders } = imports(&dir);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(files.contains(&(dir.join("a.rs"), dir.join("b/thing.rs"))));
     assert!(files.contains(&(dir.join("b/thing.rs"), dir.join("a.rs"))));
