@@ -130,7 +130,24 @@ pub use quiver_contract::{MAX_VIOLATIONS, ValidationErrors, Violation};
 /// cannot overflow the caller's stack. Call it from blocking context (it takes
 /// about a millisecond for a large script).
 pub fn validate(code: &str, limits: &ValidationLimits) -> Result<(), ValidationErrors> {
-    let findings = collect_findings(code, limits);
+    verdict(code, collect_findings(code, limits))
+}
+
+/// [`validate`] as if rule `rule` were broken: its findings are dropped.
+/// Test-only: the adversarial suite uses it to prove that it notices a rule
+/// that stops firing.
+#[doc(hidden)]
+pub fn validate_without_rule(
+    code: &str,
+    limits: &ValidationLimits,
+    rule: &str,
+) -> Result<(), ValidationErrors> {
+    let mut findings = collect_findings(code, limits);
+    findings.retain(|finding| finding.rule != rule);
+    verdict(code, findings)
+}
+
+fn verdict(code: &str, findings: Vec<Finding>) -> Result<(), ValidationErrors> {
     if findings.is_empty() {
         return Ok(());
     }
