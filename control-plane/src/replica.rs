@@ -18,6 +18,13 @@ use crate::{
 /// How long a write or a consistent read waits for a majority of the voters.
 pub const QUORUM_WAIT: Duration = Duration::from_secs(5);
 
+/// TEST ONLY — never set it on a real cluster. When `1` at node start, a node
+/// that believes it leads answers reads from its own state without confirming
+/// with a quorum that it still leads: the broken read path that
+/// `tests/control_plane_linearizability.rs` must catch (a deposed leader then
+/// serves stale reads).
+pub const UNSAFE_STALE_READS_ENV: &str = "QUIVER_TEST_UNSAFE_STALE_READS";
+
 /// Why a node could not be made a one-node cluster.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -37,16 +44,26 @@ pub struct Replica {
     addr: String,
     raft: Raft,
     shared: Arc<SharedState>,
+    /// [`UNSAFE_STALE_READS_ENV`], read once when the node starts.
+    unsafe_stale_reads: bool,
 }
 
 impl Replica {
     /// Member `id`, reachable by the others at `addr`.
     pub fn new(id: NodeId, addr: String, raft: Raft, shared: Arc<SharedState>) -> Replica {
+        let unsafe_stale_reads = std::env::var(UNSAFE_STALE_READS_ENV).is_ok_and(|v| v == "1");
+        if unsafe_stale_reads {
+            tracing::error!(
+                node = id,
+                "{UNSAFE_STALE_READS_ENV}=1: THIS NODE SKIPS THE LINEARIZABLE-READ BARRIER AND MAY SERVE STALE READS (a test-only switch; unset it)"
+            );
+        }
         Replica {
             id,
             addr,
             raft,
             shared,
+            unsafe_stale_reads,
         }
     }
 
@@ -160,8 +177,16 @@ impl Replica {
     }
 
     /// Reads the state after confirming leadership with a quorum: the answer
-    /// includes every write acknowledged before the read began.
+    /// includes every write acknowledged before the read began (unless the
+    /// test-only [`UNSAFE_STALE_READS_ENV`] switch is on).
     pub async fn read<T>(&self, f: impl FnOnce(&mut ControlState) -> T) -> Result<T, AdminError> {
+        if self.unsafe_stale_reads {
+            // The broken path under test: trust this node's own belief that it leads.
+            if self.raft.metrics().borrow().current_leader != Some(self.id) {
+                return Err(self.not_leader());
+            }
+            return Ok(f(&mut self.shared.lock()));
+        }
         let confirm = tokio::time::timeout(QUORUM_WAIT, self.raft.ensure_linearizable())
             .await
             .map_err(|_| {
