@@ -281,6 +281,35 @@ async fn wait_for(condition: impl Fn() -> bool) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_retired_worker_is_replaced_before_the_next_caller_needs_one() {
+    // Maintenance otherwise runs every 5 s (a quarter of a 20 s idle timeout);
+    // the replacement must not wait for it, nor for the next caller.
+    let mut config = config(1, 1);
+    config.max_uses = 1;
+    config.idle_timeout = Duration::from_secs(20);
+    let pool = WorkerPool::start(config);
+    pool.warm_up().await.unwrap();
+    let first = pool.idle_pids();
+    assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
+    // The worker reached `max_uses` and was retired; a new one must be warm
+    // well before maintenance would have come round (5 s), with no caller.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        let idle = pool.idle_pids();
+        if pool.stats().retired == 1 && idle.len() == 1 && idle != first {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no replacement within 3 s: {:?}",
+            pool.stats()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(pool.stats().spawned, 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn idle_workers_above_the_minimum_are_reaped() {
     let mut config = config(0, 2);
     config.idle_timeout = Duration::from_millis(200);

@@ -38,7 +38,9 @@ pub struct PoolConfig {
     pub max_workers: usize,
     /// Idle time after which workers above `min_workers` stop (default 60 s).
     pub idle_timeout: Duration,
-    /// Executions after which a worker is replaced (default 50).
+    /// Executions after which a worker is replaced (default 500). Every
+    /// execution already gets a fresh runtime on a fresh thread; replacing
+    /// the process bounds whatever the process itself might accumulate.
     pub max_uses: u32,
     /// Callers that may wait for a worker (default 64); more get "busy" at once.
     pub max_queue: usize,
@@ -60,7 +62,7 @@ impl PoolConfig {
             min_workers: 2,
             max_workers: 8,
             idle_timeout: Duration::from_secs(60),
-            max_uses: 50,
+            max_uses: 500,
             max_queue: 64,
             queue_timeout: Duration::from_secs(10),
             tenant_share: 6,
@@ -114,6 +116,9 @@ pub struct WorkerPool {
     retired: AtomicUsize,
     /// Serialises warm-up and maintenance so they never both top up the pool.
     topping_up: tokio::sync::Mutex<()>,
+    /// Wakes maintenance early: a worker was retired and should be replaced
+    /// before the next caller has to start one.
+    replace_soon: Arc<tokio::sync::Notify>,
     shutdown: CancellationToken,
 }
 
@@ -134,10 +139,12 @@ impl WorkerPool {
             spawned: AtomicUsize::new(0),
             retired: AtomicUsize::new(0),
             topping_up: tokio::sync::Mutex::new(()),
+            replace_soon: Arc::new(tokio::sync::Notify::new()),
             shutdown: CancellationToken::new(),
         });
         let weak = Arc::downgrade(&pool);
         let stop = pool.shutdown.clone();
+        let replace_soon = pool.replace_soon.clone();
         tokio::spawn(async move {
             loop {
                 let Some(pool) = weak.upgrade() else { return };
@@ -147,6 +154,7 @@ impl WorkerPool {
                 drop(pool);
                 tokio::select! {
                     () = tokio::time::sleep(period) => {}
+                    () = replace_soon.notified() => {}
                     () = stop.cancelled() => return,
                 }
             }
@@ -209,6 +217,7 @@ impl WorkerPool {
     fn retire(&self, worker: WorkerProcess) {
         self.retired.fetch_add(1, Ordering::Relaxed);
         drop(worker);
+        self.replace_soon.notify_one();
     }
 
     /// Keeps `min_workers` warm and stops workers idle for too long above that.
