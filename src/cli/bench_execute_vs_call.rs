@@ -34,6 +34,10 @@ pub struct ExecuteVsCallArgs {
     /// Sessions sending at once in the throughput measurement.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
+    /// Pause between requests in the paced measurement, milliseconds (an
+    /// agent thinks between calls; the pause is not timed).
+    #[arg(long, default_value_t = 20)]
+    pace_ms: u64,
 }
 
 type Client = RunningService<RoleClient, ()>;
@@ -140,13 +144,26 @@ async fn execute(client: &Client, code: &str) -> anyhow::Result<CallToolResult> 
 }
 
 /// Latencies of `n` requests made one after another, sorted.
-async fn one_at_a_time<F, Fut>(n: usize, mut request: F) -> anyhow::Result<Vec<Duration>>
+async fn one_at_a_time<F, Fut>(n: usize, request: F) -> anyhow::Result<Vec<Duration>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<CallToolResult>>,
+{
+    paced(n, Duration::ZERO, request).await
+}
+
+/// Latencies of `n` requests with `pause` between one answer and the next
+/// request (not timed), sorted.
+async fn paced<F, Fut>(n: usize, pause: Duration, mut request: F) -> anyhow::Result<Vec<Duration>>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<CallToolResult>>,
 {
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
         let started = Instant::now();
         request().await?;
         samples.push(started.elapsed());
@@ -179,6 +196,14 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     let parallel = one_at_a_time(n, || execute(&code, TEN_PARALLEL)).await?;
     let sequential = one_at_a_time(n, || execute(&code, TEN_SEQUENTIAL)).await?;
     let trivial = one_at_a_time(n, || execute(&code, TRIVIAL)).await?;
+    let pause = Duration::from_millis(args.pace_ms);
+    let paced_direct = paced(n, pause, || {
+        call(&passthrough, TOOL, json!({ "city": "Rome" }))
+    })
+    .await?;
+    let paced_one = paced(n, pause, || execute(&code, ONE_CALL)).await?;
+    let paced_parallel = paced(n, pause, || execute(&code, TEN_PARALLEL)).await?;
+    let paced_trivial = paced(n, pause, || execute(&code, TRIVIAL)).await?;
     let idle_rss = dev.worker_rss();
 
     // Throughput: `concurrency` sessions, each sending trivial scripts back to back.
@@ -211,22 +236,23 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     println!(
         "## `execute` against the passthrough call it replaces (`quiver dev`, Streamable HTTP, {n} requests each, one at a time)\n"
     );
-    println!("| request | p50 ms | p99 ms | × passthrough call (p50) |");
-    println!("|---|---:|---:|---:|");
-    for (name, samples) in [
+    latency_table(&[
         ("passthrough call `weather__get_forecast`", &direct),
         ("`execute`: one tool call", &one),
         ("`execute`: ten parallel tool calls", &parallel),
         ("`execute`: ten sequential tool calls", &sequential),
         ("`execute`: trivial (`return 1`)", &trivial),
-    ] {
-        println!(
-            "| {name} | {} | {} | {:.1} |",
-            ms(p50(samples)),
-            ms(percentile(samples, 0.99)),
-            ratio(samples)
-        );
-    }
+    ]);
+    println!(
+        "\n## At an agent's pace: {} ms between an answer and the next request ({n} requests each)\n",
+        args.pace_ms
+    );
+    latency_table(&[
+        ("passthrough call `weather__get_forecast`", &paced_direct),
+        ("`execute`: one tool call", &paced_one),
+        ("`execute`: ten parallel tool calls", &paced_parallel),
+        ("`execute`: trivial (`return 1`)", &paced_trivial),
+    ]);
     println!(
         "\n## Throughput: trivial `execute`, {} sessions at once, {} executions\n",
         args.concurrency,
@@ -289,6 +315,24 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     let _ = code.cancel().await;
     drop(dev);
     Ok(())
+}
+
+/// One latency row per request kind, each against the first row's p50.
+fn latency_table(rows: &[(&str, &Vec<Duration>)]) {
+    let baseline = rows
+        .first()
+        .map_or(0.0, |(_, s)| percentile(s, 0.5).as_secs_f64());
+    println!("| request | p50 ms | p99 ms | × passthrough call (p50) |");
+    println!("|---|---:|---:|---:|");
+    for (name, samples) in rows {
+        let p50 = percentile(samples, 0.5);
+        println!(
+            "| {name} | {} | {} | {:.1} |",
+            ms(p50),
+            ms(percentile(samples, 0.99)),
+            p50.as_secs_f64() / baseline.max(1e-9)
+        );
+    }
 }
 
 fn mean_mib(kib: &[u64]) -> f64 {
