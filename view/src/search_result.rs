@@ -18,7 +18,8 @@ pub struct SearchResult {
     pub server: String,
     /// Tool name on that upstream.
     pub tool: String,
-    /// One-line TypeScript signature, `server.tool(args): result`.
+    /// One-line TypeScript signature from the tool on, `tool(args): result`
+    /// (the server is its own field, so it is not repeated: answers stay small).
     pub signature: String,
     /// First sentence of the description.
     pub summary: String,
@@ -33,11 +34,21 @@ impl SearchResult {
             name: tool.tool.exposed_name.clone(),
             server: tool.tool.id.server.clone(),
             tool: tool.tool.id.tool.clone(),
-            signature: tool.tool.stub.signature.clone(),
+            signature: relative_signature(tool),
             summary: tool.tool.stub.summary.clone(),
             score: (f64::from(score) * 1000.0).round() / 1000.0,
         }
     }
+}
+
+/// The stub's signature without its `server.` prefix.
+fn relative_signature(tool: ViewTool<'_>) -> String {
+    let signature = &tool.tool.stub.signature;
+    signature
+        .strip_prefix(tool.server.js.as_str())
+        .and_then(|rest| rest.strip_prefix('.'))
+        .unwrap_or(signature)
+        .to_string()
 }
 
 /// `requested` (or `default` when absent) within `1..=MAX_SEARCH_RESULTS`.

@@ -135,8 +135,9 @@ impl CodeMode {
             );
         }
         let mut text = String::new();
-        for (_, hit) in &hits {
-            let _ = writeln!(text, "{} — {}", hit.signature, hit.summary);
+        // The text names the server too: it has no separate field there.
+        for (tool, hit) in &hits {
+            let _ = writeln!(text, "{} — {}", tool.tool.stub.signature, hit.summary);
         }
         let results: Vec<_> = hits.into_iter().map(|(_, hit)| hit).collect();
         tool_ok(text, Some(json!({"results": results})))
