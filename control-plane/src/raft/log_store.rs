@@ -132,6 +132,35 @@ impl DataDir {
                 dir.join(OWNER_FILE).display()
             );
         }
+        DataDir::claim(db, path, node_id)
+    }
+
+    /// Opens (or creates) a data store kept by `backend` rather than a file in
+    /// a directory, with the same checks as [`DataDir::open`]; `name` labels
+    /// its errors. For tests that model the disk: the Raft simulation's disk
+    /// loses what was written but not synced when its node loses power.
+    pub fn open_on_backend(
+        backend: impl redb::StorageBackend,
+        name: &Path,
+        node_id: NodeId,
+    ) -> Result<DataDir, OpenError> {
+        let path = name.to_path_buf();
+        let db = Database::builder()
+            .create_with_backend(backend)
+            .map_err(|e| OpenError::Damaged {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+        DataDir::claim(db, path, node_id)
+    }
+
+    /// Takes an opened database for `node_id`: records the node in a fresh
+    /// one, refuses another node's, and checks the log.
+    fn claim(db: Database, path: PathBuf, node_id: NodeId) -> Result<DataDir, OpenError> {
+        let damaged = |detail: String| OpenError::Damaged {
+            path: path.clone(),
+            detail,
+        };
         let data = DataDir {
             db: Arc::new(db),
             path: path.clone(),
