@@ -271,8 +271,12 @@ async fn ctl_search_stats_shows_zero_hits_and_uncalled_tools_across_restarts_unt
 
 #[test]
 fn ctl_search_names_the_edge_it_cannot_reach() {
+    // `ctl` only connects, so there is no port for it to choose: the test
+    // holds one (bound, not listening) until the end, so connections to it
+    // are refused and no other process can take it meanwhile.
+    let nobody = support::HeldPort::new();
     let output = std::process::Command::new(quiver_bin())
-        .args(["ctl", "search", "stats", "--edge", &support::free_addr()])
+        .args(["ctl", "search", "stats", "--edge", &nobody.addr.to_string()])
         .output()
         .expect("run quiver ctl");
     assert!(!output.status.success());

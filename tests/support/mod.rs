@@ -409,15 +409,6 @@ impl HeldPort {
     }
 }
 
-/// A loopback `host:port` that was free a moment ago (bound and released).
-/// Racy: another process may take it before the test uses it. Prefer a port
-/// the process under test chooses (`127.0.0.1:0`, read back from its startup
-/// line) or a [`HeldPort`].
-pub fn free_addr() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").to_string()
-}
-
 /// The address a `quiver control-plane` startup line says it is serving on.
 pub fn serving_addr(banner: &str) -> String {
     banner
