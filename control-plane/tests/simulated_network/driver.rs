@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::{
     election_checker::LeaderIds,
-    history::{History, Tally},
+    history::{History, PanicWatch, Tally},
     read_checker::items_of,
     sim_cluster::{Crash, SimCluster},
     sim_disk::Syncs,
@@ -73,9 +73,10 @@ pub fn run_on(seed: u64, steps: usize, syncs: Syncs) -> RunReport {
 
 /// Chooses and performs the steps of one run.
 struct Driver {
-    seed: u64,
     rng: StdRng,
     history: Arc<History>,
+    /// Panics of openraft's tasks fail the run the moment they happen.
+    _panics: PanicWatch,
     cluster: SimCluster,
     clients: Vec<JoinHandle<()>>,
     next_item: u64,
@@ -92,9 +93,9 @@ impl Driver {
         ));
         let switch = Arc::new(Switch::new(seed.wrapping_add(NETWORK_STREAM)));
         let mut driver = Driver {
-            seed,
             rng: StdRng::seed_from_u64(seed.wrapping_add(DRIVER_STREAM)),
             cluster: SimCluster::new(seed, syncs, switch, history.clone()),
+            _panics: history.watch_panics(),
             history,
             clients: Vec::new(),
             next_item: 0,
@@ -113,7 +114,9 @@ impl Driver {
             .raft()
             .clone();
         if let Err(e) = driver.within(first.initialize(members)).await {
-            panic!("initialising the cluster (seed {seed}): {e}");
+            driver
+                .history
+                .fail_now(format!("initialising the cluster: {e}"));
         }
         driver
     }
@@ -317,7 +320,6 @@ impl Driver {
     /// Heals everything, restarts every node, lets the clients finish, and
     /// commits one last write on all nodes; then compares the nodes.
     async fn settle(mut self) -> RunReport {
-        let seed = self.seed;
         eprintln!("--- settle: heal the network, restart every node");
         self.history
             .event("settle: heal, no loss, disarm power cuts, restart all");
@@ -333,7 +335,7 @@ impl Driver {
         // A client's write or read gives up after the quorum wait (5 s).
         for client in std::mem::take(&mut self.clients) {
             if let Err(e) = self.within(client).await {
-                panic!("a client task failed (seed {seed}): {e}");
+                self.history.fail_now(format!("a client task failed: {e}"));
             }
         }
 
@@ -354,7 +356,7 @@ impl Driver {
         }
         let leader = self.leader(Duration::from_secs(30)).await;
         let Some(leader) = leader.and_then(|id| self.cluster.node(id).map(|n| (id, n))) else {
-            panic!("no leader after settling (seed {seed})");
+            self.history.fail_now("no leader after settling");
         };
         let floor = self.history.read_begins(leader.0);
         match self.within(leader.1.replica.read(|s| items_of(s))).await {
@@ -368,7 +370,7 @@ impl Driver {
                     }
                 }
             }
-            Err(e) => panic!("the last read failed (seed {seed}): {e}"),
+            Err(e) => self.history.fail_now(format!("the last read failed: {e}")),
         }
         if let Some(failure) = self.history.failure() {
             panic!("{failure}");
@@ -386,10 +388,9 @@ impl Driver {
     /// Commits a write through the leader and waits until every node has
     /// applied exactly up to it; returns its index.
     async fn last_write(&mut self) -> u64 {
-        let seed = self.seed;
         for attempt in 0..20 {
             let Some(leader) = self.leader(Duration::from_secs(30)).await else {
-                panic!("no leader after healing (seed {seed})");
+                self.history.fail_now("no leader after healing");
             };
             let Some(replica) = self.cluster.node(leader).map(|n| n.replica.clone()) else {
                 continue;
@@ -411,7 +412,8 @@ impl Driver {
                             applied.wait_for(|i| *i >= index),
                         );
                         if !matches!(self.within(caught_up).await, Ok(Ok(_))) {
-                            panic!("node {id} did not apply index {index} (seed {seed})");
+                            self.history
+                                .fail_now(format!("node {id} did not apply index {index}"));
                         }
                     }
                     let applied: Vec<u64> = self
@@ -427,6 +429,7 @@ impl Driver {
             }
             self.run_for(Duration::from_millis(500)).await;
         }
-        panic!("the healed cluster never applied one write on every node alike (seed {seed})");
+        self.history
+            .fail_now("the healed cluster never applied one write on every node alike");
     }
 }

@@ -4,15 +4,16 @@
 //! the trace, and wakes the driver at once.
 
 use std::{
+    cell::RefCell,
     collections::BTreeSet,
-    sync::{Mutex, MutexGuard},
+    sync::{Arc, Mutex, MutexGuard, Once},
 };
 
 use openraft::Vote;
 use quiver_control_plane::raft::NodeId;
 use tokio::{sync::watch, time::Instant};
 
-use super::{
+use crate::{
     election_checker::{ElectionChecker, LeaderIds},
     read_checker::{ReadChecker, ReadFloor},
     state_checker::{AppliedState, StateChecker},
@@ -27,6 +28,20 @@ struct Recorded {
     reads: ReadChecker,
     reads_checked: usize,
     trace: Vec<String>,
+}
+
+thread_local! {
+    /// The history whose thread this is, while [`History::watch_panics`] holds.
+    static WATCHED: RefCell<Option<Arc<History>>> = const { RefCell::new(None) };
+}
+
+/// Stops recording this thread's panics when dropped.
+pub struct PanicWatch;
+
+impl Drop for PanicWatch {
+    fn drop(&mut self) {
+        WATCHED.with(|watched| watched.borrow_mut().take());
+    }
 }
 
 /// The record of one run.
@@ -108,6 +123,45 @@ impl History {
     pub fn violation(&self, what: impl Into<String>) {
         let mut recorded = self.recorded();
         self.fail(&mut recorded, what.into());
+    }
+
+    /// Records `what` (unless something failed first) and panics with the
+    /// first failure, its seed and the trace before it.
+    pub fn fail_now(&self, what: impl Into<String>) -> ! {
+        self.violation(what);
+        panic!("{}", self.failure().unwrap_or_default());
+    }
+
+    /// Records panics on this thread, where the simulation and every
+    /// openraft task of it run, as violations, until the guard is dropped:
+    /// a panic in a spawned task would otherwise only show as its effects.
+    pub fn watch_panics(self: &Arc<Self>) -> PanicWatch {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                WATCHED.with(|watched| {
+                    if let Ok(watched) = watched.try_borrow()
+                        && let Some(history) = watched.as_ref()
+                    {
+                        history.panicked(&info.to_string());
+                    }
+                });
+                previous(info);
+            }));
+        });
+        WATCHED.with(|watched| *watched.borrow_mut() = Some(self.clone()));
+        PanicWatch
+    }
+
+    fn panicked(&self, what: &str) {
+        if self.failure().is_some() {
+            return;
+        }
+        // A panic while the record is locked cannot be recorded; it still fails the run.
+        if let Ok(mut recorded) = self.recorded.try_lock() {
+            self.fail(&mut recorded, format!("a task panicked: {what}"));
+        }
     }
 
     /// `node`'s store has durably saved `vote`.

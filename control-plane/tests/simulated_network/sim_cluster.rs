@@ -163,7 +163,7 @@ impl SimCluster {
         let raft = Raft::new(
             id,
             Arc::new(config),
-            SimNetwork::new(id, life, self.switch.clone()),
+            SimNetwork::new(id, life, self.switch.clone(), self.history.clone()),
             VoteTap::new(LogStore::new(data), id, self.history.clone()),
             state_machine,
         )

@@ -26,7 +26,7 @@ use rand::{RngExt as _, SeedableRng, rngs::StdRng};
 use serde::{Serialize, de::DeserializeOwned};
 use tokio::time::Instant;
 
-use crate::sim_disk::SimDisk;
+use crate::{history::History, sim_disk::SimDisk};
 
 /// A node that is up: its Raft, and the disk power cycle it lives in (when
 /// the disk loses power, the node is down, whatever its tasks still do).
@@ -141,12 +141,18 @@ pub struct SimNetwork {
     from: NodeId,
     life: u64,
     switch: Arc<Switch>,
+    history: Arc<History>,
 }
 
 impl SimNetwork {
     /// The network of node `from` in disk power cycle `life`.
-    pub fn new(from: NodeId, life: u64, switch: Arc<Switch>) -> SimNetwork {
-        SimNetwork { from, life, switch }
+    pub fn new(from: NodeId, life: u64, switch: Arc<Switch>, history: Arc<History>) -> SimNetwork {
+        SimNetwork {
+            from,
+            life,
+            switch,
+            history,
+        }
     }
 }
 
@@ -159,6 +165,7 @@ impl RaftNetworkFactory<TypeConfig> for SimNetwork {
             life: self.life,
             to: target,
             switch: self.switch.clone(),
+            history: self.history.clone(),
         }
     }
 }
@@ -169,6 +176,7 @@ pub struct SimPeer {
     life: u64,
     to: NodeId,
     switch: Arc<Switch>,
+    history: Arc<History>,
 }
 
 #[derive(Clone, Copy)]
@@ -265,6 +273,21 @@ impl RaftNetwork<TypeConfig> for SimPeer {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, typ::RpcError> {
+        let indexes: Vec<u64> = rpc.entries.iter().map(|e| e.log_id.index).collect();
+        let first = rpc.prev_log_id.map_or(0, |p| p.index + 1);
+        if indexes
+            .iter()
+            .enumerate()
+            .any(|(i, index)| *index != first + i as u64)
+        {
+            self.history.violation(format!(
+                "replication: node {} sent node {} entries {indexes:?} after {}",
+                self.from,
+                self.to,
+                rpc.prev_log_id
+                    .map_or("the start".to_string(), |p| p.to_string())
+            ));
+        }
         self.send(Rpc::Append, &rpc, &option).await
     }
 
