@@ -91,6 +91,8 @@ pub enum OpenError {
 pub struct DataDir {
     pub(crate) db: Arc<Database>,
     pub(crate) path: PathBuf,
+    /// The last log id of the snapshot on disk, as soon as it is saved.
+    pub(crate) snapshot_saved: Arc<tokio::sync::watch::Sender<Option<LogId<NodeId>>>>,
 }
 
 impl DataDir {
@@ -164,7 +166,12 @@ impl DataDir {
         let data = DataDir {
             db: Arc::new(db),
             path: path.clone(),
+            snapshot_saved: Arc::new(tokio::sync::watch::channel(None).0),
         };
+        let saved: Option<openraft::SnapshotMeta<NodeId, super::Node>> =
+            read_value(&data.db, SNAPSHOT, "meta").map_err(|e| damaged(with_causes(&e)))?;
+        data.snapshot_saved
+            .send_replace(saved.and_then(|m| m.last_log_id));
         // Claim the file for this node, or check it is ours.
         match data
             .meta::<NodeId>("node_id")
@@ -398,9 +405,25 @@ impl RaftLogReader<TypeConfig> for LogStore {
                 Err(e) => return Err(e.into()),
             };
             let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
+            let purged: Option<LogId<NodeId>> = self.data.meta("last_purged")?;
+            // Only the unbroken run from the start of the range: a batch
+            // that skips purged entries would reach a follower as entries
+            // that do not follow their `prev_log_id` (a hole in its log).
+            let mut next = match range.start_bound() {
+                Bound::Included(i) => Some(*i),
+                Bound::Excluded(i) => Some(i + 1),
+                Bound::Unbounded => None,
+            };
             let mut entries = Vec::new();
             for item in table.range(bounds)? {
                 let (key, value) = item?;
+                if purged.is_some_and(|p| key.value() <= p.index) {
+                    continue;
+                }
+                if next.is_some_and(|n| n != key.value()) {
+                    break;
+                }
+                next = Some(key.value() + 1);
                 let entry: typ::Entry =
                     serde_json::from_slice(value.value()).map_err(|source| StoreError::Entry {
                         index: key.value(),
@@ -425,7 +448,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
         Ok(LogState {
             last_purged_log_id,
-            last_log_id: last.or(last_purged_log_id),
+            // Entries at or below the purge point left by an interrupted
+            // purge are not the log: openraft needs last >= purged.
+            last_log_id: std::cmp::max(last, last_purged_log_id),
         })
     }
 
@@ -499,6 +524,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), typ::StorageError> {
+        // openraft 0.9 purges for an installed snapshot before the state
+        // machine has saved it: wait until a snapshot covers what goes, or a
+        // crash in between leaves a log the saved snapshot does not reach.
+        let mut saved = self.data.snapshot_saved.subscribe();
+        let _ = saved.wait_for(|s| s.as_ref() >= Some(&log_id)).await;
         // Record the purge point first: a crash between the two leaves extra
         // entries below it, which the next purge removes, never a gap.
         self.write_meta("last_purged", &log_id, ErrorSubject::Logs)?;

@@ -140,6 +140,7 @@ impl StateMachine {
         meta: &SnapshotMeta<NodeId, Node>,
         bytes: &[u8],
     ) -> Result<(), StoreError> {
+        let last_log_id = meta.last_log_id;
         let meta = serde_json::to_vec(meta).map_err(|source| StoreError::Encode {
             key: "meta".into(),
             source,
@@ -150,7 +151,9 @@ impl StateMachine {
             table.insert("data", bytes)?;
             table.insert("meta", meta.as_slice())?;
         }
-        Ok(txn.commit()?)
+        txn.commit()?;
+        self.data.snapshot_saved.send_replace(last_log_id);
+        Ok(())
     }
 }
 
