@@ -1,7 +1,8 @@
 //! `quiver mock-upstream`: serves one server of a catalog file as a real MCP
 //! server (stdio or Streamable HTTP). A call answers with deterministic JSON
 //! naming the server, the tool and the arguments. `--test-hooks` adds tools the
-//! integration tests use to crash, hang or change the tool list on purpose.
+//! integration tests use to crash, hang, change the tool list, hold calls until
+//! others arrive or answer at length on purpose.
 
 use std::{
     net::SocketAddr,
@@ -48,10 +49,16 @@ pub struct MockUpstreamArgs {
     /// Serve MCP Streamable HTTP at http://ADDR/mcp instead.
     #[arg(long)]
     listen: Option<SocketAddr>,
+    /// Serve MCP Streamable HTTP on a listening TCP socket inherited as this
+    /// file descriptor (tests only: an upstream restarted on the socket keeps
+    /// its address, and no other process can take the port in between).
+    #[arg(long, hide = true, conflicts_with_all = ["listen", "stdio"])]
+    listen_fd: Option<i32>,
     /// Tools per `tools/list` page (pagination is always exercised above this).
     #[arg(long, default_value_t = 100)]
     page_size: usize,
-    /// Add the test-only tools `quiver_test_crash`, `quiver_test_sleep` and `quiver_test_add_tool`.
+    /// Add the test-only `quiver_test_*` tools (crash, sleep, fail, stats,
+    /// add a tool, meet other calls, answer a large result).
     #[arg(long, hide = true)]
     test_hooks: bool,
 }
@@ -65,7 +72,16 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
     };
     let server = select_server(&catalog, args.server.as_deref())?;
     let mock = MockServer::new(server, args.page_size.max(1), args.test_hooks);
-    match args.listen {
+    let listener = match (args.listen, args.listen_fd) {
+        (Some(addr), _) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?,
+        ),
+        (None, Some(fd)) => Some(inherited_listener(fd)?),
+        (None, None) => None,
+    };
+    match listener {
         None => {
             let running = mock
                 .serve(rmcp::transport::stdio())
@@ -73,10 +89,7 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
                 .context("starting the stdio server")?;
             running.waiting().await.context("serving stdio")?;
         }
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("binding {addr}"))?;
+        Some(listener) => {
             let bound = listener.local_addr()?;
             let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
             let service = StreamableHttpService::new(
@@ -90,6 +103,28 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The listening socket a parent passed as file descriptor `fd`.
+#[cfg(unix)]
+fn inherited_listener(fd: i32) -> anyhow::Result<tokio::net::TcpListener> {
+    // SAFETY: `fd` is only borrowed for the `dup` below, which fails cleanly
+    // (EBADF) if it is not open; this process never closes it.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let owned = borrowed
+        .try_clone_to_owned()
+        .with_context(|| format!("--listen-fd {fd}: not an open file descriptor"))?;
+    let socket = std::net::TcpListener::from(owned);
+    socket
+        .set_nonblocking(true)
+        .with_context(|| format!("--listen-fd {fd}"))?;
+    tokio::net::TcpListener::from_std(socket)
+        .with_context(|| format!("--listen-fd {fd} is not a listening TCP socket"))
+}
+
+#[cfg(not(unix))]
+fn inherited_listener(fd: i32) -> anyhow::Result<tokio::net::TcpListener> {
+    bail!("--listen-fd {fd}: inherited sockets are supported on Unix only")
 }
 
 fn select_server(catalog: &Catalog, wanted: Option<&str>) -> anyhow::Result<CatalogServer> {
@@ -126,6 +161,11 @@ struct MockServer {
     test_hooks: bool,
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     cancelled: Arc<std::sync::atomic::AtomicU64>,
+    /// Calls of each tool this process received (`quiver_test_stats` reports them).
+    calls: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+    /// Calls of `quiver_test_rendezvous` that reached each meeting point
+    /// (`<group>/start`, `<group>/end`), for all connections of this process.
+    arrivals: Arc<tokio::sync::watch::Sender<std::collections::HashMap<String, u64>>>,
 }
 
 impl MockServer {
@@ -150,6 +190,8 @@ impl MockServer {
             test_hooks,
             peers: Arc::default(),
             cancelled: Arc::default(),
+            calls: Arc::default(),
+            arrivals: Arc::new(tokio::sync::watch::Sender::new(Default::default())),
         }
     }
 
@@ -172,7 +214,7 @@ fn test_hook_tools() -> Vec<Tool> {
             "Sleep, then answer (tests only).",
             json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
         ),
-        tool("quiver_test_stats", "Counters of what this server saw (tests only).", json!({"type": "object"})),
+        tool("quiver_test_stats", "Counters of what this server saw: cancellations, calls per tool (tests only).", json!({"type": "object"})),
         tool(
             "quiver_test_fail",
             "Fail with an error that names the path asked for beside this server's secret (env QUIVER_TEST_SECRET), an internal address and a server path (tests only).",
@@ -182,6 +224,19 @@ fn test_hook_tools() -> Vec<Tool> {
             "quiver_test_add_tool",
             "Add a tool and announce tools/list_changed (tests only).",
             json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+        ),
+        tool(
+            "quiver_test_rendezvous",
+            "Wait until `parties` calls of `group` are in flight, report `steps` progress notifications tagged `tag`, make `asks` sampling or elicitation requests (`ask`), wait until every call of the group got that far, then answer with what the client said (tests only).",
+            json!({"type": "object", "properties": {
+                "group": {"type": "string"}, "parties": {"type": "integer"}, "steps": {"type": "integer"},
+                "tag": {"type": "string"}, "ask": {"enum": ["sampling", "elicitation"]}, "asks": {"type": "integer"}
+            }, "required": ["group", "parties", "steps", "tag"]}),
+        ),
+        tool(
+            "quiver_test_large",
+            "Answer with `bytes` bytes of text: lines `{n:015}\\n`, n from 0, the last one cut (tests only).",
+            json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}),
         ),
     ]
     .into_iter()
@@ -247,6 +302,12 @@ impl ServerHandler for MockServer {
             ));
         }
         if self.test_hooks {
+            *self
+                .calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(name.clone())
+                .or_default() += 1;
             match name.as_str() {
                 "quiver_test_crash" => std::process::exit(3),
                 "quiver_test_sleep" => {
@@ -287,7 +348,11 @@ impl ServerHandler for MockServer {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
                 }
                 "quiver_test_stats" => {
-                    let stats = json!({"cancelled": self.cancelled.load(std::sync::atomic::Ordering::SeqCst)});
+                    let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    let stats = json!({
+                        "cancelled": self.cancelled.load(std::sync::atomic::Ordering::SeqCst),
+                        "calls": calls,
+                    });
                     return Ok(CallToolResult::success(vec![ContentBlock::text(
                         stats.to_string(),
                     )])
@@ -311,6 +376,26 @@ impl ServerHandler for MockServer {
                         let _ = peer.notify_tool_list_changed().await;
                     }
                 }
+                "quiver_test_rendezvous" => {
+                    let arguments = request.arguments.clone().unwrap_or_default();
+                    let answer = self.rendezvous(&arguments, &context).await?;
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(
+                        answer.to_string(),
+                    )])
+                    .into());
+                }
+                "quiver_test_large" => {
+                    let bytes = request
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("bytes"))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0);
+                    return Ok(
+                        CallToolResult::success(vec![ContentBlock::text(numbered_lines(bytes))])
+                            .into(),
+                    );
+                }
                 _ => {}
             }
         }
@@ -321,4 +406,115 @@ impl ServerHandler for MockServer {
         });
         Ok(CallToolResult::success(vec![ContentBlock::text(answer.to_string())]).into())
     }
+}
+
+/// Test hooks that need more than a few lines.
+impl MockServer {
+    /// `quiver_test_rendezvous`: meets the other calls of its group, so the
+    /// calls are in flight together while each reports progress and asks its
+    /// client; answers with what the asks returned.
+    async fn rendezvous(
+        &self,
+        arguments: &serde_json::Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let text = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let number = |key: &str| arguments.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let (group, tag, ask) = (text("group"), text("tag"), text("ask"));
+        let (parties, steps, asks) = (number("parties"), number("steps"), number("asks"));
+        self.meet(&format!("{group}/start"), parties).await?;
+        if let Some(token) = context.meta.get_progress_token() {
+            for step in 1..=steps {
+                let mut progress =
+                    rmcp::model::ProgressNotificationParam::new(token.clone(), step as f64);
+                progress.total = Some(steps as f64);
+                progress.message = Some(format!("{tag} {step}/{steps}"));
+                let _ = context.peer.notify_progress(progress).await;
+            }
+        }
+        let mut answers = Vec::new();
+        for n in 1..=asks {
+            let question = format!("{tag} asks #{n}");
+            let answer = match ask {
+                "sampling" => ask_model(&context.peer, &question).await,
+                "elicitation" => ask_user(&context.peer, &question).await,
+                other => Err(format!("unknown ask `{other}`")),
+            };
+            answers.push(match answer {
+                Ok(said) => json!({"answered": said}),
+                Err(refused) => json!({"refused": refused}),
+            });
+        }
+        self.meet(&format!("{group}/end"), parties).await?;
+        Ok(json!({"tool": "quiver_test_rendezvous", "tag": tag, "answers": answers}))
+    }
+
+    /// Counts this call at `point` and waits (up to a minute) until `parties`
+    /// calls are there.
+    async fn meet(&self, point: &str, parties: u64) -> Result<(), ErrorData> {
+        self.arrivals
+            .send_modify(|counts| *counts.entry(point.to_string()).or_default() += 1);
+        let mut arrivals = self.arrivals.subscribe();
+        let all_there =
+            arrivals.wait_for(|counts| counts.get(point).copied().unwrap_or(0) >= parties);
+        match tokio::time::timeout(Duration::from_secs(60), all_there).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => {
+                let there = self.arrivals.borrow().get(point).copied().unwrap_or(0);
+                Err(ErrorData::internal_error(
+                    format!("only {there} of {parties} calls reached `{point}` within a minute"),
+                    None,
+                ))
+            }
+        }
+    }
+}
+
+/// A sampling request to the client; the content it answered, as JSON text.
+#[allow(deprecated)] // sampling: current in the protocol versions Quiver serves
+async fn ask_model(peer: &Peer<RoleServer>, question: &str) -> Result<String, String> {
+    let params = serde_json::from_value(json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+        "maxTokens": 10
+    }))
+    .map_err(|e| e.to_string())?;
+    let result = peer
+        .create_message(params)
+        .await
+        .map_err(|e| e.to_string())?;
+    serde_json::to_string(&result.message.content).map_err(|e| e.to_string())
+}
+
+/// An elicitation request to the client; the content it accepted, as JSON text.
+async fn ask_user(peer: &Peer<RoleServer>, question: &str) -> Result<String, String> {
+    let params = serde_json::from_value(json!({
+        "mode": "form",
+        "message": question,
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+    }))
+    .map_err(|e| e.to_string())?;
+    let result = peer
+        .create_elicitation(params)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(result.content.map(|c| c.to_string()).unwrap_or_default())
+}
+
+/// `bytes` bytes of numbered lines (`{n:015}\n`, n from 0), the last one cut:
+/// a reader can tell a dropped, doubled or reordered piece from its position.
+fn numbered_lines(bytes: u64) -> String {
+    let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    let mut text = String::with_capacity(bytes.saturating_add(16));
+    let mut n = 0u64;
+    while text.len() < bytes {
+        text.push_str(&format!("{n:015}\n"));
+        n += 1;
+    }
+    text.truncate(bytes);
+    text
 }

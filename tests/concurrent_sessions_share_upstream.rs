@@ -1,0 +1,358 @@
+//! Several MCP sessions through one `quiver dev` share one stdio upstream
+//! connection. Calls made at the same time (the mock holds every call until
+//! all of them are in flight) each get only their own progress notifications,
+//! under their own token. A sampling or elicitation request the upstream makes
+//! during a call (the only one in flight on the connection: with several, the
+//! gateway cannot tell whose it is) reaches the session that made the call,
+//! and the other sessions see nothing of it. Covers direct calls in
+//! passthrough and tool calls from a code-mode script.
+// Sampling is deprecated by SEP-2577 in rmcp's types; Quiver still relays it.
+#![allow(deprecated)]
+
+mod support;
+
+use std::time::Duration;
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    model::{
+        CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+        ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+        ElicitResult, Implementation, ProgressNotificationParam, ProgressToken, ServerResult,
+    },
+    service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService},
+    transport::StreamableHttpClientTransport,
+};
+use serde_json::{Value, json};
+use support::{call, quiver_bin, start_with_config, text};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// What one session's client saw from the gateway.
+#[derive(Debug)]
+enum Seen {
+    Progress(ProgressToken, String),
+    Sampling(String),
+    Elicitation(String),
+}
+
+/// A client that records what reaches it and answers sampling and
+/// elicitation with its own name.
+#[derive(Clone)]
+struct SessionClient {
+    name: &'static str,
+    seen: UnboundedSender<Seen>,
+}
+
+impl ClientHandler for SessionClient {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = serde_json::from_value::<ClientCapabilities>(
+            json!({"sampling": {}, "elicitation": {}}),
+        )
+        .expect("capabilities");
+        ClientConfig::new(capabilities, Implementation::new(self.name, "0"))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let message = params.message.unwrap_or_default();
+        let _ = self
+            .seen
+            .send(Seen::Progress(params.progress_token, message));
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let asked = serde_json::to_string(&params.messages).unwrap_or_default();
+        let _ = self.seen.send(Seen::Sampling(asked));
+        serde_json::from_value(json!({
+            "model": "test-model", "stopReason": "endTurn", "role": "assistant",
+            "content": {"type": "text", "text": format!("sampled by {}", self.name)}
+        }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let asked = serde_json::to_string(&request).unwrap_or_default();
+        let _ = self.seen.send(Seen::Elicitation(asked));
+        serde_json::from_value(json!({"action": "accept", "content": {"name": self.name}}))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
+type Session = RunningService<RoleClient, SessionClient>;
+
+async fn open(url: &str, name: &'static str) -> (Session, UnboundedReceiver<Seen>) {
+    quiver_upstream::install_crypto_provider();
+    let (tx, rx) = unbounded_channel();
+    let client = SessionClient { name, seen: tx }
+        .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+        .await
+        .expect("MCP client connects");
+    (client, rx)
+}
+
+/// Calls `tool` and returns the progress token the client put on the call
+/// with the result.
+async fn call_with_token(
+    session: &Session,
+    tool: &str,
+    arguments: Value,
+) -> (ProgressToken, CallToolResult) {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    params.arguments = arguments.as_object().cloned();
+    let handle = session
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("sending tools/call {tool}: {e}"));
+    let token = handle.progress_token.clone();
+    match handle.await_response().await {
+        Ok(ServerResult::CallToolResult(result)) => (token, result),
+        other => panic!("tools/call {tool}: {other:?}"),
+    }
+}
+
+/// One stdio upstream `w` (the weather mock with the test hooks).
+fn config() -> String {
+    format!(
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
+        quiver_bin()
+    )
+}
+
+/// The arguments of `quiver_test_rendezvous`: meet `parties` calls of
+/// `group`, report `steps` progress notifications tagged `tag`, ask once.
+fn rendezvous(group: &str, parties: u64, tag: &str, steps: u64, ask: Option<&str>) -> Value {
+    let mut arguments = json!({"group": group, "parties": parties, "steps": steps, "tag": tag});
+    if let Some(ask) = ask {
+        arguments["ask"] = json!(ask);
+        arguments["asks"] = json!(1);
+    }
+    arguments
+}
+
+/// The `execute` arguments of a script making the rendezvous call.
+fn via_script(arguments: &Value) -> Value {
+    json!({ "code": format!("return await tools.w.quiver_test_rendezvous({arguments});") })
+}
+
+/// What the mock answered, from a passthrough result or a script's.
+fn answer(result: &CallToolResult, who: &str) -> Value {
+    assert_ne!(result.is_error, Some(true), "{who}: {}", text(result));
+    match &result.structured_content {
+        Some(structured) => structured["result"].clone(),
+        None => serde_json::from_str(&text(result)).expect("the mock's JSON answer"),
+    }
+}
+
+/// Waits (up to 20 s each) for `count` items to reach `name`: progress may
+/// trail the call's answer.
+async fn first_items(seen: &mut UnboundedReceiver<Seen>, name: &str, count: usize) -> Vec<Seen> {
+    let mut got = Vec::new();
+    while got.len() < count {
+        match tokio::time::timeout(Duration::from_secs(20), seen.recv()).await {
+            Ok(Some(item)) => got.push(item),
+            _ => panic!("{name} received {} of {count} items: {got:?}", got.len()),
+        }
+    }
+    got
+}
+
+/// Makes a round trip on every session, then takes whatever else reached
+/// them: anything misrouted was sent before the calls answered, so it is in.
+async fn rest_after_round_trip(
+    passthrough: &[&Session],
+    code: &[&Session],
+    seen: &mut [&mut UnboundedReceiver<Seen>],
+) -> Vec<Vec<Seen>> {
+    for session in passthrough {
+        let echo = call(*session, "w__get_forecast", json!({"city": "Oslo"})).await;
+        assert_ne!(echo.is_error, Some(true), "{}", text(&echo));
+    }
+    for session in code {
+        let echo = call(*session, "execute", json!({"code": "return 1;"})).await;
+        assert_ne!(echo.is_error, Some(true), "{}", text(&echo));
+    }
+    seen.iter_mut()
+        .map(|rx| std::iter::from_fn(|| rx.try_recv().ok()).collect())
+        .collect()
+}
+
+/// `name` received exactly `steps` progress notifications, all under `token`
+/// and all of its own call (`<tag> i/steps`), and the asks of kinds `asks`,
+/// all of its own call; nothing else.
+fn assert_only_own(
+    name: &str,
+    seen: Vec<Seen>,
+    token: &ProgressToken,
+    tag: &str,
+    steps: u64,
+    asks: &[&str],
+) {
+    let mut progress = Vec::new();
+    let mut asked = Vec::new();
+    for item in seen {
+        match item {
+            Seen::Progress(got, message) => {
+                assert_eq!(
+                    &got, token,
+                    "{name} got progress under another token: {message}"
+                );
+                progress.push(message);
+            }
+            Seen::Sampling(text) => asked.push(("sampling", text)),
+            Seen::Elicitation(text) => asked.push(("elicitation", text)),
+        }
+    }
+    // Notifications are relayed concurrently; which ones arrive is the point.
+    progress.sort();
+    let expected: Vec<String> = (1..=steps).map(|i| format!("{tag} {i}/{steps}")).collect();
+    assert_eq!(progress, expected, "{name}'s progress notifications");
+    let kinds: Vec<&str> = asked.iter().map(|(kind, _)| *kind).collect();
+    assert_eq!(kinds, asks, "requests that reached {name}: {asked:?}");
+    for (kind, text) in &asked {
+        assert!(
+            text.contains(&format!("{tag} asks #1")),
+            "{name} got a {kind} request of another call: {text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_calls_each_get_only_their_own_progress() {
+    let (dev, _dir) = start_with_config(&config(), &[]);
+    let (a, mut seen_a) = open(&dev.mode_url("passthrough"), "session A").await;
+    let (b, mut seen_b) = open(&dev.mode_url("passthrough"), "session B").await;
+    let (c, mut seen_c) = open(&dev.mode_url("code"), "session C").await;
+
+    eprintln!(
+        "--- A and B call the tool, C's script calls it; the mock holds each until all three are in"
+    );
+    let ((token_a, result_a), (token_b, result_b), (token_c, result_c)) = tokio::join!(
+        call_with_token(
+            &a,
+            "w__quiver_test_rendezvous",
+            rendezvous("all", 3, "A", 3, None)
+        ),
+        call_with_token(
+            &b,
+            "w__quiver_test_rendezvous",
+            rendezvous("all", 3, "B", 5, None)
+        ),
+        call_with_token(
+            &c,
+            "execute",
+            via_script(&rendezvous("all", 3, "C", 4, None))
+        ),
+    );
+    for (result, tag) in [(&result_a, "A"), (&result_b, "B"), (&result_c, "C")] {
+        assert_eq!(
+            answer(result, tag)["tag"],
+            tag,
+            "each call got its own answer"
+        );
+    }
+
+    eprintln!(
+        "--- each session saw its own progress, under its own token, and none of the others'"
+    );
+    let mut got_a = first_items(&mut seen_a, "session A", 3).await;
+    let mut got_b = first_items(&mut seen_b, "session B", 5).await;
+    let mut got_c = first_items(&mut seen_c, "session C", 4).await;
+    let rest = rest_after_round_trip(
+        &[&a, &b],
+        &[&c],
+        &mut [&mut seen_a, &mut seen_b, &mut seen_c],
+    )
+    .await;
+    for (got, more) in [&mut got_a, &mut got_b, &mut got_c].into_iter().zip(rest) {
+        got.extend(more);
+    }
+    assert_only_own("session A", got_a, &token_a, "A", 3, &[]);
+    assert_only_own("session B", got_b, &token_b, "B", 5, &[]);
+    assert_only_own("session C", got_c, &token_c, "C", 4, &[]);
+
+    for session in [a, b, c] {
+        session.cancel().await.expect("close");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_during_a_call_reaches_the_session_that_made_the_call() {
+    let (dev, _dir) = start_with_config(&config(), &[]);
+    let (a, mut seen_a) = open(&dev.mode_url("passthrough"), "session A").await;
+    let (b, mut seen_b) = open(&dev.mode_url("passthrough"), "session B").await;
+    let (c, mut seen_c) = open(&dev.mode_url("code"), "session C").await;
+    let first = call(&a, "w__get_forecast", json!({"city": "Oslo"})).await;
+    assert_ne!(
+        first.is_error,
+        Some(true),
+        "A uses the upstream too: {}",
+        text(&first)
+    );
+
+    eprintln!("--- B's direct call asks B's user (elicitation)");
+    let (token_b, result_b) = call_with_token(
+        &b,
+        "w__quiver_test_rendezvous",
+        rendezvous("b", 1, "B", 2, Some("elicitation")),
+    )
+    .await;
+    let answer_b = answer(&result_b, "B");
+    let said = answer_b["answers"][0]["answered"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        said.contains("session B"),
+        "B's own client answered: {answer_b}"
+    );
+
+    eprintln!("--- C's script's call asks C's model (sampling)");
+    let (token_c, result_c) = call_with_token(
+        &c,
+        "execute",
+        via_script(&rendezvous("c", 1, "C", 2, Some("sampling"))),
+    )
+    .await;
+    let answer_c = answer(&result_c, "C");
+    let said = answer_c["answers"][0]["answered"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        said.contains("sampled by session C"),
+        "C's own client answered: {answer_c}"
+    );
+
+    eprintln!("--- each ask reached only its caller; A saw nothing");
+    let mut got_b = first_items(&mut seen_b, "session B", 2 + 1).await;
+    let mut got_c = first_items(&mut seen_c, "session C", 2 + 1).await;
+    let mut rest = rest_after_round_trip(
+        &[&a, &b],
+        &[&c],
+        &mut [&mut seen_a, &mut seen_b, &mut seen_c],
+    )
+    .await
+    .into_iter();
+    let got_a = rest.next().unwrap_or_default();
+    got_b.extend(rest.next().unwrap_or_default());
+    got_c.extend(rest.next().unwrap_or_default());
+    assert!(got_a.is_empty(), "A made no call that asked: {got_a:?}");
+    assert_only_own("session B", got_b, &token_b, "B", 2, &["elicitation"]);
+    assert_only_own("session C", got_c, &token_c, "C", 2, &["sampling"]);
+
+    for session in [a, b, c] {
+        session.cancel().await.expect("close");
+    }
+}
