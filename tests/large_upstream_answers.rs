@@ -100,7 +100,12 @@ async fn a_large_answer_reaches_a_passthrough_client_whole() {
     ] {
         eprintln!("--- {bytes} bytes through {tool}");
         let result = call(&client, tool, json!({ "bytes": bytes })).await;
-        assert_ne!(result.is_error, Some(true), "{tool}: {:.300}", text(&result));
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "{tool}: {:.300}",
+            text(&result)
+        );
         assert_eq!(result.content.len(), 1, "{tool}: one text block");
         assert_numbered_lines(&text(&result), bytes, tool);
     }

@@ -113,12 +113,11 @@ impl InFlight {
         sinks.all(|s| Arc::ptr_eq(s, first)).then(|| first.clone())
     }
 
-    async fn attribute(&self, token: Option<ProgressToken>) -> Option<Arc<dyn CallSink>> {
-        if let Some(token) = token
-            && let Some(sink) = self.by_token(&token).await
-        {
-            return Some(sink);
-        }
+    /// The caller an upstream's request (sampling, elicitation) belongs to:
+    /// the sole caller in flight, or none. A progress token on such a request
+    /// is the upstream's own numbering, not one of the tokens of our calls,
+    /// so it can name another caller's call: it is never used to attribute.
+    async fn attribute(&self) -> Option<Arc<dyn CallSink>> {
         self.sole().await
     }
 }
@@ -183,11 +182,11 @@ impl ClientHandler for UpstreamClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        context: RequestContext<RoleClient>,
+        _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         let sink = self
             .in_flight
-            .attribute(context.meta.get_progress_token())
+            .attribute()
             .await
             .ok_or_else(|| unattributable("sampling/createMessage"))?;
         sink.create_message(params).await
@@ -196,11 +195,11 @@ impl ClientHandler for UpstreamClient {
     async fn create_elicitation(
         &self,
         params: ElicitRequestParams,
-        context: RequestContext<RoleClient>,
+        _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let sink = self
             .in_flight
-            .attribute(context.meta.get_progress_token())
+            .attribute()
             .await
             .ok_or_else(|| unattributable("elicitation/create"))?;
         sink.elicit(params).await

@@ -1,0 +1,224 @@
+//! A sampling request an upstream makes during one session's call, while
+//! another session's call is in flight on the same upstream connection, never
+//! reaches the other session: it reaches its own or is refused as
+//! unattributable. (The gateway once attributed such requests by the
+//! `_meta.progressToken` on them, which is the upstream's own numbering and
+//! could name another session's call.)
+// Sampling is deprecated by SEP-2577 in rmcp's types; Quiver still relays it.
+#![allow(deprecated)]
+
+mod support;
+
+use std::time::Duration;
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    model::{
+        CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+        ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+        ElicitResult, Implementation, ProgressNotificationParam, ProgressToken, ServerResult,
+    },
+    service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService},
+    transport::StreamableHttpClientTransport,
+};
+use serde_json::{Value, json};
+use support::{call, quiver_bin, start_with_config, text};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// What one session's client saw from the gateway (its fields are read
+/// through `Debug`, in failure messages).
+#[derive(Debug)]
+#[allow(dead_code)]
+enum Seen {
+    Progress(ProgressToken, String),
+    Sampling(String),
+    Elicitation(String),
+}
+
+/// A client that records what reaches it and answers sampling and
+/// elicitation with its own name.
+#[derive(Clone)]
+struct SessionClient {
+    name: &'static str,
+    seen: UnboundedSender<Seen>,
+}
+
+impl ClientHandler for SessionClient {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = serde_json::from_value::<ClientCapabilities>(
+            json!({"sampling": {}, "elicitation": {}}),
+        )
+        .expect("capabilities");
+        ClientConfig::new(capabilities, Implementation::new(self.name, "0"))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let message = params.message.unwrap_or_default();
+        let _ = self
+            .seen
+            .send(Seen::Progress(params.progress_token, message));
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let asked = serde_json::to_string(&params.messages).unwrap_or_default();
+        let _ = self.seen.send(Seen::Sampling(asked));
+        serde_json::from_value(json!({
+            "model": "test-model", "stopReason": "endTurn", "role": "assistant",
+            "content": {"type": "text", "text": format!("sampled by {}", self.name)}
+        }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let asked = serde_json::to_string(&request).unwrap_or_default();
+        let _ = self.seen.send(Seen::Elicitation(asked));
+        serde_json::from_value(json!({"action": "accept", "content": {"name": self.name}}))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
+type Session = RunningService<RoleClient, SessionClient>;
+
+async fn open(url: &str, name: &'static str) -> (Session, UnboundedReceiver<Seen>) {
+    quiver_upstream::install_crypto_provider();
+    let (tx, rx) = unbounded_channel();
+    let client = SessionClient { name, seen: tx }
+        .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+        .await
+        .expect("MCP client connects");
+    (client, rx)
+}
+
+/// Calls `tool` and returns the progress token the client put on the call
+/// with the result.
+async fn call_with_token(
+    session: &Session,
+    tool: &str,
+    arguments: Value,
+) -> (ProgressToken, CallToolResult) {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    params.arguments = arguments.as_object().cloned();
+    let handle = session
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("sending tools/call {tool}: {e}"));
+    let token = handle.progress_token.clone();
+    match handle.await_response().await {
+        Ok(ServerResult::CallToolResult(result)) => (token, result),
+        other => panic!("tools/call {tool}: {other:?}"),
+    }
+}
+
+/// One stdio upstream `w` (the weather mock with the test hooks).
+fn config() -> String {
+    format!(
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
+        quiver_bin()
+    )
+}
+
+/// The arguments of `quiver_test_rendezvous`: meet `parties` calls of
+/// `group`, report `steps` progress notifications tagged `tag`, ask once.
+fn rendezvous(group: &str, parties: u64, tag: &str, steps: u64, ask: Option<&str>) -> Value {
+    let mut arguments = json!({"group": group, "parties": parties, "steps": steps, "tag": tag});
+    if let Some(ask) = ask {
+        arguments["ask"] = json!(ask);
+        arguments["asks"] = json!(1);
+    }
+    arguments
+}
+
+/// What the mock answered, from a passthrough result or a script's.
+fn answer(result: &CallToolResult, who: &str) -> Value {
+    assert_ne!(result.is_error, Some(true), "{who}: {}", text(result));
+    match &result.structured_content {
+        Some(structured) => structured["result"].clone(),
+        None => serde_json::from_str(&text(result)).expect("the mock's JSON answer"),
+    }
+}
+
+/// Makes a round trip on every session, then takes whatever else reached
+/// them: anything misrouted was sent before the calls answered, so it is in.
+async fn rest_after_round_trip(
+    passthrough: &[&Session],
+    code: &[&Session],
+    seen: &mut [&mut UnboundedReceiver<Seen>],
+) -> Vec<Vec<Seen>> {
+    for session in passthrough {
+        let echo = call(*session, "w__get_forecast", json!({"city": "Oslo"})).await;
+        assert_ne!(echo.is_error, Some(true), "{}", text(&echo));
+    }
+    for session in code {
+        let echo = call(*session, "execute", json!({"code": "return 1;"})).await;
+        assert_ne!(echo.is_error, Some(true), "{}", text(&echo));
+    }
+    seen.iter_mut()
+        .map(|rx| std::iter::from_fn(|| rx.try_recv().ok()).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_made_beside_another_sessions_call_never_reaches_that_session() {
+    let (dev, _dir) = start_with_config(&config(), &[]);
+    let (a, mut seen_a) = open(&dev.mode_url("passthrough"), "session A").await;
+    let (c, mut seen_c) = open(&dev.mode_url("passthrough"), "session C").await;
+
+    eprintln!("--- A's call is in flight on the upstream connection");
+    let mut params = CallToolRequestParams::new("w__quiver_test_sleep");
+    params.arguments = json!({"ms": 60000}).as_object().cloned();
+    let held = a
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("send A's call");
+    match tokio::time::timeout(Duration::from_secs(20), seen_a.recv()).await {
+        Ok(Some(Seen::Progress(..))) => {}
+        other => panic!("A's call did not start: {other:?}"),
+    }
+
+    eprintln!("--- meanwhile C's call asks C's model eight times");
+    let mut arguments = rendezvous("beside", 1, "C", 0, Some("sampling"));
+    arguments["asks"] = json!(8);
+    let (_, result) = call_with_token(&c, "w__quiver_test_rendezvous", arguments).await;
+    let answer = answer(&result, "C");
+
+    eprintln!("--- no ask reached A; each reached C or was refused as unattributable");
+    let mut rest = rest_after_round_trip(&[&a, &c], &[], &mut [&mut seen_a, &mut seen_c])
+        .await
+        .into_iter();
+    let leaked = rest.next().unwrap_or_default();
+    assert!(
+        leaked.is_empty(),
+        "C's asks reached session A: {leaked:?}\nC's call: {answer:#}"
+    );
+    for outcome in answer["answers"].as_array().expect("answers") {
+        let fine = outcome["answered"]
+            .as_str()
+            .is_some_and(|a| a.contains("session C"))
+            || outcome["refused"]
+                .as_str()
+                .is_some_and(|r| r.contains("exactly one caller"));
+        assert!(fine, "{answer:#}");
+    }
+    held.cancel(None).await.expect("cancel A's call");
+    for session in [a, c] {
+        session.cancel().await.expect("close");
+    }
+}
