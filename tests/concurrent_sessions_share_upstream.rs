@@ -5,7 +5,11 @@
 //! during a call (the only one in flight on the connection: with several, the
 //! gateway cannot tell whose it is) reaches the session that made the call,
 //! and the other sessions see nothing of it. Covers direct calls in
-//! passthrough and tool calls from a code-mode script.
+//! passthrough and tool calls from a code-mode script. A request made while
+//! another session's call is also in flight never reaches that session: it is
+//! refused as unattributable (the gateway once attributed such requests by the
+//! `_meta.progressToken` on them, which is the upstream's own numbering and
+//! could name another session's call).
 // Sampling is deprecated by SEP-2577 in rmcp's types; Quiver still relays it.
 #![allow(deprecated)]
 
@@ -353,6 +357,57 @@ async fn an_ask_during_a_call_reaches_the_session_that_made_the_call() {
     assert_only_own("session C", got_c, &token_c, "C", 2, &["sampling"]);
 
     for session in [a, b, c] {
+        session.cancel().await.expect("close");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_made_beside_another_sessions_call_never_reaches_that_session() {
+    let (dev, _dir) = start_with_config(&config(), &[]);
+    let (a, mut seen_a) = open(&dev.mode_url("passthrough"), "session A").await;
+    let (c, mut seen_c) = open(&dev.mode_url("passthrough"), "session C").await;
+
+    eprintln!("--- A's call is in flight on the upstream connection");
+    let mut params = CallToolRequestParams::new("w__quiver_test_sleep");
+    params.arguments = json!({"ms": 60000}).as_object().cloned();
+    let held = a
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("send A's call");
+    match tokio::time::timeout(Duration::from_secs(20), seen_a.recv()).await {
+        Ok(Some(Seen::Progress(..))) => {}
+        other => panic!("A's call did not start: {other:?}"),
+    }
+
+    eprintln!("--- meanwhile C's call asks C's model eight times");
+    let mut arguments = rendezvous("beside", 1, "C", 0, Some("sampling"));
+    arguments["asks"] = json!(8);
+    let (_, result) = call_with_token(&c, "w__quiver_test_rendezvous", arguments).await;
+    let answer = answer(&result, "C");
+
+    eprintln!("--- no ask reached A; each reached C or was refused as unattributable");
+    let mut rest = rest_after_round_trip(&[&a, &c], &[], &mut [&mut seen_a, &mut seen_c])
+        .await
+        .into_iter();
+    let leaked = rest.next().unwrap_or_default();
+    assert!(
+        leaked.is_empty(),
+        "C's asks reached session A: {leaked:?}\nC's call: {answer:#}"
+    );
+    for outcome in answer["answers"].as_array().expect("answers") {
+        let fine = outcome["answered"]
+            .as_str()
+            .is_some_and(|a| a.contains("session C"))
+            || outcome["refused"]
+                .as_str()
+                .is_some_and(|r| r.contains("exactly one caller"));
+        assert!(fine, "{answer:#}");
+    }
+    held.cancel(None).await.expect("cancel A's call");
+    for session in [a, c] {
         session.cancel().await.expect("close");
     }
 }
