@@ -85,44 +85,11 @@ pub fn tls_refusal(
     ca_pem: &str,
     identity: Option<(&str, &str)>,
 ) -> String {
-    use std::io::{Read, Write};
-
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject};
-
-    quiver_upstream::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("CA PEM"))
-        .expect("a usable CA");
-    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
-    let config = match identity {
-        Some((cert, key)) => builder
-            .with_client_auth_cert(
-                vec![CertificateDer::from_pem_slice(cert.as_bytes()).expect("cert PEM")],
-                PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key PEM"),
-            )
-            .expect("a client identity"),
-        None => builder.with_no_client_auth(),
-    };
-    let name = ServerName::try_from(server_name.to_string()).expect("a server name");
-    let connection =
-        rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("a TLS client");
-    let socket = std::net::TcpStream::connect(addr).expect("TCP connect");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("read timeout");
-    let mut tls = rustls::StreamOwned::new(connection, socket);
-    let written = tls
-        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-        .and_then(|()| tls.flush());
-    if let Err(e) = written {
-        return error_chain(&e);
-    }
-    let mut buffer = [0u8; 64];
-    match tls.read(&mut buffer) {
-        Ok(0) => panic!("the server closed the connection without saying why"),
+    const CLOSED: &str = "the server closed the connection without answering";
+    match tls_answer(addr, server_name, ca_pem, identity) {
         Ok(n) => panic!("the server answered a client it must refuse: {n} bytes"),
-        Err(e) => error_chain(&e),
+        Err(e) if e == CLOSED => panic!("the server closed the connection without saying why"),
+        Err(e) => e,
     }
 }
 
