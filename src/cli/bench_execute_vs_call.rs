@@ -349,12 +349,21 @@ mod tests {
     #[test]
     fn a_process_is_a_worker_only_with_the_right_parent_and_subcommand() {
         let me = std::process::id();
-        // `sh -c CMD NAME` puts NAME in the child's argv, as `quiver __worker` would.
+        // `sh -c CMD NAME` puts NAME in the child's argv, as `quiver __worker`
+        // would; its first line says it has replaced the forked copy of us.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "read line", "__worker"])
+            .args(["-c", "echo started; read line", "__worker"])
             .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .spawn()
             .expect("sh");
+        let mut started = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+            &mut started,
+        )
+        .expect("sh says it started");
+        assert_eq!(started, "started\n");
         let pid = child.id();
         assert!(is_worker_of(pid, me));
         assert!(!is_worker_of(pid, 1), "another parent's child is not ours");
