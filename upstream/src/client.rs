@@ -57,7 +57,9 @@ pub(crate) struct InFlight {
     /// [`LINGER`]: rmcp hands each notification to a task of its own and the
     /// response straight to the caller, so the last progress notifications of
     /// a call can be handled after its response. They still reach the caller
-    /// (after the response); nothing else is attributed to a finished call.
+    /// (after the response); a log message reaches one only when no call is
+    /// live and it is the only one that just finished; sampling and
+    /// elicitation never do.
     finished: std::sync::Mutex<HashMap<ProgressToken, Lingering>>,
 }
 
@@ -111,6 +113,25 @@ impl InFlight {
         let mut sinks = calls.values();
         let first = sinks.next()?;
         sinks.all(|s| Arc::ptr_eq(s, first)).then(|| first.clone())
+    }
+
+    /// The caller a log message belongs to: the sole caller in flight, or,
+    /// when none is, the sole call that finished within [`LINGER`] (a call's
+    /// last log lines can be handled after its response, like its progress).
+    async fn for_log(&self) -> Option<Arc<dyn CallSink>> {
+        let calls = self.calls.lock().await;
+        if !calls.is_empty() {
+            drop(calls);
+            return self.sole().await;
+        }
+        let now = std::time::Instant::now();
+        let finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        let mut recent = finished
+            .values()
+            .filter(|(_, until)| *until > now)
+            .map(|(sink, _)| sink);
+        let first = recent.next()?;
+        recent.all(|s| Arc::ptr_eq(s, first)).then(|| first.clone())
     }
 
     /// The caller an upstream's request (sampling, elicitation) belongs to:
@@ -221,7 +242,7 @@ impl ClientHandler for UpstreamClient {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        match self.in_flight.sole().await {
+        match self.in_flight.for_log().await {
             Some(sink) => sink.log(params).await,
             None => {
                 tracing::debug!(logger = ?params.logger, "upstream log message not attributable to one caller")
