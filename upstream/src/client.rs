@@ -109,10 +109,7 @@ impl InFlight {
     /// several calls in flight the message cannot be attributed safely (it could
     /// leak one caller's data to another), so there is none.
     async fn sole(&self) -> Option<Arc<dyn CallSink>> {
-        let calls = self.calls.lock().await;
-        let mut sinks = calls.values();
-        let first = sinks.next()?;
-        sinks.all(|s| Arc::ptr_eq(s, first)).then(|| first.clone())
+        only_one(self.calls.lock().await.values().collect())
     }
 
     /// The caller a log message belongs to: the sole caller in flight, or,
@@ -120,18 +117,18 @@ impl InFlight {
     /// last log lines can be handled after its response, like its progress).
     async fn for_log(&self) -> Option<Arc<dyn CallSink>> {
         let calls = self.calls.lock().await;
-        if !calls.is_empty() {
-            drop(calls);
-            return self.sole().await;
-        }
         let now = std::time::Instant::now();
         let finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
-        let mut recent = finished
-            .values()
-            .filter(|(_, until)| *until > now)
-            .map(|(sink, _)| sink);
-        let first = recent.next()?;
-        recent.all(|s| Arc::ptr_eq(s, first)).then(|| first.clone())
+        let candidates: Vec<&Arc<dyn CallSink>> = if calls.is_empty() {
+            finished
+                .values()
+                .filter(|(_, until)| *until > now)
+                .map(|(sink, _)| sink)
+                .collect()
+        } else {
+            calls.values().collect()
+        };
+        only_one(candidates)
     }
 
     /// The caller an upstream's request (sampling, elicitation) belongs to:
@@ -141,6 +138,14 @@ impl InFlight {
     async fn attribute(&self) -> Option<Arc<dyn CallSink>> {
         self.sole().await
     }
+}
+
+/// The one sink behind all of `sinks`, if there is exactly one.
+fn only_one(sinks: Vec<&Arc<dyn CallSink>>) -> Option<Arc<dyn CallSink>> {
+    let (first, rest) = sinks.split_first()?;
+    rest.iter()
+        .all(|s| Arc::ptr_eq(s, first))
+        .then(|| Arc::clone(first))
 }
 
 /// Removes a call from the registry when dropped.

@@ -24,7 +24,9 @@ use serde_json::{Value, json};
 
 use super::{
     handler::{Backends, ModeHandler, ToolRequest},
-    tool_result::{meta_tool, parse_args, tool_error, tool_ok, unknown_tool},
+    tool_result::{
+        meta_tool, meta_tool_capabilities, parse_args, tool_error, tool_ok, unknown_tool,
+    },
 };
 use crate::relay::SessionRelay;
 
@@ -224,13 +226,7 @@ fn execute_result(outcome: Result<ScriptOutcome, ExecuteError>, code: &str) -> C
 
 impl ModeHandler for CodeMode {
     fn capabilities(&self) -> ServerCapabilities {
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_logging()
-            .build();
-        // The meta-tools never change.
-        capabilities.tools.get_or_insert_default().list_changed = None;
-        capabilities
+        meta_tool_capabilities()
     }
 
     fn instructions(&self, view: &ToolView) -> String {

@@ -18,7 +18,7 @@ use serde_json::json;
 use super::{
     forward::forward,
     handler::{Backends, ModeHandler, ToolRequest},
-    tool_result::{meta_tool, parse_args, tool_ok, unknown_tool},
+    tool_result::{meta_tool, meta_tool_capabilities, parse_args, tool_ok, unknown_tool},
 };
 
 /// Search mode's own tool names.
@@ -107,13 +107,7 @@ struct CallArgs {
 
 impl ModeHandler for SearchMode {
     fn capabilities(&self) -> ServerCapabilities {
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_logging()
-            .build();
-        // The two tools never change.
-        capabilities.tools.get_or_insert_default().list_changed = None;
-        capabilities
+        meta_tool_capabilities()
     }
 
     fn instructions(&self, _view: &ToolView) -> String {

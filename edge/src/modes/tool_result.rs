@@ -6,9 +6,21 @@ use quiver_view::{
     ToolView,
     suggest::{closest, unknown_tool_message},
 };
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ServerCapabilities, Tool};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+/// What a mode that lists a fixed set of meta-tools declares: tools (whose
+/// list never changes) and logging.
+#[allow(deprecated)] // logging is current in the protocol versions served here
+pub(crate) fn meta_tool_capabilities() -> ServerCapabilities {
+    let mut capabilities = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_logging()
+        .build();
+    capabilities.tools.get_or_insert_default().list_changed = None;
+    capabilities
+}
 
 /// A meta-tool definition from its JSON parts.
 pub(crate) fn meta_tool(name: &str, description: &str, input_schema: Value) -> Tool {
