@@ -1,0 +1,746 @@
+//! JSON Web Key Sets: each trusted issuer's signing keys, read from a file or
+//! fetched over HTTP, cached, and re-read on an unknown key id at most once per
+//! interval. This module checks signatures only; what the claims say is for
+//! [`super::jwt`] to judge, and keys named inside a token are never fetched.
+
+use std::{
+    io::{self, Read},
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use arc_swap::ArcSwap;
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD_INDIFFERENT};
+use ring::signature::{
+    ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, ED25519, RSA_PKCS1_2048_8192_SHA256,
+    RSA_PKCS1_2048_8192_SHA384, RSA_PKCS1_2048_8192_SHA512, RSA_PSS_2048_8192_SHA256,
+    RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey,
+};
+use serde_json::{Map, Value};
+
+/// The largest JWKS document read from a file or a URL, in bytes.
+pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
+
+/// How long one JWKS fetch over HTTP may take, connection to last byte.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The JWS signature algorithms the edge accepts. `none` and the HMAC family
+/// are absent on purpose: a resource server holds no shared secret, and a
+/// token that names them is refused before any key is looked up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JwsAlgorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    Rs256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    Rs384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    Rs512,
+    /// RSASSA-PSS with SHA-256 and MGF1 with SHA-256.
+    Ps256,
+    /// ECDSA on P-256 with SHA-256.
+    Es256,
+    /// ECDSA on P-384 with SHA-384.
+    Es384,
+    /// EdDSA; only the Ed25519 curve is accepted.
+    EdDsa,
+}
+
+impl JwsAlgorithm {
+    /// The algorithm a JOSE `alg` value names, if the edge accepts it.
+    ///
+    /// ```
+    /// use quiver_edge::auth::jwks::JwsAlgorithm;
+    /// assert_eq!(JwsAlgorithm::from_name("ES256"), Some(JwsAlgorithm::Es256));
+    /// assert_eq!(JwsAlgorithm::from_name("HS256"), None);
+    /// assert_eq!(JwsAlgorithm::from_name("none"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<JwsAlgorithm> {
+        Some(match name {
+            "RS256" => JwsAlgorithm::Rs256,
+            "RS384" => JwsAlgorithm::Rs384,
+            "RS512" => JwsAlgorithm::Rs512,
+            "PS256" => JwsAlgorithm::Ps256,
+            "ES256" => JwsAlgorithm::Es256,
+            "ES384" => JwsAlgorithm::Es384,
+            "EdDSA" => JwsAlgorithm::EdDsa,
+            _ => return None,
+        })
+    }
+
+    /// The JOSE `alg` value of this algorithm.
+    pub fn name(self) -> &'static str {
+        match self {
+            JwsAlgorithm::Rs256 => "RS256",
+            JwsAlgorithm::Rs384 => "RS384",
+            JwsAlgorithm::Rs512 => "RS512",
+            JwsAlgorithm::Ps256 => "PS256",
+            JwsAlgorithm::Es256 => "ES256",
+            JwsAlgorithm::Es384 => "ES384",
+            JwsAlgorithm::EdDsa => "EdDSA",
+        }
+    }
+}
+
+/// Why bytes are not a JWKS document.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JwksError {
+    /// The document is bigger than [`MAX_JWKS_BYTES`].
+    #[error("the JWKS is larger than {MAX_JWKS_BYTES} bytes")]
+    TooLarge,
+    /// The document is not JSON, or not an object.
+    #[error("the JWKS is not a JSON object: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The object has no `keys` array.
+    #[error("the JWKS has no \"keys\" array; expected {{\"keys\": [ ... ]}}")]
+    NoKeysArray,
+    /// No key in the set can verify a token signature.
+    #[error(
+        "the JWKS holds no usable signing key (RSA of 2048-8192 bits, EC P-256 or P-384, or OKP Ed25519, with \"use\" absent or \"sig\"){}",
+        skipped_note(skipped)
+    )]
+    NoUsableKey {
+        /// Why each key that was present was left out.
+        skipped: Vec<String>,
+    },
+}
+
+fn skipped_note(skipped: &[String]) -> String {
+    if skipped.is_empty() {
+        String::new()
+    } else {
+        format!("; skipped: {}", skipped.join("; "))
+    }
+}
+
+/// The public half of one signing key.
+#[derive(Debug)]
+enum PublicKey {
+    /// Modulus and exponent, big-endian without leading zeros.
+    Rsa { n: Vec<u8>, e: Vec<u8> },
+    /// An uncompressed point (`04 || x || y`) on P-256.
+    P256(Vec<u8>),
+    /// An uncompressed point (`04 || x || y`) on P-384.
+    P384(Vec<u8>),
+    /// The 32-byte Ed25519 public key.
+    Ed25519(Vec<u8>),
+}
+
+impl PublicKey {
+    /// How a signature made with `alg` is checked with this key; `None` when
+    /// `alg` is not an algorithm for this type of key.
+    fn verifier(&self, alg: JwsAlgorithm) -> Option<Verifier<'_>> {
+        let unparsed =
+            |algorithm, key| Some(Verifier::Unparsed(UnparsedPublicKey::new(algorithm, key)));
+        match (self, alg) {
+            (PublicKey::Rsa { n, e }, _) => {
+                let parameters = match alg {
+                    JwsAlgorithm::Rs256 => &RSA_PKCS1_2048_8192_SHA256,
+                    JwsAlgorithm::Rs384 => &RSA_PKCS1_2048_8192_SHA384,
+                    JwsAlgorithm::Rs512 => &RSA_PKCS1_2048_8192_SHA512,
+                    JwsAlgorithm::Ps256 => &RSA_PSS_2048_8192_SHA256,
+                    JwsAlgorithm::Es256 | JwsAlgorithm::Es384 | JwsAlgorithm::EdDsa => return None,
+                };
+                Some(Verifier::Rsa { n, e, parameters })
+            }
+            (PublicKey::P256(point), JwsAlgorithm::Es256) => {
+                unparsed(&ECDSA_P256_SHA256_FIXED, point)
+            }
+            (PublicKey::P384(point), JwsAlgorithm::Es384) => {
+                unparsed(&ECDSA_P384_SHA384_FIXED, point)
+            }
+            (PublicKey::Ed25519(x), JwsAlgorithm::EdDsa) => unparsed(&ED25519, x),
+            _ => None,
+        }
+    }
+}
+
+/// A key paired with the ring algorithm for one JWS `alg`.
+enum Verifier<'a> {
+    /// RSA takes its key as modulus and exponent.
+    Rsa {
+        n: &'a [u8],
+        e: &'a [u8],
+        parameters: &'static RsaParameters,
+    },
+    /// EC points and Ed25519 keys in their raw encodings.
+    Unparsed(UnparsedPublicKey<&'a [u8]>),
+}
+
+impl Verifier<'_> {
+    fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        match self {
+            Verifier::Rsa { n, e, parameters } => RsaPublicKeyComponents { n, e }
+                .verify(parameters, message, signature)
+                .is_ok(),
+            Verifier::Unparsed(key) => key.verify(message, signature).is_ok(),
+        }
+    }
+}
+
+/// One usable key of a JWKS.
+#[derive(Debug)]
+struct Jwk {
+    kid: Option<String>,
+    /// The `alg` the key is restricted to, when the JWK names one.
+    alg: Option<JwsAlgorithm>,
+    key: PublicKey,
+}
+
+impl Jwk {
+    /// Whether this key may verify a signature made with `alg`.
+    fn accepts(&self, alg: JwsAlgorithm) -> bool {
+        self.alg.is_none_or(|declared| declared == alg) && self.key.verifier(alg).is_some()
+    }
+
+    /// Whether `signature` over `message` verifies with this key under `alg`.
+    fn verifies(&self, alg: JwsAlgorithm, message: &[u8], signature: &[u8]) -> bool {
+        self.accepts(alg)
+            && self
+                .key
+                .verifier(alg)
+                .is_some_and(|verifier| verifier.verifies(message, signature))
+    }
+
+    /// The key a JWK object describes, `Ok(None)` for a key that is not for
+    /// signatures or of a type the edge does not verify, `Err` for a key of a
+    /// supported type whose fields are malformed.
+    fn from_object(object: &Map<String, Value>) -> Result<Option<Jwk>, String> {
+        let kid = match object.get("kid") {
+            None => None,
+            Some(Value::String(kid)) => Some(kid.clone()),
+            Some(_) => return Err("\"kid\" is not a string".to_owned()),
+        };
+        let named = |what: &str| match &kid {
+            Some(kid) => format!("key {kid:?}: {what}"),
+            None => format!("key without kid: {what}"),
+        };
+        if let Some(key_use) = object.get("use")
+            && key_use.as_str() != Some("sig")
+        {
+            return Ok(None);
+        }
+        if let Some(ops) = object.get("key_ops") {
+            let verifies = ops
+                .as_array()
+                .is_some_and(|ops| ops.iter().any(|op| op.as_str() == Some("verify")));
+            if !verifies {
+                return Ok(None);
+            }
+        }
+        let alg = match object.get("alg") {
+            None => None,
+            Some(Value::String(name)) => match JwsAlgorithm::from_name(name) {
+                Some(alg) => Some(alg),
+                // A key restricted to an algorithm the edge refuses (HS256,
+                // RSA-OAEP for encryption, ...) can never verify a token.
+                None => return Ok(None),
+            },
+            Some(_) => return Err(named("\"alg\" is not a string")),
+        };
+        let key = match object.get("kty").and_then(Value::as_str) {
+            Some("RSA") => {
+                let n = strip_leading_zeros(member_bytes(object, "n").map_err(|e| named(&e))?);
+                let e = strip_leading_zeros(member_bytes(object, "e").map_err(|e| named(&e))?);
+                if !(256..=1024).contains(&n.len()) {
+                    return Err(named(&format!(
+                        "RSA modulus of {} bits; 2048 to 8192 bits are accepted",
+                        n.len() * 8
+                    )));
+                }
+                if e.is_empty() || e.len() > 8 {
+                    return Err(named("RSA exponent \"e\" is empty or too long"));
+                }
+                PublicKey::Rsa { n, e }
+            }
+            Some("EC") => {
+                let (size, wrap): (usize, fn(Vec<u8>) -> PublicKey) =
+                    match object.get("crv").and_then(Value::as_str) {
+                        Some("P-256") => (32, PublicKey::P256),
+                        Some("P-384") => (48, PublicKey::P384),
+                        _ => return Ok(None),
+                    };
+                let x = member_bytes(object, "x").map_err(|e| named(&e))?;
+                let y = member_bytes(object, "y").map_err(|e| named(&e))?;
+                if x.len() != size || y.len() != size {
+                    return Err(named(&format!("EC coordinates must be {size} bytes each")));
+                }
+                let mut point = Vec::with_capacity(1 + 2 * size);
+                point.push(0x04);
+                point.extend_from_slice(&x);
+                point.extend_from_slice(&y);
+                wrap(point)
+            }
+            Some("OKP") => {
+                if object.get("crv").and_then(Value::as_str) != Some("Ed25519") {
+                    return Ok(None);
+                }
+                let x = member_bytes(object, "x").map_err(|e| named(&e))?;
+                if x.len() != 32 {
+                    return Err(named("Ed25519 \"x\" must be 32 bytes"));
+                }
+                PublicKey::Ed25519(x)
+            }
+            // Symmetric ("oct") and unknown key types never verify a token.
+            _ => return Ok(None),
+        };
+        if let Some(alg) = alg
+            && key.verifier(alg).is_none()
+        {
+            return Err(named(&format!(
+                "\"alg\": {:?} does not fit the key type",
+                alg.name()
+            )));
+        }
+        Ok(Some(Jwk { kid, alg, key }))
+    }
+}
+
+/// The base64url-decoded bytes of a string member of a JWK.
+fn member_bytes(object: &Map<String, Value>, member: &str) -> Result<Vec<u8>, String> {
+    let text = object
+        .get(member)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("\"{member}\" is missing or not a string"))?;
+    URL_SAFE_NO_PAD_INDIFFERENT
+        .decode(text)
+        .map_err(|_| format!("\"{member}\" is not base64url"))
+}
+
+fn strip_leading_zeros(mut bytes: Vec<u8>) -> Vec<u8> {
+    let zeros = bytes.iter().take_while(|byte| **byte == 0).count();
+    bytes.drain(..zeros);
+    bytes
+}
+
+/// The usable signing keys of one JWKS document.
+#[derive(Debug, Default)]
+pub struct KeySet {
+    keys: Vec<Jwk>,
+    /// Why each malformed key was left out, for the operator's log.
+    skipped: Vec<String>,
+}
+
+/// Which key of a set verifies a token.
+enum KeyChoice<'a> {
+    /// This key.
+    Key(&'a Jwk),
+    /// The set has no key for the token; a fresher set might.
+    Missing(String),
+    /// The set has keys for the token, but none it may use; refetching
+    /// cannot help.
+    Refused(String),
+}
+
+impl KeySet {
+    /// The signing keys of a JWKS document (`{"keys": [...]}`).
+    ///
+    /// Keys that are not for signatures (`use` other than `sig`), of a type
+    /// the edge does not verify, or malformed are left out; a document left
+    /// with no key at all is an error.
+    pub fn from_json(document: &[u8]) -> Result<KeySet, JwksError> {
+        if document.len() > MAX_JWKS_BYTES {
+            return Err(JwksError::TooLarge);
+        }
+        let object: Map<String, Value> =
+            serde_json::from_slice(document).map_err(JwksError::NotJson)?;
+        let entries = object
+            .get("keys")
+            .and_then(Value::as_array)
+            .ok_or(JwksError::NoKeysArray)?;
+        let mut keys = Vec::new();
+        let mut skipped = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let Some(entry) = entry.as_object() else {
+                skipped.push(format!("keys[{index}] is not an object"));
+                continue;
+            };
+            match Jwk::from_object(entry) {
+                Ok(Some(key)) => keys.push(key),
+                Ok(None) => {}
+                Err(reason) => skipped.push(format!("keys[{index}] {reason}")),
+            }
+        }
+        if keys.is_empty() {
+            return Err(JwksError::NoUsableKey { skipped });
+        }
+        Ok(KeySet { keys, skipped })
+    }
+
+    /// How many usable signing keys the set holds.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the set holds no usable signing key.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Why each malformed key of the document was left out.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    /// The key for a token signed with `alg` under `kid`. Without a `kid`,
+    /// the one key that can verify `alg`, if there is exactly one.
+    fn choose(&self, kid: Option<&str>, alg: JwsAlgorithm) -> KeyChoice<'_> {
+        match kid {
+            Some(kid) => {
+                let mut named = self
+                    .keys
+                    .iter()
+                    .filter(|key| key.kid.as_deref() == Some(kid))
+                    .peekable();
+                if named.peek().is_none() {
+                    return KeyChoice::Missing(format!("no key with kid {kid:?}"));
+                }
+                match named.find(|key| key.accepts(alg)) {
+                    Some(key) => KeyChoice::Key(key),
+                    None => KeyChoice::Refused(format!("key {kid:?} cannot verify {}", alg.name())),
+                }
+            }
+            None => {
+                let mut fitting = self.keys.iter().filter(|key| key.accepts(alg));
+                match (fitting.next(), fitting.next()) {
+                    (Some(key), None) => KeyChoice::Key(key),
+                    (None, _) => KeyChoice::Missing(format!("no kid and no {} key", alg.name())),
+                    (Some(_), Some(_)) => KeyChoice::Refused(format!(
+                        "no kid and several {} keys to choose from",
+                        alg.name()
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// Where an issuer's JWKS comes from.
+#[derive(Debug)]
+pub(crate) enum JwksSource {
+    /// A local file, re-read on refetch.
+    File(PathBuf),
+    /// An http or https URL, fetched with a 5-second timeout.
+    Url {
+        /// The JWKS URL.
+        url: reqwest::Url,
+        /// The HTTP client every URL issuer shares.
+        client: reqwest::Client,
+    },
+}
+
+impl JwksSource {
+    /// The current key set at the source.
+    async fn fetch(&self) -> Result<KeySet, String> {
+        match self {
+            JwksSource::File(path) => {
+                let reading = path.clone();
+                let document = tokio::task::spawn_blocking(move || read_jwks_file(&reading))
+                    .await
+                    .map_err(|error| format!("reading {} stopped: {error}", path.display()))?
+                    .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+                KeySet::from_json(&document).map_err(|error| format!("{}: {error}", path.display()))
+            }
+            JwksSource::Url { url, client } => {
+                let document = fetch_url(client, url)
+                    .await
+                    .map_err(|error| format!("{url}: {error}"))?;
+                KeySet::from_json(&document).map_err(|error| format!("{url}: {error}"))
+            }
+        }
+    }
+}
+
+/// The contents of a JWKS file, refused past [`MAX_JWKS_BYTES`].
+pub(crate) fn read_jwks_file(path: &Path) -> io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let mut document = Vec::new();
+    file.take(MAX_JWKS_BYTES as u64 + 1)
+        .read_to_end(&mut document)?;
+    if document.len() > MAX_JWKS_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {MAX_JWKS_BYTES} bytes"),
+        ));
+    }
+    Ok(document)
+}
+
+/// The body of a JWKS URL, refused on a non-success status or past
+/// [`MAX_JWKS_BYTES`] (checked as the body arrives, not only by its
+/// announced length).
+async fn fetch_url(client: &reqwest::Client, url: &reqwest::Url) -> Result<Vec<u8>, String> {
+    let mut response = client
+        .get(url.clone())
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(|error| error.to_string())?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("answered HTTP {status}"));
+    }
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_JWKS_BYTES as u64)
+    {
+        return Err(format!("body larger than {MAX_JWKS_BYTES} bytes"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|error| error.to_string())? {
+        if body.len() + chunk.len() > MAX_JWKS_BYTES {
+            return Err(format!("body larger than {MAX_JWKS_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The HTTP client for JWKS URLs: rustls with ring, a 5-second timeout.
+pub(crate) fn jwks_http_client() -> Result<reqwest::Client, reqwest::Error> {
+    // reqwest is built without a crypto provider and takes the process-wide
+    // one; the edge ships rustls with ring only, so make that the default
+    // unless the binary already chose one.
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // A concurrent caller may win the race; either way ring is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .connect_timeout(FETCH_TIMEOUT)
+        .build()
+}
+
+/// One issuer's keys: the cached set, where it came from, and when it was
+/// last refetched.
+#[derive(Debug)]
+pub(crate) struct IssuerKeys {
+    issuer: String,
+    source: JwksSource,
+    keys: ArcSwap<KeySet>,
+    /// When a token last made the set be re-read; `None` until one does.
+    /// Held across the fetch so that concurrent misses fetch once.
+    last_refetch: tokio::sync::Mutex<Option<Instant>>,
+}
+
+impl IssuerKeys {
+    /// Keys for `issuer` from `source`, starting with `initial` (empty for a
+    /// URL, fetched on first use).
+    pub(crate) fn new(issuer: String, source: JwksSource, initial: KeySet) -> IssuerKeys {
+        IssuerKeys {
+            issuer,
+            source,
+            keys: ArcSwap::from_pointee(initial),
+            last_refetch: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Checks that `signature` over `message` is this issuer's, by the key
+    /// `kid` names (or the only key for `alg`). A key the cached set lacks
+    /// makes the set be re-read, at most once per `refetch_interval`.
+    /// `Err` holds the reason, for server logs only.
+    pub(crate) async fn verify(
+        &self,
+        kid: Option<&str>,
+        alg: JwsAlgorithm,
+        message: &[u8],
+        signature: &[u8],
+        refetch_interval: Duration,
+    ) -> Result<(), String> {
+        let cached = self.keys.load_full();
+        let missing = match cached.choose(kid, alg) {
+            KeyChoice::Key(key) => return check_signature(key, alg, message, signature),
+            KeyChoice::Refused(reason) => return Err(reason),
+            KeyChoice::Missing(reason) => reason,
+        };
+        let refetch = self.refetch(refetch_interval).await;
+        // Another task may have refreshed the set while this one waited.
+        let current = self.keys.load_full();
+        match current.choose(kid, alg) {
+            KeyChoice::Key(key) => check_signature(key, alg, message, signature),
+            KeyChoice::Refused(reason) => Err(reason),
+            KeyChoice::Missing(_) => Err(match refetch {
+                Refetch::Done => format!("{missing}, also after re-reading the JWKS"),
+                Refetch::TooSoon => {
+                    format!("{missing}; JWKS re-read less than {refetch_interval:?} ago")
+                }
+                Refetch::Failed(error) => format!("{missing}; re-reading the JWKS failed: {error}"),
+            }),
+        }
+    }
+
+    /// Re-reads the set unless it was re-read within `interval`; a failed
+    /// read keeps the old set.
+    async fn refetch(&self, interval: Duration) -> Refetch {
+        let mut last = self.last_refetch.lock().await;
+        if let Some(at) = *last
+            && at.elapsed() < interval
+        {
+            return Refetch::TooSoon;
+        }
+        *last = Some(Instant::now());
+        match self.source.fetch().await {
+            Ok(keys) => {
+                tracing::info!(issuer = %self.issuer, keys = keys.len(), "JWKS re-read");
+                log_skipped_keys(&self.issuer, &keys);
+                self.keys.store(Arc::new(keys));
+                Refetch::Done
+            }
+            Err(error) => {
+                tracing::warn!(issuer = %self.issuer, %error, "JWKS re-read failed; keeping the previous keys");
+                Refetch::Failed(error)
+            }
+        }
+    }
+}
+
+/// Tells the operator which keys of `issuer`'s JWKS were left out and why.
+pub(crate) fn log_skipped_keys(issuer: &str, keys: &KeySet) {
+    if !keys.skipped().is_empty() {
+        tracing::warn!(issuer, skipped = %keys.skipped().join("; "), "JWKS keys left out");
+    }
+}
+
+/// What an attempt to re-read a JWKS did.
+enum Refetch {
+    Done,
+    TooSoon,
+    Failed(String),
+}
+
+fn check_signature(
+    key: &Jwk,
+    alg: JwsAlgorithm,
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), String> {
+    if key.verifies(alg, message, signature) {
+        Ok(())
+    } else {
+        Err(format!("{} signature does not verify", alg.name()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    fn set(keys: Value) -> Result<KeySet, JwksError> {
+        KeySet::from_json(json!({ "keys": keys }).to_string().as_bytes())
+    }
+
+    #[test]
+    fn keys_not_for_signatures_and_symmetric_keys_are_left_out() {
+        let ed = json!({"kty": "OKP", "crv": "Ed25519", "x": b64(&[7; 32]), "kid": "ed"});
+        let keys = set(json!([
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32]), "use": "enc"},
+            {"kty": "oct", "k": b64(b"secret"), "kid": "hmac"},
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[2; 32]), "alg": "HS256"},
+            {"kty": "OKP", "crv": "X25519", "x": b64(&[3; 32])},
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[4; 32]), "key_ops": ["encrypt"]},
+            ed,
+        ]))
+        .expect("one usable key");
+        assert_eq!(keys.len(), 1);
+        assert!(
+            matches!(keys.choose(None, JwsAlgorithm::EdDsa), KeyChoice::Key(key) if key.kid.as_deref() == Some("ed"))
+        );
+        assert!(matches!(
+            keys.choose(Some("hmac"), JwsAlgorithm::EdDsa),
+            KeyChoice::Missing(_)
+        ));
+    }
+
+    #[test]
+    fn malformed_keys_are_skipped_and_named() {
+        let error = set(json!([
+            {"kty": "EC", "crv": "P-256", "x": b64(&[1; 31]), "y": b64(&[1; 32]), "kid": "short"},
+            {"kty": "RSA", "n": b64(&[0xff; 128]), "e": b64(&[1, 0, 1]), "kid": "small"},
+            {"kty": "OKP", "crv": "Ed25519", "x": "not base64!", "kid": "bad"},
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32]), "alg": "ES256", "kid": "mismatch"},
+            "not an object",
+        ]))
+        .expect_err("nothing usable");
+        let message = error.to_string();
+        for expected in [
+            "\"short\"",
+            "\"small\"",
+            "1024 bits",
+            "\"bad\"",
+            "\"mismatch\"",
+            "keys[4]",
+        ] {
+            assert!(
+                message.contains(expected),
+                "{expected} missing from: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn documents_that_are_not_key_sets_are_refused() {
+        assert!(matches!(
+            KeySet::from_json(b"[]"),
+            Err(JwksError::NotJson(_))
+        ));
+        assert!(matches!(
+            KeySet::from_json(b"{\"keys\": {}}"),
+            Err(JwksError::NoKeysArray)
+        ));
+        assert!(matches!(
+            KeySet::from_json(b"\xff\xfe"),
+            Err(JwksError::NotJson(_))
+        ));
+        let huge = vec![b' '; MAX_JWKS_BYTES + 1];
+        assert!(matches!(KeySet::from_json(&huge), Err(JwksError::TooLarge)));
+    }
+
+    #[test]
+    fn a_key_restricted_to_one_algorithm_refuses_another() {
+        let n = {
+            let mut n = vec![0xc5; 256];
+            n.insert(0, 0);
+            n
+        };
+        let keys = set(
+            json!([{"kty": "RSA", "n": b64(&n), "e": b64(&[1, 0, 1]), "alg": "PS256", "kid": "r"}]),
+        )
+        .expect("an RSA key");
+        assert!(matches!(
+            keys.choose(Some("r"), JwsAlgorithm::Ps256),
+            KeyChoice::Key(_)
+        ));
+        assert!(matches!(
+            keys.choose(Some("r"), JwsAlgorithm::Rs256),
+            KeyChoice::Refused(_)
+        ));
+        assert!(matches!(
+            keys.choose(Some("r"), JwsAlgorithm::Es256),
+            KeyChoice::Refused(_)
+        ));
+    }
+
+    #[test]
+    fn without_a_kid_two_fitting_keys_are_ambiguous() {
+        let keys = set(json!([
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32])},
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[2; 32])},
+        ]))
+        .expect("two keys");
+        assert!(matches!(
+            keys.choose(None, JwsAlgorithm::EdDsa),
+            KeyChoice::Refused(_)
+        ));
+        assert!(matches!(
+            keys.choose(None, JwsAlgorithm::Es256),
+            KeyChoice::Missing(_)
+        ));
+    }
+}
