@@ -26,5 +26,5 @@ pub use remote::RemoteExecutor;
 pub use scripts::{API_DECLARATION, ExecuteRequest, Scripts};
 pub use validation::{MAX_VIOLATIONS, ValidationErrors, Violation};
 
-/// The tenant every session belongs to until the edge authenticates callers.
-pub const DEFAULT_TENANT: &str = "default";
+/// The tenant of an edge that authenticates nobody; it sees every tool.
+pub use quiver_proto::tenant::DEFAULT_TENANT;

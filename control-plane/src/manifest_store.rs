@@ -1,4 +1,5 @@
-//! The current manifest, swapped atomically, with a watch for new versions.
+//! The current manifest, swapped atomically, with a watch for new versions;
+//! beside it the tenant directory as the control plane last sent it.
 
 use std::{
     collections::BTreeMap,
@@ -7,7 +8,7 @@ use std::{
 };
 
 use arc_swap::ArcSwap;
-use quiver_proto::{Manifest, manifest::ServerEntry};
+use quiver_proto::{Manifest, manifest::ServerEntry, tenant::TenantDirectory};
 use tokio::sync::{Notify, watch};
 
 use crate::discovery::DiscoverySink;
@@ -17,6 +18,7 @@ pub struct ManifestStore {
     current: ArcSwap<Manifest>,
     changes: watch::Sender<Arc<Manifest>>,
     publish: std::sync::Mutex<()>,
+    tenants: watch::Sender<Arc<TenantDirectory>>,
 }
 
 impl Default for ManifestStore {
@@ -34,7 +36,24 @@ impl ManifestStore {
             current: ArcSwap::new(empty),
             changes,
             publish: std::sync::Mutex::new(()),
+            tenants: watch::channel(Arc::new(TenantDirectory::default())).0,
         }
+    }
+
+    /// The tenants as last received (empty until the control plane sends them).
+    pub fn tenants(&self) -> Arc<TenantDirectory> {
+        self.tenants.borrow().clone()
+    }
+
+    /// A receiver that sees every tenant directory installed from now on.
+    pub fn subscribe_tenants(&self) -> watch::Receiver<Arc<TenantDirectory>> {
+        self.tenants.subscribe()
+    }
+
+    /// Installs the tenants the control plane sent.
+    pub fn install_tenants(&self, tenants: TenantDirectory) {
+        tracing::debug!(tenants = tenants.len(), "tenants installed");
+        self.tenants.send_replace(Arc::new(tenants));
     }
 
     /// The current version (cheap: an atomic load).

@@ -144,25 +144,40 @@ impl ControlPlane for ControlPlaneService {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             // The first state newer than `after`, then every change of the
-            // manifest or of the upstream registry.
-            let mut sent: Option<(u64, String)> = None;
+            // manifest, the upstream registry or the tenants (a revoked key
+            // reaches every edge with the next update).
+            let mut sent: Option<(u64, String, String)> = None;
             loop {
-                let (manifest, upstreams_json) = {
+                let (manifest, upstreams_json, tenants_json) = {
                     let mut state = shared.lock();
                     let manifest = state.manifest();
                     let upstreams: Vec<&quiver_upstream::UpstreamConfig> =
                         state.upstreams.values().map(|u| &u.config).collect();
+                    let tenants: Vec<&crate::tenant::Tenant> = state.tenants.values().collect();
                     (
                         manifest,
                         serde_json::to_string(&upstreams).unwrap_or_default(),
+                        serde_json::to_string(&tenants).unwrap_or_default(),
                     )
                 };
-                let key = (manifest.version, upstreams_json.clone());
-                let wanted = manifest.version > after || (after == 0 && sent.is_none());
-                if wanted && sent.as_ref() != Some(&key) {
+                let key = (
+                    manifest.version,
+                    upstreams_json.clone(),
+                    tenants_json.clone(),
+                );
+                // The manifest travels when the consumer lacks it; the
+                // registry and tenants whenever they differ from what it was
+                // last sent (a reconnecting consumer holding the current
+                // version still gets them once).
+                let manifest_wanted = match &sent {
+                    None => manifest.version > after || after == 0,
+                    Some((version, _, _)) => *version != manifest.version,
+                };
+                if sent.as_ref() != Some(&key) {
                     let update = pb::ManifestUpdate {
-                        manifest: Some(manifest.to_pb()),
+                        manifest: manifest_wanted.then(|| manifest.to_pb()),
                         upstreams_json,
+                        tenants_json,
                     };
                     if tx.send(Ok(update)).await.is_err() {
                         return;

@@ -4,56 +4,8 @@
 
 use std::collections::BTreeMap;
 
+pub use quiver_proto::tenant::{ApiKey, Tenant, hash_key, valid_id};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-
-/// A tenant as replicated by the control plane.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Tenant {
-    /// Unique id, `[a-zA-Z0-9_-]{1,64}`.
-    pub id: String,
-    /// What operators see; defaults to the id.
-    pub display_name: String,
-    /// MCP mode served at `/mcp` for this tenant (`passthrough`, `search`, `code`);
-    /// `None` uses the edge's default.
-    #[serde(default)]
-    pub mode: Option<String>,
-    /// Visible servers by glob (`github`, `db-*`); empty means every server.
-    #[serde(default)]
-    pub servers: Vec<String>,
-    /// Visible tools by glob over `<server>/<tool>` (`github/list_*`); empty means
-    /// every tool of a visible server.
-    #[serde(default)]
-    pub tools: Vec<String>,
-    /// Servers carrying any of these tags are visible too.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// Tool calls per minute (stored here; enforced by the edge).
-    #[serde(default)]
-    pub rate_limit_per_minute: Option<u32>,
-    /// Spending budget in the tenant's unit (stored here; enforced by the edge).
-    #[serde(default)]
-    pub budget: Option<f64>,
-    /// Price per call by `<server>/<tool>` glob.
-    #[serde(default)]
-    pub prices: BTreeMap<String, f64>,
-    /// API keys by key id: hashes only.
-    #[serde(default)]
-    pub keys: BTreeMap<String, ApiKey>,
-    /// When it was created (ms since the epoch, leader's clock).
-    pub created_ms: u64,
-    /// When it last changed.
-    pub updated_ms: u64,
-}
-
-/// One API key of a tenant: its SHA-256, never the key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApiKey {
-    /// Hex SHA-256 of the whole key string.
-    pub sha256: String,
-    /// When it was issued.
-    pub created_ms: u64,
-}
 
 /// The settable part of a tenant: every field optional, so one type serves
 /// `create` (absent = default) and `update` (absent = unchanged).
@@ -134,9 +86,9 @@ impl TenantPatch {
     }
 }
 
-impl Tenant {
-    /// A new tenant with `patch` applied over the defaults.
-    pub fn new(id: &str, patch: &TenantPatch, now_ms: u64) -> Tenant {
+impl TenantPatch {
+    /// A new tenant with this patch applied over the defaults.
+    pub fn create(&self, id: &str, now_ms: u64) -> Tenant {
         let mut tenant = Tenant {
             id: id.to_string(),
             display_name: id.to_string(),
@@ -151,56 +103,43 @@ impl Tenant {
             created_ms: now_ms,
             updated_ms: now_ms,
         };
-        tenant.apply(patch, now_ms);
+        self.apply_to(&mut tenant, now_ms);
         tenant
     }
 
-    /// Applies the fields `patch` sets.
-    pub fn apply(&mut self, patch: &TenantPatch, now_ms: u64) {
+    /// Applies the fields this patch sets to `tenant`.
+    pub fn apply_to(&self, tenant: &mut Tenant, now_ms: u64) {
+        let patch = self;
         if let Some(name) = &patch.display_name {
-            self.display_name = name.clone();
+            tenant.display_name = name.clone();
         }
         if let Some(mode) = &patch.mode {
-            self.mode = (!mode.is_empty()).then(|| mode.clone());
+            tenant.mode = (!mode.is_empty()).then(|| mode.clone());
         }
         if let Some(servers) = &patch.servers {
-            self.servers = servers.clone();
+            tenant.servers = servers.clone();
         }
         if let Some(tools) = &patch.tools {
-            self.tools = tools.clone();
+            tenant.tools = tools.clone();
         }
         if let Some(tags) = &patch.tags {
-            self.tags = tags.clone();
+            tenant.tags = tags.clone();
         }
         if let Some(limit) = patch.rate_limit_per_minute {
-            self.rate_limit_per_minute = (limit > 0).then_some(limit);
+            tenant.rate_limit_per_minute = (limit > 0).then_some(limit);
         }
         if let Some(budget) = patch.budget {
-            self.budget = (budget >= 0.0).then_some(budget);
+            tenant.budget = (budget >= 0.0).then_some(budget);
         }
         for (glob, price) in patch.prices.iter().flatten() {
             if *price < 0.0 {
-                self.prices.remove(glob);
+                tenant.prices.remove(glob);
             } else {
-                self.prices.insert(glob.clone(), *price);
+                tenant.prices.insert(glob.clone(), *price);
             }
         }
-        self.updated_ms = now_ms;
+        tenant.updated_ms = now_ms;
     }
-}
-
-/// Hex SHA-256 of an API key, the only form the control plane keeps.
-pub fn hash_key(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
-}
-
-/// Whether `id` is a valid tenant, upstream or key id.
-pub fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 #[cfg(test)]
@@ -209,23 +148,18 @@ mod tests {
 
     #[test]
     fn a_patch_changes_only_what_it_sets() {
-        let mut tenant = Tenant::new(
-            "acme",
-            &TenantPatch {
-                servers: Some(vec!["github".into()]),
-                budget: Some(10.0),
-                ..TenantPatch::default()
-            },
-            1,
-        );
-        tenant.apply(
-            &TenantPatch {
-                display_name: Some("Acme Inc".into()),
-                budget: Some(-1.0),
-                ..TenantPatch::default()
-            },
-            2,
-        );
+        let mut tenant = TenantPatch {
+            servers: Some(vec!["github".into()]),
+            budget: Some(10.0),
+            ..TenantPatch::default()
+        }
+        .create("acme", 1);
+        TenantPatch {
+            display_name: Some("Acme Inc".into()),
+            budget: Some(-1.0),
+            ..TenantPatch::default()
+        }
+        .apply_to(&mut tenant, 2);
         assert_eq!(tenant.display_name, "Acme Inc");
         assert_eq!(tenant.servers, vec!["github".to_string()]);
         assert_eq!(tenant.budget, None);
@@ -240,13 +174,5 @@ mod tests {
         };
         let error = patch.validate().unwrap_err().to_string();
         assert!(error.contains("passthrough, search, code"), "{error}");
-    }
-
-    #[test]
-    fn key_hashes_are_hex_sha256() {
-        assert_eq!(
-            hash_key("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

@@ -1,12 +1,15 @@
 //! The consumer side of `WatchManifest`, used by edges and executors: hold the
 //! newest manifest in a [`ManifestStore`], recompute its stub hash locally,
-//! follow the upstream registry, and report what this node holds so
+//! follow the upstream registry and the tenants, and report what this node holds so
 //! `quiver ctl cluster verify` can compare. A broken stream is resumed from the
 //! last version held, on whichever endpoint answers.
 
 use std::{sync::Arc, time::Duration};
 
-use quiver_proto::{Manifest, pb};
+use quiver_proto::{
+    Manifest, pb,
+    tenant::{Tenant, TenantDirectory},
+};
 use quiver_upstream::UpstreamConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +54,9 @@ enum WatchError {
     /// The upstream registry in an update does not decode.
     #[error("unreadable upstream registry")]
     Registry(#[source] serde_json::Error),
+    /// The tenants in an update do not decode.
+    #[error("unreadable tenants")]
+    Tenants(#[source] serde_json::Error),
     /// The manifest in an update does not decode.
     #[error("unreadable manifest version {version}")]
     Manifest {
@@ -83,22 +89,12 @@ async fn watch_loop(
     registry: Option<&RegistrySink>,
 ) {
     let mut backoff = Duration::from_millis(100);
-    let mut last_registry: Option<String> = None;
-    let mut last_seen_version: Option<u64> = None;
+    let mut held = Held::default();
     let mut turn = 0usize;
     loop {
         let addr = &config.endpoints[turn % config.endpoints.len().max(1)];
         turn += 1;
-        match watch_once(
-            config,
-            addr,
-            store,
-            registry,
-            &mut last_registry,
-            &mut last_seen_version,
-        )
-        .await
-        {
+        match watch_once(config, addr, store, registry, &mut held).await {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
                 tracing::warn!(
@@ -113,13 +109,23 @@ async fn watch_loop(
     }
 }
 
+/// What this node last received, across reconnects.
+#[derive(Default)]
+struct Held {
+    /// The upstream registry's JSON.
+    registry: Option<String>,
+    /// The tenants' JSON.
+    tenants: Option<String>,
+    /// The last manifest version received.
+    version: Option<u64>,
+}
+
 async fn watch_once(
     config: &WatchConfig,
     addr: &str,
     store: &Arc<ManifestStore>,
     registry: Option<&RegistrySink>,
-    last_registry: &mut Option<String>,
-    last_seen_version: &mut Option<u64>,
+    held: &mut Held,
 ) -> Result<(), WatchError> {
     let mut client =
         pb::control_plane_client::ControlPlaneClient::new(channel(addr, config.tls.as_ref())?)
@@ -128,7 +134,7 @@ async fn watch_once(
     // After a reconnect, ask for anything newer than what we hold; the first
     // connection asks for the current state.
     let request = pb::WatchManifestRequest {
-        after_version: if last_registry.is_some() { after } else { 0 },
+        after_version: if held.registry.is_some() { after } else { 0 },
     };
     let mut stream = client.watch_manifest(request).await?.into_inner();
     let mut report = tokio::time::interval(REPORT_EVERY);
@@ -138,7 +144,7 @@ async fn watch_once(
                 let Some(update) = message? else {
                     return Err(WatchError::Closed);
                 };
-                apply_update(config, store, registry, last_registry, last_seen_version, update)?;
+                apply_update(config, store, registry, held, update)?;
                 send_report(&mut client, config, store).await;
             }
             _ = report.tick() => send_report(&mut client, config, store).await,
@@ -150,17 +156,25 @@ fn apply_update(
     config: &WatchConfig,
     store: &ManifestStore,
     registry: Option<&RegistrySink>,
-    last_registry: &mut Option<String>,
-    last_seen_version: &mut Option<u64>,
+    held: &mut Held,
     update: pb::ManifestUpdate,
 ) -> Result<(), WatchError> {
-    if last_registry.as_deref() != Some(update.upstreams_json.as_str()) {
+    if held.registry.as_deref() != Some(update.upstreams_json.as_str()) {
         let upstreams: Vec<UpstreamConfig> =
             serde_json::from_str(&update.upstreams_json).map_err(WatchError::Registry)?;
         if let Some(sink) = registry {
             sink(upstreams);
         }
-        *last_registry = Some(update.upstreams_json);
+        held.registry = Some(update.upstreams_json);
+    }
+    // A control plane older than the tenants field sends none: keep what is held.
+    if !update.tenants_json.is_empty()
+        && held.tenants.as_deref() != Some(update.tenants_json.as_str())
+    {
+        let tenants: Vec<Tenant> =
+            serde_json::from_str(&update.tenants_json).map_err(WatchError::Tenants)?;
+        store.install_tenants(TenantDirectory::new(tenants));
+        held.tenants = Some(update.tenants_json);
     }
     let Some(message) = update.manifest else {
         return Ok(());
@@ -182,11 +196,11 @@ fn apply_update(
     }
     // The first update is installed even at version 0, so a consumer waiting
     // for "the control plane answered" is not left waiting for a change.
-    let first = last_seen_version.is_none();
+    let first = held.version.is_none();
     if first || manifest.version != store.current().version {
         store.install(Arc::new(manifest));
     }
-    *last_seen_version = Some(message.version);
+    held.version = Some(message.version);
     Ok(())
 }
 

@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::mode::Mode;
+use crate::{auth::AuthMode, mode::Mode};
 
 /// How the edge serves MCP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -13,9 +13,15 @@ pub struct EdgeConfig {
     /// Address of the MCP Streamable HTTP listener. Default `127.0.0.1:8080`.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
-    /// Mode served at `/mcp` (the other paths pick their own). Default `code`.
+    /// Mode served at `/mcp` (the other paths pick their own) to callers
+    /// whose tenant names none. Default `code`.
     #[serde(default)]
     pub default_mode: Mode,
+    /// `none` (anonymous callers are the built-in tenant `default`, which
+    /// sees every tool) or `required` (every MCP request carries an API key
+    /// or a bearer token). Default `none`.
+    #[serde(default)]
+    pub auth: AuthMode,
     /// `Host` values accepted (DNS-rebinding protection). Default: loopback names
     /// plus the listen address. Add your public host names when not on loopback.
     #[serde(default)]
@@ -77,6 +83,7 @@ impl Default for EdgeConfig {
         EdgeConfig {
             listen: default_listen(),
             default_mode: Mode::default(),
+            auth: AuthMode::default(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: default_max_body(),

@@ -1,23 +1,26 @@
-//! The edge's shared state: the current tool view (swapped atomically when a new
-//! manifest version arrives), where calls and scripts run, and the sessions
-//! to tell when the passthrough tool list changes. It knows nothing of modes
-//! or sessions; a session holds a gateway, never the reverse.
+//! The edge's shared state: every tenant's view of the current manifest
+//! (swapped atomically when a new manifest version or new tenants arrive),
+//! where calls and scripts run, and the sessions to tell when the
+//! passthrough tool list changes. It knows nothing of modes or sessions; a
+//! session holds a gateway, never the reverse.
 
 use std::sync::{Arc, Mutex, Weak};
 
-use arc_swap::ArcSwap;
 use quiver_contract::{Dispatch, Scripts};
-use quiver_proto::Manifest;
+use quiver_proto::{Manifest, tenant::TenantDirectory};
 use rmcp::{RoleServer, service::Peer};
 use tokio::sync::watch;
 
-use quiver_view::ToolView;
+use quiver_view::{LiveViews, TenantViews, ToolView};
 
-use crate::config::EdgeConfig;
+use crate::{
+    auth::{self, AuthRefusal, Principal},
+    config::EdgeConfig,
+};
 
 /// State shared by every session of one edge.
 pub struct Gateway {
-    view: ArcSwap<ToolView>,
+    views: Arc<LiveViews>,
     dispatch: Arc<dyn Dispatch>,
     config: EdgeConfig,
     listeners: Mutex<Vec<Peer<RoleServer>>>,
@@ -26,10 +29,25 @@ pub struct Gateway {
 
 impl Gateway {
     /// A gateway serving `manifests` (kept current by a background task that
-    /// ends when the sender is dropped), running calls through `dispatch` and,
-    /// when given, code mode's `execute` on `scripts`.
+    /// ends when the sender is dropped) to anonymous callers only (no
+    /// tenants), running calls through `dispatch` and, when given, code
+    /// mode's `execute` on `scripts`.
     pub fn with_scripts(
-        mut manifests: watch::Receiver<Arc<Manifest>>,
+        manifests: watch::Receiver<Arc<Manifest>>,
+        dispatch: Arc<dyn Dispatch>,
+        scripts: Option<Arc<dyn Scripts>>,
+        config: EdgeConfig,
+    ) -> Arc<Gateway> {
+        let (_, tenants) = watch::channel(Arc::new(TenantDirectory::default()));
+        Gateway::with_tenants(manifests, tenants, dispatch, scripts, config)
+    }
+
+    /// A gateway serving `manifests` to the tenants of `tenants` (both kept
+    /// current by a background task that ends when the manifest sender is
+    /// dropped).
+    pub fn with_tenants(
+        manifests: watch::Receiver<Arc<Manifest>>,
+        tenants: watch::Receiver<Arc<TenantDirectory>>,
         dispatch: Arc<dyn Dispatch>,
         scripts: Option<Arc<dyn Scripts>>,
         config: EdgeConfig,
@@ -43,38 +61,30 @@ impl Gateway {
             data.map(|d| d.join("signals")).as_deref(),
             std::time::Duration::from_secs(config.search_signal_flush_secs.max(1)),
         );
-        let first = manifests.borrow_and_update().clone();
+        let views = LiveViews::follow(manifests, tenants);
+        let mut installed = views.installed();
         let gateway = Arc::new(Gateway {
-            view: ArcSwap::from_pointee(ToolView::all(first)),
+            views,
             dispatch,
             config,
             listeners: Mutex::new(Vec::new()),
             scripts,
         });
+        // Passthrough sessions hear of every new view: the manifest or
+        // their tenant's policy may have changed what they list.
         let weak: Weak<Gateway> = Arc::downgrade(&gateway);
         tokio::spawn(async move {
-            while manifests.changed().await.is_ok() {
-                let manifest = manifests.borrow_and_update().clone();
+            while installed.changed().await.is_ok() {
                 let Some(gateway) = weak.upgrade() else {
                     return;
                 };
-                let view = tokio::task::spawn_blocking(move || ToolView::all(manifest)).await;
-                match view {
-                    Ok(view) => gateway.install(view).await,
-                    Err(e) => tracing::error!("building the tool view failed: {e}"),
-                }
+                gateway.tell_listeners().await;
             }
         });
         gateway
     }
 
-    async fn install(&self, view: ToolView) {
-        tracing::debug!(
-            version = view.manifest().version,
-            tools = view.len(),
-            "tool view installed"
-        );
-        self.view.store(Arc::new(view));
+    async fn tell_listeners(&self) {
         let peers: Vec<Peer<RoleServer>> = {
             let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
             listeners.retain(|p| !p.is_transport_closed());
@@ -85,9 +95,56 @@ impl Gateway {
         }
     }
 
-    /// The current view.
+    /// The current view of every tool (what an anonymous caller sees).
     pub fn view(&self) -> Arc<ToolView> {
-        self.view.load_full()
+        self.views.current().all().clone()
+    }
+
+    /// Every tenant's view of the current manifest.
+    pub fn views(&self) -> Arc<TenantViews> {
+        self.views.current()
+    }
+
+    /// The current view of `principal`'s tenant, or `None` when the tenant
+    /// no longer exists.
+    pub fn view_for(&self, principal: &Principal) -> Option<Arc<ToolView>> {
+        if principal.is_anonymous() {
+            return Some(self.view());
+        }
+        self.views.current().for_tenant(&principal.tenant)
+    }
+
+    /// The principal of a bearer credential: an API key checked against the
+    /// current tenants' key hashes (a revoked key fails from the update that
+    /// removes it).
+    pub async fn authenticate(&self, credential: &str) -> Result<Principal, AuthRefusal> {
+        let views = self.views.current();
+        if auth::is_api_key(credential) {
+            return auth::authenticate_key(credential, views.tenants());
+        }
+        Err(AuthRefusal::Invalid {
+            reason: "not an API key, and this edge accepts no other tokens".into(),
+        })
+    }
+
+    /// Scopes every access token must carry (none without OAuth).
+    pub fn required_scopes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Scopes advertised in the protected-resource metadata.
+    pub fn scopes_supported(&self) -> Vec<String> {
+        self.required_scopes()
+    }
+
+    /// The configured OAuth resource identifier, if any.
+    pub fn oauth_resource(&self) -> Option<String> {
+        None
+    }
+
+    /// The OAuth issuers whose tokens this edge accepts.
+    pub fn authorization_servers(&self) -> Vec<String> {
+        Vec::new()
     }
 
     /// The dispatcher.

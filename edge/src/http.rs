@@ -26,7 +26,9 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::{gateway::Gateway, mode::Mode, serve_error::ServeError, session::GatewaySession, tls};
+use crate::{
+    access, gateway::Gateway, mode::Mode, serve_error::ServeError, session::GatewaySession, tls,
+};
 
 /// Extra JSON merged into `/status` (e.g. upstream health), supplied by the binary.
 pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
@@ -53,26 +55,37 @@ pub fn router(
         .with_max_request_body_bytes(config.max_body_bytes)
         .with_cancellation_token(shutdown.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
-    let service_for = |mode: Mode| {
+    // `/mcp` serves each tenant its own mode (the edge's default when it names none).
+    let service_for = |mode: Option<Mode>| {
         let gateway = gateway.clone();
         StreamableHttpService::new(
-            move || Ok(GatewaySession::new(gateway.clone(), mode)),
+            move || {
+                Ok(match mode {
+                    Some(mode) => GatewaySession::new(gateway.clone(), mode),
+                    None => GatewaySession::at_default_path(gateway.clone()),
+                })
+            },
             sessions.clone(),
             http_config.clone(),
         )
     };
-    let mut router = Router::new().nest_service("/mcp", service_for(config.default_mode));
+    let mut router = Router::new().nest_service("/mcp", service_for(None));
     for mode in Mode::ALL {
         router = router
-            .nest_service(&format!("/{mode}/mcp"), service_for(mode))
-            .nest_service(&format!("/mcp/{mode}"), service_for(mode));
+            .nest_service(&format!("/{mode}/mcp"), service_for(Some(mode)))
+            .nest_service(&format!("/mcp/{mode}"), service_for(Some(mode)));
     }
     let router = router
         .layer(middleware::from_fn_with_state(
             config.max_body_bytes,
             check_json_rpc,
         ))
-        .layer(middleware::from_fn(session_end_status));
+        .layer(middleware::from_fn_with_state(
+            gateway.clone(),
+            access::authenticate,
+        ))
+        .layer(middleware::from_fn(session_end_status))
+        .merge(access::metadata_routes(gateway.clone()));
     let status_gateway = gateway.clone();
     let router = search_signal_routes(router, operator_hosts);
     router.route("/healthz", get(|| async { "ok" })).route(

@@ -2,6 +2,8 @@
 //! passthrough, search or code mode. It holds no upstream connections; calls go
 //! to an executor through the `quiver-contract` traits.
 
+pub mod access;
+pub mod auth;
 pub mod config;
 pub mod gateway;
 pub mod http;

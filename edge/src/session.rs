@@ -1,23 +1,32 @@
 //! One MCP session: the rmcp server handler that answers `initialize`,
-//! `tools/list` and `tools/call` for a mode, over the gateway's current view.
+//! `tools/list` and `tools/call` for a mode, over the current view of the
+//! session's tenant. The tenant is the one the `initialize` request was
+//! authenticated as; every later request must come from the same tenant,
+//! and is answered from that tenant's view as it is at that moment.
 #![allow(deprecated)] // logging is current in the protocol versions served here
 
-use std::{borrow::Cow, sync::Arc};
+use std::{
+    borrow::Cow,
+    sync::{Arc, OnceLock},
+};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-        UnsubscribeRequestParams,
+        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext},
 };
 
+use quiver_view::ToolView;
+
 use crate::{
+    auth::{AuthMode, Principal},
     gateway::Gateway,
     mode::Mode,
     modes::{
@@ -34,35 +43,56 @@ pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// The handler of one MCP session in one mode.
+/// The handler of one MCP session.
 #[derive(Clone)]
 pub struct GatewaySession {
     gateway: Arc<Gateway>,
+    /// The mode its path names; `None` at `/mcp`, where the tenant's mode
+    /// (or the edge's default) applies.
+    path_mode: Option<Mode>,
+    /// Who opened it, and what it serves; set by `initialize`.
+    bound: Arc<OnceLock<Bound>>,
+    /// Identifies the session's stash.
+    id: Arc<str>,
+}
+
+/// What `initialize` fixed for the rest of a session.
+struct Bound {
+    /// The tenant that opened it.
+    principal: Principal,
+    /// Its mode.
     mode: Mode,
     /// Everything mode-specific: the tools, the instructions, the calls.
     handler: Arc<dyn ModeHandler>,
-    /// Identifies the session's stash.
-    id: Arc<str>,
 }
 
 impl GatewaySession {
     /// A new MCP session in `mode` on `gateway`.
     pub fn new(gateway: Arc<Gateway>, mode: Mode) -> GatewaySession {
+        GatewaySession::at(gateway, Some(mode))
+    }
+
+    /// A new session at `/mcp`: its mode is the tenant's, or the edge's default.
+    pub fn at_default_path(gateway: Arc<Gateway>) -> GatewaySession {
+        GatewaySession::at(gateway, None)
+    }
+
+    fn at(gateway: Arc<Gateway>, path_mode: Option<Mode>) -> GatewaySession {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id: Arc<str> = format!("{}-{n}", std::process::id()).into();
-        let backends = Backends {
-            dispatch: gateway.dispatch().clone(),
-            scripts: gateway.scripts().cloned(),
-            search_limit: gateway.config().search_limit,
-        };
         GatewaySession {
-            handler: modes::handler(mode, backends),
             gateway,
-            mode,
+            path_mode,
+            bound: Arc::new(OnceLock::new()),
             id,
         }
     }
+}
+
+/// A request refused because of who sent it (JSON-RPC `invalid_request`).
+fn refused(message: String) -> ErrorData {
+    ErrorData::new(ErrorCode::INVALID_REQUEST, message, None)
 }
 
 impl GatewaySession {
@@ -70,21 +100,95 @@ impl GatewaySession {
         self.gateway.dispatch().as_ref()
     }
 
-    fn passthrough_only(&self, method: &str) -> Result<(), ErrorData> {
-        if self.mode == Mode::Passthrough {
-            Ok(())
+    /// Who sent the request: the principal the HTTP layer established, or,
+    /// without HTTP (stdio, in-process clients), the anonymous tenant when
+    /// the edge accepts anonymous callers.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        match context.extensions.get::<axum::http::request::Parts>() {
+            Some(parts) => parts.extensions.get::<Principal>().cloned().ok_or_else(|| {
+                ErrorData::internal_error("the request reached a session unauthenticated", None)
+            }),
+            None if self.gateway.config().auth == AuthMode::None => Ok(Principal::anonymous()),
+            None => Err(refused(
+                "this edge requires authentication, which this transport cannot carry".into(),
+            )),
+        }
+    }
+
+    /// Fixes the session's tenant and mode (at `initialize`, or at the first
+    /// request of a session that skipped it).
+    fn bind(&self, principal: Principal) -> &Bound {
+        self.bound.get_or_init(|| {
+            let mode = self.path_mode.unwrap_or_else(|| {
+                self.gateway
+                    .views()
+                    .tenants()
+                    .get(&principal.tenant)
+                    .and_then(|t| t.mode.as_deref())
+                    .and_then(|m| m.parse().ok())
+                    .unwrap_or(self.gateway.config().default_mode)
+            });
+            let backends = Backends {
+                dispatch: self.gateway.dispatch().clone(),
+                scripts: self.gateway.scripts().cloned(),
+                search_limit: self.gateway.config().search_limit,
+            };
+            Bound {
+                principal,
+                mode,
+                handler: modes::handler(mode, backends),
+            }
+        })
+    }
+
+    /// The session's binding and its tenant's current view, when the request
+    /// comes from the tenant that opened the session.
+    fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(&Bound, Arc<ToolView>), ErrorData> {
+        let principal = self.principal(context)?;
+        let bound = self.bind(principal.clone());
+        if bound.principal.tenant != principal.tenant {
+            return Err(refused(
+                "this session was opened by another tenant; initialize a session of your own"
+                    .into(),
+            ));
+        }
+        let view = self.gateway.view_for(&principal).ok_or_else(|| {
+            refused(format!(
+                "tenant `{}` no longer exists on this gateway",
+                principal.tenant
+            ))
+        })?;
+        Ok((bound, view))
+    }
+
+    /// The view of a request that only passthrough serves.
+    fn passthrough_view(
+        &self,
+        method: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<ToolView>, ErrorData> {
+        let (bound, view) = self.caller(context)?;
+        if bound.mode == Mode::Passthrough {
+            Ok(view)
         } else {
             Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                ErrorCode::METHOD_NOT_FOUND,
                 format!("{method} is served in passthrough mode only (path /passthrough/mcp)"),
                 None,
             ))
         }
     }
 
-    async fn forward_subscription(&self, method: &str, uri: &str) -> Result<(), ErrorData> {
-        self.passthrough_only(method)?;
-        let view = self.gateway.view();
+    async fn forward_subscription(
+        &self,
+        method: &str,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let view = self.passthrough_view(method, context)?;
         let server = forwarded::route_uri(self.dispatch(), &view, uri).await?;
         forwarded::send(
             self.dispatch(),
@@ -99,21 +203,53 @@ impl GatewaySession {
 
 impl ServerHandler for GatewaySession {
     fn get_info(&self) -> ServerConfig {
-        let view = self.gateway.view();
-        let capabilities = self.handler.capabilities();
-        let instructions = self.handler.instructions(&view);
-        ServerConfig::new(capabilities)
+        // Before `initialize` (rmcp asks for it only then): what an
+        // anonymous caller of this path would get.
+        let (handler, view) = match self.bound.get() {
+            Some(bound) => (
+                bound.handler.clone(),
+                self.gateway
+                    .view_for(&bound.principal)
+                    .unwrap_or_else(|| self.gateway.view()),
+            ),
+            None => {
+                let mode = self.path_mode.unwrap_or(self.gateway.config().default_mode);
+                let backends = Backends {
+                    dispatch: self.gateway.dispatch().clone(),
+                    scripts: self.gateway.scripts().cloned(),
+                    search_limit: self.gateway.config().search_limit,
+                };
+                (modes::handler(mode, backends), self.gateway.view())
+            }
+        };
+        ServerConfig::new(handler.capabilities())
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
-            .with_instructions(instructions)
+            .with_instructions(handler.instructions(&view))
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(SUPPORTED_VERSIONS)
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The tenant is fixed here: the capabilities, instructions and every
+        // later answer are its own.
+        self.caller(&context)?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if self.mode == Mode::Passthrough {
+        if self
+            .bound
+            .get()
+            .is_some_and(|b| b.mode == Mode::Passthrough)
+        {
             self.gateway.listen_for_changes(context.peer);
         }
     }
@@ -130,28 +266,27 @@ impl ServerHandler for GatewaySession {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.passthrough_only("resources/list")?;
-        convert(forwarded::list_resources(self.dispatch(), &self.gateway.view(), false).await)
+        let view = self.passthrough_view("resources/list", &context)?;
+        convert(forwarded::list_resources(self.dispatch(), &view, false).await)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.passthrough_only("resources/templates/list")?;
-        convert(forwarded::list_resources(self.dispatch(), &self.gateway.view(), true).await)
+        let view = self.passthrough_view("resources/templates/list", &context)?;
+        convert(forwarded::list_resources(self.dispatch(), &view, true).await)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.passthrough_only("resources/read")?;
-        let view = self.gateway.view();
+        let view = self.passthrough_view("resources/read", &context)?;
         let server = forwarded::route_uri(self.dispatch(), &view, &request.uri).await?;
         let result = forwarded::send(
             self.dispatch(),
@@ -168,37 +303,36 @@ impl ServerHandler for GatewaySession {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.forward_subscription("resources/subscribe", &request.uri)
+        self.forward_subscription("resources/subscribe", &request.uri, &context)
             .await
     }
 
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.forward_subscription("resources/unsubscribe", &request.uri)
+        self.forward_subscription("resources/unsubscribe", &request.uri, &context)
             .await
     }
 
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.passthrough_only("prompts/list")?;
-        convert(forwarded::list_prompts(self.dispatch(), &self.gateway.view()).await)
+        let view = self.passthrough_view("prompts/list", &context)?;
+        convert(forwarded::list_prompts(self.dispatch(), &view).await)
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.passthrough_only("prompts/get")?;
-        let view = self.gateway.view();
+        let view = self.passthrough_view("prompts/get", &context)?;
         let (server, name) = forwarded::route_prompt(self.dispatch(), &view, &request.name).await?;
         let mut params = serde_json::json!({"name": name});
         if let Some(arguments) = request.arguments {
@@ -213,10 +347,9 @@ impl ServerHandler for GatewaySession {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.passthrough_only("completion/complete")?;
-        let view = self.gateway.view();
+        let view = self.passthrough_view("completion/complete", &context)?;
         let mut params = serde_json::to_value(&request)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let server = match params["ref"]["type"].as_str() {
@@ -250,11 +383,10 @@ impl ServerHandler for GatewaySession {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.handler.tools(&self.gateway.view()),
-        ))
+        let (bound, view) = self.caller(&context)?;
+        Ok(ListToolsResult::with_all_items(bound.handler.tools(&view)))
     }
 
     async fn call_tool(
@@ -262,13 +394,15 @@ impl ServerHandler for GatewaySession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let (bound, view) = self.caller(&context)?;
         let request = ToolRequest {
-            view: self.gateway.view(),
+            view,
+            tenant: &bound.principal.tenant,
             name: request.name.as_ref(),
             arguments: request.arguments,
             session: &self.id,
             context: &context,
         };
-        Ok(self.handler.call(request).await?.into())
+        Ok(bound.handler.call(request).await?.into())
     }
 }

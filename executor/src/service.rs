@@ -4,47 +4,66 @@
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
-use quiver_contract::{CallOptions, Dispatch, Scripts, wire};
-use quiver_proto::{Manifest, pb};
-use quiver_view::{ToolView, redact::redact};
+use quiver_contract::{CallOptions, DEFAULT_TENANT, Dispatch, Scripts, wire};
+use quiver_proto::{Manifest, pb, tenant::TenantDirectory};
+use quiver_view::{LiveViews, ToolView, redact::redact};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 /// Serves `quiver.v1.Executor`.
 pub struct ExecutorService {
-    view: Arc<ArcSwap<ToolView>>,
+    views: Arc<LiveViews>,
+    anonymous: bool,
     dispatch: Arc<dyn Dispatch>,
     scripts: Arc<dyn Scripts>,
 }
 
 impl ExecutorService {
-    /// A service over `manifests` (kept current in the background), running calls
-    /// through `dispatch` and scripts through `scripts`.
+    /// A service over `manifests` (kept current in the background) for
+    /// anonymous callers only (the built-in tenant sees every tool), running
+    /// calls through `dispatch` and scripts through `scripts`.
     pub fn new(
-        mut manifests: watch::Receiver<Arc<Manifest>>,
+        manifests: watch::Receiver<Arc<Manifest>>,
         dispatch: Arc<dyn Dispatch>,
         scripts: Arc<dyn Scripts>,
     ) -> ExecutorService {
-        let first = manifests.borrow_and_update().clone();
-        let view = Arc::new(ArcSwap::from_pointee(ToolView::all(first)));
-        let weak = Arc::downgrade(&view);
-        tokio::spawn(async move {
-            while manifests.changed().await.is_ok() {
-                let manifest = manifests.borrow_and_update().clone();
-                let Some(view) = weak.upgrade() else { return };
-                if let Ok(next) = tokio::task::spawn_blocking(move || ToolView::all(manifest)).await
-                {
-                    view.store(Arc::new(next));
-                }
-            }
-        });
+        let (_, tenants) = watch::channel(Arc::new(TenantDirectory::default()));
+        ExecutorService::with_tenants(manifests, tenants, true, dispatch, scripts)
+    }
+
+    /// A service over `manifests` and `tenants`: every call and script runs
+    /// against the view of the tenant it names, as this executor computes
+    /// it. The built-in tenant `default` (every tool) is served only when
+    /// `anonymous` is set, as it is behind edges that authenticate nobody.
+    pub fn with_tenants(
+        manifests: watch::Receiver<Arc<Manifest>>,
+        tenants: watch::Receiver<Arc<TenantDirectory>>,
+        anonymous: bool,
+        dispatch: Arc<dyn Dispatch>,
+        scripts: Arc<dyn Scripts>,
+    ) -> ExecutorService {
         ExecutorService {
-            view,
+            views: LiveViews::follow(manifests, tenants),
+            anonymous,
             dispatch,
             scripts,
         }
+    }
+
+    /// The view of `tenant` as this executor sees it; the caller's word for
+    /// what the tenant may see is never taken.
+    fn view_of(&self, tenant: &str) -> Result<Arc<ToolView>, Status> {
+        let views = self.views.current();
+        if let Some(view) = views.for_tenant(tenant) {
+            return Ok(view);
+        }
+        if tenant == DEFAULT_TENANT && self.anonymous {
+            return Ok(views.all().clone());
+        }
+        Err(Status::permission_denied(format!(
+            "tenant `{tenant}` is not known to this executor"
+        )))
     }
 
     /// The tonic server wrapper.
@@ -59,13 +78,17 @@ impl pb::executor_server::Executor for ExecutorService {
         &self,
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
-        let request = request.into_inner();
-        let view = self.view.load_full();
-        // The caller's word is not enough: the tool must be in this executor's view.
+        let mut request = request.into_inner();
+        if request.tenant.is_empty() {
+            request.tenant = DEFAULT_TENANT.into();
+        }
+        let view = self.view_of(&request.tenant)?;
+        // The caller's word is not enough: the tool must be in the tenant's
+        // view as this executor computes it.
         let Some(tool) = view.by_id(&request.server, &request.tool) else {
             return Err(Status::not_found(format!(
-                "tool `{}` of server `{}` is not in this executor's view",
-                request.tool, request.server
+                "tool `{}` of server `{}` is not in this executor's view of tenant `{}`",
+                request.tool, request.server, request.tenant
             )));
         };
         let arguments: serde_json::Value = if request.arguments_json.is_empty() {
@@ -100,12 +123,12 @@ impl pb::executor_server::Executor for ExecutorService {
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let mut request = wire::request_from_pb(request.into_inner());
         if request.tenant.is_empty() {
-            request.tenant = "default".into();
+            request.tenant = DEFAULT_TENANT.into();
         }
         if request.session.is_empty() {
             request.session = "anonymous".into();
         }
-        let view = self.view.load_full();
+        let view = self.view_of(&request.tenant)?;
         // A client that cancels resets the stream and tonic drops this
         // future: the guard then stops the script and frees its worker.
         let cancel = CancellationToken::new();

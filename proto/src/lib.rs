@@ -8,6 +8,8 @@
 //!   every node, platform and run; nothing here may depend on time, locale, hashing
 //!   seeds or map iteration order.
 //! - Catalog files ([`catalog`]): tool catalogues in the formats Quiver accepts.
+//! - Tenants ([`tenant`]): policy, API-key hashes and the directory edges
+//!   authenticate against.
 
 pub mod canonical;
 pub mod catalog;
@@ -15,6 +17,7 @@ pub mod hash;
 pub mod manifest;
 pub mod naming;
 pub mod stub;
+pub mod tenant;
 pub mod tool;
 
 pub use hash::{ParseStubHashError, StubHash};

@@ -15,7 +15,7 @@ use quiver_control_plane::{
     node_role::NodeRole,
     watcher::{WatchConfig, spawn_watcher},
 };
-use quiver_edge::{Gateway, Mode};
+use quiver_edge::{Gateway, Mode, auth::AuthMode};
 use quiver_executor::{
     LocalExecutor,
     pool::{PoolConfig, WorkerCommand, WorkerPool},
@@ -43,6 +43,11 @@ pub struct DevArgs {
     /// Mode served at /mcp (overrides the config).
     #[arg(long)]
     mode: Option<Mode>,
+    /// `none` (default): anonymous callers are the built-in tenant `default`,
+    /// which sees every tool; `required`: every MCP request must carry an API
+    /// key (`quiver ctl key issue`) or an OAuth access token (overrides the config).
+    #[arg(long)]
+    auth: Option<AuthMode>,
     /// Serve one MCP session on stdin/stdout instead of HTTP.
     #[arg(long)]
     stdio: bool,
@@ -78,6 +83,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if let Some(mode) = args.mode {
         config.edge.default_mode = mode;
     }
+    if let Some(auth) = args.auth {
+        config.edge.auth = auth;
+    }
+    if args.stdio && config.edge.auth == AuthMode::Required {
+        anyhow::bail!(
+            "--stdio serves one local client without credentials; it cannot be combined with auth = \"required\" (serve HTTP instead)"
+        );
+    }
     let using_demo = add_upstreams(&mut config, args.catalog.as_deref())?;
     config.validate()?;
     if let Some(tls) = &config.edge.tls {
@@ -103,7 +116,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         start_control_plane(&config, args.reset_upstreams, &shutdown).await?;
     let mut child_executor = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
-        let (child, remote) = spawn_child_executor(control_plane.addr()).await?;
+        let (child, remote) = spawn_child_executor(control_plane.addr(), config.edge.auth).await?;
         child_executor = Some(child);
         let remote = Arc::new(remote);
         (remote.clone(), remote, None)
@@ -111,8 +124,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         let (executor, scripts, pool) = local_executor(upstreams.clone()).await?;
         (executor, scripts, Some(pool))
     };
-    let gateway = Gateway::with_scripts(
+    let gateway = Gateway::with_tenants(
         store.subscribe(),
+        store.subscribe_tenants(),
         dispatch,
         Some(scripts),
         config.edge.clone(),
@@ -436,12 +450,14 @@ pub(crate) async fn local_executor(
 /// (its upstreams and manifest come over the watch stream) and connects to it.
 async fn spawn_child_executor(
     control_plane: &str,
+    auth: AuthMode,
 ) -> anyhow::Result<(tokio::process::Child, RemoteExecutor)> {
     use tokio::io::AsyncBufReadExt;
     let program = std::env::current_exe().context("finding the quiver binary")?;
     let mut command = tokio::process::Command::new(program);
     command.args(["executor", "--listen", "127.0.0.1:0", "--exit-with-stdin"]);
     command.args(["--control-plane", control_plane]);
+    command.args(["--auth", auth.as_str()]);
     command.args([
         "--node-name",
         &format!("dev-executor-{}", std::process::id()),

@@ -12,6 +12,7 @@ use quiver_control_plane::{
     raft::network::ClusterTls,
     watcher::{RegistrySink, WatchConfig, spawn_reporter, spawn_watcher},
 };
+use quiver_edge::auth::AuthMode;
 use quiver_executor::service::ExecutorService;
 use quiver_upstream::UpstreamSet;
 use tokio_util::sync::CancellationToken;
@@ -59,6 +60,12 @@ pub struct ExecutorArgs {
     /// Its key (PEM).
     #[arg(long, requires = "control_plane_tls_ca")]
     control_plane_tls_key: Option<PathBuf>,
+    /// `none`: serve the built-in tenant `default` (every tool) to callers
+    /// naming it, as behind edges that authenticate nobody; `required`:
+    /// serve only tenants the control plane holds. Either way every call is
+    /// checked against the named tenant's view as this executor computes it.
+    #[arg(long, default_value = "none")]
+    auth: AuthMode,
     /// This executor's name in the fleet (default `executor@<listen address>`).
     #[arg(long)]
     node_name: Option<String>,
@@ -149,7 +156,13 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         (upstreams, store)
     };
     let (dispatch, scripts, pool) = local_executor(upstreams.clone()).await?;
-    let service = ExecutorService::new(store.subscribe(), dispatch, scripts);
+    let service = ExecutorService::with_tenants(
+        store.subscribe(),
+        store.subscribe_tenants(),
+        args.auth == AuthMode::None,
+        dispatch,
+        scripts,
+    );
     let manifest = store.current();
     println!(
         "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}",

@@ -6,13 +6,17 @@
 
 pub mod argument_check;
 mod error_chain;
+mod live_views;
 pub mod redact;
 pub mod search;
 pub mod search_result;
 pub mod suggest;
+pub mod tenant_views;
 pub mod tool_call;
 pub mod view;
 
+pub use live_views::LiveViews;
 pub use search_result::{MAX_SEARCH_RESULTS, SearchResult};
+pub use tenant_views::TenantViews;
 pub use tool_call::ToolCall;
 pub use view::{ToolView, ViewTool};

@@ -641,7 +641,7 @@ mod tests {
 
     #[test]
     fn a_tenant_is_shown_with_key_ids_never_hashes() {
-        let mut tenant = Tenant::new("acme", &Default::default(), 1);
+        let mut tenant = crate::tenant::TenantPatch::default().create("acme", 1);
         tenant.keys.insert(
             "k1".into(),
             crate::tenant::ApiKey {

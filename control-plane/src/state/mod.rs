@@ -400,7 +400,7 @@ impl ControlState {
                 "tenant `{id}` already exists; use `tenant update`"
             )));
         }
-        let tenant = Tenant::new(id, patch, at);
+        let tenant = patch.create(id, at);
         self.tenants.insert(id.to_string(), tenant.clone());
         self.log_admin(at, actor, None, format!("tenant `{id}` created"));
         Ok(tenant)
@@ -419,7 +419,7 @@ impl ControlState {
         let Some(tenant) = self.tenants.get_mut(id) else {
             return Err(self.unknown_tenant(id));
         };
-        tenant.apply(patch, at);
+        patch.apply_to(tenant, at);
         let result = tenant.clone();
         self.log_admin(at, actor, None, format!("tenant `{id}` updated"));
         Ok(result)

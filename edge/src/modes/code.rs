@@ -6,9 +6,7 @@
 use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
-use quiver_contract::{
-    API_DECLARATION, DEFAULT_TENANT, ExecuteError, ExecuteRequest, ScriptOutcome,
-};
+use quiver_contract::{API_DECLARATION, ExecuteError, ExecuteRequest, ScriptOutcome};
 use quiver_view::{
     ToolView,
     redact::{redact, redact_for_caller},
@@ -119,7 +117,12 @@ impl CodeMode {
     }
 
     /// `search {query, limit?}`.
-    fn search_tool(&self, view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
+    fn search_tool(
+        &self,
+        view: &ToolView,
+        tenant: &str,
+        args: Option<JsonObject>,
+    ) -> CallToolResult {
         let args: SearchArgs = match parse_args(
             CodeTool::Search.name(),
             args,
@@ -129,7 +132,7 @@ impl CodeMode {
             Err(e) => return *e,
         };
         let limit = search_limit(args.limit, self.backends.search_limit);
-        let hits = view.search_results(DEFAULT_TENANT, &args.query, limit);
+        let hits = view.search_results(tenant, &args.query, limit);
         if hits.is_empty() {
             return tool_ok(
                 format!("No tools match `{}`.", args.query),
@@ -168,7 +171,7 @@ impl CodeMode {
         );
         let outcome = scripts
             .execute(
-                ExecuteRequest::new(DEFAULT_TENANT, request.session, args.code.as_str()),
+                ExecuteRequest::new(request.tenant, request.session, args.code.as_str()),
                 request.view.clone(),
                 request.context.ct.clone(),
                 Some(std::sync::Arc::new(relay)),
@@ -249,8 +252,12 @@ impl ModeHandler for CodeMode {
             let tool = CodeTool::named(request.name).filter(|t| self.offered().any(|o| o == *t));
             Ok(match tool {
                 Some(CodeTool::List) => list_tool(&request.view, request.arguments),
-                Some(CodeTool::Search) => self.search_tool(&request.view, request.arguments),
-                Some(CodeTool::Describe) => describe_tool(&request.view, request.arguments),
+                Some(CodeTool::Search) => {
+                    self.search_tool(&request.view, request.tenant, request.arguments)
+                }
+                Some(CodeTool::Describe) => {
+                    describe_tool(&request.view, request.tenant, request.arguments)
+                }
                 Some(CodeTool::Execute) => self.execute_tool(request).await,
                 None => {
                     let other = request.name;
@@ -371,7 +378,7 @@ fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
 }
 
 /// `describe {names}`; the name `api` gives the script API declarations.
-fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
+fn describe_tool(view: &ToolView, tenant: &str, args: Option<JsonObject>) -> CallToolResult {
     let args: DescribeArgs = match parse_args(CodeTool::Describe.name(), args, "{names: string[]}")
     {
         Ok(a) => a,
@@ -398,7 +405,7 @@ fn describe_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
         }
         match view.resolve(name) {
             Some(t) => {
-                view.record_describe(DEFAULT_TENANT, t);
+                view.record_describe(tenant, t);
                 text.push_str(&t.tool.stub.declaration);
                 text.push('\n');
             }

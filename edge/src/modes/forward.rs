@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use quiver_contract::{CallOptions, DEFAULT_TENANT, Dispatch};
+use quiver_contract::{CallOptions, Dispatch};
 use quiver_view::{ToolView, ViewTool, redact::redact_for_caller};
 use rmcp::{
     RoleServer,
@@ -35,12 +35,13 @@ fn redact_error_result(mut result: CallToolResult, arguments: &Value) -> CallToo
 pub(crate) async fn forward(
     dispatch: &dyn Dispatch,
     view: &ToolView,
+    tenant: &str,
     tool: ViewTool<'_>,
     arguments: Option<JsonObject>,
     context: &RequestContext<RoleServer>,
 ) -> CallToolResult {
     let sent = arguments.map_or(Value::Null, Value::Object);
-    let call = match view.prepare_call(DEFAULT_TENANT, tool, &sent) {
+    let call = match view.prepare_call(tenant, tool, &sent) {
         Ok(call) => call,
         Err(errors) => {
             return tool_error(
@@ -60,7 +61,7 @@ pub(crate) async fn forward(
     // Redaction keeps what the caller sent (an absent object is `{}`).
     let args_value = if sent.is_null() { json!({}) } else { sent };
     let succeeded = matches!(&outcome, Ok(r) if r.is_error != Some(true));
-    view.record_call(DEFAULT_TENANT, tool, succeeded);
+    view.record_call(tenant, tool, succeeded);
     match outcome {
         Ok(result) if result.is_error == Some(true) => redact_error_result(result, &args_value),
         Ok(result) => result,

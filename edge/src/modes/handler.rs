@@ -29,6 +29,9 @@ pub struct Backends {
 pub struct ToolRequest<'a> {
     /// The session's view (the version current when the call arrived).
     pub view: Arc<ToolView>,
+    /// The tenant the call is made for (its search signals, stash and
+    /// scripts are its own).
+    pub tenant: &'a str,
     /// The tool the client named.
     pub name: &'a str,
     /// Its arguments.

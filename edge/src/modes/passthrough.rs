@@ -89,6 +89,7 @@ impl ModeHandler for PassthroughMode {
                 Some(tool) => Ok(forward(
                     self.backends.dispatch.as_ref(),
                     view,
+                    request.tenant,
                     tool,
                     request.arguments,
                     request.context,

@@ -5,7 +5,6 @@
 use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
-use quiver_contract::DEFAULT_TENANT;
 use quiver_view::{ToolView, search_result::search_limit};
 use rmcp::{
     ErrorData, RoleServer,
@@ -37,14 +36,19 @@ impl SearchMode {
     }
 
     /// `search_tools`.
-    fn search_tools(&self, view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
+    fn search_tools(
+        &self,
+        view: &ToolView,
+        tenant: &str,
+        args: Option<JsonObject>,
+    ) -> CallToolResult {
         let args: SearchArgs =
             match parse_args(SEARCH_TOOLS, args, "{query: string, limit?: integer}") {
                 Ok(a) => a,
                 Err(e) => return *e,
             };
         let limit = search_limit(args.limit, self.backends.search_limit);
-        let hits = view.search_results(DEFAULT_TENANT, &args.query, limit);
+        let hits = view.search_results(tenant, &args.query, limit);
         let mut text = String::new();
         let mut results = Vec::with_capacity(hits.len());
         for (tool, hit) in &hits {
@@ -72,6 +76,7 @@ impl SearchMode {
     async fn call_by_name(
         &self,
         view: &ToolView,
+        tenant: &str,
         name: &str,
         arguments: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
@@ -81,6 +86,7 @@ impl SearchMode {
                 forward(
                     self.backends.dispatch.as_ref(),
                     view,
+                    tenant,
                     tool,
                     arguments,
                     context,
@@ -142,7 +148,7 @@ impl ModeHandler for SearchMode {
         Box::pin(async move {
             let view = &request.view;
             Ok(match request.name {
-                SEARCH_TOOLS => self.search_tools(view, request.arguments),
+                SEARCH_TOOLS => self.search_tools(view, request.tenant, request.arguments),
                 CALL_TOOL => {
                     let args: CallArgs = match parse_args(
                         CALL_TOOL,
@@ -152,12 +158,24 @@ impl ModeHandler for SearchMode {
                         Ok(a) => a,
                         Err(e) => return Ok(*e),
                     };
-                    self.call_by_name(view, &args.name, args.arguments, request.context)
-                        .await
+                    self.call_by_name(
+                        view,
+                        request.tenant,
+                        &args.name,
+                        args.arguments,
+                        request.context,
+                    )
+                    .await
                 }
                 other => {
-                    self.call_by_name(view, other, request.arguments, request.context)
-                        .await
+                    self.call_by_name(
+                        view,
+                        request.tenant,
+                        other,
+                        request.arguments,
+                        request.context,
+                    )
+                    .await
                 }
             })
         })
