@@ -1,6 +1,8 @@
 //! Who is calling: API keys and OAuth 2.1 bearer tokens, resolved to a tenant
 //! before any session sees the request.
 
+pub mod jwks;
+pub mod jwt;
 
 use std::{fmt, str::FromStr, sync::Arc};
 
