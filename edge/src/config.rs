@@ -4,7 +4,10 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{auth::AuthMode, mode::Mode};
+use crate::{
+    auth::{AuthMode, jwt::OAuthConfig},
+    mode::Mode,
+};
 
 /// How the edge serves MCP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +25,10 @@ pub struct EdgeConfig {
     /// or a bearer token). Default `none`.
     #[serde(default)]
     pub auth: AuthMode,
+    /// Accept OAuth 2.1 access tokens (JWTs) from these issuers, as an MCP
+    /// resource server (`[edge.oauth]`). Default: API keys only.
+    #[serde(default)]
+    pub oauth: Option<OAuthConfig>,
     /// `Host` values accepted (DNS-rebinding protection). Default: loopback names
     /// plus the listen address. Add your public host names when not on loopback.
     #[serde(default)]
@@ -84,6 +91,7 @@ impl Default for EdgeConfig {
             listen: default_listen(),
             default_mode: Mode::default(),
             auth: AuthMode::default(),
+            oauth: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: default_max_body(),

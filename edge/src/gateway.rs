@@ -14,13 +14,18 @@ use tokio::sync::watch;
 use quiver_view::{LiveViews, TenantViews, ToolView};
 
 use crate::{
-    auth::{self, AuthRefusal, Principal},
+    auth::{
+        self, AuthRefusal, Credential, Principal,
+        jwt::{JwtRejection, JwtValidator},
+    },
     config::EdgeConfig,
 };
 
 /// State shared by every session of one edge.
 pub struct Gateway {
     views: Arc<LiveViews>,
+    /// Validates OAuth access tokens, when `[edge.oauth]` is configured.
+    tokens: Option<JwtValidator>,
     dispatch: Arc<dyn Dispatch>,
     config: EdgeConfig,
     listeners: Mutex<Vec<Peer<RoleServer>>>,
@@ -62,9 +67,22 @@ impl Gateway {
             std::time::Duration::from_secs(config.search_signal_flush_secs.max(1)),
         );
         let views = LiveViews::follow(manifests, tenants);
+        // The binary checks the OAuth settings before it starts; a gateway
+        // built with bad ones refuses every token rather than accept any.
+        let tokens = config
+            .oauth
+            .clone()
+            .and_then(|oauth| match JwtValidator::new(oauth) {
+                Ok(validator) => Some(validator),
+                Err(e) => {
+                    tracing::error!("edge.oauth: {e}; every access token will be refused");
+                    None
+                }
+            });
         let mut installed = views.installed();
         let gateway = Arc::new(Gateway {
             views,
+            tokens,
             dispatch,
             config,
             listeners: Mutex::new(Vec::new()),
@@ -122,14 +140,43 @@ impl Gateway {
         if auth::is_api_key(credential) {
             return auth::authenticate_key(credential, views.tenants());
         }
-        Err(AuthRefusal::Invalid {
-            reason: "not an API key, and this edge accepts no other tokens".into(),
+        let Some(validator) = &self.tokens else {
+            return Err(AuthRefusal::Invalid {
+                reason: "not an API key, and this edge accepts no access tokens".into(),
+            });
+        };
+        let identity = validator.validate(credential).await.map_err(|e| match e {
+            JwtRejection::InsufficientScope { required } => {
+                AuthRefusal::InsufficientScope { required }
+            }
+            other => AuthRefusal::Invalid {
+                reason: other.to_string(),
+            },
+        })?;
+        if views.tenants().get(&identity.tenant).is_none() {
+            return Err(AuthRefusal::Invalid {
+                reason: format!(
+                    "token of `{}` from `{}` names tenant `{}`, which does not exist",
+                    identity.subject, identity.issuer, identity.tenant
+                ),
+            });
+        }
+        Ok(Principal {
+            tenant: identity.tenant.into(),
+            credential: Credential::Token {
+                issuer: identity.issuer,
+                subject: identity.subject,
+            },
         })
     }
 
     /// Scopes every access token must carry (none without OAuth).
     pub fn required_scopes(&self) -> Vec<String> {
-        Vec::new()
+        self.config
+            .oauth
+            .as_ref()
+            .map(|o| o.required_scopes.clone())
+            .unwrap_or_default()
     }
 
     /// Scopes advertised in the protected-resource metadata.
@@ -139,12 +186,16 @@ impl Gateway {
 
     /// The configured OAuth resource identifier, if any.
     pub fn oauth_resource(&self) -> Option<String> {
-        None
+        self.config.oauth.as_ref().map(|o| o.resource.clone())
     }
 
     /// The OAuth issuers whose tokens this edge accepts.
     pub fn authorization_servers(&self) -> Vec<String> {
-        Vec::new()
+        self.config
+            .oauth
+            .iter()
+            .flat_map(|o| o.issuers.iter().map(|i| i.issuer.clone()))
+            .collect()
     }
 
     /// The dispatcher.

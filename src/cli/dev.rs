@@ -93,6 +93,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     }
     let using_demo = add_upstreams(&mut config, args.catalog.as_deref())?;
     config.validate()?;
+    if let Some(oauth) = &config.edge.oauth {
+        // Fail before anything starts, naming the issuer and file.
+        quiver_edge::auth::jwt::JwtValidator::new(oauth.clone())?;
+    }
     if let Some(tls) = &config.edge.tls {
         // Fail before anything starts, naming the file and key.
         quiver_edge::tls::acceptor(tls)?;

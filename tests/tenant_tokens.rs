@@ -1,0 +1,231 @@
+//! OAuth 2.1 access tokens at the edge, end to end: `quiver dev` as an MCP
+//! resource server trusting one issuer's JWKS file, tokens signed in the
+//! test (ES256 with ring). A token's tenant claim picks the tenant and its
+//! view; every kind of bad token gets the same 401; a token without the
+//! required scope gets 403 `insufficient_scope`; the protected-resource
+//! metadata names the issuer and the scopes.
+
+mod support;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use ring::{
+    rand::SystemRandom,
+    signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _},
+};
+use rmcp::{
+    ServiceExt,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::{Value, json};
+use support::{ctl, start_with_config, write_file};
+
+const RESOURCE: &str = "https://mcp.quiver.test/mcp";
+const ISSUER: &str = "https://issuer.quiver.test";
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// An ES256 signer and its JWKS.
+struct Issuer {
+    key: EcdsaKeyPair,
+    rng: SystemRandom,
+}
+
+impl Issuer {
+    fn new() -> Issuer {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        Issuer { key, rng }
+    }
+
+    fn jwks(&self) -> String {
+        let point = self.key.public_key().as_ref();
+        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "use": "sig", "alg": "ES256",
+            "x": b64(&point[1..33]), "y": b64(&point[33..65])}]})
+        .to_string()
+    }
+
+    fn token(&self, claims: &Value) -> String {
+        let header = b64(json!({"alg": "ES256", "kid": "k1", "typ": "JWT"})
+            .to_string()
+            .as_bytes());
+        let payload = b64(claims.to_string().as_bytes());
+        let signed = format!("{header}.{payload}");
+        let signature = self.key.sign(&self.rng, signed.as_bytes()).unwrap();
+        format!("{signed}.{}", b64(signature.as_ref()))
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn claims(tenant: &str) -> Value {
+    json!({"iss": ISSUER, "sub": "user-7", "aud": RESOURCE, "iat": now(), "exp": now() + 600,
+        "tenant": tenant, "scope": "openid mcp:tools"})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_pick_their_tenant_and_every_bad_token_gets_the_same_answer() {
+    let issuer = Issuer::new();
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = write_file(dir.path(), "jwks.json", &issuer.jwks());
+    let config = format!(
+        r#"
+[edge]
+auth = "required"
+
+[edge.oauth]
+resource = "{RESOURCE}"
+required_scopes = ["mcp:tools"]
+
+[[edge.oauth.issuers]]
+issuer = "{ISSUER}"
+jwks_file = "{}"
+"#,
+        jwks.display()
+    );
+    let (dev, _config_dir) = start_with_config(&config, &[]);
+    let (ok, _, err) = ctl(
+        &dev.control_plane,
+        &["tenant", "create", "weather-only", "--server", "weather"],
+    );
+    assert!(ok, "{err}");
+    let url = dev.mode_url("passthrough");
+
+    tracing::info!("--- a good token is served its tenant's view");
+    quiver_upstream::install_crypto_provider();
+    let mut transport = StreamableHttpClientTransportConfig::with_uri(url.clone());
+    transport.auth_header = Some(issuer.token(&claims("weather-only")));
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(transport))
+            .await
+            .expect("a client with a valid token connects");
+    let names = support::tool_names(&client).await;
+    assert!(!names.is_empty());
+    assert!(
+        names.iter().all(|n| n.starts_with("weather__")),
+        "{names:?}"
+    );
+    client.cancel().await.unwrap();
+
+    tracing::info!("--- every bad token: 401 invalid_token, one body for all");
+    let http = support::http();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let send = |token: String| {
+        let http = http.clone();
+        let url = url.clone();
+        let initialize = initialize.clone();
+        async move {
+            http.post(&url)
+                .header("accept", "application/json, text/event-stream")
+                .header("authorization", format!("Bearer {token}"))
+                .json(&initialize)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let other = Issuer::new();
+    let mut bad = vec![
+        ("expired", {
+            let mut c = claims("weather-only");
+            c["exp"] = json!(now() - 3600);
+            issuer.token(&c)
+        }),
+        ("not yet valid", {
+            let mut c = claims("weather-only");
+            c["nbf"] = json!(now() + 3600);
+            issuer.token(&c)
+        }),
+        ("wrong audience", {
+            let mut c = claims("weather-only");
+            c["aud"] = json!("https://elsewhere.test/mcp");
+            issuer.token(&c)
+        }),
+        ("wrong issuer", {
+            let mut c = claims("weather-only");
+            c["iss"] = json!("https://evil.test");
+            issuer.token(&c)
+        }),
+        (
+            "signed by another key",
+            other.token(&claims("weather-only")),
+        ),
+        ("no such tenant", issuer.token(&claims("ghost"))),
+        ("malformed", "abc.def".to_string()),
+    ];
+    let tampered = {
+        let token = issuer.token(&claims("weather-only"));
+        let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+        let mut c = claims("weather-only");
+        c["tenant"] = json!("someone-else");
+        parts[1] = b64(c.to_string().as_bytes());
+        parts.join(".")
+    };
+    bad.push(("tampered payload", tampered));
+    let mut bodies = Vec::new();
+    for (case, token) in bad {
+        let response = send(token).await;
+        assert_eq!(response.status(), 401, "{case}");
+        let challenge = response.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            challenge,
+            "Bearer resource_metadata=\"https://mcp.quiver.test/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\", scope=\"mcp:tools\"",
+            "{case}"
+        );
+        bodies.push((case, response.text().await.unwrap()));
+    }
+    for (case, body) in &bodies {
+        assert_eq!(
+            body, &bodies[0].1,
+            "{case} answered differently from {}",
+            bodies[0].0
+        );
+    }
+
+    tracing::info!("--- a valid token without the scope: 403 insufficient_scope");
+    let mut c = claims("weather-only");
+    c["scope"] = json!("openid");
+    let response = send(issuer.token(&c)).await;
+    assert_eq!(response.status(), 403);
+    let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"")
+            && challenge.contains("scope=\"mcp:tools\""),
+        "{challenge}"
+    );
+
+    tracing::info!("--- the protected-resource metadata");
+    let base = dev.url.trim_end_matches("/mcp");
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let metadata: Value = http
+            .get(format!("{base}{path}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(metadata["resource"], RESOURCE, "{path}");
+        assert_eq!(metadata["authorization_servers"], json!([ISSUER]), "{path}");
+        assert_eq!(metadata["scopes_supported"], json!(["mcp:tools"]), "{path}");
+    }
+}
