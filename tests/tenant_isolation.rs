@@ -367,3 +367,64 @@ async fn without_auth_anonymous_callers_see_everything_and_keys_still_pick_their
     anonymous.cancel().await.unwrap();
     tenant.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_executor_rechecks_every_call_against_the_tenants_view() {
+    let dev = QuiverDev::start(&["--auth", "required", "--executor", "child"]);
+    let (key, _) = tenant_with_key(&dev.control_plane, "weather-only", "weather");
+    let client = connect_as(&dev.mode_url("code"), &key).await;
+    let own = call_any(
+        &client,
+        "execute",
+        json!({"code": "return await tools.weather.get_forecast({city: 'Lisbon'})"}),
+    )
+    .await;
+    assert!(
+        own.contains("get_forecast") && own.contains("Lisbon"),
+        "{own}"
+    );
+    let hidden = call_any(
+        &client,
+        "execute",
+        json!({"code": "return await tools.call('github__create_issue', {repo: 'a/b', title: 'x'})"}),
+    )
+    .await;
+    assert!(!hidden.contains("\"server\":\"github\""), "{hidden}");
+    client.cancel().await.unwrap();
+
+    // The executor does not take the edge's word: asked directly for a tool
+    // outside the tenant's view, or for a tenant it does not know, it refuses.
+    let executor = support::ExecutorProcess::start(&[
+        "--control-plane",
+        &dev.control_plane,
+        "--auth",
+        "required",
+    ]);
+    let mut grpc = quiver_proto::pb::executor_client::ExecutorClient::connect(format!(
+        "http://{}",
+        executor.addr
+    ))
+    .await
+    .unwrap();
+    let ask = |tenant: &str, server: &str, tool: &str| quiver_proto::pb::CallToolRequest {
+        tenant: tenant.into(),
+        server: server.into(),
+        tool: tool.into(),
+        arguments_json: r#"{"city":"Oslo","repo":"a/b","title":"x"}"#.into(),
+        ..Default::default()
+    };
+    let refused = grpc
+        .call_tool(ask("weather-only", "github", "create_issue"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::NotFound, "{refused:?}");
+    let unknown = grpc
+        .call_tool(ask("default", "weather", "get_forecast"))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::PermissionDenied, "{unknown:?}");
+    let allowed = grpc
+        .call_tool(ask("weather-only", "weather", "get_forecast"))
+        .await;
+    assert!(allowed.is_ok(), "{allowed:?}");
+}

@@ -34,8 +34,9 @@ impl ExecutorService {
 
     /// A service over `manifests` and `tenants`: every call and script runs
     /// against the view of the tenant it names, as this executor computes
-    /// it. The built-in tenant `default` (every tool) is served only when
-    /// `anonymous` is set, as it is behind edges that authenticate nobody.
+    /// it. A tenant the control plane does not hold (such as the built-in
+    /// `default`) is served every tool only when `anonymous` is set, as
+    /// behind edges that authenticate nobody; otherwise it is refused.
     pub fn with_tenants(
         manifests: watch::Receiver<Arc<Manifest>>,
         tenants: watch::Receiver<Arc<TenantDirectory>>,
@@ -58,7 +59,7 @@ impl ExecutorService {
         if let Some(view) = views.for_tenant(tenant) {
             return Ok(view);
         }
-        if tenant == DEFAULT_TENANT && self.anonymous {
+        if self.anonymous {
             return Ok(views.all().clone());
         }
         Err(Status::permission_denied(format!(

@@ -60,10 +60,11 @@ pub struct ExecutorArgs {
     /// Its key (PEM).
     #[arg(long, requires = "control_plane_tls_ca")]
     control_plane_tls_key: Option<PathBuf>,
-    /// `none`: serve the built-in tenant `default` (every tool) to callers
-    /// naming it, as behind edges that authenticate nobody; `required`:
-    /// serve only tenants the control plane holds. Either way every call is
-    /// checked against the named tenant's view as this executor computes it.
+    /// `none`: a tenant the control plane does not hold (such as the
+    /// built-in `default`) sees every tool, as behind edges that
+    /// authenticate nobody; `required`: such tenants are refused. A tenant
+    /// the control plane holds always gets its own view, as this executor
+    /// computes it.
     #[arg(long, default_value = "none")]
     auth: AuthMode,
     /// This executor's name in the fleet (default `executor@<listen address>`).
