@@ -1,8 +1,13 @@
 //! How an upstream is configured.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
 
 use serde::{Deserialize, Serialize};
+
+use crate::reference::{ExpandError, TENANT_SECRET_PREFIX, check_references, tenant_secret_names};
 
 /// One downstream MCP server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +51,12 @@ pub struct UpstreamConfig {
     /// Operator group.
     #[serde(default)]
     pub group: String,
+    /// For an upstream whose header or env values reference
+    /// `${tenant_secret:NAME}` (a per-tenant upstream): the tenant whose
+    /// secrets discovery lists its tools with. Default: the first tenant, by
+    /// id, that holds every secret the upstream references.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery_tenant: Option<String>,
 }
 
 /// The transport of an upstream.
@@ -127,6 +138,8 @@ struct RawUpstreamConfig {
     tags: Vec<String>,
     #[serde(default)]
     group: String,
+    #[serde(default)]
+    discovery_tenant: Option<String>,
 }
 
 impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
@@ -191,6 +204,7 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
             breaker_open_secs: raw.breaker_open_secs,
             tags: raw.tags,
             group: raw.group,
+            discovery_tenant: raw.discovery_tenant,
         })
     }
 }
@@ -250,6 +264,7 @@ impl UpstreamConfig {
             breaker_open_secs: default_breaker_open_secs(),
             tags: Vec::new(),
             group: String::new(),
+            discovery_tenant: None,
         }
     }
 
@@ -274,6 +289,82 @@ impl UpstreamConfig {
     /// Connect time limit.
     pub fn connect_timeout(&self) -> Duration {
         Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// The `NAME`s of the `${tenant_secret:NAME}` references in its header or
+    /// env values: empty for an upstream shared by every tenant.
+    pub fn tenant_secret_names(&self) -> BTreeSet<String> {
+        let values = match &self.transport {
+            Transport::Stdio { env, .. } => env.values(),
+            Transport::Http { headers, .. } => headers.values(),
+        };
+        values.flat_map(|v| tenant_secret_names(v)).collect()
+    }
+
+    /// Whether its connections are made per tenant, with that tenant's secrets.
+    pub fn is_per_tenant(&self) -> bool {
+        !self.tenant_secret_names().is_empty()
+    }
+
+    /// Checks the `${…}` references: they parse, tenant secrets have valid
+    /// names and appear only in header and env values, and
+    /// `discovery_tenant` is set only where it means something.
+    fn validate_references(&self) -> Result<(), ConfigError> {
+        let err = |key, message: String| ConfigError {
+            id: self.id.clone(),
+            key,
+            message,
+        };
+        let (secret_key, values, elsewhere) = match &self.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut elsewhere = vec![("command", command.as_str())];
+                elsewhere.extend(args.iter().map(|a| ("args", a.as_str())));
+                elsewhere.extend(cwd.iter().map(|c| ("cwd", c.as_str())));
+                ("env", env, elsewhere)
+            }
+            Transport::Http { url, headers } => ("headers", headers, vec![("url", url.as_str())]),
+        };
+        for (name, value) in values {
+            if let Err(ExpandError::Unclosed) = check_references(value) {
+                return Err(err(
+                    secret_key,
+                    format!("the value of `{name}` has a `${{` without its `}}`"),
+                ));
+            }
+            for secret in tenant_secret_names(value) {
+                if !valid_secret_name(&secret) {
+                    return Err(err(
+                        secret_key,
+                        format!(
+                            "`${{{TENANT_SECRET_PREFIX}{secret}}}` in `{name}`: a secret name is 1-64 characters of a-z, A-Z, 0-9, _ and -"
+                        ),
+                    ));
+                }
+            }
+        }
+        let marker = format!("${{{TENANT_SECRET_PREFIX}");
+        if let Some((key, _)) = elsewhere.iter().find(|(_, v)| v.contains(&marker)) {
+            return Err(err(
+                key,
+                format!("`${{{TENANT_SECRET_PREFIX}NAME}}` may appear only in {secret_key} values"),
+            ));
+        }
+        if let Some(tenant) = &self.discovery_tenant
+            && !self.is_per_tenant()
+        {
+            return Err(err(
+                "discovery_tenant",
+                format!(
+                    "`{tenant}` is given, but no {secret_key} value references `${{{TENANT_SECRET_PREFIX}NAME}}`; remove it, or reference the tenant's secrets"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the values serde cannot.
@@ -307,6 +398,7 @@ impl UpstreamConfig {
         if self.connect_timeout_ms == 0 {
             return Err(err("connect_timeout_ms", "must be greater than 0".into()));
         }
+        self.validate_references()?;
         match &self.transport {
             Transport::Stdio { command, .. } if command.trim().is_empty() => {
                 Err(err("command", "must name the program to run".into()))
@@ -339,97 +431,64 @@ impl UpstreamConfig {
     }
 }
 
-/// Why a `${VAR}` reference could not be expanded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExpandError {
-    /// A `${` without its `}`.
-    #[error("unclosed `${{` in a value")]
-    Unclosed,
-    /// The variable is not set (or not Unicode) and no default was given.
-    #[error(
-        "environment variable `{name}` is not set (write `${{{name}:-default}}` to give a default)"
-    )]
-    Unset {
-        /// The variable.
-        name: String,
-        /// Why the environment had no value for it.
-        #[source]
-        source: std::env::VarError,
-    },
-}
-
-/// Expands `${VAR}` and `${VAR:-default}` from this process's environment; `$$`
-/// is a literal `$`. Upstream `headers` and `env` values are kept in this form
-/// (secrets by reference) and expanded by the node that connects.
-pub fn expand_references(text: &str) -> Result<String, ExpandError> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        if let Some(stripped) = after.strip_prefix('$') {
-            out.push('$');
-            rest = stripped;
-        } else if let Some(inner) = after.strip_prefix('{') {
-            let end = inner.find('}').ok_or(ExpandError::Unclosed)?;
-            let spec = &inner[..end];
-            let (name, default) = match spec.split_once(":-") {
-                Some((n, d)) => (n, Some(d)),
-                None => (spec, None),
-            };
-            match (std::env::var(name), default) {
-                (Ok(v), _) => out.push_str(&v),
-                (Err(_), Some(d)) => out.push_str(d),
-                (Err(source), None) => {
-                    return Err(ExpandError::Unset {
-                        name: name.to_owned(),
-                        source,
-                    });
-                }
-            }
-            rest = &inner[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
+/// Whether `name` may name a tenant secret: 1-64 characters of a-z, A-Z,
+/// 0-9, `_` and `-`.
+pub fn valid_secret_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn references_expand_from_the_environment_or_their_default() {
-        // PATH is set wherever tests run; the other name is set nowhere.
-        let path = std::env::var("PATH").unwrap();
-        assert_eq!(expand_references("a=${PATH}").unwrap(), format!("a={path}"));
-        assert_eq!(
-            expand_references("${QUIVER_TEST_NEVER_SET:-fallback} costs $$5").unwrap(),
-            "fallback costs $5"
-        );
-        assert_eq!(expand_references("plain $ sign").unwrap(), "plain $ sign");
+    fn http_with(header: &str) -> UpstreamConfig {
+        let mut config = UpstreamConfig::http("remote", "https://mcp.example.com/mcp");
+        if let Transport::Http { headers, .. } = &mut config.transport {
+            headers.insert("Authorization".into(), header.into());
+        }
+        config
     }
 
     #[test]
-    fn unexpandable_references_say_why() {
+    fn a_tenant_secret_reference_makes_an_upstream_per_tenant() {
+        let shared = http_with("Bearer ${SHARED_TOKEN}");
+        assert!(!shared.is_per_tenant());
+        shared.validate().unwrap();
+        let mut per_tenant = http_with("Bearer ${tenant_secret:API_TOKEN}");
         assert_eq!(
-            expand_references("Bearer ${TOKEN"),
-            Err(ExpandError::Unclosed)
+            per_tenant.tenant_secret_names(),
+            BTreeSet::from(["API_TOKEN".to_string()])
         );
-        let unset = expand_references("${QUIVER_TEST_NEVER_SET}").unwrap_err();
-        assert!(matches!(
-            &unset,
-            ExpandError::Unset { name, source: std::env::VarError::NotPresent }
-                if name == "QUIVER_TEST_NEVER_SET"
-        ));
+        per_tenant.discovery_tenant = Some("acme".into());
+        per_tenant.validate().unwrap();
+        // The registry's JSON round-trips the new key (and omits it when unset).
+        let json = serde_json::to_string(&per_tenant).unwrap();
         assert_eq!(
-            unset.to_string(),
-            "environment variable `QUIVER_TEST_NEVER_SET` is not set \
-             (write `${QUIVER_TEST_NEVER_SET:-default}` to give a default)"
+            serde_json::from_str::<UpstreamConfig>(&json).unwrap(),
+            per_tenant
         );
+        assert!(
+            !serde_json::to_string(&shared)
+                .unwrap()
+                .contains("discovery_tenant")
+        );
+    }
+
+    #[test]
+    fn misplaced_tenant_secret_references_are_refused_by_key() {
+        let bad_name = http_with("Bearer ${tenant_secret:API TOKEN}").validate();
+        assert!(
+            matches!(&bad_name, Err(e) if e.key == "headers"),
+            "{bad_name:?}"
+        );
+        let in_url = UpstreamConfig::http("remote", "https://h/${tenant_secret:X}/mcp").validate();
+        assert!(matches!(&in_url, Err(e) if e.key == "url"), "{in_url:?}");
+        let mut pointless = http_with("Bearer ${SHARED_TOKEN}");
+        pointless.discovery_tenant = Some("acme".into());
+        let error = pointless.validate().unwrap_err();
+        assert_eq!(error.key, "discovery_tenant", "{error}");
     }
 }

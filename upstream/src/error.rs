@@ -17,6 +17,28 @@ pub enum UpstreamError {
         /// Why (last connection error).
         reason: String,
     },
+    /// A per-tenant upstream, and the calling tenant holds no secret of a
+    /// name it references; nothing was sent.
+    #[error(
+        "upstream `{id}` needs tenant `{tenant}`'s secret `{name}`, which is not set; nothing was sent (an operator sets it with `quiver ctl secret set --tenant {tenant} {name}`)"
+    )]
+    MissingTenantSecret {
+        /// Upstream id.
+        id: String,
+        /// The calling tenant.
+        tenant: String,
+        /// The secret's name.
+        name: String,
+    },
+    /// A per-tenant upstream whose credentials cannot be had here (no
+    /// cluster key, no tenant named); nothing was sent.
+    #[error("upstream `{id}` takes per-tenant credentials: {reason}; nothing was sent")]
+    CredentialsUnavailable {
+        /// Upstream id.
+        id: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The connection broke after the call was sent: it may or may not have run.
     #[error(
         "upstream `{id}` connection lost during the call; it may or may not have run and was not retried"
@@ -50,6 +72,15 @@ pub enum UpstreamError {
     Cancelled {
         /// Upstream id.
         id: String,
+    },
+    /// The gateway's policy refused the call (a rate limit or the budget);
+    /// nothing was sent.
+    #[error("call to upstream `{id}` refused: {reason}; nothing was sent")]
+    Refused {
+        /// Upstream id.
+        id: String,
+        /// Which limit, and when to retry if waiting helps.
+        reason: String,
     },
     /// The upstream answered with a JSON-RPC error.
     #[error("upstream `{id}` returned an error: {message}")]

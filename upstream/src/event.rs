@@ -10,4 +10,7 @@ pub enum UpstreamEvent {
     Disconnected,
     /// The upstream sent `notifications/tools/list_changed`.
     ToolsChanged,
+    /// The tenant secrets its connection uses changed (per-tenant upstreams):
+    /// the next use reconnects with the new ones.
+    CredentialsChanged,
 }

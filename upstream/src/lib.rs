@@ -4,7 +4,9 @@
 //! reconnection with backoff, tool listing with pagination, tool calls, and the
 //! routing of what an upstream sends back during a call (progress, logging,
 //! sampling and elicitation requests) to the caller that started it. It never
-//! retries a tool call: a call is dispatched at most once.
+//! retries a tool call: a call is dispatched at most once. An upstream whose
+//! credentials are per tenant (`${tenant_secret:NAME}`) gets one connection
+//! per tenant, made with that tenant's secrets only.
 
 mod breaker;
 mod call_options;
@@ -12,20 +14,28 @@ mod client;
 mod config;
 mod error;
 mod event;
+mod reference;
+mod secret_value;
 mod set;
 mod status;
 mod stdio;
 mod streamable_http;
+mod tenant_credentials;
 mod upstream;
 
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 pub use call_options::CallOptions;
 pub use client::{CallSink, SinkFuture};
-pub use config::{ConfigError, ExpandError, Transport, UpstreamConfig, expand_references};
+pub use config::{ConfigError, Transport, UpstreamConfig, valid_secret_name};
 pub use error::UpstreamError;
 pub use event::UpstreamEvent;
+pub use reference::{
+    ExpandError, TENANT_SECRET_PREFIX, expand_references, expand_with_secrets, tenant_secret_names,
+};
+pub use secret_value::{SecretValue, TenantSecrets};
 pub use set::UpstreamSet;
 pub use status::{UpstreamState, UpstreamStatus};
+pub use tenant_credentials::{SecretError, TenantSecretSource};
 pub use upstream::Upstream;
 
 /// Makes rustls' ring provider the process default unless one is already set.

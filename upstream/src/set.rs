@@ -1,39 +1,56 @@
 //! All upstreams of a node, by id. The set can change while calls are in flight
 //! ([`UpstreamSet::reconcile`]): a call holds its own `Arc<Upstream>`.
+//!
+//! A per-tenant upstream (its header or env values reference
+//! `${tenant_secret:NAME}`) has, besides its entry by id (discovery's
+//! connection, which serves no call), one connection per tenant, opened on
+//! that tenant's first call with that tenant's secrets only
+//! ([`UpstreamSet::for_tenant`]).
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, RwLock},
+    sync::{Arc, Mutex, RwLock},
 };
 
 use crate::{
-    config::UpstreamConfig, error::UpstreamError, status::UpstreamStatus, upstream::Upstream,
+    config::UpstreamConfig,
+    error::UpstreamError,
+    status::UpstreamStatus,
+    tenant_credentials::{SecretHolder, SecretSlot, TenantSecretSource},
+    upstream::Upstream,
 };
+
+/// `(upstream id, tenant)`.
+type TenantKey = (String, String);
 
 /// The upstreams a node holds connections to.
 #[derive(Default)]
 pub struct UpstreamSet {
     upstreams: RwLock<BTreeMap<String, Arc<Upstream>>>,
+    /// The connections of per-tenant upstreams, one per tenant that called.
+    by_tenant: Mutex<BTreeMap<TenantKey, Arc<Upstream>>>,
+    /// Where per-tenant upstreams find their tenants' secrets.
+    secrets: Arc<SecretSlot>,
 }
 
 impl UpstreamSet {
     /// One [`Upstream`] per config (not yet connected).
     pub fn new(configs: impl IntoIterator<Item = UpstreamConfig>) -> UpstreamSet {
-        UpstreamSet {
-            upstreams: RwLock::new(
-                configs
-                    .into_iter()
-                    .map(|c| (c.id.clone(), Upstream::new(c)))
-                    .collect(),
-            ),
-        }
+        let set = UpstreamSet::default();
+        set.reconcile(configs.into_iter().collect());
+        set
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Upstream>>> {
         self.upstreams.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The upstream with this id.
+    fn tenants(&self) -> std::sync::MutexGuard<'_, BTreeMap<TenantKey, Arc<Upstream>>> {
+        self.by_tenant.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The upstream with this id (for a per-tenant upstream, discovery's
+    /// connection: calls go through [`UpstreamSet::for_tenant`]).
     pub fn get(&self, id: &str) -> Result<Arc<Upstream>, UpstreamError> {
         self.read()
             .get(id)
@@ -41,12 +58,58 @@ impl UpstreamSet {
             .ok_or_else(|| UpstreamError::Unknown(id.to_string()))
     }
 
+    /// The connection that serves `tenant`'s calls to upstream `id`: the
+    /// upstream itself when it is shared by every tenant; for a per-tenant
+    /// upstream, the tenant's own connection, made (not yet connected) on its
+    /// first call. A tenant lacking one of the upstream's secrets is refused
+    /// here, before anything is made or sent.
+    pub fn for_tenant(&self, id: &str, tenant: &str) -> Result<Arc<Upstream>, UpstreamError> {
+        let upstream = self.get(id)?;
+        let Some(credentials) = upstream.credentials() else {
+            return Ok(upstream);
+        };
+        let Some(source) = self.secrets.current() else {
+            return Err(UpstreamError::CredentialsUnavailable {
+                id: id.to_string(),
+                reason: "this node holds no tenant secrets (it follows no control plane, or none were sent yet)".into(),
+            });
+        };
+        if let Some(name) = credentials
+            .names()
+            .iter()
+            .find(|name| source.version(tenant, name).is_none())
+        {
+            return Err(UpstreamError::MissingTenantSecret {
+                id: id.to_string(),
+                tenant: tenant.to_string(),
+                name: name.clone(),
+            });
+        }
+        let key = (id.to_string(), tenant.to_string());
+        let mut tenants = self.tenants();
+        if let Some(existing) = tenants.get(&key)
+            && existing.config() == upstream.config()
+        {
+            return Ok(existing.clone());
+        }
+        let connection = Upstream::with_credentials(
+            upstream.config().clone(),
+            SecretHolder::Tenant(tenant.to_string()),
+            self.secrets.clone(),
+        );
+        if let Some(replaced) = tenants.insert(key, connection.clone()) {
+            // Its settings changed under a concurrent reconcile.
+            tokio::spawn(async move { replaced.shutdown().await });
+        }
+        Ok(connection)
+    }
+
     /// Whether an upstream with this id is in the set.
     pub fn contains(&self, id: &str) -> bool {
         self.read().contains_key(id)
     }
 
-    /// All upstreams in id order.
+    /// All upstreams in id order (per-tenant connections not included).
     pub fn all(&self) -> Vec<Arc<Upstream>> {
         self.read().values().cloned().collect()
     }
@@ -56,14 +119,15 @@ impl UpstreamSet {
         self.read().keys().cloned().collect()
     }
 
-    /// Status of every upstream, in id order.
+    /// Status of every upstream, in id order (per-tenant connections not included).
     pub fn statuses(&self) -> Vec<UpstreamStatus> {
         self.all().iter().map(|u| u.status()).collect()
     }
 
     /// Makes the set exactly `configs`. Returns the upstreams taken out (removed,
-    /// or replaced because their settings changed) for the caller to shut down;
-    /// new and replaced ones connect on first use.
+    /// or replaced because their settings changed, with their per-tenant
+    /// connections) for the caller to shut down; new and replaced ones connect
+    /// on first use.
     pub fn reconcile(&self, configs: Vec<UpstreamConfig>) -> Vec<Arc<Upstream>> {
         let mut upstreams = self.upstreams.write().unwrap_or_else(|p| p.into_inner());
         let wanted: BTreeMap<String, UpstreamConfig> =
@@ -76,16 +140,154 @@ impl UpstreamSet {
                 false
             }
         });
+        self.tenants()
+            .retain(|(id, _), connection| match wanted.get(id) {
+                Some(config) if config == connection.config() => true,
+                _ => {
+                    out.push(connection.clone());
+                    false
+                }
+            });
         for (id, config) in wanted {
-            upstreams.entry(id).or_insert_with(|| Upstream::new(config));
+            upstreams.entry(id).or_insert_with(|| {
+                let holder = SecretHolder::Discovery {
+                    preferred: config.discovery_tenant.clone(),
+                };
+                Upstream::with_credentials(config, holder, self.secrets.clone())
+            });
+        }
+        out
+    }
+
+    /// Installs the node's tenant secrets as the control plane last sent
+    /// them. Connections whose secrets changed reconnect with the new ones on
+    /// their next use (discovery hears of it at once); a tenant's connection
+    /// to an upstream whose secrets it no longer holds is taken out and
+    /// returned for the caller to shut down.
+    pub fn install_secrets(&self, source: Arc<dyn TenantSecretSource>) -> Vec<Arc<Upstream>> {
+        let mut watched: Vec<Arc<Upstream>> = self.all();
+        watched.extend(self.tenants().values().cloned());
+        let before: Vec<_> = watched
+            .iter()
+            .map(|u| u.credentials().and_then(|c| c.stamp()))
+            .collect();
+        self.secrets.replace(source.clone());
+        let mut out = Vec::new();
+        for (upstream, before) in watched.iter().zip(before) {
+            let Some(credentials) = upstream.credentials() else {
+                continue;
+            };
+            let after = credentials.stamp_in(source.as_ref());
+            let lost = upstream.tenant().is_some_and(|tenant| {
+                credentials
+                    .names()
+                    .iter()
+                    .any(|name| source.version(tenant, name).is_none())
+            });
+            if lost {
+                let key = (
+                    upstream.id().to_string(),
+                    upstream.tenant().unwrap_or_default().to_string(),
+                );
+                let mut tenants = self.tenants();
+                if tenants.get(&key).is_some_and(|u| Arc::ptr_eq(u, upstream)) {
+                    tenants.remove(&key);
+                    out.push(upstream.clone());
+                }
+            } else if after != before {
+                upstream.credentials_changed();
+            }
         }
         out
     }
 
     /// Closes every connection.
     pub async fn shutdown(&self) {
-        for upstream in self.all() {
+        let tenants: Vec<Arc<Upstream>> = self.tenants().values().cloned().collect();
+        for upstream in self.all().into_iter().chain(tenants) {
             upstream.shutdown().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Transport, tenant_credentials::tests::PlainSource};
+
+    fn per_tenant(id: &str) -> UpstreamConfig {
+        let mut config = UpstreamConfig::http(id, "http://127.0.0.1:9/mcp");
+        if let Transport::Http { headers, .. } = &mut config.transport {
+            headers.insert(
+                "Authorization".into(),
+                "Bearer ${tenant_secret:TOKEN}".into(),
+            );
+        }
+        config
+    }
+
+    #[tokio::test]
+    async fn each_tenant_gets_its_own_connection_and_only_with_its_secrets() {
+        let set = UpstreamSet::new([
+            per_tenant("api"),
+            UpstreamConfig::http("open", "http://127.0.0.1:9/mcp"),
+        ]);
+        // A shared upstream serves everyone through one connection.
+        let open = set.for_tenant("open", "alpha").unwrap();
+        assert!(Arc::ptr_eq(&open, &set.for_tenant("open", "beta").unwrap()));
+        // Before any secrets reach the node, a per-tenant upstream says why it cannot serve.
+        assert!(matches!(
+            set.for_tenant("api", "alpha"),
+            Err(UpstreamError::CredentialsUnavailable { .. })
+        ));
+        set.install_secrets(PlainSource::with(&[
+            ("alpha", "TOKEN", "a"),
+            ("beta", "TOKEN", "b"),
+        ]));
+        let alpha = set.for_tenant("api", "alpha").unwrap();
+        let beta = set.for_tenant("api", "beta").unwrap();
+        assert!(!Arc::ptr_eq(&alpha, &beta));
+        assert_eq!(
+            (alpha.tenant(), beta.tenant()),
+            (Some("alpha"), Some("beta"))
+        );
+        assert!(Arc::ptr_eq(
+            &alpha,
+            &set.for_tenant("api", "alpha").unwrap()
+        ));
+        let Err(refused) = set.for_tenant("api", "gamma") else {
+            panic!("gamma holds no TOKEN");
+        };
+        assert!(
+            matches!(&refused, UpstreamError::MissingTenantSecret { tenant, name, .. } if tenant == "gamma" && name == "TOKEN"),
+            "{refused}"
+        );
+        // Beta's secret deleted: its connection is handed back to be shut down.
+        let out = set.install_secrets(PlainSource::with(&[("alpha", "TOKEN", "a2")]));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].tenant(), Some("beta"));
+        assert!(
+            Arc::ptr_eq(&alpha, &set.for_tenant("api", "alpha").unwrap()),
+            "alpha reconnects in place"
+        );
+        assert!(matches!(
+            set.for_tenant("api", "beta"),
+            Err(UpstreamError::MissingTenantSecret { .. })
+        ));
+        // Settings changed: every tenant's connection goes with the old upstream.
+        let mut changed = per_tenant("api");
+        changed.call_timeout_ms = 1234;
+        let out = set.reconcile(vec![
+            changed,
+            UpstreamConfig::http("open", "http://127.0.0.1:9/mcp"),
+        ]);
+        assert_eq!(out.len(), 2, "the shared entry and alpha's connection");
+        assert_eq!(
+            set.for_tenant("api", "alpha")
+                .unwrap()
+                .config()
+                .call_timeout_ms,
+            1234
+        );
     }
 }

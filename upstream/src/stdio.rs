@@ -6,19 +6,22 @@ use std::{collections::BTreeMap, process::Stdio};
 
 use rmcp::transport::TokioChildProcess;
 
+use crate::secret_value::TenantSecrets;
+
 /// Variables a stdio upstream inherits from Quiver; everything else it gets
 /// comes from its configured `env`.
 const INHERITED: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "RUST_LOG"];
 
 /// Starts `command` for upstream `id`; returns the transport over its pipes
-/// and its process group. `env` values are expanded (`${VAR}`) here, on the
-/// node that connects.
+/// and its process group. `env` values are expanded (`${VAR}`, and
+/// `${tenant_secret:NAME}` from `secrets`) here, on the node that connects.
 pub(crate) fn spawn(
     id: &str,
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&str>,
+    secrets: Option<&TenantSecrets>,
 ) -> Result<(TokioChildProcess, Option<u32>), String> {
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args).env_clear();
@@ -28,7 +31,8 @@ pub(crate) fn spawn(
         }
     }
     for (key, value) in env {
-        let value = crate::expand_references(value).map_err(|e| format!("env `{key}`: {e}"))?;
+        let value = crate::reference::expand_with_secrets(value, secrets)
+            .map_err(|e| format!("env `{key}`: {e}"))?;
         cmd.env(key, value);
     }
     if let Some(dir) = cwd {

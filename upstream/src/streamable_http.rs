@@ -1,5 +1,6 @@
 //! The client side of a Streamable HTTP upstream: its URL and headers turned
-//! into rmcp's transport, `${VAR}` references expanded on the connecting node.
+//! into rmcp's transport, `${VAR}` and `${tenant_secret:NAME}` references
+//! expanded on the connecting node.
 //! It sets up the transport only; requests go through the rmcp peer.
 
 use std::collections::BTreeMap;
@@ -8,17 +9,27 @@ use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 
+use crate::secret_value::TenantSecrets;
+
 /// The transport to `url` with `headers` (an `Authorization: Bearer` header
 /// becomes rmcp's auth header; headers that are not valid HTTP are skipped,
-/// as config validation already named them).
+/// as config validation already named them). `secrets` resolve
+/// `${tenant_secret:NAME}`; a value they make invalid is refused without
+/// being shown.
 pub(crate) fn transport(
     url: &str,
     headers: &BTreeMap<String, String>,
+    secrets: Option<&TenantSecrets>,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     for (name, value) in headers {
-        let value =
-            &crate::expand_references(value).map_err(|e| format!("header `{name}`: {e}"))?;
+        let value = &crate::reference::expand_with_secrets(value, secrets)
+            .map_err(|e| format!("header `{name}`: {e}"))?;
+        if http::HeaderValue::try_from(value.as_str()).is_err() {
+            return Err(format!(
+                "header `{name}`: its value, once its references are expanded, is not a valid HTTP header value (control characters or non-ASCII text in a secret?)"
+            ));
+        }
         if name.eq_ignore_ascii_case("authorization") {
             let token = value.strip_prefix("Bearer ").unwrap_or(value);
             config = config.auth_header(token.to_string());

@@ -29,8 +29,10 @@ use crate::{
     config::{Transport, UpstreamConfig},
     error::UpstreamError,
     event::UpstreamEvent,
+    secret_value::TenantSecrets,
     status::{UpstreamState, UpstreamStatus, now_secs},
     stdio, streamable_http,
+    tenant_credentials::{CredentialStamp, SecretHolder, SecretSlot, TenantCredentials},
 };
 
 type Peer = rmcp::service::Peer<RoleClient>;
@@ -45,6 +47,18 @@ struct Live {
     /// A stdio upstream's process group (it leads its own), stopped whole at
     /// shutdown so wrappers (`npx`, `uvx`, `sh -c`) and what they started go too.
     process_group: Option<u32>,
+    /// For a per-tenant upstream: whose secrets, of which versions, it was made with.
+    stamp: Option<CredentialStamp>,
+}
+
+impl Live {
+    /// Closes the connection (and its child process group).
+    async fn close(self) {
+        self.stop.cancel();
+        if let Some(group) = self.process_group {
+            stdio::stop_process_group(group).await;
+        }
+    }
 }
 
 /// The client's end of an in-process byte stream to an MCP server.
@@ -64,6 +78,8 @@ enum Connector {
 /// One downstream MCP server.
 pub struct Upstream {
     config: UpstreamConfig,
+    /// For a per-tenant upstream: whose secrets its connections use.
+    credentials: Option<TenantCredentials>,
     connector: Connector,
     live: tokio::sync::Mutex<Option<Live>>,
     status: Mutex<UpstreamStatus>,
@@ -74,9 +90,27 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// A new, not yet connected upstream.
+    /// A new, not yet connected upstream. A per-tenant one (its header or env
+    /// values reference `${tenant_secret:NAME}`) made this way has no secrets
+    /// to connect with: an [`crate::UpstreamSet`] gives its upstreams the
+    /// node's secrets and routes each tenant's calls to a connection of its own.
     pub fn new(config: UpstreamConfig) -> Arc<Upstream> {
-        Upstream::with_connector(config, Connector::Configured)
+        let holder = SecretHolder::Discovery {
+            preferred: config.discovery_tenant.clone(),
+        };
+        Upstream::with_credentials(config, holder, Arc::default())
+    }
+
+    /// An upstream whose `${tenant_secret:NAME}` references (if any) resolve
+    /// for `holder` from `slot`.
+    pub(crate) fn with_credentials(
+        config: UpstreamConfig,
+        holder: SecretHolder,
+        slot: Arc<SecretSlot>,
+    ) -> Arc<Upstream> {
+        let names = config.tenant_secret_names();
+        let credentials = (!names.is_empty()).then(|| TenantCredentials::new(names, holder, slot));
+        Upstream::with_connector(config, credentials, Connector::Configured)
     }
 
     /// An upstream whose server is already at the other end of `stream`: an
@@ -105,10 +139,14 @@ impl Upstream {
     {
         let (read, write) = tokio::io::split(stream);
         let stream: InProcessStream = (Box::new(read), Box::new(write));
-        Upstream::with_connector(config, Connector::InProcess(Mutex::new(Some(stream))))
+        Upstream::with_connector(config, None, Connector::InProcess(Mutex::new(Some(stream))))
     }
 
-    fn with_connector(config: UpstreamConfig, connector: Connector) -> Arc<Upstream> {
+    fn with_connector(
+        config: UpstreamConfig,
+        credentials: Option<TenantCredentials>,
+        connector: Connector,
+    ) -> Arc<Upstream> {
         let (events, _) = broadcast::channel(64);
         let status = UpstreamStatus {
             id: config.id.clone(),
@@ -122,6 +160,7 @@ impl Upstream {
         Arc::new(Upstream {
             breaker: CircuitBreaker::new(config.breaker()),
             config,
+            credentials,
             connector,
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(status),
@@ -139,6 +178,57 @@ impl Upstream {
     /// Its id.
     pub fn id(&self) -> &str {
         &self.config.id
+    }
+
+    /// The tenant this connection serves, for a per-tenant upstream's
+    /// connection made for one tenant (`None` for a shared upstream and for
+    /// discovery's connection).
+    pub fn tenant(&self) -> Option<&str> {
+        match self.credentials.as_ref().map(TenantCredentials::holder) {
+            Some(SecretHolder::Tenant(tenant)) => Some(tenant),
+            _ => None,
+        }
+    }
+
+    /// Its per-tenant credentials, if it takes any.
+    pub(crate) fn credentials(&self) -> Option<&TenantCredentials> {
+        self.credentials.as_ref()
+    }
+
+    /// The node's secrets changed in a way that concerns this upstream: the
+    /// next use reconnects with the new ones (the idle connection is retired
+    /// now), and watchers (discovery) hear of it.
+    pub(crate) fn credentials_changed(self: &Arc<Self>) {
+        let _ = self.events.send(UpstreamEvent::CredentialsChanged);
+        let this = self.clone();
+        tokio::spawn(async move {
+            let stale = {
+                let mut live = this.live.lock().await;
+                let fresh = live.as_ref().is_some_and(|l| {
+                    this.credentials.as_ref().map(|c| c.stamp()) == Some(l.stamp.clone())
+                });
+                if fresh { None } else { live.take() }
+            };
+            if let Some(old) = stale {
+                this.retire(old);
+            }
+        });
+    }
+
+    /// Closes a connection made with secrets that changed, once the calls in
+    /// flight on it had their time (its call timeout): they were sent with
+    /// the old credentials and are left to finish.
+    fn retire(&self, old: Live) {
+        let grace = self.config.call_timeout();
+        let shutdown = self.shutdown.clone();
+        tracing::info!(upstream = %self.config.id, tenant = self.tenant().unwrap_or("-"), "credentials changed; retiring the connection");
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(grace) => {}
+                () = shutdown.cancelled() => {}
+            }
+            old.close().await;
+        });
     }
 
     /// Subscribes to its events.
@@ -179,10 +269,7 @@ impl Upstream {
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         if let Some(live) = self.live.lock().await.take() {
-            live.stop.cancel();
-            if let Some(group) = live.process_group {
-                stdio::stop_process_group(group).await;
-            }
+            live.close().await;
         }
     }
 
@@ -191,10 +278,19 @@ impl Upstream {
     async fn peer(self: &Arc<Self>) -> Result<Peer, UpstreamError> {
         let mut live = self.live.lock().await;
         if let Some(l) = live.as_ref() {
-            if !l.peer.is_transport_closed() {
+            // A per-tenant connection made with secrets since changed is not reused.
+            let current = self
+                .credentials
+                .as_ref()
+                .is_none_or(|c| c.stamp() == l.stamp);
+            if !l.peer.is_transport_closed() && current {
                 return Ok(l.peer.clone());
             }
-            *live = None;
+            if let Some(old) = live.take()
+                && !old.peer.is_transport_closed()
+            {
+                self.retire(old);
+            }
         }
         if self.shutdown.is_cancelled() {
             return Err(self.unavailable("shutting down".into()));
@@ -219,7 +315,7 @@ impl Upstream {
             s.failures = 0;
         });
         let _ = self.events.send(UpstreamEvent::Connected);
-        tracing::info!(upstream = %self.config.id, "connected");
+        tracing::info!(upstream = %self.config.id, tenant = self.tenant().unwrap_or("-"), "connected");
         Ok(peer)
     }
 
@@ -241,12 +337,20 @@ impl Upstream {
     }
 
     async fn connect(self: &Arc<Self>) -> Result<Live, String> {
+        let (secrets, stamp) = match &self.credentials {
+            Some(credentials) => {
+                let (secrets, stamp) = credentials.resolve()?;
+                (Some(secrets), Some(stamp))
+            }
+            None => (None, None),
+        };
         let (signals, mut signal_rx) = mpsc::unbounded_channel();
         let handler = UpstreamClient {
             in_flight: self.in_flight.clone(),
             signals,
         };
-        let (service, process_group) = self.serve(handler).await?;
+        let (service, process_group) = self.serve(handler, secrets.as_ref()).await?;
+        drop(secrets);
         let peer = service.peer().clone();
         let description = peer
             .peer_info()
@@ -296,14 +400,16 @@ impl Upstream {
             stop,
             description,
             process_group,
+            stamp,
         })
     }
 
     /// Opens a transport as the connector says and initialises the session
-    /// over it.
+    /// over it; `secrets` resolve `${tenant_secret:NAME}` references.
     async fn serve(
         &self,
         handler: UpstreamClient,
+        secrets: Option<&TenantSecrets>,
     ) -> Result<(RunningService<RoleClient, UpstreamClient>, Option<u32>), String> {
         let initialize_failed = |e| format!("initialize failed: {e}");
         if let Connector::InProcess(stream) = &self.connector {
@@ -322,12 +428,12 @@ impl Upstream {
                 cwd,
             } => {
                 let (transport, process_group) =
-                    stdio::spawn(&self.config.id, command, args, env, cwd.as_deref())?;
+                    stdio::spawn(&self.config.id, command, args, env, cwd.as_deref(), secrets)?;
                 let service = handler.serve(transport).await.map_err(initialize_failed)?;
                 Ok((service, process_group))
             }
             Transport::Http { url, headers } => {
-                let transport = streamable_http::transport(url, headers)?;
+                let transport = streamable_http::transport(url, headers, secrets)?;
                 let service = handler.serve(transport).await.map_err(initialize_failed)?;
                 Ok((service, None))
             }
