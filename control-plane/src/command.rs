@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use quiver_proto::manifest::ServerEntry;
 use quiver_upstream::UpstreamConfig;
 
-use crate::tenant::TenantPatch;
+use crate::{tenant::TenantPatch, usage::LeaseRequest};
 
 /// The format version written by this build. Entries of a newer version are
 /// refused at apply time rather than misread.
@@ -114,6 +114,11 @@ pub enum Command {
         /// Key id.
         key_id: String,
     },
+    /// An executor reports a tenant's spending and leases budget allowance.
+    LeaseBudget {
+        /// The report and the request.
+        lease: LeaseRequest,
+    },
 }
 
 impl Command {
@@ -129,6 +134,7 @@ impl Command {
             Command::DeleteTenant { .. } => "delete_tenant",
             Command::IssueKey { .. } => "issue_key",
             Command::RevokeKey { .. } => "revoke_key",
+            Command::LeaseBudget { .. } => "lease_budget",
         }
     }
 }

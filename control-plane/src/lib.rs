@@ -34,6 +34,7 @@ pub mod replica;
 mod service;
 pub mod state;
 pub mod tenant;
+pub mod usage;
 pub mod watcher;
 
 pub use discovery::{Discovery, DiscoverySink};

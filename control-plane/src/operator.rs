@@ -21,14 +21,14 @@ use crate::{
         ElectionSwitch, FleetMember, FleetVerification, IssuedKey, LeaderTransfer, LearnerAdded,
         ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberRemoved, MemberRole,
         MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ToolSummary, UpstreamDetail,
-        UpstreamSummary, Verdict, VoterPromoted,
+        UpstreamSummary, UsageReport, Verdict, VoterPromoted,
     },
     client::AdminClient,
     command::Command,
     discovery::Discovery,
     error_chain::with_causes,
     fleet::FleetRegistry,
-    outcome::{Refusal, RefusalCode},
+    outcome::{CommandResult, Refusal, RefusalCode},
     raft::{Node, NodeId, network::TlsMaterial},
     replica::Replica,
     state::{ControlState, EventKind},
@@ -229,6 +229,35 @@ impl Operator {
             AdminRequest::KeyRevoke { tenant, key_id } => AdminAnswer::KeyRevoke(
                 r.write("ctl", Command::RevokeKey { tenant, key_id }).await?,
             ),
+            AdminRequest::TenantUsage { id } => AdminAnswer::TenantUsage(
+                r.read(|s| {
+                    let tenant = s.tenants.get(&id)?;
+                    let usage = s.usage.get(&id).cloned().unwrap_or_default();
+                    Some(UsageReport {
+                        tenant: id.clone(),
+                        budget: tenant.budget,
+                        remaining: usage.remaining(tenant.budget),
+                        leased: usage.leased,
+                        spent: usage.spent,
+                        calls: usage.calls,
+                        updated_ms: usage.updated_ms,
+                    })
+                })
+                .await?
+                .ok_or_else(|| AdminError::from(r.shared().lock().unknown_tenant(&id)))?,
+            ),
+            AdminRequest::BudgetLease { lease } => {
+                let actor = format!("executor {}", lease.node);
+                let committed = r.write(&actor, Command::LeaseBudget { lease }).await?;
+                match committed.result {
+                    CommandResult::LeaseBudget(granted) => AdminAnswer::BudgetLease(granted),
+                    other => {
+                        return Err(AdminError::from(Refusal::invalid(format!(
+                            "unexpected result of a budget lease: {other:?}"
+                        ))));
+                    }
+                }
+            }
             AdminRequest::ManifestShow { version } => AdminAnswer::ManifestShow(
                 r.read(|s| manifest_version(s, version))
                     .await?

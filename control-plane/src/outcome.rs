@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tenant::Tenant;
+use crate::{tenant::Tenant, usage::LeaseGranted};
 
 /// The result of applying one log entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,6 +127,8 @@ pub enum CommandResult {
     IssueKey(KeyChanged),
     /// A key was removed from a tenant.
     RevokeKey(KeyChanged),
+    /// Budget allowance leased to an executor.
+    LeaseBudget(LeaseGranted),
 }
 
 impl CommandResult {
@@ -144,6 +146,7 @@ impl CommandResult {
             }
             CommandResult::DeleteTenant(r) => serde_json::to_value(r),
             CommandResult::IssueKey(r) | CommandResult::RevokeKey(r) => serde_json::to_value(r),
+            CommandResult::LeaseBudget(r) => serde_json::to_value(r),
         };
         value.unwrap_or_default()
     }

@@ -29,6 +29,9 @@ pub struct TenantPatch {
     /// See [`Tenant::rate_limit_per_minute`]; `Some(0)` clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_per_minute: Option<u32>,
+    /// Per-tool limits to set (0 removes the entry); see [`Tenant::tool_rate_limits`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_rate_limits: Option<BTreeMap<String, u32>>,
     /// See [`Tenant::budget`]; a negative value clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
@@ -97,6 +100,7 @@ impl TenantPatch {
             tools: Vec::new(),
             tags: Vec::new(),
             rate_limit_per_minute: None,
+            tool_rate_limits: BTreeMap::new(),
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),
@@ -130,6 +134,13 @@ impl TenantPatch {
         }
         if let Some(budget) = patch.budget {
             tenant.budget = (budget >= 0.0).then_some(budget);
+        }
+        for (glob, limit) in patch.tool_rate_limits.iter().flatten() {
+            if *limit == 0 {
+                tenant.tool_rate_limits.remove(glob);
+            } else {
+                tenant.tool_rate_limits.insert(glob.clone(), *limit);
+            }
         }
         for (glob, price) in patch.prices.iter().flatten() {
             if *price < 0.0 {

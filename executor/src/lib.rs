@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod ipc;
 mod local_executor;
+pub mod metering;
 pub mod pool;
 pub mod sandbox;
 pub mod script;

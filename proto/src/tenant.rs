@@ -36,9 +36,13 @@ pub struct Tenant {
     /// Servers carrying any of these tags are visible too.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// Tool calls per minute.
+    /// Tool calls per minute, all tools together.
     #[serde(default)]
     pub rate_limit_per_minute: Option<u32>,
+    /// Calls per minute of each tool, by `<server>/<tool>` glob (the most
+    /// specific glob wins; every tool has a bucket of its own).
+    #[serde(default)]
+    pub tool_rate_limits: BTreeMap<String, u32>,
     /// Spending budget in the tenant's unit.
     #[serde(default)]
     pub budget: Option<f64>,
@@ -86,13 +90,27 @@ impl Tenant {
     /// glob wins (the longest pattern; ties by pattern order); 0 when none
     /// matches.
     pub fn price_of(&self, server: &str, tool: &str) -> f64 {
-        let id = format!("{server}/{tool}");
-        self.prices
-            .iter()
-            .filter(|(glob, _)| glob_match(glob, &id))
-            .max_by_key(|(glob, _)| glob.len())
-            .map_or(0.0, |(_, price)| *price)
+        most_specific(&self.prices, server, tool).map_or(0.0, |p| *p)
     }
+
+    /// The per-minute limit of `server/tool`'s own bucket, if any glob of
+    /// [`Tenant::tool_rate_limits`] matches (the most specific wins).
+    pub fn tool_rate_limit(&self, server: &str, tool: &str) -> Option<u32> {
+        most_specific(&self.tool_rate_limits, server, tool).copied()
+    }
+}
+
+/// The value of the longest glob in `map` matching `server/tool` (ties: the
+/// first in glob order).
+fn most_specific<'a, V>(map: &'a BTreeMap<String, V>, server: &str, tool: &str) -> Option<&'a V> {
+    let id = format!("{server}/{tool}");
+    let mut best: Option<(&String, &V)> = None;
+    for (glob, value) in map {
+        if glob_match(glob, &id) && best.is_none_or(|(b, _)| glob.len() > b.len()) {
+            best = Some((glob, value));
+        }
+    }
+    best.map(|(_, v)| v)
 }
 
 /// Hex SHA-256 of an API key, the only form the control plane keeps.
@@ -249,6 +267,7 @@ mod tests {
             tools: vec![],
             tags: vec![],
             rate_limit_per_minute: None,
+            tool_rate_limits: BTreeMap::new(),
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),

@@ -18,10 +18,11 @@ use quiver_control_plane::{
 use quiver_edge::{Gateway, Mode, auth::AuthMode};
 use quiver_executor::{
     LocalExecutor,
+    metering::{LeaseSource, Metered},
     pool::{PoolConfig, WorkerCommand, WorkerPool},
     script::{LocalScripts, ScriptRunner},
 };
-use quiver_proto::catalog::Catalog;
+use quiver_proto::{catalog::Catalog, tenant::TenantDirectory};
 use quiver_upstream::{UpstreamConfig, UpstreamSet};
 use tokio_util::sync::CancellationToken;
 
@@ -119,13 +120,20 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let (upstreams, store, control_plane, registry) =
         start_control_plane(&config, args.reset_upstreams, &shutdown).await?;
     let mut child_executor = None;
+    let mut metered = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
         let (child, remote) = spawn_child_executor(control_plane.addr(), config.edge.auth).await?;
         child_executor = Some(child);
         let remote = Arc::new(remote);
         (remote.clone(), remote, None)
     } else {
-        let (executor, scripts, pool) = local_executor(upstreams.clone()).await?;
+        let leases = Arc::new(super::leases::NodeLeases {
+            node: control_plane.clone(),
+            name: format!("dev-{}", std::process::id()),
+        });
+        let (executor, scripts, pool) =
+            local_executor(upstreams.clone(), store.subscribe_tenants(), leases).await?;
+        metered = Some(executor.clone());
         (executor, scripts, Some(pool))
     };
     let gateway = Gateway::with_tenants(
@@ -194,6 +202,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status)).await
     };
     shutdown.cancel();
+    if let Some(metered) = &metered {
+        // Unspent allowances go back to the tenants' budgets.
+        metered.give_back().await;
+    }
     if let Some(pool) = &pool {
         pool.shutdown();
     }
@@ -434,11 +446,20 @@ pub(crate) async fn start_discovery(
     (upstreams, store)
 }
 
-/// The in-process executor: this process's upstream connections and a worker pool.
+/// The in-process executor's parts: calls (metered: rate limits and budgets of the
+/// tenants in `tenants`, allowances leased from `leases`), scripts whose calls
+/// pass the same meter, and the worker pool.
 pub(crate) async fn local_executor(
     upstreams: Arc<UpstreamSet>,
-) -> anyhow::Result<(Arc<dyn Dispatch>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
-    let executor: Arc<dyn Dispatch> = Arc::new(LocalExecutor::new(upstreams));
+    tenants: tokio::sync::watch::Receiver<Arc<TenantDirectory>>,
+    leases: Arc<dyn LeaseSource>,
+) -> anyhow::Result<(Arc<Metered>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
+    let metered = Metered::new(
+        Arc::new(LocalExecutor::new(upstreams)),
+        tenants,
+        Some(leases),
+    );
+    let executor: Arc<dyn Dispatch> = metered.clone();
     let program = std::env::current_exe().context("finding the quiver binary for workers")?;
     // Workers get this process's startup snapshot instead of making their own.
     let pool = WorkerPool::start(PoolConfig::new(WorkerCommand::quiver(program)));
@@ -446,8 +467,8 @@ pub(crate) async fn local_executor(
         tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
     }
     let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
-    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, executor.clone()));
-    Ok((executor, scripts, pool))
+    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, executor));
+    Ok((metered, scripts, pool))
 }
 
 /// Starts `quiver executor` as a child following the embedded control plane

@@ -131,6 +131,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| format!("executor@{bound}")),
         role: NodeRole::Executor,
     };
+    let (lease_tls, lease_name) = (watch.tls.clone(), watch.node.clone());
     let (upstreams, store) = if from_control_plane {
         let upstreams = Arc::new(UpstreamSet::default());
         let store = Arc::new(ManifestStore::new());
@@ -156,7 +157,14 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         }
         (upstreams, store)
     };
-    let (dispatch, scripts, pool) = local_executor(upstreams.clone()).await?;
+    let leases = Arc::new(super::leases::ClientLeases::new(
+        args.control_plane.clone(),
+        lease_tls,
+        lease_name,
+    ));
+    let (metered, scripts, pool) =
+        local_executor(upstreams.clone(), store.subscribe_tenants(), leases).await?;
+    let dispatch: Arc<dyn quiver_contract::Dispatch> = metered.clone();
     let service = ExecutorService::with_tenants(
         store.subscribe(),
         store.subscribe_tenants(),
@@ -194,6 +202,8 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         .await
         .context("serving gRPC");
     shutdown.cancel();
+    // Unspent allowances go back to the tenants' budgets.
+    metered.give_back().await;
     pool.shutdown();
     upstreams.shutdown().await;
     result

@@ -9,6 +9,7 @@ pub mod control_plane;
 pub mod ctl;
 pub mod dev;
 pub mod executor;
+mod leases;
 pub mod logging;
 pub mod mock_upstream;
 pub mod tokens;

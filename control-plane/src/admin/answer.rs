@@ -16,6 +16,7 @@ use crate::{
     raft::NodeId,
     state::{Event, ManifestRecord, PendingDrift},
     tenant::Tenant,
+    usage::LeaseGranted,
 };
 
 /// The answer to one operator request, named like the request.
@@ -69,6 +70,10 @@ pub enum AdminAnswer {
     KeyIssue(IssuedKey),
     /// [`super::AdminRequest::KeyRevoke`].
     KeyRevoke(Committed),
+    /// [`super::AdminRequest::TenantUsage`].
+    TenantUsage(UsageReport),
+    /// [`super::AdminRequest::BudgetLease`].
+    BudgetLease(LeaseGranted),
     /// [`super::AdminRequest::ManifestShow`].
     ManifestShow(ManifestShown),
     /// [`super::AdminRequest::ManifestDiff`].
@@ -98,6 +103,8 @@ impl AdminAnswer {
             AdminAnswer::TenantList(a) => serde_json::to_value(a),
             AdminAnswer::TenantShow(a) => serde_json::to_value(a),
             AdminAnswer::KeyIssue(a) => serde_json::to_value(a),
+            AdminAnswer::TenantUsage(a) => serde_json::to_value(a),
+            AdminAnswer::BudgetLease(a) => serde_json::to_value(a),
             AdminAnswer::ManifestShow(ManifestShown::Current(a)) => serde_json::to_value(a),
             AdminAnswer::ManifestShow(ManifestShown::Kept(a)) => serde_json::to_value(a),
             AdminAnswer::ManifestDiff(a) => serde_json::to_value(a),
@@ -112,6 +119,25 @@ impl AdminAnswer {
         };
         value.unwrap_or_default()
     }
+}
+
+/// [`AdminAnswer::TenantUsage`]: a tenant's budget and usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageReport {
+    /// Tenant id.
+    pub tenant: String,
+    /// Its budget (`None`: unlimited).
+    pub budget: Option<f64>,
+    /// What executors leased (never more than the budget).
+    pub leased: f64,
+    /// What executors reported spending.
+    pub spent: f64,
+    /// Calls executors reported.
+    pub calls: u64,
+    /// What may still be leased (`None`: unlimited).
+    pub remaining: Option<f64>,
+    /// When an executor last reported (ms since the epoch).
+    pub updated_ms: u64,
 }
 
 /// A committed write: what the command did and where it landed.
@@ -412,6 +438,9 @@ pub struct PublicTenant {
     pub tags: Vec<String>,
     /// See [`Tenant::rate_limit_per_minute`].
     pub rate_limit_per_minute: Option<u32>,
+    /// See [`Tenant::tool_rate_limits`].
+    #[serde(default)]
+    pub tool_rate_limits: BTreeMap<String, u32>,
     /// See [`Tenant::budget`].
     pub budget: Option<f64>,
     /// See [`Tenant::prices`].
@@ -434,6 +463,7 @@ impl From<&Tenant> for PublicTenant {
             tools: t.tools.clone(),
             tags: t.tags.clone(),
             rate_limit_per_minute: t.rate_limit_per_minute,
+            tool_rate_limits: t.tool_rate_limits.clone(),
             budget: t.budget,
             prices: t.prices.clone(),
             keys: t

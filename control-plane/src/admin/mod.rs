@@ -13,7 +13,7 @@ pub use answer::{
     FleetMember, FleetVerification, IssuedKey, KeySummary, LeaderTransfer, LearnerAdded,
     ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberRemoved, MemberRole,
     MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ServerSummary, ToolSummary,
-    UpstreamDetail, UpstreamSummary, Verdict, VoterPromoted,
+    UpstreamDetail, UpstreamSummary, UsageReport, Verdict, VoterPromoted,
 };
 pub(crate) use error::NOT_LEADER;
 pub use error::{AdminError, LEADER_METADATA};

@@ -5,7 +5,7 @@
 use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::{raft::NodeId, tenant::TenantPatch};
+use crate::{raft::NodeId, tenant::TenantPatch, usage::LeaseRequest};
 
 /// The request format this build writes and reads; a node refuses any other.
 pub const ADMIN_FORMAT: u32 = 1;
@@ -179,6 +179,16 @@ pub enum AdminRequest {
         tenant: String,
         /// Key id.
         key_id: String,
+    },
+    /// A tenant's budget and what its executors leased and spent.
+    TenantUsage {
+        /// Tenant id.
+        id: String,
+    },
+    /// From an executor: reports a tenant's spending and leases allowance.
+    BudgetLease {
+        /// The report and the request.
+        lease: LeaseRequest,
     },
     /// A manifest version (the current one when absent).
     ManifestShow {

@@ -22,6 +22,7 @@ use crate::{
         TenantDeleted, UpstreamPut, UpstreamRemoved,
     },
     tenant::{ApiKey, Tenant, TenantPatch, valid_id},
+    usage::{LeaseGranted, LeaseRequest, TenantUsage},
 };
 
 mod records;
@@ -44,6 +45,9 @@ pub struct ControlState {
     pub pending: BTreeMap<String, BTreeMap<String, PendingDrift>>,
     /// Tenants by id.
     pub tenants: BTreeMap<String, Tenant>,
+    /// Budget usage by tenant (see [`crate::usage`]).
+    #[serde(default)]
+    pub usage: BTreeMap<String, TenantUsage>,
     /// The drift and administrative event log, oldest first.
     pub events: VecDeque<Event>,
     /// Id of the next event.
@@ -171,6 +175,10 @@ impl ControlState {
                 let revoked = self.revoke_key(tenant, key_id, at, actor)?;
                 (CommandResult::RevokeKey(revoked), false)
             }
+            Command::LeaseBudget { lease } => (
+                CommandResult::LeaseBudget(self.lease_budget(lease, at)?),
+                false,
+            ),
         })
     }
 
@@ -429,8 +437,29 @@ impl ControlState {
         if self.tenants.remove(id).is_none() {
             return Err(self.unknown_tenant(id));
         }
+        self.usage.remove(id);
         self.log_admin(at, actor, None, format!("tenant `{id}` deleted"));
         Ok(TenantDeleted { id: id.to_string() })
+    }
+
+    fn lease_budget(&mut self, lease: &LeaseRequest, at: u64) -> Result<LeaseGranted, Refusal> {
+        if !lease.is_valid() {
+            return Err(Refusal::invalid(
+                "lease amounts must be finite and not negative",
+            ));
+        }
+        let Some(tenant) = self.tenants.get(&lease.tenant) else {
+            return Err(self.unknown_tenant(&lease.tenant));
+        };
+        let budget = tenant.budget;
+        let usage = self.usage.entry(lease.tenant.clone()).or_default();
+        let granted = usage.lease(lease, budget, at);
+        Ok(LeaseGranted {
+            tenant: lease.tenant.clone(),
+            granted,
+            budget,
+            usage: usage.clone(),
+        })
     }
 
     fn issue_key(

@@ -235,6 +235,11 @@ pub(crate) enum TenantCommand {
         /// Tenant id.
         id: String,
     },
+    /// Budget, and what executors leased, spent and called for the tenant.
+    Usage {
+        /// Tenant id.
+        id: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -254,9 +259,13 @@ pub(crate) struct TenantFlags {
     /// Servers with this tag are visible (repeat; replaces the list).
     #[arg(long = "tag")]
     pub(crate) tags: Vec<String>,
-    /// Tool calls per minute (0 clears).
+    /// Tool calls per minute, all tools together (0 clears).
     #[arg(long)]
     pub(crate) rate_limit: Option<u32>,
+    /// `GLOB=N`: calls per minute of each tool matching `<server>/<tool>`
+    /// glob GLOB, one bucket per tool (repeat; 0 removes the entry).
+    #[arg(long = "tool-rate-limit")]
+    pub(crate) tool_rate_limits: Vec<String>,
     /// Budget (negative clears).
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) budget: Option<f64>,

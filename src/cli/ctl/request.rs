@@ -57,6 +57,7 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
                 patch: patch_of(patch)?,
             },
             TenantCommand::Delete { id } => AdminRequest::TenantDelete { id },
+            TenantCommand::Usage { id } => AdminRequest::TenantUsage { id },
         },
         CtlCommand::Key(c) => match c {
             KeyCommand::Issue { tenant } => AdminRequest::KeyIssue { tenant },
@@ -144,6 +145,18 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         }
         Some(prices)
     };
+    let tool_rate_limits = if flags.tool_rate_limits.is_empty() {
+        None
+    } else {
+        let mut limits = BTreeMap::new();
+        for (glob, limit) in pairs(&flags.tool_rate_limits, "--tool-rate-limit")? {
+            let limit: u32 = limit.parse().with_context(|| {
+                format!("--tool-rate-limit `{glob}={limit}`: the limit must be calls per minute (0 removes it)")
+            })?;
+            limits.insert(glob, limit);
+        }
+        Some(limits)
+    };
     let list = |v: Vec<String>| (!v.is_empty()).then_some(v);
     let patch = TenantPatch {
         display_name: flags.display_name,
@@ -152,6 +165,7 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         tools: list(flags.tools),
         tags: list(flags.tags),
         rate_limit_per_minute: flags.rate_limit,
+        tool_rate_limits,
         budget: flags.budget,
         prices,
     };

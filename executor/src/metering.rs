@@ -1,0 +1,334 @@
+//! Rate limits and budgets, enforced where calls are made: [`Metered`] wraps
+//! the executor's [`Dispatch`], so direct calls and calls made inside scripts
+//! pass the same checks, and a refused call never reaches an upstream.
+//!
+//! - **Rate limits**: token buckets per tenant (all its calls) and per tool
+//!   (one bucket per tool matching a `tool_rate_limits` glob), refilled
+//!   continuously at the per-minute rate with a burst of one minute's worth.
+//!   They hold per executor process: behind N executors a tenant may reach N
+//!   times its rate.
+//! - **Budgets**: a call costs its price (the tenant's most specific price
+//!   glob). It is paid from an allowance this executor leased from the
+//!   control plane through a [`LeaseSource`]; the control plane never leases
+//!   more than the budget in total, so the fleet never overspends. Spending
+//!   and call counts are reported with every lease and every
+//!   [`REPORT_EVERY`]; unspent allowance is given back by [`Metered::give_back`]
+//!   at shutdown (an executor that dies loses at most one allowance per
+//!   tenant, counted as leased, never as spent).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures::future::BoxFuture;
+use quiver_contract::{CallOptions, Dispatch, ToolCall, UpstreamError};
+use quiver_proto::tenant::{Tenant, TenantDirectory};
+use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
+use tokio::sync::watch;
+
+/// How often spending is reported to the control plane when nothing else
+/// reports it.
+pub const REPORT_EVERY: Duration = Duration::from_secs(2);
+
+/// One report (and request) to the control plane's budget ledger.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BudgetReport {
+    /// The tenant.
+    pub tenant: String,
+    /// Allowance wanted now (0 to only report).
+    pub want: f64,
+    /// Spent since the last report.
+    pub spent: f64,
+    /// Calls since the last report.
+    pub calls: u64,
+    /// Unspent allowance given back.
+    pub give_back: f64,
+}
+
+/// Where allowances come from: the control plane.
+pub trait LeaseSource: Send + Sync {
+    /// Sends `report` and returns the allowance granted (at most `want`).
+    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, String>>;
+}
+
+/// A [`Dispatch`] that applies each tenant's rate limits and budget before
+/// passing a call on.
+pub struct Metered {
+    inner: Arc<dyn Dispatch>,
+    tenants: watch::Receiver<Arc<TenantDirectory>>,
+    buckets: Mutex<HashMap<BucketKey, Bucket>>,
+    accounts: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Account>>>>,
+    leases: Option<Arc<dyn LeaseSource>>,
+}
+
+/// A tenant's bucket, or one of its tools' buckets.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct BucketKey {
+    tenant: String,
+    tool: Option<(String, String)>,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    per_minute: u32,
+    last: Instant,
+}
+
+impl Bucket {
+    /// Takes a token, or says how long until one is available.
+    fn take(&mut self, per_minute: u32, now: Instant) -> Result<(), Duration> {
+        let rate = f64::from(per_minute) / 60.0;
+        if per_minute != self.per_minute {
+            // A changed limit starts full at the new size.
+            self.per_minute = per_minute;
+            self.tokens = f64::from(per_minute);
+        } else {
+            let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+            self.tokens = (self.tokens + elapsed * rate).min(f64::from(per_minute));
+        }
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / rate))
+        }
+    }
+}
+
+/// What this executor holds of one tenant's budget.
+#[derive(Debug, Default)]
+struct Account {
+    allowance: f64,
+    unreported_spent: f64,
+    unreported_calls: u64,
+}
+
+impl Metered {
+    /// Metering of `inner` under the policies in `tenants`; budgets are
+    /// leased from `leases` (without one, a tenant with a budget is refused
+    /// every priced call: there is nowhere to lease from).
+    pub fn new(
+        inner: Arc<dyn Dispatch>,
+        tenants: watch::Receiver<Arc<TenantDirectory>>,
+        leases: Option<Arc<dyn LeaseSource>>,
+    ) -> Arc<Metered> {
+        let metered = Arc::new(Metered {
+            inner,
+            tenants,
+            buckets: Mutex::new(HashMap::new()),
+            accounts: Mutex::new(HashMap::new()),
+            leases,
+        });
+        let weak = Arc::downgrade(&metered);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(REPORT_EVERY);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(metered) = weak.upgrade() else {
+                    return;
+                };
+                metered.report(false).await;
+            }
+        });
+        metered
+    }
+
+    /// Reports what was spent and gives back every unspent allowance (at
+    /// shutdown).
+    pub async fn give_back(&self) {
+        self.report(true).await;
+    }
+
+    async fn report(&self, give_back: bool) {
+        let Some(leases) = &self.leases else { return };
+        let accounts: Vec<(String, Arc<tokio::sync::Mutex<Account>>)> = self
+            .accounts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(t, a)| (t.clone(), a.clone()))
+            .collect();
+        for (tenant, account) in accounts {
+            let mut account = account.lock().await;
+            let returned = if give_back { account.allowance } else { 0.0 };
+            if account.unreported_calls == 0 && returned == 0.0 {
+                continue;
+            }
+            let report = BudgetReport {
+                tenant: tenant.clone(),
+                want: 0.0,
+                spent: account.unreported_spent,
+                calls: account.unreported_calls,
+                give_back: returned,
+            };
+            match leases.lease(report).await {
+                Ok(_) => {
+                    account.unreported_spent = 0.0;
+                    account.unreported_calls = 0;
+                    account.allowance -= returned;
+                }
+                Err(e) => tracing::warn!(%tenant, "reporting budget usage failed: {e}"),
+            }
+        }
+    }
+
+    /// Applies the rate limits of `tenant` to a call of `server/tool`.
+    fn check_rates(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), String> {
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut take = |key: BucketKey, per_minute: u32, what: String| {
+            let bucket = buckets.entry(key).or_insert_with(|| Bucket {
+                tokens: f64::from(per_minute),
+                per_minute,
+                last: now,
+            });
+            bucket.take(per_minute, now).map_err(|wait| {
+                format!(
+                    "{what} ({per_minute} calls per minute) reached; retry in {:.1} s",
+                    wait.as_secs_f64().max(0.1)
+                )
+            })
+        };
+        if let Some(limit) = tenant.tool_rate_limit(server, tool) {
+            take(
+                BucketKey {
+                    tenant: tenant.id.clone(),
+                    tool: Some((server.to_string(), tool.to_string())),
+                },
+                limit,
+                format!(
+                    "rate limit of tool `{server}/{tool}` for tenant `{}`",
+                    tenant.id
+                ),
+            )?;
+        }
+        if let Some(limit) = tenant.rate_limit_per_minute {
+            take(
+                BucketKey {
+                    tenant: tenant.id.clone(),
+                    tool: None,
+                },
+                limit,
+                format!("rate limit of tenant `{}`", tenant.id),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Pays for one call of `server/tool`, leasing allowance when needed.
+    async fn charge(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), String> {
+        let price = tenant.price_of(server, tool);
+        let account = self
+            .accounts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(tenant.id.clone())
+            .or_default()
+            .clone();
+        let mut account = account.lock().await;
+        let Some(budget) = tenant.budget else {
+            account.unreported_spent += price;
+            account.unreported_calls += 1;
+            return Ok(());
+        };
+        if price > 0.0 && account.allowance < price {
+            let Some(leases) = &self.leases else {
+                return Err(format!(
+                    "tenant `{}` has a budget and this executor cannot reach the control plane to lease from it",
+                    tenant.id
+                ));
+            };
+            // Lease a twentieth of the budget at a time (at least this call's
+            // price), reporting what was spent since the last report.
+            let want = (price - account.allowance).max(budget / 20.0).max(price);
+            let report = BudgetReport {
+                tenant: tenant.id.clone(),
+                want,
+                spent: account.unreported_spent,
+                calls: account.unreported_calls,
+                give_back: 0.0,
+            };
+            let granted = leases.lease(report).await.map_err(|e| {
+                format!(
+                    "the budget of tenant `{}` could not be checked ({e})",
+                    tenant.id
+                )
+            })?;
+            account.unreported_spent = 0.0;
+            account.unreported_calls = 0;
+            account.allowance += granted;
+            if account.allowance < price {
+                return Err(format!(
+                    "budget of tenant `{}` exhausted ({budget} spent or leased; `{server}/{tool}` costs {price})",
+                    tenant.id
+                ));
+            }
+        }
+        account.allowance -= price;
+        account.unreported_spent += price;
+        account.unreported_calls += 1;
+        Ok(())
+    }
+}
+
+impl Dispatch for Metered {
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
+        Box::pin(async move {
+            let tenant = self.tenants.borrow().get(&call.tenant).cloned();
+            if let Some(tenant) = tenant {
+                let refused = |reason: String| UpstreamError::Refused {
+                    id: call.server.clone(),
+                    reason,
+                };
+                self.check_rates(&tenant, &call.server, &call.tool)
+                    .map_err(refused)?;
+                self.charge(&tenant, &call.server, &call.tool)
+                    .await
+                    .map_err(refused)?;
+            }
+            self.inner.call_tool(call, options).await
+        })
+    }
+
+    fn request<'a>(
+        &'a self,
+        server: &'a str,
+        request: ClientRequest,
+        options: CallOptions,
+    ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
+        self.inner.request(server, request, options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_allows_its_burst_then_says_when_to_retry() {
+        let start = Instant::now();
+        let mut bucket = Bucket {
+            tokens: 3.0,
+            per_minute: 3,
+            last: start,
+        };
+        for _ in 0..3 {
+            assert!(bucket.take(3, start).is_ok());
+        }
+        let wait = bucket.take(3, start).unwrap_err();
+        assert!((19.0..=20.0).contains(&wait.as_secs_f64()), "{wait:?}");
+        // Twenty seconds later one call is allowed again, not two.
+        let later = start + Duration::from_secs(20);
+        assert!(bucket.take(3, later).is_ok());
+        assert!(bucket.take(3, later).is_err());
+    }
+}
