@@ -1,4 +1,11 @@
-//! Compiles `quiver.v1` with protox (pure Rust), so building Quiver never needs `protoc`.
+//! Compiles `quiver.v1` with protox (pure Rust), so building Quiver never needs `protoc`,
+//! and writes the encoded descriptors of the public `quiver.v1.Gateway` API (and
+//! the files it imports) for gRPC reflection.
+
+use prost::Message as _;
+
+/// The file whose service the edge offers to other programs, with reflection.
+const GATEWAY_FILE: &str = "quiver/v1/gateway.proto";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
@@ -11,9 +18,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={file}");
     }
     let descriptors = protox::compile(files, ["proto"])?;
+    write_gateway_descriptors(&descriptors)?;
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
         .compile_fds(descriptors)?;
+    Ok(())
+}
+
+/// `gateway_descriptor.bin` in `OUT_DIR`: the gateway's file and the files it
+/// imports, nothing else (reflection describes what a gateway client needs).
+fn write_gateway_descriptors(
+    all: &prost_types::FileDescriptorSet,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut wanted = vec![GATEWAY_FILE.to_string()];
+    let mut kept = Vec::new();
+    while let Some(name) = wanted.pop() {
+        if kept
+            .iter()
+            .any(|f: &prost_types::FileDescriptorProto| f.name() == name)
+        {
+            continue;
+        }
+        let file = all
+            .file
+            .iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| format!("{name} is imported but was not compiled"))?;
+        wanted.extend(file.dependency.iter().cloned());
+        kept.push(file.clone());
+    }
+    // Dependencies first, as descriptor pools expect.
+    kept.reverse();
+    let set = prost_types::FileDescriptorSet { file: kept };
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("gateway_descriptor.bin");
+    std::fs::write(out, set.encode_to_vec())?;
     Ok(())
 }

@@ -44,6 +44,16 @@ pub struct EdgeConfig {
     /// Serve HTTPS with these PEM files.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
+    /// Address of the `quiver.v1.Gateway` gRPC listener (the API for
+    /// internal services; same authentication and views as MCP). Default:
+    /// none, the gRPC API is off.
+    #[serde(default)]
+    pub grpc_listen: Option<SocketAddr>,
+    /// Serve the gRPC API over TLS with these PEM files, and require client
+    /// certificates signed by `client_ca` when given (mTLS). Default:
+    /// plaintext.
+    #[serde(default)]
+    pub grpc_tls: Option<GrpcTlsConfig>,
     /// Default number of search results. Default 5.
     #[serde(default = "default_search_limit")]
     pub search_limit: usize,
@@ -72,6 +82,20 @@ pub struct TlsConfig {
     pub key: PathBuf,
 }
 
+/// Certificate, key and optional client CA for the gRPC listener.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcTlsConfig {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// PEM CA certificate(s): when set, only clients presenting a
+    /// certificate it signed may connect (mTLS). Default: none, any client.
+    #[serde(default)]
+    pub client_ca: Option<PathBuf>,
+}
+
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8080))
 }
@@ -96,6 +120,8 @@ impl Default for EdgeConfig {
             allowed_origins: Vec::new(),
             max_body_bytes: default_max_body(),
             tls: None,
+            grpc_listen: None,
+            grpc_tls: None,
             search_limit: default_search_limit(),
             search_model_dir: None,
             search_data_dir: None,

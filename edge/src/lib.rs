@@ -1,11 +1,13 @@
 //! Quiver's edge: terminates MCP and serves each tenant's view of the manifest in
-//! passthrough, search or code mode. It holds no upstream connections; calls go
+//! passthrough, search or code mode, and the same views to internal services
+//! over gRPC (`quiver.v1.Gateway`). It holds no upstream connections; calls go
 //! to an executor through the `quiver-contract` traits.
 
 pub mod access;
 pub mod auth;
 pub mod config;
 pub mod gateway;
+pub mod grpc;
 pub mod http;
 pub mod mode;
 mod modes;

@@ -8,9 +8,11 @@
 //!   every node, platform and run; nothing here may depend on time, locale, hashing
 //!   seeds or map iteration order.
 //! - Catalog files ([`catalog`]): tool catalogues in the formats Quiver accepts.
+//! - Audit records ([`audit`]): what every call and execution leaves behind.
 //! - Tenants ([`tenant`]): policy, API-key hashes and the directory edges
 //!   authenticate against.
 
+pub mod audit;
 pub mod canonical;
 pub mod catalog;
 pub mod hash;
@@ -28,4 +30,9 @@ pub use tool::{ToolDef, ToolId};
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod pb {
     tonic::include_proto!("quiver.v1");
+
+    /// Encoded `FileDescriptorSet` of `quiver/v1/gateway.proto` and the files
+    /// it imports: what gRPC reflection serves about `quiver.v1.Gateway`.
+    pub const GATEWAY_FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/gateway_descriptor.bin"));
 }

@@ -18,6 +18,7 @@ use quiver_control_plane::{
 use quiver_edge::{Gateway, Mode, auth::AuthMode};
 use quiver_executor::{
     LocalExecutor,
+    audit::{AuditShipper, AuditedScripts, Auditor},
     metering::{LeaseSource, Metered},
     pool::{PoolConfig, WorkerCommand, WorkerPool},
     script::{LocalScripts, ScriptRunner},
@@ -26,7 +27,10 @@ use quiver_proto::{catalog::Catalog, tenant::TenantDirectory};
 use quiver_upstream::{UpstreamConfig, UpstreamSet};
 use tokio_util::sync::CancellationToken;
 
-use super::logging;
+use super::{
+    cluster_key::{ClusterKeyArgs, KeyOrigin},
+    logging,
+};
 use crate::{config::DevConfig, demo};
 
 /// Arguments of `quiver dev`.
@@ -69,6 +73,14 @@ pub struct DevArgs {
     /// added with `quiver ctl` (by default they survive a restart).
     #[arg(long)]
     reset_upstreams: bool,
+    /// Seals tenant secrets; default `cluster.key` in the data directory,
+    /// made on the first start.
+    #[command(flatten)]
+    cluster_key: ClusterKeyArgs,
+    /// Serve the `quiver.v1.Gateway` gRPC API here too (overrides
+    /// `edge.grpc_listen`; port 0 picks a free one). Off unless set.
+    #[arg(long)]
+    grpc_listen: Option<SocketAddr>,
 }
 
 /// Runs until Ctrl-C / SIGTERM (or, with `--stdio`, until the client disconnects).
@@ -86,6 +98,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     }
     if let Some(auth) = args.auth {
         config.edge.auth = auth;
+    }
+    if let Some(grpc) = args.grpc_listen {
+        config.edge.grpc_listen = Some(grpc);
+    }
+    if config.edge.grpc_tls.is_some() && config.edge.grpc_listen.is_none() {
+        anyhow::bail!(
+            "edge.grpc_tls is set but the gRPC API is off; set edge.grpc_listen (or pass --grpc-listen), or remove edge.grpc_tls"
+        );
     }
     if args.stdio && config.edge.auth == AuthMode::Required {
         anyhow::bail!(
@@ -115,24 +135,30 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if config.edge.search_data_dir.is_none() {
         config.edge.search_data_dir = Some(config.control_plane.data.join("search"));
     }
+    // Tenant secrets are sealed with it (and opened by the executor).
+    let (cluster_key, key_origin) = args
+        .cluster_key
+        .load_or_create_in(&config.control_plane.data)?;
 
     let shutdown = CancellationToken::new();
     let (upstreams, store, control_plane, registry) =
-        start_control_plane(&config, args.reset_upstreams, &shutdown).await?;
+        start_control_plane(&config, args.reset_upstreams, cluster_key, &shutdown).await?;
     let mut child_executor = None;
     let mut metered = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
-        let (child, remote) = spawn_child_executor(control_plane.addr(), config.edge.auth).await?;
+        let (child, remote) =
+            spawn_child_executor(control_plane.addr(), config.edge.auth, &key_origin).await?;
         child_executor = Some(child);
         let remote = Arc::new(remote);
         (remote.clone(), remote, None)
     } else {
-        let leases = Arc::new(super::leases::NodeLeases {
+        let name = format!("dev-{}", std::process::id());
+        let link = Arc::new(super::leases::NodeLeases {
             node: control_plane.clone(),
-            name: format!("dev-{}", std::process::id()),
+            name: name.clone(),
         });
         let (executor, scripts, pool) =
-            local_executor(upstreams.clone(), store.subscribe_tenants(), leases).await?;
+            local_executor(upstreams.clone(), store.subscribe_tenants(), link, &name).await?;
         metered = Some(executor.clone());
         (executor, scripts, Some(pool))
     };
@@ -143,6 +169,35 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         Some(scripts),
         config.edge.clone(),
     );
+    // Bound before the startup line, so it can name the address; every
+    // problem with the address or the TLS files stops the start.
+    let grpc = match config.edge.grpc_listen {
+        Some(addr) => Some(
+            quiver_edge::grpc::GrpcListener::bind(
+                gateway.clone(),
+                addr,
+                config.edge.grpc_tls.as_ref(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let grpc_line = match &grpc {
+        Some(grpc) => format!(
+            "; gRPC {} ({})",
+            grpc.local_addr()?,
+            grpc.security().as_str()
+        ),
+        None => String::new(),
+    };
+    if let Some(grpc) = grpc {
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = grpc.serve(stop).await {
+                tracing::error!("the gRPC API stopped: {:#}", anyhow::Error::from(e));
+            }
+        });
+    }
     let manifest = store.current();
     let down: Vec<String> = upstreams
         .statuses()
@@ -159,7 +214,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
     let result = if args.stdio {
         eprintln!(
-            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode); upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode){grpc_line}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode
@@ -176,7 +231,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             "http"
         };
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}; upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,
@@ -203,8 +258,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
     shutdown.cancel();
     if let Some(metered) = &metered {
-        // Unspent allowances go back to the tenants' budgets.
-        metered.give_back().await;
+        // Unspent allowances go back to the tenants' budgets; buffered
+        // audit records are shipped.
+        metered.finish().await;
     }
     if let Some(pool) = &pool {
         pool.shutdown();
@@ -231,6 +287,7 @@ type ControlPlaneParts = (
 async fn start_control_plane(
     config: &DevConfig,
     reset_upstreams: bool,
+    cluster_key: Arc<quiver_control_plane::cluster_key::ClusterKey>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<ControlPlaneParts> {
     let upstreams = Arc::new(UpstreamSet::default());
@@ -242,6 +299,7 @@ async fn start_control_plane(
         bootstrap: true,
         tls: None,
         tuning: RaftTuning::default(),
+        cluster_key: Some(cluster_key),
     };
     let (node, addr) =
         ControlPlaneNode::start_with(node_config, upstreams.clone(), shutdown.clone())
@@ -449,15 +507,18 @@ pub(crate) async fn start_discovery(
 /// The in-process executor's parts: calls (metered: rate limits and budgets of the
 /// tenants in `tenants`, allowances leased from `leases`), scripts whose calls
 /// pass the same meter, and the worker pool.
-pub(crate) async fn local_executor(
+pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
     upstreams: Arc<UpstreamSet>,
     tenants: tokio::sync::watch::Receiver<Arc<TenantDirectory>>,
-    leases: Arc<dyn LeaseSource>,
+    link: Arc<L>,
+    node: &str,
 ) -> anyhow::Result<(Arc<Metered>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
-    let metered = Metered::new(
+    let auditor = Auditor::new(node, Some(link.clone() as Arc<dyn AuditShipper>));
+    let metered = Metered::audited(
         Arc::new(LocalExecutor::new(upstreams)),
         tenants,
-        Some(leases),
+        Some(link as Arc<dyn LeaseSource>),
+        auditor.clone(),
     );
     let executor: Arc<dyn Dispatch> = metered.clone();
     let program = std::env::current_exe().context("finding the quiver binary for workers")?;
@@ -467,7 +528,10 @@ pub(crate) async fn local_executor(
         tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
     }
     let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
-    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, executor));
+    let scripts: Arc<dyn Scripts> = Arc::new(AuditedScripts::new(
+        Arc::new(LocalScripts::new(runner, executor)),
+        auditor,
+    ));
     Ok((metered, scripts, pool))
 }
 
@@ -476,6 +540,7 @@ pub(crate) async fn local_executor(
 async fn spawn_child_executor(
     control_plane: &str,
     auth: AuthMode,
+    key: &KeyOrigin,
 ) -> anyhow::Result<(tokio::process::Child, RemoteExecutor)> {
     use tokio::io::AsyncBufReadExt;
     let program = std::env::current_exe().context("finding the quiver binary")?;
@@ -487,6 +552,11 @@ async fn spawn_child_executor(
         "--node-name",
         &format!("dev-executor-{}", std::process::id()),
     ]);
+    // The child opens tenant secrets with dev's key (an environment key it
+    // inherits as it is).
+    if let KeyOrigin::File(path) = key {
+        command.arg("--cluster-key-file").arg(path);
+    }
     let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

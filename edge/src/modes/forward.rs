@@ -1,11 +1,12 @@
 //! Forwarding one call of a visible tool to the executor: the arguments are
 //! checked and the call prepared by the view ([`ToolView::prepare_call`]),
 //! dispatched at most once, and an upstream's failure comes back redacted.
+//! [`call_checked`] is that one path; MCP modes and the gRPC API both take it.
 
 use std::sync::Arc;
 
-use quiver_contract::{CallOptions, Dispatch};
-use quiver_view::{ToolView, ViewTool, redact::redact_for_caller};
+use quiver_contract::{CallOptions, CallOrigin, Dispatch};
+use quiver_view::{ToolView, ViewTool, argument_check::ArgumentErrors, redact::redact_for_caller};
 use rmcp::{
     RoleServer,
     model::{CallToolResult, ContentBlock, JsonObject},
@@ -36,33 +37,51 @@ pub(crate) async fn forward(
     dispatch: &dyn Dispatch,
     view: &ToolView,
     tenant: &str,
+    origin: &CallOrigin,
     tool: ViewTool<'_>,
     arguments: Option<JsonObject>,
     context: &RequestContext<RoleServer>,
 ) -> CallToolResult {
-    let sent = arguments.map_or(Value::Null, Value::Object);
-    let call = match view.prepare_call(tenant, tool, &sent) {
-        Ok(call) => call,
-        Err(errors) => {
-            return tool_error(
-                "invalid_arguments",
-                errors.message(&tool.tool.exposed_name),
-                errors.to_json().get("error").cloned().unwrap_or_default(),
-            );
-        }
-    };
     let relay = SessionRelay::new(context.peer.clone(), context.meta.get_progress_token());
     let options = CallOptions {
         timeout: None,
         cancel: context.ct.clone(),
         sink: Some(Arc::new(relay)),
     };
+    let sent = arguments.map_or(Value::Null, Value::Object);
+    match call_checked(dispatch, view, tenant, origin, tool, sent, options).await {
+        Ok(result) => result,
+        Err(errors) => tool_error(
+            "invalid_arguments",
+            errors.message(&tool.tool.exposed_name),
+            errors.to_json().get("error").cloned().unwrap_or_default(),
+        ),
+    }
+}
+
+/// One call of a visible tool, whoever asks (an MCP mode or the gRPC API):
+/// `sent` (`null` when the caller sent no arguments) is checked against the
+/// tool's schema — a failure comes back untouched and nothing is sent —,
+/// the call is dispatched at most once and its outcome recorded in the
+/// tenant's search signals. An upstream's error result comes back redacted
+/// for the caller, a failure to reach the tool as a redacted tool error.
+pub(crate) async fn call_checked(
+    dispatch: &dyn Dispatch,
+    view: &ToolView,
+    tenant: &str,
+    origin: &CallOrigin,
+    tool: ViewTool<'_>,
+    sent: Value,
+    options: CallOptions,
+) -> Result<CallToolResult, ArgumentErrors> {
+    let mut call = view.prepare_call(tenant, tool, &sent)?;
+    call.origin = origin.clone();
     let outcome = dispatch.call_tool(call, options).await;
     // Redaction keeps what the caller sent (an absent object is `{}`).
     let args_value = if sent.is_null() { json!({}) } else { sent };
     let succeeded = matches!(&outcome, Ok(r) if r.is_error != Some(true));
     view.record_call(tenant, tool, succeeded);
-    match outcome {
+    Ok(match outcome {
         Ok(result) if result.is_error == Some(true) => redact_error_result(result, &args_value),
         Ok(result) => result,
         Err(e) => {
@@ -73,5 +92,5 @@ pub(crate) async fn forward(
                 json!({"tool": tool.tool.exposed_name}),
             )
         }
-    }
+    })
 }

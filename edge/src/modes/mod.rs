@@ -13,6 +13,7 @@ mod tool_result;
 use std::sync::Arc;
 
 use code::CodeMode;
+pub(crate) use forward::call_checked;
 pub use handler::{Backends, ModeHandler, ToolRequest};
 use passthrough::PassthroughMode;
 use search::SearchMode;
