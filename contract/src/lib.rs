@@ -21,7 +21,7 @@ pub use execute_error::ExecuteError;
 pub use limits::Limits;
 pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
 pub use quiver_upstream::{CallOptions, CallSink, SinkFuture, UpstreamError};
-pub use quiver_view::ToolCall;
+pub use quiver_view::{CallOrigin, ToolCall};
 pub use remote::RemoteExecutor;
 pub use scripts::{API_DECLARATION, ExecuteRequest, Scripts};
 pub use validation::{MAX_VIOLATIONS, ValidationErrors, Violation};

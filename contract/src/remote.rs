@@ -137,6 +137,9 @@ impl Dispatch for RemoteExecutor {
                 timeout_ms: options
                     .timeout
                     .map_or(0, |t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
+                caller: call.origin.caller,
+                edge: call.origin.edge,
+                script_sha256: call.origin.script_sha256.unwrap_or_default(),
             };
             let mut client = self.client.clone();
             let response = tokio::select! {

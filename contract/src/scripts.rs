@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use quiver_upstream::CallSink;
-use quiver_view::ToolView;
+use quiver_view::{CallOrigin, ToolView};
 use tokio_util::sync::CancellationToken;
 
 use crate::{ExecuteError, Limits, ScriptOutcome};
@@ -31,6 +31,8 @@ pub struct ExecuteRequest {
     pub code: String,
     /// Tighter limits for this run; the executor's own apply where absent or looser.
     pub limits: Option<Limits>,
+    /// Who asked and through which edge (for audit; the script's calls carry it too).
+    pub origin: CallOrigin,
 }
 
 impl ExecuteRequest {
@@ -45,7 +47,14 @@ impl ExecuteRequest {
             session: session.into(),
             code: code.into(),
             limits: None,
+            origin: CallOrigin::default(),
         }
+    }
+
+    /// The same request, made by `origin`.
+    pub fn from_origin(mut self, origin: CallOrigin) -> ExecuteRequest {
+        self.origin = origin;
+        self
     }
 
     /// The same request under `limits` (which can only tighten the executor's).

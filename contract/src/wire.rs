@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use quiver_proto::pb;
-use quiver_view::redact::redact;
+use quiver_view::{CallOrigin, redact::redact};
 use tonic::{Code, Status};
 
 use crate::{
@@ -59,6 +59,8 @@ pub fn request_to_pb(request: &ExecuteRequest) -> pb::ExecuteRequest {
         code: request.code.clone(),
         manifest_version: 0,
         limits: request.limits.as_ref().map(limits_to_pb),
+        caller: request.origin.caller.clone(),
+        edge: request.origin.edge.clone(),
     }
 }
 
@@ -69,6 +71,11 @@ pub fn request_from_pb(request: pb::ExecuteRequest) -> ExecuteRequest {
         session: request.session,
         code: request.code,
         limits: request.limits.as_ref().map(limits_from_pb),
+        origin: CallOrigin {
+            caller: request.caller,
+            edge: request.edge,
+            script_sha256: None,
+        },
     }
 }
 

@@ -4,10 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use quiver_proto::manifest::ServerEntry;
+use quiver_proto::{audit::AuditRecord, manifest::ServerEntry};
 use quiver_upstream::UpstreamConfig;
 
-use crate::{tenant::TenantPatch, usage::LeaseRequest};
+use crate::{
+    audit_log::AuditRetention, cluster_key::SealedValue, tenant::TenantPatch, usage::LeaseRequest,
+};
 
 /// The format version written by this build. Entries of a newer version are
 /// refused at apply time rather than misread.
@@ -119,6 +121,35 @@ pub enum Command {
         /// The report and the request.
         lease: LeaseRequest,
     },
+    /// Appends records an executor shipped to the audit log.
+    AppendAudit {
+        /// The records (ids are assigned when applied).
+        records: Vec<AuditRecord>,
+    },
+    /// Changes how long the audit log keeps records.
+    SetAuditRetention {
+        /// The new setting.
+        retention: AuditRetention,
+    },
+    /// Sets (or replaces) a tenant's secret. Only its sealed form is ever
+    /// proposed: the leader seals the operator's value with the cluster key
+    /// first, so the log and snapshots hold ciphertext.
+    SetSecret {
+        /// Tenant id.
+        tenant: String,
+        /// Secret name (what `${tenant_secret:NAME}` references).
+        name: String,
+        /// Nonce, ciphertext and key id.
+        #[serde(flatten)]
+        sealed: SealedValue,
+    },
+    /// Deletes a tenant's secret.
+    DeleteSecret {
+        /// Tenant id.
+        tenant: String,
+        /// Secret name.
+        name: String,
+    },
 }
 
 impl Command {
@@ -135,6 +166,10 @@ impl Command {
             Command::IssueKey { .. } => "issue_key",
             Command::RevokeKey { .. } => "revoke_key",
             Command::LeaseBudget { .. } => "lease_budget",
+            Command::AppendAudit { .. } => "append_audit",
+            Command::SetAuditRetention { .. } => "set_audit_retention",
+            Command::SetSecret { .. } => "set_secret",
+            Command::DeleteSecret { .. } => "delete_secret",
         }
     }
 }

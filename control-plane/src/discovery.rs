@@ -212,7 +212,7 @@ impl Discovery {
                     () = sleep_or_forever(wait) => break,
                     () = refresh.notified() => break,
                     event = events.recv() => match event {
-                        Ok(UpstreamEvent::ToolsChanged) => break,
+                        Ok(UpstreamEvent::ToolsChanged | UpstreamEvent::CredentialsChanged) => break,
                         Ok(UpstreamEvent::Disconnected) if healthy => {
                             // Reconnect after a short pause rather than on the next interval.
                             tokio::time::sleep(jittered(BACKOFF_START)).await;

@@ -1,18 +1,22 @@
 //! Discovery on the leader: while this node leads, it lists the registered
 //! upstreams' tools and commits what it finds; when it stops leading, it stops
-//! and drops the connections.
+//! and drops the connections. Per-tenant upstreams are listed with one
+//! tenant's secrets (see `quiver_upstream::UpstreamSet`), opened with this
+//! node's cluster key.
 
 use std::{sync::Arc, time::Duration};
 
 use openraft::ServerState;
 use quiver_proto::manifest::ServerEntry;
-use quiver_upstream::UpstreamConfig;
+use quiver_upstream::{UpstreamConfig, UpstreamSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    cluster_key::ClusterKey,
     command::{Command, Envelope},
     discovery::{Discovery, DiscoverySink},
     raft::{NodeId, Raft, state_machine::SharedState},
+    sealed_secrets::{SealedSecretSource, SecretsByTenant},
 };
 
 /// Discovery's results become replicated commands; results arriving within
@@ -86,6 +90,11 @@ pub(crate) struct LeaderDiscovery {
     pub(crate) shared: Arc<SharedState>,
     /// Discovery, fed into a [`RaftSink`].
     pub(crate) discovery: Arc<Discovery>,
+    /// The upstream set discovery uses (shared with `quiver dev`'s
+    /// in-process executor), given the tenants' sealed secrets.
+    pub(crate) upstreams: Arc<UpstreamSet>,
+    /// Opens them.
+    pub(crate) cluster_key: Option<Arc<ClusterKey>>,
     /// Stops the loop.
     pub(crate) shutdown: CancellationToken,
 }
@@ -97,7 +106,18 @@ impl LeaderDiscovery {
         let mut metrics = self.raft.metrics();
         let mut applied = self.shared.subscribe_applied();
         let mut registry: Option<Vec<UpstreamConfig>> = None;
+        let mut secrets: Option<SecretsByTenant> = None;
         loop {
+            // Every node keeps its set's secrets current, leading or not: in
+            // `quiver dev` the in-process executor calls through this set.
+            let sealed = self.shared.lock().secrets.clone();
+            if secrets.as_ref() != Some(&sealed) {
+                let source = SealedSecretSource::new(sealed.clone(), self.cluster_key.clone());
+                for retired in self.upstreams.install_secrets(Arc::new(source)) {
+                    tokio::spawn(async move { retired.shutdown().await });
+                }
+                secrets = Some(sealed);
+            }
             let leading = {
                 let m = metrics.borrow_and_update();
                 m.state == ServerState::Leader && m.current_leader == Some(self.id)

@@ -12,13 +12,17 @@
 //! - [`watcher`] feeds an edge's or executor's [`ManifestStore`] from the
 //!   `WatchManifest` stream.
 //! - [`Discovery`] with a [`LocalCatalogue`] serves a node with no control plane.
+//! - [`cluster_key`] seals tenants' upstream credentials on the leader;
+//!   [`sealed_secrets`] opens them where a connection is made for a tenant.
 
 // openraft's error types (`StorageError`, `RaftError`) are large and not ours
 // to shrink; boxing them would only move the cost to every call site.
 #![allow(clippy::result_large_err)]
 
 pub mod admin;
+pub mod audit_log;
 pub mod client;
+pub mod cluster_key;
 pub mod command;
 pub mod discovery;
 mod error_chain;
@@ -31,6 +35,7 @@ mod operator;
 pub mod outcome;
 pub mod raft;
 pub mod replica;
+pub mod sealed_secrets;
 mod service;
 pub mod state;
 pub mod tenant;

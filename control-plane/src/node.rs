@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     admin::{AdminAnswer, AdminError, AdminRequest, Committed},
+    cluster_key::ClusterKey,
     command::Command,
     discovery::Discovery,
     fleet::FleetRegistry,
@@ -68,6 +69,9 @@ pub struct NodeConfig {
     pub tls: Option<ClusterTls>,
     /// Raft timing.
     pub tuning: RaftTuning,
+    /// Seals tenant secrets (as leader) and opens them for discovery of
+    /// per-tenant upstreams; without it `secret set` is refused.
+    pub cluster_key: Option<Arc<ClusterKey>>,
 }
 
 /// Why a node did not start.
@@ -181,13 +185,14 @@ impl ControlPlaneNode {
         .map_err(StartError::Raft)?;
         let replica = Replica::new(config.node_id, addr.clone(), raft.clone(), shared.clone());
         let sink = Arc::new(RaftSink::new(raft.clone()));
-        let discovery = Discovery::new(upstreams, sink.clone(), shutdown.clone());
+        let discovery = Discovery::new(upstreams.clone(), sink.clone(), shutdown.clone());
         let fleet = Arc::new(FleetRegistry::new(config.node_id));
         let operator = Arc::new(Operator::new(
             replica.clone(),
             fleet.clone(),
             discovery.clone(),
             tls.clone(),
+            config.cluster_key.clone(),
         ));
         service::serve(
             raft.clone(),
@@ -209,6 +214,8 @@ impl ControlPlaneNode {
                 raft,
                 shared,
                 discovery: discovery.clone(),
+                upstreams,
+                cluster_key: config.cluster_key.clone(),
                 shutdown: shutdown.clone(),
             }
             .run(),

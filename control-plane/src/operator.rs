@@ -17,13 +17,15 @@ use rand::RngExt as _;
 
 use crate::{
     admin::{
-        AdminAnswer, AdminError, AdminRequest, ClusterInitialized, ClusterStatus, DriftReport,
-        ElectionSwitch, FleetMember, FleetVerification, IssuedKey, LeaderTransfer, LearnerAdded,
-        ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberRemoved, MemberRole,
-        MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ToolSummary, UpstreamDetail,
-        UpstreamSummary, UsageReport, Verdict, VoterPromoted,
+        AdminAnswer, AdminError, AdminRequest, ClusterInitialized, ClusterStatus, Committed,
+        DriftReport, ElectionSwitch, FleetMember, FleetVerification, IssuedKey, LeaderTransfer,
+        LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberRemoved,
+        MemberRole, MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, SecretList,
+        SecretSummary, ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport, Verdict,
+        VoterPromoted,
     },
     client::AdminClient,
+    cluster_key::{CLUSTER_KEY_ENV, CLUSTER_KEY_FILE_ENV, ClusterKey, MAX_SECRET_BYTES},
     command::Command,
     discovery::Discovery,
     error_chain::with_causes,
@@ -41,22 +43,27 @@ pub struct Operator {
     fleet: Arc<FleetRegistry>,
     discovery: Arc<Discovery>,
     tls: Option<TlsMaterial>,
+    /// Seals tenant secrets (none: `secret set` is refused with the fix).
+    cluster_key: Option<Arc<ClusterKey>>,
 }
 
 impl Operator {
     /// An operator over this node's replica, fleet registry and discovery;
-    /// `tls` is used to reach the other nodes.
+    /// `tls` is used to reach the other nodes, `cluster_key` to seal tenant
+    /// secrets.
     pub fn new(
         replica: Replica,
         fleet: Arc<FleetRegistry>,
         discovery: Arc<Discovery>,
         tls: Option<TlsMaterial>,
+        cluster_key: Option<Arc<ClusterKey>>,
     ) -> Operator {
         Operator {
             replica,
             fleet,
             discovery,
             tls,
+            cluster_key,
         }
     }
 
@@ -246,6 +253,20 @@ impl Operator {
                 .await?
                 .ok_or_else(|| AdminError::from(r.shared().lock().unknown_tenant(&id)))?,
             ),
+            AdminRequest::AuditAppend { records } => AdminAnswer::AuditAppend(
+                r.write("executor", Command::AppendAudit { records }).await?,
+            ),
+            AdminRequest::Audit { query } => {
+                AdminAnswer::Audit(r.read(|s| s.audit.query(&query)).await?)
+            }
+            AdminRequest::AuditRetention { set: Some(retention) } => {
+                r.write("ctl", Command::SetAuditRetention { retention })
+                    .await?;
+                AdminAnswer::AuditRetention(retention)
+            }
+            AdminRequest::AuditRetention { set: None } => {
+                AdminAnswer::AuditRetention(r.read(|s| s.audit.retention).await?)
+            }
             AdminRequest::BudgetLease { lease } => {
                 let actor = format!("executor {}", lease.node);
                 let committed = r.write(&actor, Command::LeaseBudget { lease }).await?;
@@ -258,6 +279,34 @@ impl Operator {
                     }
                 }
             }
+            AdminRequest::SecretSet {
+                tenant,
+                name,
+                value,
+            } => AdminAnswer::SecretSet(self.set_secret(tenant, name, value).await?),
+            AdminRequest::SecretList { tenant } => AdminAnswer::SecretList(
+                r.read(|s| {
+                    s.tenants.contains_key(&tenant).then(|| SecretList {
+                        tenant: tenant.clone(),
+                        secrets: s
+                            .secrets
+                            .get(&tenant)
+                            .into_iter()
+                            .flatten()
+                            .map(|(name, secret)| SecretSummary {
+                                name: name.clone(),
+                                updated_ms: secret.updated_ms,
+                            })
+                            .collect(),
+                    })
+                })
+                .await?
+                .ok_or_else(|| AdminError::from(r.shared().lock().unknown_tenant(&tenant)))?,
+            ),
+            AdminRequest::SecretDelete { tenant, name } => AdminAnswer::SecretDelete(
+                r.write("ctl", Command::DeleteSecret { tenant, name })
+                    .await?,
+            ),
             AdminRequest::ManifestShow { version } => AdminAnswer::ManifestShow(
                 r.read(|s| manifest_version(s, version))
                     .await?
@@ -282,6 +331,54 @@ impl Operator {
                 .await?,
             ),
         })
+    }
+
+    /// Seals `value` with the cluster key and proposes only the sealed form.
+    /// Only the leader seals (a follower answers "not the leader", so `quiver
+    /// ctl` goes there); no error here ever holds the value.
+    async fn set_secret(
+        &self,
+        tenant: String,
+        name: String,
+        value: quiver_upstream::SecretValue,
+    ) -> Result<Committed, AdminError> {
+        let r = &self.replica;
+        if r.raft().metrics().borrow().current_leader != Some(r.id()) {
+            return Err(r.not_leader());
+        }
+        let Some(key) = &self.cluster_key else {
+            return Err(AdminError::Refused {
+                code: RefusalCode::Unsupported,
+                message: format!(
+                    "node {} holds no cluster key, so it cannot seal tenant secrets; start every control-plane node and executor with the same key in {CLUSTER_KEY_ENV} or a file named by --cluster-key-file / {CLUSTER_KEY_FILE_ENV} (32 random bytes, base64: `head -c 32 /dev/urandom | base64`)",
+                    r.id()
+                ),
+            });
+        };
+        if !quiver_upstream::valid_secret_name(&name) {
+            return Err(AdminError::Invalid(format!(
+                "secret name `{name}` must be 1-64 characters of a-z, A-Z, 0-9, _ and -"
+            )));
+        }
+        if value.is_empty() || value.len() > MAX_SECRET_BYTES {
+            return Err(AdminError::Invalid(format!(
+                "a secret's value must be 1 to {MAX_SECRET_BYTES} bytes; this one has {}",
+                value.len()
+            )));
+        }
+        let sealed = key
+            .seal(&tenant, &name, &value)
+            .map_err(|e| AdminError::Invalid(format!("cannot seal secret `{name}`: {e}")))?;
+        drop(value);
+        r.write(
+            "ctl",
+            Command::SetSecret {
+                tenant,
+                name,
+                sealed,
+            },
+        )
+        .await
     }
 
     fn ensure_member(&self, node_id: NodeId) -> Result<(), AdminError> {

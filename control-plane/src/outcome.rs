@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{tenant::Tenant, usage::LeaseGranted};
+use crate::{audit_log::AuditRetention, tenant::Tenant, usage::LeaseGranted};
 
 /// The result of applying one log entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +129,14 @@ pub enum CommandResult {
     RevokeKey(KeyChanged),
     /// Budget allowance leased to an executor.
     LeaseBudget(LeaseGranted),
+    /// Audit records appended: the ids given (none for an empty batch).
+    AppendAudit(Option<(u64, u64)>),
+    /// The audit retention as now set.
+    SetAuditRetention(AuditRetention),
+    /// A tenant's secret was set.
+    SetSecret(SecretChanged),
+    /// A tenant's secret was deleted.
+    DeleteSecret(SecretChanged),
 }
 
 impl CommandResult {
@@ -147,6 +155,9 @@ impl CommandResult {
             CommandResult::DeleteTenant(r) => serde_json::to_value(r),
             CommandResult::IssueKey(r) | CommandResult::RevokeKey(r) => serde_json::to_value(r),
             CommandResult::LeaseBudget(r) => serde_json::to_value(r),
+            CommandResult::AppendAudit(r) => serde_json::to_value(r),
+            CommandResult::SetAuditRetention(r) => serde_json::to_value(r),
+            CommandResult::SetSecret(r) | CommandResult::DeleteSecret(r) => serde_json::to_value(r),
         };
         value.unwrap_or_default()
     }
@@ -211,6 +222,16 @@ pub struct KeyChanged {
     pub tenant: String,
     /// Key id.
     pub key_id: String,
+}
+
+/// [`CommandResult::SetSecret`] and [`CommandResult::DeleteSecret`]: which
+/// secret, never its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecretChanged {
+    /// Tenant id.
+    pub tenant: String,
+    /// Secret name.
+    pub name: String,
 }
 
 #[cfg(test)]

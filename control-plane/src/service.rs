@@ -144,11 +144,11 @@ impl ControlPlane for ControlPlaneService {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             // The first state newer than `after`, then every change of the
-            // manifest, the upstream registry or the tenants (a revoked key
-            // reaches every edge with the next update).
-            let mut sent: Option<(u64, String, String)> = None;
+            // manifest, the upstream registry, the tenants (a revoked key
+            // reaches every edge with the next update) or their sealed secrets.
+            let mut sent: Option<(u64, String, String, String)> = None;
             loop {
-                let (manifest, upstreams_json, tenants_json) = {
+                let (manifest, upstreams_json, tenants_json, secrets_json) = {
                     let mut state = shared.lock();
                     let manifest = state.manifest();
                     let upstreams: Vec<&quiver_upstream::UpstreamConfig> =
@@ -158,12 +158,14 @@ impl ControlPlane for ControlPlaneService {
                         manifest,
                         serde_json::to_string(&upstreams).unwrap_or_default(),
                         serde_json::to_string(&tenants).unwrap_or_default(),
+                        serde_json::to_string(&state.secrets).unwrap_or_default(),
                     )
                 };
                 let key = (
                     manifest.version,
                     upstreams_json.clone(),
                     tenants_json.clone(),
+                    secrets_json.clone(),
                 );
                 // The manifest travels when the consumer lacks it; the
                 // registry and tenants whenever they differ from what it was
@@ -171,13 +173,14 @@ impl ControlPlane for ControlPlaneService {
                 // version still gets them once).
                 let manifest_wanted = match &sent {
                     None => manifest.version > after || after == 0,
-                    Some((version, _, _)) => *version != manifest.version,
+                    Some((version, ..)) => *version != manifest.version,
                 };
                 if sent.as_ref() != Some(&key) {
                     let update = pb::ManifestUpdate {
                         manifest: manifest_wanted.then(|| manifest.to_pb()),
                         upstreams_json,
                         tenants_json,
+                        secrets_json,
                     };
                     if tx.send(Ok(update)).await.is_err() {
                         return;

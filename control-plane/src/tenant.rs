@@ -32,6 +32,9 @@ pub struct TenantPatch {
     /// Per-tool limits to set (0 removes the entry); see [`Tenant::tool_rate_limits`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_rate_limits: Option<BTreeMap<String, u32>>,
+    /// See [`Tenant::audit_arguments`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_arguments: Option<bool>,
     /// See [`Tenant::budget`]; a negative value clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
@@ -101,6 +104,7 @@ impl TenantPatch {
             tags: Vec::new(),
             rate_limit_per_minute: None,
             tool_rate_limits: BTreeMap::new(),
+            audit_arguments: false,
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),
@@ -134,6 +138,9 @@ impl TenantPatch {
         }
         if let Some(budget) = patch.budget {
             tenant.budget = (budget >= 0.0).then_some(budget);
+        }
+        if let Some(audit) = patch.audit_arguments {
+            tenant.audit_arguments = audit;
         }
         for (glob, limit) in patch.tool_rate_limits.iter().flatten() {
             if *limit == 0 {

@@ -1,6 +1,7 @@
 //! The consumer side of `WatchManifest`, used by edges and executors: hold the
 //! newest manifest in a [`ManifestStore`], recompute its stub hash locally,
-//! follow the upstream registry and the tenants, and report what this node holds so
+//! follow the upstream registry, the tenants and their sealed secrets (handed
+//! on as ciphertext: opening them is the consumer's business), and report what this node holds so
 //! `quiver ctl cluster verify` can compare. A broken stream is resumed from the
 //! last version held, on whichever endpoint answers.
 
@@ -18,6 +19,7 @@ use crate::{
     manifest_store::ManifestStore,
     node_role::NodeRole,
     raft::network::{ChannelError, MAX_MESSAGE_BYTES, TlsMaterial, channel},
+    sealed_secrets::SecretsByTenant,
 };
 
 /// How often a node re-reports itself between manifest changes.
@@ -25,6 +27,20 @@ pub const REPORT_EVERY: Duration = Duration::from_secs(5);
 
 /// Called with the registry whenever it changes (secrets still by reference).
 pub type RegistrySink = Arc<dyn Fn(Vec<UpstreamConfig>) + Send + Sync>;
+
+/// Called with every tenant's sealed secrets whenever they change
+/// (ciphertext only; an executor opens them with the cluster key).
+pub type SecretSink = Arc<dyn Fn(SecretsByTenant) + Send + Sync>;
+
+/// Where the watcher hands what it receives besides the manifest and the
+/// tenants (which go into the [`ManifestStore`]).
+#[derive(Clone, Default)]
+pub struct WatchSinks {
+    /// The upstream registry.
+    pub registry: Option<RegistrySink>,
+    /// The tenants' sealed secrets.
+    pub secrets: Option<SecretSink>,
+}
 
 /// Where to watch and how to name this node.
 #[derive(Clone)]
@@ -57,6 +73,9 @@ enum WatchError {
     /// The tenants in an update do not decode.
     #[error("unreadable tenants")]
     Tenants(#[source] serde_json::Error),
+    /// The sealed secrets in an update do not decode.
+    #[error("unreadable tenant secrets")]
+    Secrets(#[source] serde_json::Error),
     /// The manifest in an update does not decode.
     #[error("unreadable manifest version {version}")]
     Manifest {
@@ -75,26 +94,36 @@ pub fn spawn_watcher(
     registry: Option<RegistrySink>,
     shutdown: CancellationToken,
 ) {
+    let sinks = WatchSinks {
+        registry,
+        secrets: None,
+    };
+    spawn_watcher_with(config, store, sinks, shutdown);
+}
+
+/// [`spawn_watcher`] handing the registry and the sealed secrets to `sinks`.
+pub fn spawn_watcher_with(
+    config: WatchConfig,
+    store: Arc<ManifestStore>,
+    sinks: WatchSinks,
+    shutdown: CancellationToken,
+) {
     tokio::spawn(async move {
         tokio::select! {
-            () = watch_loop(&config, &store, registry.as_ref()) => {}
+            () = watch_loop(&config, &store, &sinks) => {}
             () = shutdown.cancelled() => {}
         }
     });
 }
 
-async fn watch_loop(
-    config: &WatchConfig,
-    store: &Arc<ManifestStore>,
-    registry: Option<&RegistrySink>,
-) {
+async fn watch_loop(config: &WatchConfig, store: &Arc<ManifestStore>, sinks: &WatchSinks) {
     let mut backoff = Duration::from_millis(100);
     let mut held = Held::default();
     let mut turn = 0usize;
     loop {
         let addr = &config.endpoints[turn % config.endpoints.len().max(1)];
         turn += 1;
-        match watch_once(config, addr, store, registry, &mut held).await {
+        match watch_once(config, addr, store, sinks, &mut held).await {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
                 tracing::warn!(
@@ -116,6 +145,8 @@ struct Held {
     registry: Option<String>,
     /// The tenants' JSON.
     tenants: Option<String>,
+    /// The sealed secrets' JSON.
+    secrets: Option<String>,
     /// The last manifest version received.
     version: Option<u64>,
 }
@@ -124,7 +155,7 @@ async fn watch_once(
     config: &WatchConfig,
     addr: &str,
     store: &Arc<ManifestStore>,
-    registry: Option<&RegistrySink>,
+    sinks: &WatchSinks,
     held: &mut Held,
 ) -> Result<(), WatchError> {
     let mut client =
@@ -144,7 +175,7 @@ async fn watch_once(
                 let Some(update) = message? else {
                     return Err(WatchError::Closed);
                 };
-                apply_update(config, store, registry, held, update)?;
+                apply_update(config, store, sinks, held, update)?;
                 send_report(&mut client, config, store).await;
             }
             _ = report.tick() => send_report(&mut client, config, store).await,
@@ -155,17 +186,28 @@ async fn watch_once(
 fn apply_update(
     config: &WatchConfig,
     store: &ManifestStore,
-    registry: Option<&RegistrySink>,
+    sinks: &WatchSinks,
     held: &mut Held,
     update: pb::ManifestUpdate,
 ) -> Result<(), WatchError> {
     if held.registry.as_deref() != Some(update.upstreams_json.as_str()) {
         let upstreams: Vec<UpstreamConfig> =
             serde_json::from_str(&update.upstreams_json).map_err(WatchError::Registry)?;
-        if let Some(sink) = registry {
+        if let Some(sink) = &sinks.registry {
             sink(upstreams);
         }
         held.registry = Some(update.upstreams_json);
+    }
+    // A control plane older than the secrets field sends none: keep what is held.
+    if !update.secrets_json.is_empty()
+        && held.secrets.as_deref() != Some(update.secrets_json.as_str())
+    {
+        let secrets: SecretsByTenant =
+            serde_json::from_str(&update.secrets_json).map_err(WatchError::Secrets)?;
+        if let Some(sink) = &sinks.secrets {
+            sink(secrets);
+        }
+        held.secrets = Some(update.secrets_json);
     }
     // A control plane older than the tenants field sends none: keep what is held.
     if !update.tenants_json.is_empty()

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use quiver_contract::{Dispatch, Scripts};
+use quiver_contract::{CallOrigin, Dispatch, Scripts};
 use quiver_proto::{Manifest, tenant::TenantDirectory};
 use rmcp::{RoleServer, service::Peer};
 use tokio::sync::watch;
@@ -196,6 +196,16 @@ impl Gateway {
             .iter()
             .flat_map(|o| o.issuers.iter().map(|i| i.issuer.clone()))
             .collect()
+    }
+
+    /// Who made a call, as the executor's audit record names it: the
+    /// principal's key id or token subject and this edge.
+    pub fn origin_of(&self, principal: &Principal) -> CallOrigin {
+        CallOrigin {
+            caller: principal.who(),
+            edge: format!("edge-{}", std::process::id()),
+            script_sha256: None,
+        }
     }
 
     /// The dispatcher.

@@ -395,9 +395,11 @@ impl ServerHandler for GatewaySession {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (bound, view) = self.caller(&context)?;
+        let origin = self.gateway.origin_of(&bound.principal);
         let request = ToolRequest {
             view,
             tenant: &bound.principal.tenant,
+            origin: &origin,
             name: request.name.as_ref(),
             arguments: request.arguments,
             session: &self.id,

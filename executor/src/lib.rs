@@ -5,6 +5,7 @@
 //! [`pool::WorkerPool`]), and serves both over gRPC ([`service`]). Workers
 //! hold no credentials and no connections.
 
+pub mod audit;
 pub mod engine;
 pub mod ipc;
 mod local_executor;

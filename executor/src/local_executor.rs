@@ -1,5 +1,6 @@
 //! The in-process side of the contract's [`Dispatch`]: a prepared call runs
-//! on an upstream connection this process holds.
+//! on an upstream connection this process holds; for an upstream that takes
+//! per-tenant credentials, on the calling tenant's own connection.
 
 use std::sync::Arc;
 
@@ -32,7 +33,8 @@ impl Dispatch for LocalExecutor {
         options: CallOptions,
     ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move {
-            let upstream = self.upstreams.get(&call.server)?;
+            // One tenant's credentials never serve another tenant's call.
+            let upstream = self.upstreams.for_tenant(&call.server, &call.tenant)?;
             tracing::debug!(tenant = %call.tenant, server = %call.server, tool = %call.tool, "dispatching tool call");
             upstream
                 .call_tool(&call.tool, call.arguments, options)
@@ -46,6 +48,17 @@ impl Dispatch for LocalExecutor {
         request: ClientRequest,
         options: CallOptions,
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
-        Box::pin(async move { self.upstreams.get(server)?.request(request, options).await })
+        Box::pin(async move {
+            let upstream = self.upstreams.get(server)?;
+            if upstream.config().is_per_tenant() {
+                // Such requests carry no tenant, and this upstream's
+                // credentials are one tenant's.
+                return Err(UpstreamError::CredentialsUnavailable {
+                    id: server.to_string(),
+                    reason: "resources, prompts and completion requests carry no tenant, so they are not forwarded to it".into(),
+                });
+            }
+            upstream.request(request, options).await
+        })
     }
 }

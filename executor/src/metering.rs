@@ -24,9 +24,14 @@ use std::{
 
 use futures::future::BoxFuture;
 use quiver_contract::{CallOptions, Dispatch, ToolCall, UpstreamError};
-use quiver_proto::tenant::{Tenant, TenantDirectory};
+use quiver_proto::{
+    audit::{AuditKind, AuditRecord, Decision, digest_of},
+    tenant::{Tenant, TenantDirectory},
+};
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio::sync::watch;
+
+use crate::audit::{Auditor, now_ms};
 
 /// How often spending is reported to the control plane when nothing else
 /// reports it.
@@ -57,6 +62,7 @@ pub trait LeaseSource: Send + Sync {
 /// passing a call on.
 pub struct Metered {
     inner: Arc<dyn Dispatch>,
+    auditor: Option<Arc<Auditor>>,
     tenants: watch::Receiver<Arc<TenantDirectory>>,
     buckets: Mutex<HashMap<BucketKey, Bucket>>,
     accounts: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Account>>>>,
@@ -116,8 +122,18 @@ impl Metered {
         tenants: watch::Receiver<Arc<TenantDirectory>>,
         leases: Option<Arc<dyn LeaseSource>>,
     ) -> Arc<Metered> {
+        Metered::build(inner, tenants, leases, None)
+    }
+
+    fn build(
+        inner: Arc<dyn Dispatch>,
+        tenants: watch::Receiver<Arc<TenantDirectory>>,
+        leases: Option<Arc<dyn LeaseSource>>,
+        auditor: Option<Arc<Auditor>>,
+    ) -> Arc<Metered> {
         let metered = Arc::new(Metered {
             inner,
+            auditor,
             tenants,
             buckets: Mutex::new(HashMap::new()),
             accounts: Mutex::new(HashMap::new()),
@@ -136,6 +152,26 @@ impl Metered {
             }
         });
         metered
+    }
+
+    /// Metering that also leaves an audit record of every call, allowed or
+    /// refused.
+    pub fn audited(
+        inner: Arc<dyn Dispatch>,
+        tenants: watch::Receiver<Arc<TenantDirectory>>,
+        leases: Option<Arc<dyn LeaseSource>>,
+        auditor: Arc<Auditor>,
+    ) -> Arc<Metered> {
+        Metered::build(inner, tenants, leases, Some(auditor))
+    }
+
+    /// Reports what was spent and gives back every unspent allowance, and
+    /// ships the audit records still buffered (at shutdown).
+    pub async fn finish(&self) {
+        self.give_back().await;
+        if let Some(auditor) = &self.auditor {
+            auditor.flush().await;
+        }
     }
 
     /// Reports what was spent and gives back every unspent allowance (at
@@ -283,19 +319,45 @@ impl Dispatch for Metered {
         options: CallOptions,
     ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move {
+            let started = Instant::now();
             let tenant = self.tenants.borrow().get(&call.tenant).cloned();
+            let record = self
+                .auditor
+                .as_ref()
+                .map(|_| call_record(&call, tenant.as_ref().is_some_and(|t| t.audit_arguments)));
             if let Some(tenant) = tenant {
-                let refused = |reason: String| UpstreamError::Refused {
-                    id: call.server.clone(),
-                    reason,
+                let checked = match self.check_rates(&tenant, &call.server, &call.tool) {
+                    Ok(()) => self.charge(&tenant, &call.server, &call.tool).await,
+                    Err(e) => Err(e),
                 };
-                self.check_rates(&tenant, &call.server, &call.tool)
-                    .map_err(refused)?;
-                self.charge(&tenant, &call.server, &call.tool)
-                    .await
-                    .map_err(refused)?;
+                if let Err(reason) = checked {
+                    if let (Some(auditor), Some(mut record)) = (&self.auditor, record) {
+                        record.decision = Decision::Denied;
+                        record.outcome = "refused".into();
+                        record.reason = Some(reason.clone());
+                        record.latency_us = micros(started);
+                        auditor.record(record);
+                    }
+                    return Err(UpstreamError::Refused {
+                        id: call.server.clone(),
+                        reason,
+                    });
+                }
             }
-            self.inner.call_tool(call, options).await
+            let result = self.inner.call_tool(call, options).await;
+            if let (Some(auditor), Some(mut record)) = (&self.auditor, record) {
+                record.latency_us = micros(started);
+                match &result {
+                    Ok(r) if r.is_error == Some(true) => record.outcome = "tool_error".into(),
+                    Ok(_) => {}
+                    Err(e) => {
+                        record.outcome = "error".into();
+                        record.reason = Some(quiver_view::redact::redact(&e.to_string()));
+                    }
+                }
+                auditor.record(record);
+            }
+            result
         })
     }
 
@@ -306,6 +368,32 @@ impl Dispatch for Metered {
         options: CallOptions,
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
         self.inner.request(server, request, options)
+    }
+}
+
+fn micros(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// The record of `call`, allowed and `ok` until known otherwise.
+fn call_record(call: &ToolCall, with_arguments: bool) -> AuditRecord {
+    let arguments = call.arguments.clone().map(serde_json::Value::Object);
+    AuditRecord {
+        id: 0,
+        at_ms: now_ms(),
+        tenant: call.tenant.clone(),
+        caller: call.origin.caller.clone(),
+        edge: call.origin.edge.clone(),
+        executor: String::new(),
+        kind: AuditKind::Call,
+        tool: Some(format!("{}/{}", call.server, call.tool)),
+        arguments_sha256: Some(digest_of(arguments.as_ref())),
+        arguments: if with_arguments { arguments } else { None },
+        decision: Decision::Allowed,
+        reason: None,
+        latency_us: 0,
+        outcome: "ok".into(),
+        script_sha256: call.origin.script_sha256.clone(),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use quiver_contract::{CallOptions, DEFAULT_TENANT, Dispatch, Scripts, wire};
+use quiver_contract::{CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts, wire};
 use quiver_proto::{Manifest, pb, tenant::TenantDirectory};
 use quiver_view::{LiveViews, ToolView, redact::redact};
 use tokio::sync::watch;
@@ -98,9 +98,14 @@ impl pb::executor_server::Executor for ExecutorService {
             serde_json::from_str(&request.arguments_json)
                 .map_err(|e| Status::invalid_argument(format!("arguments_json is not JSON: {e}")))?
         };
-        let call = view
+        let mut call = view
             .prepare_call(&request.tenant, tool, &arguments)
             .map_err(|errors| Status::invalid_argument(errors.message(&tool.tool.exposed_name)))?;
+        call.origin = CallOrigin {
+            caller: request.caller,
+            edge: request.edge,
+            script_sha256: (!request.script_sha256.is_empty()).then_some(request.script_sha256),
+        };
         // The caller going away drops this future, and with it the call.
         let mut options = CallOptions::default();
         if request.timeout_ms > 0 {

@@ -49,6 +49,10 @@ pub struct Tenant {
     /// Price per call by `<server>/<tool>` glob.
     #[serde(default)]
     pub prices: BTreeMap<String, f64>,
+    /// Whether audit records keep the arguments of its calls (by default
+    /// only their SHA-256).
+    #[serde(default)]
+    pub audit_arguments: bool,
     /// API keys by key id: hashes only.
     #[serde(default)]
     pub keys: BTreeMap<String, ApiKey>,
@@ -268,6 +272,7 @@ mod tests {
             tags: vec![],
             rate_limit_per_minute: None,
             tool_rate_limits: BTreeMap::new(),
+            audit_arguments: false,
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),

@@ -17,6 +17,9 @@ pub enum BenchCommand {
     ExecuteVsCall(super::bench_execute_vs_call::ExecuteVsCallArgs),
     /// Control plane: write latency (1 and 3 nodes), watch propagation, failover time.
     ControlPlane(super::bench_control_plane::ControlPlaneBenchArgs),
+    /// Tenants: API-key authentication plus view resolution per request (1,000
+    /// tenants over 10,000 tools), and the memory of the lazily built per-view indexes.
+    Tenants(super::bench_tenants::TenantsBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -50,6 +53,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Executor(args) => super::bench_executor::run(args).await,
         BenchCommand::ExecuteVsCall(args) => super::bench_execute_vs_call::run(args).await,
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,
+        BenchCommand::Tenants(args) => super::bench_tenants::run(args),
     }
 }
 

@@ -69,6 +69,7 @@ impl Cluster {
                 bootstrap: id == 1,
                 tls: None,
                 tuning: tuning.clone(),
+                cluster_key: None,
             });
         }
         let mut cluster = Cluster {

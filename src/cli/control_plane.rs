@@ -7,7 +7,7 @@ use clap::Args;
 use quiver_control_plane::{ControlPlaneNode, NodeConfig, RaftTuning, raft::network::ClusterTls};
 use tokio_util::sync::CancellationToken;
 
-use super::{dev::wait_for_signal, logging};
+use super::{cluster_key::ClusterKeyArgs, dev::wait_for_signal, logging};
 use crate::config::{ControlPlaneFile, ControlPlaneSettings};
 
 /// Arguments of `quiver control-plane`.
@@ -51,6 +51,8 @@ pub struct ControlPlaneArgs {
     /// Build a snapshot (and purge the log behind it) every N entries (default 1000).
     #[arg(long)]
     snapshot_every: Option<u64>,
+    #[command(flatten)]
+    cluster_key: ClusterKeyArgs,
 }
 
 /// Runs the node until Ctrl-C / SIGTERM.
@@ -96,6 +98,12 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
         );
     }
     let bootstrap = args.bootstrap || file.bootstrap;
+    let cluster_key = args.cluster_key.load()?;
+    if cluster_key.is_none() {
+        tracing::info!(
+            "no cluster key (QUIVER_CLUSTER_KEY or --cluster-key-file): `quiver ctl secret set` will be refused"
+        );
+    }
     let config = NodeConfig {
         node_id,
         listen,
@@ -109,6 +117,7 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
             snapshot_every,
             keep_behind_snapshot: (snapshot_every / 5).max(10),
         },
+        cluster_key,
     };
     let shutdown = CancellationToken::new();
     let (node, bound) = ControlPlaneNode::start(config, shutdown.clone()).await?;

@@ -21,6 +21,7 @@ mod args;
 mod render;
 mod request;
 mod search;
+mod secret_input;
 
 pub use args::CtlArgs;
 use args::{ClusterCommand, CtlCommand, Output};

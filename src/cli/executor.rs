@@ -10,7 +10,10 @@ use quiver_control_plane::{
     ManifestStore,
     node_role::NodeRole,
     raft::network::ClusterTls,
-    watcher::{RegistrySink, WatchConfig, spawn_reporter, spawn_watcher},
+    sealed_secrets::SealedSecretSource,
+    watcher::{
+        RegistrySink, SecretSink, WatchConfig, WatchSinks, spawn_reporter, spawn_watcher_with,
+    },
 };
 use quiver_edge::auth::AuthMode;
 use quiver_executor::service::ExecutorService;
@@ -19,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 use super::{
+    cluster_key::ClusterKeyArgs,
     dev::{add_upstreams, local_executor, start_discovery},
     logging,
 };
@@ -74,6 +78,10 @@ pub struct ExecutorArgs {
     /// so the executor never outlives its parent).
     #[arg(long, hide = true)]
     exit_with_stdin: bool,
+    /// Opens tenant secrets (upstreams that take per-tenant credentials);
+    /// the control plane's key.
+    #[command(flatten)]
+    cluster_key: ClusterKeyArgs,
 }
 
 /// Runs the executor until SIGTERM / Ctrl-C.
@@ -144,8 +152,22 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
                 }
             });
         });
+        // Tenants' secrets arrive sealed and are opened only when a
+        // connection is made for a tenant.
+        let cluster_key = args.cluster_key.load()?;
+        let set = upstreams.clone();
+        let secrets: SecretSink = Arc::new(move |sealed| {
+            let source = SealedSecretSource::new(sealed, cluster_key.clone());
+            for retired in set.install_secrets(Arc::new(source)) {
+                tokio::spawn(async move { retired.shutdown().await });
+            }
+        });
+        let sinks = WatchSinks {
+            registry: Some(registry),
+            secrets: Some(secrets),
+        };
         let mut first = store.subscribe();
-        spawn_watcher(watch, store.clone(), Some(registry), shutdown.clone());
+        spawn_watcher_with(watch, store.clone(), sinks, shutdown.clone());
         // Serve once the first manifest arrived (bounded: an unreachable
         // control plane is retried in the background).
         let _ = tokio::time::timeout(Duration::from_secs(10), first.changed()).await;
@@ -157,13 +179,18 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         }
         (upstreams, store)
     };
-    let leases = Arc::new(super::leases::ClientLeases::new(
+    let link = Arc::new(super::leases::ClientLeases::new(
         args.control_plane.clone(),
         lease_tls,
-        lease_name,
+        lease_name.clone(),
     ));
-    let (metered, scripts, pool) =
-        local_executor(upstreams.clone(), store.subscribe_tenants(), leases).await?;
+    let (metered, scripts, pool) = local_executor(
+        upstreams.clone(),
+        store.subscribe_tenants(),
+        link,
+        &lease_name,
+    )
+    .await?;
     let dispatch: Arc<dyn quiver_contract::Dispatch> = metered.clone();
     let service = ExecutorService::with_tenants(
         store.subscribe(),
@@ -202,8 +229,9 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         .await
         .context("serving gRPC");
     shutdown.cancel();
-    // Unspent allowances go back to the tenants' budgets.
-    metered.give_back().await;
+    // Unspent allowances go back to the tenants' budgets; buffered audit
+    // records are shipped.
+    metered.finish().await;
     pool.shutdown();
     upstreams.shutdown().await;
     result

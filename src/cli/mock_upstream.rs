@@ -2,7 +2,8 @@
 //! server (stdio or Streamable HTTP). A call answers with deterministic JSON
 //! naming the server, the tool and the arguments. `--test-hooks` adds tools the
 //! integration tests use to crash, hang, change the tool list, hold calls until
-//! others arrive or answer at length on purpose.
+//! others arrive, answer at length on purpose, or say (as a SHA-256, never the
+//! value) which credentials the HTTP requests carried.
 
 use std::{
     net::SocketAddr,
@@ -13,7 +14,10 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use quiver_proto::catalog::{Catalog, CatalogServer};
+use quiver_proto::{
+    StubHash,
+    catalog::{Catalog, CatalogServer},
+};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler, ServiceExt,
     model::{
@@ -92,12 +96,21 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
         Some(listener) => {
             let bound = listener.local_addr()?;
             let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
+            let seen = mock.authorizations.clone();
             let service = StreamableHttpService::new(
                 move || Ok(mock.clone()),
                 Arc::new(LocalSessionManager::default()),
                 config,
             );
-            let app = axum::Router::new().nest_service("/mcp", service);
+            let mut app = axum::Router::new().nest_service("/mcp", service);
+            if args.test_hooks {
+                app = app.layer(axum::middleware::from_fn(
+                    move |request: axum::extract::Request, next: axum::middleware::Next| {
+                        record_authorization(&seen, request.headers());
+                        next.run(request)
+                    },
+                ));
+            }
             println!("mock-upstream listening on http://{bound}/mcp");
             axum::serve(listener, app).await.context("serving HTTP")?;
         }
@@ -166,6 +179,9 @@ struct MockServer {
     /// Calls of `quiver_test_rendezvous` that reached each meeting point
     /// (`<group>/start`, `<group>/end`), for all connections of this process.
     arrivals: Arc<tokio::sync::watch::Sender<std::collections::HashMap<String, u64>>>,
+    /// HTTP requests by the SHA-256 of their `Authorization` header (`none`
+    /// when absent), for all connections of this process (HTTP only).
+    authorizations: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
 }
 
 impl MockServer {
@@ -192,6 +208,7 @@ impl MockServer {
             cancelled: Arc::default(),
             calls: Arc::default(),
             arrivals: Arc::new(tokio::sync::watch::Sender::new(Default::default())),
+            authorizations: Arc::default(),
         }
     }
 
@@ -232,6 +249,11 @@ fn test_hook_tools() -> Vec<Tool> {
                 "group": {"type": "string"}, "parties": {"type": "integer"}, "steps": {"type": "integer"},
                 "tag": {"type": "string"}, "ask": {"enum": ["sampling", "elicitation"]}, "asks": {"type": "integer"}
             }, "required": ["group", "parties", "steps", "tag"]}),
+        ),
+        tool(
+            "quiver_test_request_header",
+            "Answer with the SHA-256 (hex) of header `name` of the HTTP request that carried this call, or null without one; never the value (tests only).",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
         ),
         tool(
             "quiver_test_large",
@@ -349,9 +371,15 @@ impl ServerHandler for MockServer {
                 }
                 "quiver_test_stats" => {
                     let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    let authorizations = self
+                        .authorizations
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone();
                     let stats = json!({
                         "cancelled": self.cancelled.load(std::sync::atomic::Ordering::SeqCst),
                         "calls": calls,
+                        "authorization_sha256": authorizations,
                     });
                     return Ok(CallToolResult::success(vec![ContentBlock::text(
                         stats.to_string(),
@@ -379,6 +407,24 @@ impl ServerHandler for MockServer {
                 "quiver_test_rendezvous" => {
                     let arguments = request.arguments.clone().unwrap_or_default();
                     let answer = self.rendezvous(&arguments, &context).await?;
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(
+                        answer.to_string(),
+                    )])
+                    .into());
+                }
+                "quiver_test_request_header" => {
+                    let name = request
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let hash = context
+                        .extensions
+                        .get::<axum::http::request::Parts>()
+                        .and_then(|parts| parts.headers.get(name))
+                        .map(|value| StubHash::of(value.as_bytes()).to_hex());
+                    let answer = json!({"header": name, "sha256": hash});
                     return Ok(CallToolResult::success(vec![ContentBlock::text(
                         answer.to_string(),
                     )])
@@ -503,6 +549,22 @@ async fn ask_user(peer: &Peer<RoleServer>, question: &str) -> Result<String, Str
         .await
         .map_err(|e| e.to_string())?;
     Ok(result.content.map(|c| c.to_string()).unwrap_or_default())
+}
+
+/// Counts one HTTP request under the SHA-256 of its `Authorization` header.
+fn record_authorization(
+    seen: &Mutex<std::collections::BTreeMap<String, u64>>,
+    headers: &axum::http::HeaderMap,
+) {
+    let key = headers.get(axum::http::header::AUTHORIZATION).map_or_else(
+        || "none".to_string(),
+        |v| StubHash::of(v.as_bytes()).to_hex(),
+    );
+    *seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(key)
+        .or_default() += 1;
 }
 
 /// `bytes` bytes of numbered lines (`{n:015}\n`, n from 0), the last one cut:

@@ -4,6 +4,8 @@ pub mod bench;
 pub mod bench_control_plane;
 pub mod bench_execute_vs_call;
 pub mod bench_executor;
+pub mod bench_tenants;
+pub mod cluster_key;
 pub mod completions;
 pub mod control_plane;
 pub mod ctl;

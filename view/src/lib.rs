@@ -18,5 +18,5 @@ pub mod view;
 pub use live_views::LiveViews;
 pub use search_result::{MAX_SEARCH_RESULTS, SearchResult};
 pub use tenant_views::TenantViews;
-pub use tool_call::ToolCall;
+pub use tool_call::{CallOrigin, ToolCall};
 pub use view::{ToolView, ViewTool};

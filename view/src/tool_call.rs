@@ -7,11 +7,24 @@ use serde_json::{Map, Value};
 
 use crate::{ToolView, ViewTool, argument_check::ArgumentErrors};
 
+/// Who made a call and through what, for the audit record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOrigin {
+    /// The key id or token subject (`key:…`, `token:…@issuer`, `anonymous`).
+    pub caller: String,
+    /// The edge that took the request.
+    pub edge: String,
+    /// Hex SHA-256 of the script that made the call, when a script did.
+    pub script_sha256: Option<String>,
+}
+
 /// One tool call, checked against the caller's view and the tool's schema.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     /// Tenant the call is made for (for audit and the executor's own policy check).
     pub tenant: String,
+    /// Who made it (empty until the edge or the script host fills it in).
+    pub origin: CallOrigin,
     /// Upstream id.
     pub server: String,
     /// Tool name on that upstream.
@@ -37,6 +50,7 @@ impl ToolView {
             .check(checked, tool.server.validation)?;
         Ok(ToolCall {
             tenant: tenant.to_string(),
+            origin: CallOrigin::default(),
             server: tool.tool.id.server.clone(),
             tool: tool.tool.id.tool.clone(),
             arguments: if absent {

@@ -5,12 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use quiver_proto::Manifest;
+use quiver_proto::{Manifest, audit::AuditRecord};
 use quiver_upstream::{UpstreamConfig, UpstreamState};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
+    audit_log::AuditRetention,
     node_role::NodeRole,
     outcome::CommandResult,
     raft::NodeId,
@@ -74,6 +75,18 @@ pub enum AdminAnswer {
     TenantUsage(UsageReport),
     /// [`super::AdminRequest::BudgetLease`].
     BudgetLease(LeaseGranted),
+    /// [`super::AdminRequest::AuditAppend`].
+    AuditAppend(Committed),
+    /// [`super::AdminRequest::Audit`].
+    Audit(Vec<AuditRecord>),
+    /// [`super::AdminRequest::AuditRetention`].
+    AuditRetention(AuditRetention),
+    /// [`super::AdminRequest::SecretSet`].
+    SecretSet(Committed),
+    /// [`super::AdminRequest::SecretList`].
+    SecretList(SecretList),
+    /// [`super::AdminRequest::SecretDelete`].
+    SecretDelete(Committed),
     /// [`super::AdminRequest::ManifestShow`].
     ManifestShow(ManifestShown),
     /// [`super::AdminRequest::ManifestDiff`].
@@ -105,6 +118,9 @@ impl AdminAnswer {
             AdminAnswer::KeyIssue(a) => serde_json::to_value(a),
             AdminAnswer::TenantUsage(a) => serde_json::to_value(a),
             AdminAnswer::BudgetLease(a) => serde_json::to_value(a),
+            AdminAnswer::Audit(a) => serde_json::to_value(a),
+            AdminAnswer::AuditRetention(a) => serde_json::to_value(a),
+            AdminAnswer::SecretList(a) => serde_json::to_value(a),
             AdminAnswer::ManifestShow(ManifestShown::Current(a)) => serde_json::to_value(a),
             AdminAnswer::ManifestShow(ManifestShown::Kept(a)) => serde_json::to_value(a),
             AdminAnswer::ManifestDiff(a) => serde_json::to_value(a),
@@ -115,7 +131,10 @@ impl AdminAnswer {
             | AdminAnswer::TenantCreate(c)
             | AdminAnswer::TenantUpdate(c)
             | AdminAnswer::TenantDelete(c)
-            | AdminAnswer::KeyRevoke(c) => return c.to_json(),
+            | AdminAnswer::KeyRevoke(c)
+            | AdminAnswer::SecretSet(c)
+            | AdminAnswer::SecretDelete(c)
+            | AdminAnswer::AuditAppend(c) => return c.to_json(),
         };
         value.unwrap_or_default()
     }
@@ -441,6 +460,9 @@ pub struct PublicTenant {
     /// See [`Tenant::tool_rate_limits`].
     #[serde(default)]
     pub tool_rate_limits: BTreeMap<String, u32>,
+    /// See [`Tenant::audit_arguments`].
+    #[serde(default)]
+    pub audit_arguments: bool,
     /// See [`Tenant::budget`].
     pub budget: Option<f64>,
     /// See [`Tenant::prices`].
@@ -464,6 +486,7 @@ impl From<&Tenant> for PublicTenant {
             tags: t.tags.clone(),
             rate_limit_per_minute: t.rate_limit_per_minute,
             tool_rate_limits: t.tool_rate_limits.clone(),
+            audit_arguments: t.audit_arguments,
             budget: t.budget,
             prices: t.prices.clone(),
             keys: t
@@ -487,6 +510,25 @@ pub struct KeySummary {
     pub key_id: String,
     /// When it was issued.
     pub created_ms: u64,
+}
+
+/// [`AdminAnswer::SecretList`]: a tenant's secrets by name; values are never
+/// readable back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecretList {
+    /// Tenant id.
+    pub tenant: String,
+    /// Its secrets, by name.
+    pub secrets: Vec<SecretSummary>,
+}
+
+/// One secret in [`SecretList`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecretSummary {
+    /// Secret name.
+    pub name: String,
+    /// When it was last set (ms since the epoch).
+    pub updated_ms: u64,
 }
 
 /// [`AdminAnswer::KeyIssue`]: the key itself, shown this once.

@@ -2,10 +2,18 @@
 //! version: a node reads the version first and refuses any other with advice,
 //! rather than misreading a request of another release.
 
+use quiver_proto::audit::AuditRecord;
 use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::{raft::NodeId, tenant::TenantPatch, usage::LeaseRequest};
+use quiver_upstream::SecretValue;
+
+use crate::{
+    audit_log::{AuditQuery, AuditRetention},
+    raft::NodeId,
+    tenant::TenantPatch,
+    usage::LeaseRequest,
+};
 
 /// The request format this build writes and reads; a node refuses any other.
 pub const ADMIN_FORMAT: u32 = 1;
@@ -190,6 +198,46 @@ pub enum AdminRequest {
         /// The report and the request.
         lease: LeaseRequest,
     },
+    /// From an executor: appends audit records.
+    AuditAppend {
+        /// The records.
+        records: Vec<AuditRecord>,
+    },
+    /// Audit records matching a query.
+    Audit {
+        /// Which.
+        #[serde(default)]
+        query: AuditQuery,
+    },
+    /// Shows, or with a value sets, how long audit records are kept.
+    AuditRetention {
+        /// The new setting.
+        #[serde(default)]
+        set: Option<AuditRetention>,
+    },
+    /// Sets a tenant's secret. The value travels only to the leader (over
+    /// mTLS when the cluster uses it), which seals it before proposing;
+    /// `Debug` shows `<redacted>` for it.
+    SecretSet {
+        /// Tenant id.
+        tenant: String,
+        /// Secret name.
+        name: String,
+        /// The plaintext.
+        value: SecretValue,
+    },
+    /// A tenant's secrets: names and times, never values.
+    SecretList {
+        /// Tenant id.
+        tenant: String,
+    },
+    /// Deletes a tenant's secret.
+    SecretDelete {
+        /// Tenant id.
+        tenant: String,
+        /// Secret name.
+        name: String,
+    },
     /// A manifest version (the current one when absent).
     ManifestShow {
         /// Version.
@@ -229,5 +277,21 @@ mod tests {
             AdminEnvelope::decode(&bare),
             Err(EnvelopeError::Format { found: None })
         ));
+    }
+
+    #[test]
+    fn a_secret_set_request_never_shows_its_value() {
+        let request = AdminRequest::SecretSet {
+            tenant: "acme".into(),
+            name: "API_TOKEN".into(),
+            value: SecretValue::new("tok-plain".into()),
+        };
+        let shown = format!("{request:?}");
+        assert!(
+            !shown.contains("tok-plain") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        let json = serde_json::to_string(&AdminEnvelope::new(request.clone())).unwrap();
+        assert_eq!(AdminEnvelope::decode(&json).unwrap(), request);
     }
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
+    audit_log::AuditLog,
     command::{COMMAND_FORMAT, Command, Envelope},
     manifest_store::same_content,
     outcome::{
@@ -26,8 +27,9 @@ use crate::{
 };
 
 mod records;
+mod tenant_secrets;
 
-pub use records::{Event, EventKind, ManifestRecord, PendingDrift, UpstreamRecord};
+pub use records::{Event, EventKind, ManifestRecord, PendingDrift, SealedSecret, UpstreamRecord};
 
 /// Events kept in the drift/admin log; older ones are dropped.
 pub const EVENT_LOG_LIMIT: usize = 1000;
@@ -48,6 +50,12 @@ pub struct ControlState {
     /// Budget usage by tenant (see [`crate::usage`]).
     #[serde(default)]
     pub usage: BTreeMap<String, TenantUsage>,
+    /// The audit log (see [`crate::audit_log`]).
+    #[serde(default)]
+    pub audit: AuditLog,
+    /// Tenants' upstream credentials, sealed: tenant → name → secret.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, BTreeMap<String, SealedSecret>>,
     /// The drift and administrative event log, oldest first.
     pub events: VecDeque<Event>,
     /// Id of the next event.
@@ -175,8 +183,33 @@ impl ControlState {
                 let revoked = self.revoke_key(tenant, key_id, at, actor)?;
                 (CommandResult::RevokeKey(revoked), false)
             }
+            Command::AppendAudit { records } => (
+                CommandResult::AppendAudit(self.audit.append(records.clone(), at)),
+                false,
+            ),
+            Command::SetAuditRetention { retention } => {
+                if retention.max_records == 0 || retention.max_age_days == 0 {
+                    return Err(Refusal::invalid(
+                        "audit retention needs at least one day and one record",
+                    ));
+                }
+                self.audit.set_retention(*retention, at);
+                (CommandResult::SetAuditRetention(*retention), false)
+            }
             Command::LeaseBudget { lease } => (
                 CommandResult::LeaseBudget(self.lease_budget(lease, at)?),
+                false,
+            ),
+            Command::SetSecret {
+                tenant,
+                name,
+                sealed,
+            } => (
+                CommandResult::SetSecret(self.set_secret(tenant, name, sealed, at, actor)?),
+                false,
+            ),
+            Command::DeleteSecret { tenant, name } => (
+                CommandResult::DeleteSecret(self.delete_secret(tenant, name, at, actor)?),
                 false,
             ),
         })
@@ -438,6 +471,9 @@ impl ControlState {
             return Err(self.unknown_tenant(id));
         }
         self.usage.remove(id);
+        // Its credentials go with it: a tenant created later under the same
+        // id must not inherit them.
+        self.secrets.remove(id);
         self.log_admin(at, actor, None, format!("tenant `{id}` deleted"));
         Ok(TenantDeleted { id: id.to_string() })
     }

@@ -1,6 +1,7 @@
 //! The records the replicated state keeps besides tenants: a registered
-//! upstream, a quarantined schema change, an event of the bounded log, and a
-//! manifest version as remembered for history and diffs. Their JSON is the
+//! upstream, a quarantined schema change, an event of the bounded log, a
+//! manifest version as remembered for history and diffs, and a tenant's
+//! sealed secret. Their JSON is the
 //! snapshot format: change it only with a new snapshot format version.
 
 use std::collections::BTreeMap;
@@ -8,6 +9,8 @@ use std::collections::BTreeMap;
 use quiver_proto::tool::ToolDef;
 use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
+
+use crate::cluster_key::SealedValue;
 
 /// One registered upstream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,4 +76,15 @@ pub struct ManifestRecord {
     pub at_ms: u64,
     /// `server → tool → hex SHA-256 of the canonical definition`.
     pub tools: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// One tenant secret as replicated: ciphertext only (sealed by the leader
+/// with the cluster key before it was proposed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedSecret {
+    /// Nonce, ciphertext and the id of the key that sealed it.
+    #[serde(flatten)]
+    pub sealed: SealedValue,
+    /// When it was last set (leader's clock).
+    pub updated_ms: u64,
 }

@@ -171,7 +171,8 @@ impl CodeMode {
         );
         let outcome = scripts
             .execute(
-                ExecuteRequest::new(request.tenant, request.session, args.code.as_str()),
+                ExecuteRequest::new(request.tenant, request.session, args.code.as_str())
+                    .from_origin(request.origin.clone()),
                 request.view.clone(),
                 request.context.ct.clone(),
                 Some(std::sync::Arc::new(relay)),

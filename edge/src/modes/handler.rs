@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use quiver_contract::{Dispatch, Scripts};
+use quiver_contract::{CallOrigin, Dispatch, Scripts};
 use quiver_view::ToolView;
 use rmcp::{
     ErrorData, RoleServer,
@@ -32,6 +32,8 @@ pub struct ToolRequest<'a> {
     /// The tenant the call is made for (its search signals, stash and
     /// scripts are its own).
     pub tenant: &'a str,
+    /// Who made it, through which edge (carried to the executor's audit record).
+    pub origin: &'a CallOrigin,
     /// The tool the client named.
     pub name: &'a str,
     /// Its arguments.

@@ -90,6 +90,7 @@ impl ModeHandler for PassthroughMode {
                     self.backends.dispatch.as_ref(),
                     view,
                     request.tenant,
+                    request.origin,
                     tool,
                     request.arguments,
                     request.context,

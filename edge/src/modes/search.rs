@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
+use quiver_contract::CallOrigin;
 use quiver_view::{ToolView, search_result::search_limit};
 use rmcp::{
     ErrorData, RoleServer,
@@ -76,7 +77,7 @@ impl SearchMode {
     async fn call_by_name(
         &self,
         view: &ToolView,
-        tenant: &str,
+        (tenant, origin): (&str, &CallOrigin),
         name: &str,
         arguments: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
@@ -87,6 +88,7 @@ impl SearchMode {
                     self.backends.dispatch.as_ref(),
                     view,
                     tenant,
+                    origin,
                     tool,
                     arguments,
                     context,
@@ -160,7 +162,7 @@ impl ModeHandler for SearchMode {
                     };
                     self.call_by_name(
                         view,
-                        request.tenant,
+                        (request.tenant, request.origin),
                         &args.name,
                         args.arguments,
                         request.context,
@@ -170,7 +172,7 @@ impl ModeHandler for SearchMode {
                 other => {
                     self.call_by_name(
                         view,
-                        request.tenant,
+                        (request.tenant, request.origin),
                         other,
                         request.arguments,
                         request.context,

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use quiver_contract::{CallSink, Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts};
+use quiver_contract::{
+    CallOrigin, CallSink, Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts,
+};
 use quiver_view::ToolView;
 use tokio_util::sync::CancellationToken;
 
@@ -56,7 +58,11 @@ impl Scripts for LocalScripts {
                     owner.clone(),
                     cancel.clone(),
                 )
-                .relaying_to(sink),
+                .relaying_to(sink)
+                .made_by(CallOrigin {
+                    script_sha256: Some(quiver_proto::audit::script_digest(&request.code)),
+                    ..request.origin.clone()
+                }),
             );
             self.runner
                 .execute_within(

@@ -6,7 +6,7 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use futures::future::BoxFuture;
-use quiver_contract::{CallOptions, CallSink, Dispatch};
+use quiver_contract::{CallOptions, CallOrigin, CallSink, Dispatch};
 use quiver_view::{
     SearchResult, ToolView,
     redact::redact_for_caller,
@@ -33,6 +33,7 @@ pub struct ViewScriptContext {
     stash_key: String,
     cancel: CancellationToken,
     sink: Option<Arc<dyn CallSink>>,
+    origin: CallOrigin,
 }
 
 impl ViewScriptContext {
@@ -52,7 +53,15 @@ impl ViewScriptContext {
             owner,
             cancel,
             sink: None,
+            origin: CallOrigin::default(),
         }
+    }
+
+    /// Marks every call of the script as made by `origin` (its audit records
+    /// name the caller, the edge and the script).
+    pub fn made_by(mut self, origin: CallOrigin) -> ViewScriptContext {
+        self.origin = origin;
+        self
     }
 
     /// Relays what upstreams send during the script's tool calls (progress,
@@ -140,7 +149,10 @@ impl ScriptContext for ViewScriptContext {
                 args
             };
             let call = match self.view.prepare_call(&self.owner.tenant, tool, &args) {
-                Ok(call) => call,
+                Ok(mut call) => {
+                    call.origin = self.origin.clone();
+                    call
+                }
                 Err(errors) => return Err(errors.message(&tool.tool.exposed_name).into()),
             };
             let options = CallOptions {

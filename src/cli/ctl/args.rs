@@ -54,12 +54,42 @@ pub(crate) enum CtlCommand {
     /// Tenants' API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Tenants' upstream credentials (`${tenant_secret:NAME}`), stored sealed.
+    #[command(subcommand)]
+    Secret(SecretCommand),
     /// Manifest versions.
     #[command(subcommand)]
     Manifest(ManifestCommand),
     /// What searches led to, per tenant (kept by each edge; asks `--edge`).
     #[command(subcommand)]
     Search(SearchCommand),
+    /// The audit log: every call and execution, allowed or denied (newest last).
+    Audit(AuditArgs),
+}
+
+/// `quiver ctl audit`.
+#[derive(Args, Debug)]
+pub(crate) struct AuditArgs {
+    /// Only this tenant's records.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// Only records this recent (`90s`, `15m`, `2h`, `7d`) or since this
+    /// time (ms since the epoch).
+    #[arg(long)]
+    pub(crate) since: Option<String>,
+    /// At most this many (the newest).
+    #[arg(long, default_value_t = 100)]
+    pub(crate) limit: u32,
+    /// Show the retention setting instead of records; with `--set-days` and
+    /// `--set-max-records`, change it.
+    #[arg(long)]
+    pub(crate) retention: bool,
+    /// Keep records this many days.
+    #[arg(long, requires = "retention")]
+    pub(crate) set_days: Option<u32>,
+    /// Keep at most this many records.
+    #[arg(long, requires = "retention")]
+    pub(crate) set_max_records: Option<u32>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -266,6 +296,9 @@ pub(crate) struct TenantFlags {
     /// glob GLOB, one bucket per tool (repeat; 0 removes the entry).
     #[arg(long = "tool-rate-limit")]
     pub(crate) tool_rate_limits: Vec<String>,
+    /// Keep calls' arguments in audit records (by default only their SHA-256).
+    #[arg(long)]
+    pub(crate) audit_arguments: Option<bool>,
     /// Budget (negative clears).
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) budget: Option<f64>,
@@ -287,6 +320,33 @@ pub(crate) enum KeyCommand {
         tenant: String,
         /// Key id.
         key_id: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum SecretCommand {
+    /// Set a tenant's secret; the value is read from standard input (one
+    /// trailing newline dropped) and can never be read back.
+    Set {
+        /// Tenant id.
+        #[arg(long)]
+        tenant: String,
+        /// Secret name, as upstreams reference it: `${tenant_secret:NAME}`.
+        name: String,
+    },
+    /// A tenant's secrets: names and when they were set, never values.
+    List {
+        /// Tenant id.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Delete a tenant's secret.
+    Delete {
+        /// Tenant id.
+        #[arg(long)]
+        tenant: String,
+        /// Secret name.
+        name: String,
     },
 }
 

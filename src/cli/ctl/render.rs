@@ -4,9 +4,10 @@
 //! prints as aligned `key  value` lines.
 
 use quiver_control_plane::admin::{
-    AdminAnswer, ClusterStatus, Committed, FleetVerification, IssuedKey, PublicTenant,
+    AdminAnswer, ClusterStatus, Committed, FleetVerification, IssuedKey, PublicTenant, SecretList,
     UpstreamSummary,
 };
+use quiver_proto::audit::AuditRecord;
 use serde_json::Value;
 
 /// Which part of an answer a command shows.
@@ -51,13 +52,17 @@ pub(crate) fn print_table(answer: &AdminAnswer, shown: Shown) {
         AdminAnswer::UpstreamList(upstreams) => upstream_table(upstreams),
         AdminAnswer::TenantList(tenants) => tenant_table(tenants),
         AdminAnswer::KeyIssue(key) => issued_key(key),
+        AdminAnswer::SecretList(list) => secret_table(list),
+        AdminAnswer::Audit(records) => audit_table(records),
         AdminAnswer::UpstreamAdd(write)
         | AdminAnswer::UpstreamRemove(write)
         | AdminAnswer::UpstreamApprove(write)
         | AdminAnswer::TenantCreate(write)
         | AdminAnswer::TenantUpdate(write)
         | AdminAnswer::TenantDelete(write)
-        | AdminAnswer::KeyRevoke(write) => committed(write),
+        | AdminAnswer::KeyRevoke(write)
+        | AdminAnswer::SecretSet(write)
+        | AdminAnswer::SecretDelete(write) => committed(write),
         other => print_fields(&other.to_json()),
     }
 }
@@ -138,6 +143,35 @@ fn upstream_table(upstreams: &[UpstreamSummary]) {
     );
 }
 
+fn audit_table(records: &[AuditRecord]) {
+    if records.is_empty() {
+        say!("no audit records match");
+        return;
+    }
+    table(
+        &[
+            "id", "at", "tenant", "caller", "kind", "tool", "decision", "outcome", "ms", "reason",
+        ],
+        records
+            .iter()
+            .map(|r| {
+                vec![
+                    r.id.to_string(),
+                    r.at_ms.to_string(),
+                    r.tenant.clone(),
+                    r.caller.clone(),
+                    format!("{:?}", r.kind).to_lowercase(),
+                    r.tool.clone().unwrap_or_else(|| "-".into()),
+                    format!("{:?}", r.decision).to_lowercase(),
+                    r.outcome.clone(),
+                    format!("{:.1}", r.latency_us as f64 / 1000.0),
+                    r.reason.clone().unwrap_or_default(),
+                ]
+            })
+            .collect(),
+    );
+}
+
 fn tenant_table(tenants: &[PublicTenant]) {
     table(
         &["id", "display_name", "mode", "servers", "keys"],
@@ -152,6 +186,20 @@ fn tenant_table(tenants: &[PublicTenant]) {
                     t.keys.len().to_string(),
                 ]
             })
+            .collect(),
+    );
+}
+
+fn secret_table(list: &SecretList) {
+    if list.secrets.is_empty() {
+        say!("tenant {} has no secrets", list.tenant);
+        return;
+    }
+    table(
+        &["name", "updated_ms"],
+        list.secrets
+            .iter()
+            .map(|s| vec![s.name.clone(), s.updated_ms.to_string()])
             .collect(),
     );
 }

@@ -5,13 +5,20 @@
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
-use quiver_control_plane::{admin::AdminRequest, tenant::TenantPatch};
+use quiver_control_plane::{
+    admin::AdminRequest,
+    audit_log::{AuditQuery, AuditRetention},
+    tenant::TenantPatch,
+};
 use quiver_proto::manifest::ValidationMode;
 use quiver_upstream::{Transport, UpstreamConfig};
 
-use super::args::{
-    ClusterCommand, CtlCommand, KeyCommand, ManifestCommand, TenantCommand, TenantFlags,
-    UpstreamAddArgs, UpstreamCommand,
+use super::{
+    args::{
+        AuditArgs, ClusterCommand, CtlCommand, KeyCommand, ManifestCommand, SecretCommand,
+        TenantCommand, TenantFlags, UpstreamAddArgs, UpstreamCommand,
+    },
+    secret_input,
 };
 
 /// The admin request a command stands for.
@@ -63,7 +70,25 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             KeyCommand::Issue { tenant } => AdminRequest::KeyIssue { tenant },
             KeyCommand::Revoke { tenant, key_id } => AdminRequest::KeyRevoke { tenant, key_id },
         },
+        CtlCommand::Secret(c) => match c {
+            SecretCommand::Set { tenant, name } => {
+                if !quiver_upstream::valid_secret_name(&name) {
+                    anyhow::bail!(
+                        "secret name `{name}` must be 1-64 characters of a-z, A-Z, 0-9, _ and -"
+                    );
+                }
+                let value = secret_input::read_from_stdin(&tenant, &name)?;
+                AdminRequest::SecretSet {
+                    tenant,
+                    name,
+                    value,
+                }
+            }
+            SecretCommand::List { tenant } => AdminRequest::SecretList { tenant },
+            SecretCommand::Delete { tenant, name } => AdminRequest::SecretDelete { tenant, name },
+        },
         CtlCommand::Search(_) => anyhow::bail!("`ctl search` asks an edge, not the control plane"),
+        CtlCommand::Audit(args) => audit_request(args)?,
         CtlCommand::Manifest(c) => match c {
             ManifestCommand::Show { version } => AdminRequest::ManifestShow { version },
             ManifestCommand::Diff { from, to } => AdminRequest::ManifestDiff { from, to },
@@ -132,6 +157,57 @@ fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
     Ok(upstream)
 }
 
+fn audit_request(args: AuditArgs) -> anyhow::Result<AdminRequest> {
+    if args.retention {
+        let set = match (args.set_days, args.set_max_records) {
+            (None, None) => None,
+            (days, records) => {
+                let current = AuditRetention::default();
+                Some(AuditRetention {
+                    max_age_days: days.unwrap_or(current.max_age_days),
+                    max_records: records.unwrap_or(current.max_records),
+                })
+            }
+        };
+        return Ok(AdminRequest::AuditRetention { set });
+    }
+    let since_ms = args.since.as_deref().map(since_ms).transpose()?;
+    Ok(AdminRequest::Audit {
+        query: AuditQuery {
+            tenant: args.tenant,
+            since_ms,
+            limit: Some(args.limit),
+        },
+    })
+}
+
+/// `--since`: a duration back from now (`90s`, `15m`, `2h`, `7d`) or ms since the epoch.
+fn since_ms(text: &str) -> anyhow::Result<u64> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let bad = || {
+        anyhow::anyhow!(
+            "--since `{text}`: expected a duration such as 90s, 15m, 2h or 7d, or ms since the epoch"
+        )
+    };
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let ms = match unit {
+        "" => return Ok(n),
+        "ms" => n,
+        "s" => n * 1000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        _ => return Err(bad()),
+    };
+    Ok(now.saturating_sub(ms))
+}
+
 fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
     let prices = if flags.prices.is_empty() {
         None
@@ -166,6 +242,7 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         tags: list(flags.tags),
         rate_limit_per_minute: flags.rate_limit,
         tool_rate_limits,
+        audit_arguments: flags.audit_arguments,
         budget: flags.budget,
         prices,
     };

@@ -1,0 +1,184 @@
+//! The executor's side of the audit log: every call it makes or refuses and
+//! every script it runs leaves an [`AuditRecord`], buffered here and shipped
+//! to the control plane (which keeps them, append-only, under its retention
+//! setting) every [`SHIP_EVERY`] and at shutdown. While the control plane
+//! cannot be reached records wait in memory, up to [`MAX_BUFFERED`]; beyond
+//! that the oldest are dropped and the drop is logged.
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+use quiver_contract::{ExecuteError, ExecuteRequest, ScriptOutcome, Scripts};
+use quiver_proto::audit::{AuditKind, AuditRecord, Decision, script_digest};
+use quiver_upstream::CallSink;
+use quiver_view::ToolView;
+use tokio_util::sync::CancellationToken;
+
+/// How often buffered records are shipped.
+pub const SHIP_EVERY: Duration = Duration::from_secs(1);
+/// Records kept while the control plane is unreachable.
+pub const MAX_BUFFERED: usize = 100_000;
+/// Records per shipment.
+const BATCH: usize = 500;
+
+/// Where records go: the control plane.
+pub trait AuditShipper: Send + Sync {
+    /// Appends `records` to the cluster's audit log.
+    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), String>>;
+}
+
+/// Buffers this executor's records and ships them.
+pub struct Auditor {
+    node: String,
+    buffer: Mutex<VecDeque<AuditRecord>>,
+    shipper: Option<Arc<dyn AuditShipper>>,
+    shipping: tokio::sync::Mutex<()>,
+}
+
+impl Auditor {
+    /// An auditor for executor `node`; without a shipper records are only
+    /// logged at debug level.
+    pub fn new(node: impl Into<String>, shipper: Option<Arc<dyn AuditShipper>>) -> Arc<Auditor> {
+        let auditor = Arc::new(Auditor {
+            node: node.into(),
+            buffer: Mutex::new(VecDeque::new()),
+            shipper,
+            shipping: tokio::sync::Mutex::new(()),
+        });
+        let weak = Arc::downgrade(&auditor);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(SHIP_EVERY);
+            loop {
+                tick.tick().await;
+                let Some(auditor) = weak.upgrade() else {
+                    return;
+                };
+                auditor.flush().await;
+            }
+        });
+        auditor
+    }
+
+    /// This executor's name in records.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Adds a record (its `executor` set to this node).
+    pub fn record(&self, mut record: AuditRecord) {
+        record.executor.clone_from(&self.node);
+        tracing::debug!(target: "quiver::audit", record = %serde_json::to_string(&record).unwrap_or_default());
+        if self.shipper.is_none() {
+            return;
+        }
+        let mut buffer = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
+        if buffer.len() >= MAX_BUFFERED {
+            buffer.pop_front();
+            tracing::warn!(
+                "audit buffer full ({MAX_BUFFERED} records, control plane unreachable): the oldest record was dropped"
+            );
+        }
+        buffer.push_back(record);
+    }
+
+    /// Ships everything buffered; what fails to ship stays buffered.
+    pub async fn flush(&self) {
+        let Some(shipper) = &self.shipper else { return };
+        let _one_at_a_time = self.shipping.lock().await;
+        loop {
+            let batch: Vec<AuditRecord> = {
+                let mut buffer = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
+                let n = buffer.len().min(BATCH);
+                buffer.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                return;
+            }
+            if let Err(e) = shipper.ship(batch.clone()).await {
+                tracing::warn!(
+                    "shipping {} audit records failed: {e}; kept for the next try",
+                    batch.len()
+                );
+                let mut buffer = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
+                for record in batch.into_iter().rev() {
+                    buffer.push_front(record);
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Runs scripts through `inner` and records each execution.
+pub struct AuditedScripts {
+    inner: Arc<dyn Scripts>,
+    auditor: Arc<Auditor>,
+}
+
+impl AuditedScripts {
+    /// Audits `inner`'s executions with `auditor`.
+    pub fn new(inner: Arc<dyn Scripts>, auditor: Arc<Auditor>) -> AuditedScripts {
+        AuditedScripts { inner, auditor }
+    }
+}
+
+/// Milliseconds since the epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Scripts for AuditedScripts {
+    fn execute(
+        &self,
+        request: ExecuteRequest,
+        view: Arc<ToolView>,
+        cancel: CancellationToken,
+        sink: Option<Arc<dyn CallSink>>,
+    ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
+        Box::pin(async move {
+            let started = std::time::Instant::now();
+            let mut record = AuditRecord {
+                id: 0,
+                at_ms: now_ms(),
+                tenant: request.tenant.clone(),
+                caller: request.origin.caller.clone(),
+                edge: request.origin.edge.clone(),
+                executor: String::new(),
+                kind: AuditKind::Execute,
+                tool: None,
+                arguments_sha256: None,
+                arguments: None,
+                decision: Decision::Allowed,
+                reason: None,
+                latency_us: 0,
+                outcome: "ok".into(),
+                script_sha256: Some(script_digest(&request.code)),
+            };
+            let result = self.inner.execute(request, view, cancel, sink).await;
+            record.latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            match &result {
+                Ok(outcome) => {
+                    if let Some(error) = &outcome.error {
+                        record.outcome = error.kind.as_str().to_string();
+                        record.reason = Some(quiver_view::redact::redact(&error.message));
+                    }
+                }
+                Err(e) => {
+                    if matches!(e, ExecuteError::Rejected(_) | ExecuteError::Busy { .. }) {
+                        record.decision = Decision::Denied;
+                    }
+                    record.outcome = "refused".into();
+                    record.reason = Some(quiver_view::redact::redact(&e.to_string()));
+                }
+            }
+            self.auditor.record(record);
+            result
+        })
+    }
+}

@@ -1,0 +1,97 @@
+//! Audit records: one per tool call (made directly or from a script) and per
+//! script execution, written by the executor that ran it and kept by the
+//! control plane (append-only, bounded by a retention setting).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::canonical::to_canonical_json;
+
+/// What an audit record is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditKind {
+    /// One tool call.
+    Call,
+    /// One script execution.
+    Execute,
+}
+
+/// Whether the gateway let it run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Passed every check and ran.
+    Allowed,
+    /// Refused before anything was sent (view, rate limit, budget).
+    Denied,
+}
+
+/// One audit record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Position in the control plane's log (assigned there; 0 until then).
+    #[serde(default)]
+    pub id: u64,
+    /// When it happened (ms since the epoch, the executor's clock).
+    pub at_ms: u64,
+    /// The tenant.
+    pub tenant: String,
+    /// Key id or token subject (`key:…`, `token:…@issuer`, `anonymous`).
+    pub caller: String,
+    /// The edge that took the request.
+    pub edge: String,
+    /// The executor that ran (or refused) it.
+    pub executor: String,
+    /// A call or an execution.
+    pub kind: AuditKind,
+    /// `<server>/<tool>` of a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Hex SHA-256 of the canonical JSON of a call's arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_sha256: Option<String>,
+    /// The arguments themselves, only for tenants that opted in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// Allowed or denied.
+    pub decision: Decision,
+    /// Why it was denied, or how it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How long it took, in microseconds.
+    pub latency_us: u64,
+    /// `ok`, `tool_error`, `error`, `refused`, or a script's error kind.
+    pub outcome: String,
+    /// Hex SHA-256 of the script (an execution, or a call a script made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script_sha256: Option<String>,
+}
+
+/// Hex SHA-256 of the canonical JSON of `value` (absent arguments are `{}`).
+pub fn digest_of(value: Option<&Value>) -> String {
+    let empty = Value::Object(serde_json::Map::new());
+    hex::encode(Sha256::digest(
+        to_canonical_json(value.unwrap_or(&empty)).as_bytes(),
+    ))
+}
+
+/// Hex SHA-256 of a script's source.
+pub fn script_digest(code: &str) -> String {
+    hex::encode(Sha256::digest(code.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_digests_ignore_key_order_and_absence_is_an_empty_object() {
+        let a = serde_json::json!({"b": 1, "a": [1, 2]});
+        let b = serde_json::json!({"a": [1, 2], "b": 1});
+        assert_eq!(digest_of(Some(&a)), digest_of(Some(&b)));
+        assert_eq!(digest_of(None), digest_of(Some(&serde_json::json!({}))));
+        assert_ne!(digest_of(Some(&a)), digest_of(None));
+    }
+}
