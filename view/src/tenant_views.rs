@@ -130,11 +130,16 @@ impl TenantViews {
                 // Built under the lock: two tenants with one visible set
                 // never build it twice, and building is bounded by the
                 // manifest's size.
-                let view = if tools.len() == self.manifest.tools.len() {
-                    self.all.clone()
-                } else {
-                    Arc::new(ToolView::with_tools(self.manifest.clone(), tools.clone()))
-                };
+                if tools.len() == self.manifest.tools.len() {
+                    // Every tool: the shared view of all, never evicted.
+                    let cached = Arc::new(Cached {
+                        view: self.all.clone(),
+                        used: AtomicU64::new(now),
+                    });
+                    cache.by_tenant.insert(id.to_string(), cached);
+                    return Some(self.all.clone());
+                }
+                let view = Arc::new(ToolView::with_tools(self.manifest.clone(), tools.clone()));
                 let cached = Arc::new(Cached {
                     view,
                     used: AtomicU64::new(now),
