@@ -591,3 +591,80 @@ async fn a_control_plane_without_the_key_refuses_and_its_snapshots_hold_cipherte
         "the sealed secrets are there to search"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_executor_opens_each_tenants_secret_with_devs_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let upstream = HttpMock::start();
+    let config = support::write_file(
+        dir.path(),
+        "quiver.toml",
+        &format!(
+            "[[upstream]]\nid = \"hdr\"\ntransport = \"http\"\nurl = \"{}\"\nheaders = {{ Authorization = \"Bearer ${{tenant_secret:API_TOKEN}}\" }}\ndiscovery_tenant = \"beta\"\n",
+            upstream.url
+        ),
+    );
+    let data = dir.path().join("data");
+    tracing::info!("--- calls run in a `quiver executor` child that follows the control plane");
+    let dev = LoggedDev::start(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--auth",
+            "required",
+            "--executor",
+            "child",
+            "--data",
+            data.to_str().unwrap(),
+        ],
+        &logs,
+        "child",
+    );
+    let cp = dev.control_plane.clone();
+    let key_alpha = tenant_with_key(&cp, "alpha");
+    let key_beta = tenant_with_key(&cp, "beta");
+    let (token_a, token_b) = (fresh_token("alpha"), fresh_token("beta"));
+    set_token(&cp, "alpha", &token_a);
+    // Discovery waits for the tenant it was told to use.
+    set_token(&cp, "beta", &token_b);
+    wait_for_tools(&cp);
+    let alpha = connect_as(&dev.url, &key_alpha).await;
+    let beta = connect_as(&dev.url, &key_beta).await;
+    let (want_a, want_b) = (
+        sha256(&format!("Bearer {token_a}")),
+        sha256(&format!("Bearer {token_b}")),
+    );
+    // The child hears of the secrets over its watch stream: the first call
+    // may come before they arrive, and is then refused, never misrouted.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (is_error, answer) = call(&alpha, HEADER_TOOL, json!({"name": "authorization"})).await;
+        if !is_error {
+            let answer: Value = serde_json::from_str(&answer).unwrap();
+            assert_eq!(answer["sha256"], want_a.as_str());
+            break;
+        }
+        assert!(
+            answer.contains("API_TOKEN") || answer.contains("no tenant secrets"),
+            "{answer}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the child never got the secrets: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(authorization_seen(&alpha), authorization_seen(&beta));
+        assert_eq!((a, b), (want_a.clone(), want_b.clone()));
+    }
+    let output = dev.output();
+    for secret in [&token_a, &token_b] {
+        assert!(
+            !output.contains(secret.as_str()),
+            "quiver printed a plaintext secret"
+        );
+    }
+}
