@@ -428,3 +428,42 @@ async fn a_child_executor_rechecks_every_call_against_the_tenants_view() {
         .await;
     assert!(allowed.is_ok(), "{allowed:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tenants_validation_level_decides_how_its_arguments_are_checked() {
+    let dev = QuiverDev::start(&["--auth", "required"]);
+    let cp = dev.control_plane.clone();
+    let (checked, _) = tenant_with_key(&cp, "checked", "weather");
+    let (unchecked, _) = tenant_with_key(&cp, "unchecked", "weather");
+    let (ok, _, err) = ctl(
+        &cp,
+        &["tenant", "update", "unchecked", "--validation", "off"],
+    );
+    assert!(ok, "{err}");
+    let (ok, _, err) = ctl(
+        &cp,
+        &["tenant", "update", "checked", "--validation", "loose"],
+    );
+    assert!(!ok && err.contains("schema, strict, off"), "{err}");
+    let wrong = json!({"city": "Lisbon", "days": "many"});
+    let client = connect_as(&dev.mode_url("passthrough"), &checked).await;
+    let refused = call(&client, "weather__get_forecast", wrong.clone()).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("days"), "{}", text(&refused));
+    client.cancel().await.unwrap();
+    // The update reaches the edge with the control plane's next update.
+    let client = connect_as(&dev.mode_url("passthrough"), &unchecked).await;
+    let passed = loop {
+        let result = call(&client, "weather__get_forecast", wrong.clone()).await;
+        if result.is_error != Some(true) {
+            break result;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(
+        text(&passed).contains("\"days\":\"many\""),
+        "{}",
+        text(&passed)
+    );
+    client.cancel().await.unwrap();
+}

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use quiver_proto::manifest::ValidationMode;
 pub use quiver_proto::tenant::{ApiKey, Tenant, hash_key, valid_id};
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,10 @@ pub struct TenantPatch {
     /// See [`Tenant::audit_arguments`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_arguments: Option<bool>,
+    /// See [`Tenant::validation`]: `schema`, `strict` or `off`; `Some("")`
+    /// goes back to each server's own level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<String>,
     /// See [`Tenant::budget`]; a negative value clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
@@ -55,6 +60,14 @@ pub enum TenantPatchError {
     UnknownMode {
         /// The mode given.
         mode: String,
+    },
+    /// `validation` is not `schema`, `strict` or `off`.
+    #[error(
+        "validation `{validation}` is not one of schema, strict, off (\"\" for each server's own)"
+    )]
+    UnknownValidation {
+        /// The level given.
+        validation: String,
     },
     /// `budget` is NaN or infinite.
     #[error("budget must be a finite number")]
@@ -78,6 +91,13 @@ impl TenantPatch {
                 mode: mode.to_string(),
             });
         }
+        if let Some(validation) = self.validation.as_deref()
+            && !["", "schema", "strict", "off"].contains(&validation)
+        {
+            return Err(TenantPatchError::UnknownValidation {
+                validation: validation.to_string(),
+            });
+        }
         if let Some(budget) = self.budget
             && !budget.is_finite()
         {
@@ -99,6 +119,7 @@ impl TenantPatch {
             id: id.to_string(),
             display_name: id.to_string(),
             mode: None,
+            validation: None,
             servers: Vec::new(),
             tools: Vec::new(),
             tags: Vec::new(),
@@ -138,6 +159,9 @@ impl TenantPatch {
         }
         if let Some(budget) = patch.budget {
             tenant.budget = (budget >= 0.0).then_some(budget);
+        }
+        if let Some(validation) = patch.validation.as_deref() {
+            tenant.validation = (!validation.is_empty()).then(|| ValidationMode::parse(validation));
         }
         if let Some(audit) = patch.audit_arguments {
             tenant.audit_arguments = audit;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{ManifestServer, ManifestTool};
+use crate::manifest::{ManifestServer, ManifestTool, ValidationMode};
 
 /// The tenant of an edge that authenticates nobody (`auth = "none"`): it sees
 /// every tool.
@@ -25,6 +25,10 @@ pub struct Tenant {
     /// `None` uses the edge's default.
     #[serde(default)]
     pub mode: Option<String>,
+    /// How the tenant's call arguments are checked (`schema`, `strict`,
+    /// `off`); `None` uses each server's own setting.
+    #[serde(default)]
+    pub validation: Option<ValidationMode>,
     /// Visible servers by glob (`github`, `db-*`). With no server globs and
     /// no tags, every server is visible.
     #[serde(default)]
@@ -267,6 +271,7 @@ mod tests {
             id: "acme".into(),
             display_name: "acme".into(),
             mode: None,
+            validation: None,
             servers: vec![],
             tools: vec![],
             tags: vec![],

@@ -210,6 +210,7 @@ fn tenant(id: String, policy: Policy, key: Option<&str>) -> Tenant {
         display_name: id.clone(),
         id,
         mode: None,
+        validation: None,
         servers: policy.servers,
         tools: policy.tools,
         tags: policy.tags,

@@ -14,6 +14,7 @@ use std::{
 
 use quiver_proto::{
     Manifest,
+    manifest::ValidationMode,
     tenant::{Tenant, TenantDirectory},
 };
 
@@ -34,7 +35,7 @@ pub struct TenantViews {
 /// Views by tenant id and by visible set, with a use clock for eviction.
 struct ViewCache {
     by_tenant: HashMap<String, Arc<Cached>>,
-    by_tools: HashMap<Vec<usize>, Arc<Cached>>,
+    by_tools: HashMap<(Vec<usize>, Option<ValidationMode>), Arc<Cached>>,
     clock: u64,
     max_views: usize,
 }
@@ -121,16 +122,18 @@ impl TenantViews {
             }
         }
         let tools = visible_tools(&self.manifest, tenant);
+        let key = (tools, tenant.validation);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         cache.clock += 1;
         let now = cache.clock;
-        let cached = match cache.by_tools.get(&tools) {
+        let cached = match cache.by_tools.get(&key) {
             Some(cached) => cached.clone(),
             None => {
                 // Built under the lock: two tenants with one visible set
                 // never build it twice, and building is bounded by the
                 // manifest's size.
-                if tools.len() == self.manifest.tools.len() {
+                let (tools, validation) = &key;
+                if tools.len() == self.manifest.tools.len() && validation.is_none() {
                     // Every tool: the shared view of all, never evicted.
                     let cached = Arc::new(Cached {
                         view: self.all.clone(),
@@ -139,12 +142,15 @@ impl TenantViews {
                     cache.by_tenant.insert(id.to_string(), cached);
                     return Some(self.all.clone());
                 }
-                let view = Arc::new(ToolView::with_tools(self.manifest.clone(), tools.clone()));
+                let view = Arc::new(
+                    ToolView::with_tools(self.manifest.clone(), tools.clone())
+                        .with_validation(*validation),
+                );
                 let cached = Arc::new(Cached {
                     view,
                     used: AtomicU64::new(now),
                 });
-                cache.insert(tools, cached.clone());
+                cache.insert(key, cached.clone());
                 cached
             }
         };
@@ -164,7 +170,7 @@ impl TenantViews {
 }
 
 impl ViewCache {
-    fn insert(&mut self, tools: Vec<usize>, cached: Arc<Cached>) {
+    fn insert(&mut self, key: (Vec<usize>, Option<ValidationMode>), cached: Arc<Cached>) {
         while self.by_tools.len() >= self.max_views {
             let Some(oldest) = self
                 .by_tools
@@ -178,7 +184,7 @@ impl ViewCache {
                 self.by_tenant.retain(|_, c| !Arc::ptr_eq(c, &evicted));
             }
         }
-        self.by_tools.insert(tools, cached);
+        self.by_tools.insert(key, cached);
     }
 }
 

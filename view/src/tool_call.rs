@@ -34,8 +34,9 @@ pub struct ToolCall {
 }
 
 impl ToolView {
-    /// Checks `arguments` against `tool`'s schema, at the validation level its
-    /// server asks for, and builds the call `tenant` makes. `null` means the
+    /// Checks `arguments` against `tool`'s schema, at the validation level of
+    /// the view's tenant or else of its server, and builds the call `tenant`
+    /// makes. `null` means the
     /// caller sent no arguments: they are checked as `{}` and stay absent.
     pub fn prepare_call(
         &self,
@@ -47,7 +48,7 @@ impl ToolView {
         let empty = Value::Object(Map::new());
         let checked = if absent { &empty } else { arguments };
         self.check(tool.index)
-            .check(checked, tool.server.validation)?;
+            .check(checked, self.validation_of(tool.server))?;
         Ok(ToolCall {
             tenant: tenant.to_string(),
             origin: CallOrigin::default(),

@@ -7,7 +7,10 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use quiver_proto::{Manifest, ManifestTool, manifest::ManifestServer};
+use quiver_proto::{
+    Manifest, ManifestTool,
+    manifest::{ManifestServer, ValidationMode},
+};
 
 use crate::{
     argument_check::ArgumentCheck,
@@ -23,6 +26,8 @@ pub struct ToolView {
     servers: Vec<usize>,
     search: HybridIndex,
     checks: Vec<OnceLock<ArgumentCheck>>,
+    /// The tenant's validation level, over each server's own.
+    validation: Option<ValidationMode>,
 }
 
 /// A tool as seen through a view.
@@ -68,7 +73,20 @@ impl ToolView {
             servers,
             search,
             checks,
+            validation: None,
         }
+    }
+
+    /// The same view, checking every call's arguments at `validation`
+    /// instead of each server's own level (`None`: the server's).
+    pub fn with_validation(mut self, validation: Option<ValidationMode>) -> ToolView {
+        self.validation = validation;
+        self
+    }
+
+    /// How calls to `server`'s tools are checked in this view.
+    pub fn validation_of(&self, server: &ManifestServer) -> ValidationMode {
+        self.validation.unwrap_or(server.validation)
     }
 
     /// The manifest this view is of.

@@ -463,6 +463,9 @@ pub struct PublicTenant {
     /// See [`Tenant::audit_arguments`].
     #[serde(default)]
     pub audit_arguments: bool,
+    /// See [`Tenant::validation`].
+    #[serde(default)]
+    pub validation: Option<String>,
     /// See [`Tenant::budget`].
     pub budget: Option<f64>,
     /// See [`Tenant::prices`].
@@ -487,6 +490,7 @@ impl From<&Tenant> for PublicTenant {
             rate_limit_per_minute: t.rate_limit_per_minute,
             tool_rate_limits: t.tool_rate_limits.clone(),
             audit_arguments: t.audit_arguments,
+            validation: t.validation.map(|v| v.as_str().to_string()),
             budget: t.budget,
             prices: t.prices.clone(),
             keys: t

@@ -296,6 +296,10 @@ pub(crate) struct TenantFlags {
     /// glob GLOB, one bucket per tool (repeat; 0 removes the entry).
     #[arg(long = "tool-rate-limit")]
     pub(crate) tool_rate_limits: Vec<String>,
+    /// How the tenant's call arguments are checked: schema, strict or off
+    /// ("" for each server's own level).
+    #[arg(long)]
+    pub(crate) validation: Option<String>,
     /// Keep calls' arguments in audit records (by default only their SHA-256).
     #[arg(long)]
     pub(crate) audit_arguments: Option<bool>,

@@ -243,6 +243,7 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         rate_limit_per_minute: flags.rate_limit,
         tool_rate_limits,
         audit_arguments: flags.audit_arguments,
+        validation: flags.validation,
         budget: flags.budget,
         prices,
     };
