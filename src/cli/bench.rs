@@ -20,6 +20,9 @@ pub enum BenchCommand {
     /// Tenants: API-key authentication plus view resolution per request (1,000
     /// tenants over 10,000 tools), and the memory of the lazily built per-view indexes.
     Tenants(super::bench_tenants::TenantsBenchArgs),
+    /// Time from an acknowledged key revocation to the edge's first refusal
+    /// of that key, through `quiver dev --auth required`.
+    Revocation(super::bench_revocation::RevocationArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -53,6 +56,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Executor(args) => super::bench_executor::run(args).await,
         BenchCommand::ExecuteVsCall(args) => super::bench_execute_vs_call::run(args).await,
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,
+        BenchCommand::Revocation(args) => super::bench_revocation::run(args).await,
         BenchCommand::Tenants(args) => super::bench_tenants::run(args),
     }
 }

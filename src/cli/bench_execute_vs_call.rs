@@ -50,20 +50,29 @@ const TEN_SEQUENTIAL: &str = "let n = 0;\nfor (let i = 0; i < 10; i++) { await t
 const TRIVIAL: &str = "return 1;";
 
 /// A running `quiver dev`, stopped on drop.
-struct Dev {
+pub(crate) struct Dev {
     child: tokio::process::Child,
-    base: String,
+    /// `http://host:port` of the edge.
+    pub(crate) base: String,
+    /// The startup line.
+    pub(crate) banner: String,
     _data: tempfile::TempDir,
 }
 
 impl Dev {
     async fn start() -> anyhow::Result<Dev> {
+        Dev::start_with(&[]).await
+    }
+
+    /// `quiver dev` with `extra` arguments, once it printed its startup line.
+    pub(crate) async fn start_with(extra: &[&str]) -> anyhow::Result<Dev> {
         let data = tempfile::tempdir().context("temporary data directory")?;
         let exe = std::env::current_exe().context("locating the quiver binary")?;
         let mut child = tokio::process::Command::new(exe)
             .args(["dev", "--listen", "127.0.0.1:0"])
             .args(["--control-plane-listen", "127.0.0.1:0", "--data"])
             .arg(data.path())
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -85,6 +94,7 @@ impl Dev {
         Ok(Dev {
             child,
             base: url.trim_end_matches("/mcp").to_string(),
+            banner,
             _data: data,
         })
     }
