@@ -435,6 +435,19 @@ async fn each_tenant_reaches_the_upstream_with_its_own_secret_and_the_plaintext_
     );
     assert!(client_keys.iter().all(|k| !seen.contains(k)));
 
+    tracing::info!("--- an upstream that echoes the credential has it replaced by value");
+    let (is_error, echoed) = call(
+        &alpha,
+        HEADER_TOOL,
+        json!({"name": "authorization", "echo": true}),
+    )
+    .await;
+    header_calls += 1;
+    assert!(!is_error, "{echoed}");
+    let echoed: Value = serde_json::from_str(&echoed).expect("the tool answers JSON");
+    assert_eq!(echoed["sha256"], want_a.as_str());
+    assert_eq!(echoed["value"], "Bearer [redacted]", "{echoed}");
+
     tracing::info!("--- secret list shows names only; tenant show and the event log show no value");
     let (ok, listed, err) = ctl(&cp, &["secret", "list", "--tenant", "alpha"]);
     assert!(ok && listed.contains("API_TOKEN"), "{listed}{err}");

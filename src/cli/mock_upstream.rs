@@ -252,8 +252,8 @@ fn test_hook_tools() -> Vec<Tool> {
         ),
         tool(
             "quiver_test_request_header",
-            "Answer with the SHA-256 (hex) of header `name` of the HTTP request that carried this call, or null without one; never the value (tests only).",
-            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+            "Answer with the SHA-256 (hex) of header `name` of the HTTP request that carried this call, or null without one; with `echo`, its value too, as a careless server would in an error (tests only).",
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "echo": {"type": "boolean"}}, "required": ["name"]}),
         ),
         tool(
             "quiver_test_large",
@@ -419,12 +419,21 @@ impl ServerHandler for MockServer {
                         .and_then(|a| a.get("name"))
                         .and_then(Value::as_str)
                         .unwrap_or_default();
-                    let hash = context
+                    let echo = request
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("echo"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    let value = context
                         .extensions
                         .get::<axum::http::request::Parts>()
-                        .and_then(|parts| parts.headers.get(name))
-                        .map(|value| StubHash::of(value.as_bytes()).to_hex());
-                    let answer = json!({"header": name, "sha256": hash});
+                        .and_then(|parts| parts.headers.get(name));
+                    let hash = value.map(|v| StubHash::of(v.as_bytes()).to_hex());
+                    let mut answer = json!({"header": name, "sha256": hash});
+                    if echo {
+                        answer["value"] = json!(value.and_then(|v| v.to_str().ok()));
+                    }
                     return Ok(CallToolResult::success(vec![ContentBlock::text(
                         answer.to_string(),
                     )])

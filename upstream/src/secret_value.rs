@@ -96,6 +96,11 @@ impl TenantSecrets {
     pub fn get(&self, name: &str) -> Option<&SecretValue> {
         self.values.get(name)
     }
+
+    /// Every value.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &SecretValue> {
+        self.values.values()
+    }
 }
 
 impl fmt::Debug for TenantSecrets {

@@ -29,7 +29,8 @@ use crate::{
     config::{Transport, UpstreamConfig},
     error::UpstreamError,
     event::UpstreamEvent,
-    secret_value::TenantSecrets,
+    secret_scrub::SecretScrub,
+    secret_value::{SecretValue, TenantSecrets},
     status::{UpstreamState, UpstreamStatus, now_secs},
     stdio, streamable_http,
     tenant_credentials::{CredentialStamp, SecretHolder, SecretSlot, TenantCredentials},
@@ -80,6 +81,10 @@ pub struct Upstream {
     config: UpstreamConfig,
     /// For a per-tenant upstream: whose secrets its connections use.
     credentials: Option<TenantCredentials>,
+    /// The secrets of its current connection, and what scrubs them (and
+    /// those of the connection before, which may still finish calls) from
+    /// whatever the upstream sends back.
+    scrub: Mutex<(Vec<SecretValue>, Arc<SecretScrub>)>,
     connector: Connector,
     live: tokio::sync::Mutex<Option<Live>>,
     status: Mutex<UpstreamStatus>,
@@ -161,6 +166,7 @@ impl Upstream {
             breaker: CircuitBreaker::new(config.breaker()),
             config,
             credentials,
+            scrub: Mutex::default(),
             connector,
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(status),
@@ -350,7 +356,12 @@ impl Upstream {
             signals,
         };
         let (service, process_group) = self.serve(handler, secrets.as_ref()).await?;
-        drop(secrets);
+        if let Some(secrets) = secrets {
+            let mut scrub = self.scrub.lock().unwrap_or_else(|p| p.into_inner());
+            let current: Vec<SecretValue> = secrets.values().cloned().collect();
+            let both = current.iter().chain(scrub.0.iter()).cloned();
+            *scrub = (current.clone(), Arc::new(SecretScrub::new(both)));
+        }
         let peer = service.peer().clone();
         let description = peer
             .peer_info()
@@ -450,7 +461,12 @@ impl Upstream {
             match self.list_pages(&peer).await {
                 Ok(tools) => {
                     self.set_status(|s| s.tools = tools.len());
-                    return Ok(tools);
+                    // Tool definitions reach every tenant's manifest.
+                    let scrub = self.scrubber();
+                    if scrub.is_empty() {
+                        return Ok(tools);
+                    }
+                    return Ok(tools.into_iter().map(|t| scrub.serde(t)).collect());
                 }
                 Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
                     if attempt < 2 =>
@@ -543,7 +559,25 @@ impl Upstream {
             Err(_) => false,
         };
         self.breaker.record(admission, healthy);
-        result
+        let scrub = self.scrubber();
+        if scrub.is_empty() {
+            return result;
+        }
+        match result {
+            Ok(ServerResult::CallToolResult(r)) => Ok(ServerResult::CallToolResult(scrub.serde(r))),
+            Ok(other) => Ok(scrub.serde(other)),
+            Err(e) => Err(scrub.error(e)),
+        }
+    }
+
+    /// What scrubs this upstream's per-tenant secrets from its answers
+    /// (empty for an upstream shared by every tenant).
+    fn scrubber(&self) -> Arc<SecretScrub> {
+        self.scrub
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .clone()
     }
 
     async fn request_once(
