@@ -182,12 +182,11 @@ impl GatewayApi for GatewayService {
     ) -> Result<Response<GatewayCallToolResponse>, Status> {
         let (principal, view) = self.caller(&request).await?;
         let request = request.into_inner();
-        let tool = view
+        let index = view
             .resolve(&request.name)
-            .ok_or_else(|| unknown_tool(&view, &request.name))?;
+            .ok_or_else(|| unknown_tool(&view, &request.name))?
+            .index;
         let sent = arguments(&request.arguments_json)?;
-        // The call is cancelled upstream when the client cancels (tonic then
-        // drops this future, and the guard with it).
         let cancel = CancellationToken::new();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let options = CallOptions {
@@ -196,18 +195,29 @@ impl GatewayApi for GatewayService {
             cancel,
             sink: None,
         };
-        let dispatch = self.gateway.dispatch().as_ref();
-        let result = call_checked(
-            dispatch,
-            &view,
-            &principal.tenant,
-            &self.gateway.origin_of(&principal),
-            tool,
-            sent,
-            options,
-        )
-        .await
-        .map_err(|errors| Status::invalid_argument(errors.message(&tool.tool.exposed_name)))?;
+        let dispatch = self.gateway.dispatch().clone();
+        let origin = self.gateway.origin_of(&principal);
+        // The call runs on a task of its own. When the client cancels, tonic
+        // drops this future and the guard cancels the token; the call, still
+        // being polled, sees it and tells the upstream (a dropped call could
+        // not).
+        let call = tokio::spawn(async move {
+            let tool = view.get(index);
+            call_checked(
+                dispatch.as_ref(),
+                &view,
+                &principal.tenant,
+                &origin,
+                tool,
+                sent,
+                options,
+            )
+            .await
+            .map_err(|errors| Status::invalid_argument(errors.message(&tool.tool.exposed_name)))
+        });
+        let result = call
+            .await
+            .map_err(|e| Status::internal(format!("the call's task failed: {e}")))??;
         let result_json = serde_json::to_string(&result).map_err(|e| {
             Status::internal(format!("the tool's result could not be encoded: {e}"))
         })?;
