@@ -49,7 +49,11 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("connecting to {address}"))?;
     let mut gateway = GatewayClient::with_interceptor(channel, authorize);
 
-    let listed = gateway.list_tools(ListToolsRequest {}).await?.into_inner();
+    let listed = gateway
+        .list_tools(ListToolsRequest {})
+        .await
+        .context("ListTools (an edge with auth = \"required\" needs QUIVER_API_KEY, from `quiver ctl key issue`)")?
+        .into_inner();
     println!(
         "manifest v{}: {} tools",
         listed.manifest_version,
