@@ -3,7 +3,10 @@
 //! and never decides what a caller sees of an error (the edge redacts).
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -85,6 +88,8 @@ pub struct Upstream {
     /// those of the connection before, which may still finish calls) from
     /// whatever the upstream sends back.
     scrub: Mutex<(Vec<SecretValue>, Arc<SecretScrub>)>,
+    /// Connections made so far (the number of the current one).
+    connections: AtomicU64,
     connector: Connector,
     live: tokio::sync::Mutex<Option<Live>>,
     status: Mutex<UpstreamStatus>,
@@ -167,6 +172,7 @@ impl Upstream {
             config,
             credentials,
             scrub: Mutex::default(),
+            connections: AtomicU64::new(0),
             connector,
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(status),
@@ -381,11 +387,16 @@ impl Upstream {
             .unwrap_or_default();
         let stop = service.cancellation_token();
 
-        // Own the service in a task: when it ends, the upstream is disconnected.
+        // Own the service in a task: when it ends, the upstream is disconnected
+        // (unless a newer connection replaced this one: a retired connection
+        // ending says nothing of the current one).
         let this = Arc::downgrade(self);
+        let generation = self.connections.fetch_add(1, Ordering::SeqCst) + 1;
         tokio::spawn(async move {
             let reason = service.waiting().await;
-            if let Some(upstream) = this.upgrade() {
+            if let Some(upstream) = this.upgrade()
+                && upstream.connections.load(Ordering::SeqCst) == generation
+            {
                 tracing::warn!(upstream = %upstream.config.id, ?reason, "connection ended");
                 upstream.set_status(|s| {
                     if s.state == UpstreamState::Connected {
