@@ -185,7 +185,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let grpc_line = match &grpc {
         Some(grpc) => format!(
             "; gRPC {} ({})",
-            grpc.local_addr()?,
+            grpc.local_addr(),
             grpc.security().as_str()
         ),
         None => String::new(),

@@ -51,6 +51,7 @@ pub enum GrpcServeError {
 pub struct GrpcListener {
     gateway: Arc<Gateway>,
     listener: TcpListener,
+    addr: SocketAddr,
     server: Server,
     security: GrpcSecurity,
 }
@@ -72,17 +73,21 @@ impl GrpcListener {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| GrpcServeError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| GrpcServeError::Bind { addr, source })?;
         Ok(GrpcListener {
             gateway,
             listener,
+            addr,
             server,
             security,
         })
     }
 
-    /// The address bound.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
+    /// The address bound (the port picked, when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// Plaintext, TLS or mTLS.
@@ -92,13 +97,7 @@ impl GrpcListener {
 
     /// Serves until `shutdown`.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<(), GrpcServeError> {
-        let addr = self
-            .listener
-            .local_addr()
-            .map_err(|source| GrpcServeError::Bind {
-                addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-                source,
-            })?;
+        let addr = self.addr;
         let reflection = || {
             ReflectionBuilder::configure()
                 .register_encoded_file_descriptor_set(pb::GATEWAY_FILE_DESCRIPTOR_SET)
