@@ -11,25 +11,9 @@ mod support;
 use std::time::Duration;
 
 use nix::{sys::signal::Signal, unistd::Pid};
-use rmcp::{
-    RoleClient, ServiceExt,
-    service::RunningService,
-    transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
-    },
-};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{QuiverDev, call, ctl, ctl_json, ctl_until, text};
-
-async fn connect_as(url: &str, key: &str) -> RunningService<RoleClient, ()> {
-    quiver_upstream::install_crypto_provider();
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
-    config.auth_header = Some(key.to_string());
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("MCP client connects with its key")
-}
+use support::{QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, text};
 
 fn tenant(cp: &str, id: &str, flags: &[&str]) -> (String, String) {
     let mut args = vec!["tenant", "create", id, "--server", "weather"];

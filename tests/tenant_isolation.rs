@@ -8,26 +8,9 @@
 
 mod support;
 
-use rmcp::{
-    RoleClient, ServiceExt,
-    model::CallToolRequestParams,
-    service::RunningService,
-    transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
-    },
-};
+use rmcp::{RoleClient, model::CallToolRequestParams, service::RunningService};
 use serde_json::{Value, json};
-use support::{QuiverDev, call, ctl, ctl_json, text};
-
-/// A client presenting `key` at `url`.
-async fn connect_as(url: &str, key: &str) -> RunningService<RoleClient, ()> {
-    quiver_upstream::install_crypto_provider();
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
-    config.auth_header = Some(key.to_string());
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("MCP client connects with its key")
-}
+use support::{QuiverDev, call, connect_as, ctl, ctl_json, text};
 
 /// Creates tenant `id` seeing `server` and issues it a key.
 fn tenant_with_key(cp: &str, id: &str, server: &str) -> (String, String) {

@@ -17,7 +17,9 @@ use rmcp::{
     ClientHandler, RoleClient, ServiceExt,
     model::{CallToolRequestParams, CallToolResult, JsonObject},
     service::{NotificationContext, RunningService},
-    transport::StreamableHttpClientTransport,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use serde_json::Value;
 
@@ -265,6 +267,17 @@ pub async fn connect(url: &str) -> RunningService<RoleClient, ()> {
     ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
         .await
         .expect("MCP client connects")
+}
+
+/// An rmcp client presenting `credential` (an API key or an access token)
+/// as `Authorization: Bearer`.
+pub async fn connect_as(url: &str, credential: &str) -> RunningService<RoleClient, ()> {
+    quiver_upstream::install_crypto_provider();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    config.auth_header = Some(credential.to_string());
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("MCP client connects with its credential")
 }
 
 /// A client that reports tool-list changes.
