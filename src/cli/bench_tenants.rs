@@ -24,7 +24,7 @@ use quiver_edge::auth::{self, AuthRefusal};
 use quiver_proto::{
     Manifest, ServerEntry,
     catalog::Catalog,
-    tenant::{ApiKey, Tenant, TenantDirectory, hash_key},
+    tenant::{Tenant, TenantDirectory, hash_key},
 };
 use quiver_view::{
     TenantViews, ToolView,
@@ -205,36 +205,25 @@ impl PolicyShape {
     }
 }
 
-fn tenant(id: String, policy: Policy, key: Option<&str>) -> Tenant {
-    Tenant {
-        display_name: id.clone(),
-        id,
-        mode: None,
-        validation: None,
-        servers: policy.servers,
-        tools: policy.tools,
-        tags: policy.tags,
-        rate_limit_per_minute: None,
-        tool_rate_limits: Default::default(),
-        audit_arguments: false,
-        budget: None,
-        prices: Default::default(),
-        keys: key
-            .map(|key| {
-                let sha256 = hash_key(key);
-                (
-                    "k".to_string(),
-                    ApiKey {
-                        sha256,
-                        created_ms: 0,
-                    },
-                )
-            })
-            .into_iter()
-            .collect(),
-        created_ms: 0,
-        updated_ms: 0,
-    }
+/// A tenant with `policy` and, if given, the one API key `key`. Built from
+/// its serialised form, as the control plane replicates it: every field this
+/// benchmark does not set keeps its default, whatever fields tenants gain.
+fn tenant(id: &str, policy: &Policy, key: Option<&str>) -> anyhow::Result<Tenant> {
+    let keys = match key {
+        Some(key) => json!({"k": {"sha256": hash_key(key), "created_ms": 0}}),
+        None => json!({}),
+    };
+    serde_json::from_value(json!({
+        "id": id,
+        "display_name": id,
+        "servers": policy.servers,
+        "tools": policy.tools,
+        "tags": policy.tags,
+        "keys": keys,
+        "created_ms": 0,
+        "updated_ms": 0,
+    }))
+    .with_context(|| format!("tenant {id} does not deserialise"))
 }
 
 /// One simulated request: the bearer credential of the `Authorization`
@@ -301,9 +290,9 @@ fn per_request(args: &TenantsBenchArgs, catalog: &Catalog) -> anyhow::Result<()>
             let key = format!("qk_t{i}_{:016x}{:016x}", rng.next_u64(), rng.next_u64());
             headers.push(format!("Bearer {key}"));
             let policy = PolicyShape::Narrow.policy(&manifest, i, &mut rng);
-            tenant(format!("t{i}"), policy, Some(&key))
+            tenant(&format!("t{i}"), &policy, Some(&key))
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     let directory = Arc::new(TenantDirectory::new(tenants));
     let (views, all_view) = timed(|| TenantViews::new(manifest.clone(), directory.clone()));
 
@@ -542,7 +531,7 @@ fn distinct_policies(
         attempt += 1;
         // Only a hash of each set is kept: the sets themselves would take
         // heap the views then reuse, hiding part of their growth.
-        let visible = visible_tools(manifest, &tenant(String::new(), policy.clone(), None));
+        let visible = visible_tools(manifest, &tenant("candidate", &policy, None)?);
         let mut hasher = DefaultHasher::new();
         visible.hash(&mut hasher);
         if !visible.is_empty() && seen.insert(hasher.finish()) {
@@ -585,11 +574,12 @@ fn memory_scenario(args: &TenantsBenchArgs, catalog: Catalog, index: usize) -> a
     let with_manifest = rss()?;
     let policies = distinct_policies(&manifest, scenario.shape, scenario.sets, args.seed)?;
     let tenants: Vec<Tenant> = (0..args.tenants)
-        .map(|i| tenant(format!("t{i}"), policies[i % policies.len()].clone(), None))
-        .collect();
+        .map(|i| tenant(&format!("t{i}"), &policies[i % policies.len()], None))
+        .collect::<anyhow::Result<_>>()?;
     drop(policies);
     let directory = Arc::new(TenantDirectory::new(tenants));
     let views = TenantViews::new(manifest.clone(), directory).with_max_views(scenario.max_views);
+    release_free_heap();
     let before = rss()?;
     let (mut visible, mut sharing) = (0, 0);
     for i in 0..args.tenants {
