@@ -87,11 +87,17 @@ impl Tenant {
 
     /// Whether the tenant's policy shows `tool` of `server`.
     pub fn sees(&self, server: &ManifestServer, tool: &ManifestTool) -> bool {
-        self.sees_server(server)
-            && (self.tools.is_empty() || {
-                let id = format!("{}/{}", tool.id.server, tool.id.tool);
-                self.tools.iter().any(|g| glob_match(g, &id))
-            })
+        self.sees_server(server) && self.sees_tool_id(&tool.id.server, &tool.id.tool)
+    }
+
+    /// Whether the tool globs let `server/tool` through (true without any),
+    /// the server's own visibility aside.
+    pub fn sees_tool_id(&self, server: &str, tool: &str) -> bool {
+        if self.tools.is_empty() {
+            return true;
+        }
+        let id = format!("{server}/{tool}");
+        self.tools.iter().any(|g| glob_match(g, &id))
     }
 
     /// The price of one call of `server/tool`: the most specific matching
@@ -138,17 +144,27 @@ pub fn valid_id(id: &str) -> bool {
 /// Shell-style glob over the whole text: `*` any run (also empty), `?` one
 /// character, everything else literal.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
+    if pattern.is_ascii() && text.is_ascii() {
+        // Ids and names are ASCII in practice: match bytes, no allocation.
+        return glob_match_units(pattern.as_bytes(), text.as_bytes());
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
-    // Iterative matcher with one backtrack point (the last `*`): linear in
-    // practice, never exponential.
+    glob_match_units(&p, &t)
+}
+
+/// The matcher over units (bytes of ASCII text, or chars): iterative, with
+/// one backtrack point (the last `*`), so linear in practice and never
+/// exponential.
+fn glob_match_units<U: Copy + PartialEq + From<u8>>(p: &[U], t: &[U]) -> bool {
+    let (star_unit, any_unit) = (U::from(b'*'), U::from(b'?'));
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || (p[pi] != '*' && p[pi] == t[ti])) {
+        if pi < p.len() && (p[pi] == any_unit || (p[pi] != star_unit && p[pi] == t[ti])) {
             pi += 1;
             ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        } else if pi < p.len() && p[pi] == star_unit {
             star = Some((pi, ti));
             pi += 1;
         } else if let Some((sp, st)) = star {
@@ -159,7 +175,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p[pi..].iter().all(|&c| c == star_unit)
 }
 
 /// Every tenant of one control-plane state, indexed for authentication.
@@ -255,6 +271,9 @@ mod tests {
         assert!(!glob_match("?", ""));
         assert!(glob_match("a*b*c", "axxbyyc"));
         assert!(!glob_match("a*b*c", "axxbyy"));
+        // Beyond ASCII, `?` is one character, not one byte.
+        assert!(glob_match("caf?/*", "café/menu"));
+        assert!(!glob_match("caf??/*", "café/menu"));
     }
 
     #[test]

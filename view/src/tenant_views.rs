@@ -7,7 +7,7 @@
 use std::{
     collections::HashMap,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, OnceLock,
         atomic::{AtomicU64, Ordering},
     },
 };
@@ -40,10 +40,20 @@ struct ViewCache {
     max_views: usize,
 }
 
-/// One built view and when it was last used.
+/// One view (built once, by the first request that needs it, outside the
+/// cache's lock) and when it was last used.
 struct Cached {
-    view: Arc<ToolView>,
+    view: OnceLock<Arc<ToolView>>,
     used: AtomicU64,
+}
+
+impl Cached {
+    fn new(now: u64) -> Arc<Cached> {
+        Arc::new(Cached {
+            view: OnceLock::new(),
+            used: AtomicU64::new(now),
+        })
+    }
 }
 
 impl TenantViews {
@@ -55,11 +65,25 @@ impl TenantViews {
     }
 
     /// The same manifest with other tenants: the views already built are
-    /// kept for the visible sets that still exist (a key revoked or a tenant
-    /// added rebuilds no index).
+    /// kept, and so is the view of every tenant whose visibility did not
+    /// change (a key issued or revoked rebuilds no index and costs no
+    /// tenant a new scan of the manifest).
     pub fn with_tenants(&self, tenants: Arc<TenantDirectory>) -> TenantViews {
         let previous = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        TenantViews::from_parts(self.all.clone(), tenants, Some(&previous))
+        let next = TenantViews::from_parts(self.all.clone(), tenants, Some(&previous));
+        {
+            let mut cache = next.cache.lock().unwrap_or_else(|p| p.into_inner());
+            for (id, cached) in &previous.by_tenant {
+                let same = match (self.tenants.get(id), next.tenants.get(id)) {
+                    (Some(old), Some(new)) => same_visibility(old, new),
+                    _ => false,
+                };
+                if same {
+                    cache.by_tenant.insert(id.clone(), cached.clone());
+                }
+            }
+        }
+        next
     }
 
     fn from_parts(
@@ -112,51 +136,53 @@ impl TenantViews {
     /// The view of tenant `id`, or `None` for a tenant the directory does not hold.
     pub fn for_tenant(&self, id: &str) -> Option<Arc<ToolView>> {
         let tenant = self.tenants.get(id)?;
-        {
+        let cached = {
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             cache.clock += 1;
             let now = cache.clock;
-            if let Some(cached) = cache.by_tenant.get(id) {
+            cache.by_tenant.get(id).map(|cached| {
                 cached.used.store(now, Ordering::Relaxed);
-                return Some(cached.view.clone());
-            }
-        }
-        let tools = visible_tools(&self.manifest, tenant);
-        let key = (tools, tenant.validation);
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        cache.clock += 1;
-        let now = cache.clock;
-        let cached = match cache.by_tools.get(&key) {
-            Some(cached) => cached.clone(),
+                cached.clone()
+            })
+        };
+        let cached = match cached {
+            Some(cached) => cached,
             None => {
-                // Built under the lock: two tenants with one visible set
-                // never build it twice, and building is bounded by the
-                // manifest's size.
-                let (tools, validation) = &key;
-                if tools.len() == self.manifest.tools.len() && validation.is_none() {
-                    // Every tool: the shared view of all, never evicted.
-                    let cached = Arc::new(Cached {
-                        view: self.all.clone(),
-                        used: AtomicU64::new(now),
-                    });
-                    cache.by_tenant.insert(id.to_string(), cached);
-                    return Some(self.all.clone());
-                }
-                let view = Arc::new(
-                    ToolView::with_tools(self.manifest.clone(), tools.clone())
-                        .with_validation(*validation),
-                );
-                let cached = Arc::new(Cached {
-                    view,
-                    used: AtomicU64::new(now),
+                // The scan runs outside the lock; so does the build below.
+                let key = (visible_tools(&self.manifest, tenant), tenant.validation);
+                let every_tool = key.0.len() == self.manifest.tools.len() && key.1.is_none();
+                let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                cache.clock += 1;
+                let now = cache.clock;
+                let cached = if every_tool {
+                    // The shared view of all, never counted or evicted.
+                    let cached = Cached::new(now);
+                    let _ = cached.view.set(self.all.clone());
+                    cached
+                } else if let Some(cached) = cache.by_tools.get(&key) {
+                    cached.used.store(now, Ordering::Relaxed);
+                    cached.clone()
+                } else {
+                    let cached = Cached::new(now);
+                    cache.insert(key.clone(), cached.clone());
+                    cached
+                };
+                cache.by_tenant.insert(id.to_string(), cached.clone());
+                drop(cache);
+                // Tenants with the same visible set wait for the one build;
+                // everyone else goes on.
+                cached.view.get_or_init(|| {
+                    Arc::new(
+                        ToolView::with_tools(self.manifest.clone(), key.0.clone())
+                            .with_validation(key.1),
+                    )
                 });
-                cache.insert(key, cached.clone());
                 cached
             }
         };
-        cached.used.store(now, Ordering::Relaxed);
-        cache.by_tenant.insert(id.to_string(), cached.clone());
-        Some(cached.view.clone())
+        // A tenant seen before whose view another request is still building
+        // waits for that build.
+        Some(cached.view.wait().clone())
     }
 
     /// Number of distinct views built and kept (the view of every tool not counted).
@@ -188,6 +214,11 @@ impl ViewCache {
     }
 }
 
+/// Whether two versions of a tenant see the same tools the same way.
+fn same_visibility(a: &Tenant, b: &Tenant) -> bool {
+    a.servers == b.servers && a.tools == b.tools && a.tags == b.tags && a.validation == b.validation
+}
+
 /// The manifest tool indices `tenant`'s policy shows, in manifest order.
 pub fn visible_tools(manifest: &Manifest, tenant: &Tenant) -> Vec<usize> {
     let servers: Vec<bool> = manifest
@@ -199,9 +230,66 @@ pub fn visible_tools(manifest: &Manifest, tenant: &Tenant) -> Vec<usize> {
         .tools
         .iter()
         .enumerate()
-        .filter(|(_, t)| {
-            servers[t.server_index] && tenant.sees(&manifest.servers[t.server_index], t)
-        })
+        .filter(|(_, t)| servers[t.server_index] && tenant.sees_tool_id(&t.id.server, &t.id.tool))
         .map(|(i, _)| i)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_proto::{ServerEntry, ToolDef};
+    use serde_json::json;
+
+    use super::*;
+
+    fn manifest() -> Arc<Manifest> {
+        let server = |id: &str| ServerEntry {
+            id: id.into(),
+            description: String::new(),
+            namespace: id.into(),
+            tags: Vec::new(),
+            group: String::new(),
+            validation: Default::default(),
+            features: Vec::new(),
+            tools: vec![ToolDef {
+                name: "t".into(),
+                title: None,
+                description: format!("tool of {id}"),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                annotations: None,
+            }],
+        };
+        Arc::new(Manifest::build(1, vec![server("a"), server("b")]))
+    }
+
+    fn directory(tenants: &[(&str, &str)]) -> Arc<TenantDirectory> {
+        Arc::new(TenantDirectory::new(tenants.iter().map(|(id, server)| {
+            serde_json::from_value(json!({"id": id, "display_name": id, "created_ms": 0,
+                "updated_ms": 0, "servers": [server]}))
+            .unwrap()
+        })))
+    }
+
+    fn names(view: &ToolView) -> Vec<String> {
+        view.iter().map(|t| t.tool.exposed_name.clone()).collect()
+    }
+
+    #[test]
+    fn new_tenants_keep_unchanged_views_and_a_changed_tenant_gets_its_new_one() {
+        let views = TenantViews::new(manifest(), directory(&[("x", "a"), ("y", "a")]));
+        let x = views.for_tenant("x").unwrap();
+        assert_eq!(names(&x), vec!["a__t"]);
+        assert!(
+            Arc::ptr_eq(&x, &views.for_tenant("y").unwrap()),
+            "one view per set"
+        );
+        // y now sees b; x is unchanged and keeps its very view.
+        let next = views.with_tenants(directory(&[("x", "a"), ("y", "b")]));
+        assert!(Arc::ptr_eq(&x, &next.for_tenant("x").unwrap()));
+        assert_eq!(names(&next.for_tenant("y").unwrap()), vec!["b__t"]);
+        // A tenant that is gone has no view.
+        let gone = next.with_tenants(directory(&[("y", "b")]));
+        assert!(gone.for_tenant("x").is_none());
+    }
 }
