@@ -109,8 +109,8 @@ pub async fn run(args: RevocationArgs) -> anyhow::Result<()> {
     println!("|---|---|---|");
     println!(
         "| {} ms | {} ms | {} ms |",
-        ms(percentile(&latencies, 50.0)),
-        ms(percentile(&latencies, 99.0)),
+        ms(percentile(&latencies, 0.50)),
+        ms(percentile(&latencies, 0.99)),
         ms(latencies.last().copied().unwrap_or_default()),
     );
     Ok(())
