@@ -625,15 +625,23 @@ impl Upstream {
         });
         drop(registry);
         let id = handle.id.clone();
+        // Whoever drops this call before it ends (a script stopped, a client
+        // gone) still tells the server, as an explicit cancel does.
+        let mut abandoned = CancelOnDrop {
+            peer: Some(peer.clone()),
+            id: id.clone(),
+        };
         let response = tokio::select! {
             response = tokio::time::timeout(timeout, handle.await_response()) => response,
             () = options.cancel.cancelled() => {
+                abandoned.disarm();
                 let _ = peer
                     .notify_cancelled(CancelledNotificationParam::new(Some(id), Some("cancelled by the caller".into())))
                     .await;
                 return Err(UpstreamError::Cancelled { id: self.config.id.clone() });
             }
         };
+        abandoned.disarm();
         drop(guard);
         match response {
             Err(_) => {
@@ -708,4 +716,38 @@ fn response_kind(result: &ServerResult) -> String {
                 .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
         })
         .unwrap_or_else(|| "an unknown result".into())
+}
+
+/// Sends `notifications/cancelled` for a call whose future is dropped
+/// before it ends (from a task of its own: a drop cannot wait).
+struct CancelOnDrop {
+    peer: Option<Peer>,
+    id: rmcp::model::RequestId,
+}
+
+impl CancelOnDrop {
+    /// The call ended (answered, timed out or cancelled explicitly).
+    fn disarm(&mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let id = self.id.clone();
+        runtime.spawn(async move {
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the caller went away".into()),
+                ))
+                .await;
+        });
+    }
 }

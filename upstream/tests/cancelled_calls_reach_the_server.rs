@@ -77,3 +77,34 @@ async fn a_call_past_its_time_limit_is_cancelled_upstream() {
     assert_eq!(fixture.next_seen().await, Seen::CallStarted(WAITS.into()));
     assert_eq!(fixture.next_seen().await, Seen::CallCancelled(WAITS.into()));
 }
+
+#[tokio::test]
+async fn a_call_whose_caller_goes_away_is_cancelled_upstream() {
+    let mut fixture = Fixture::start();
+
+    phase("start a call that only ends when cancelled, then drop it");
+    let call = tokio::spawn({
+        let upstream = fixture.upstream.clone();
+        async move {
+            upstream
+                .call_tool(WAITS, None, CallOptions::default())
+                .await
+        }
+    });
+    assert_eq!(fixture.next_seen().await, Seen::CallStarted(WAITS.into()));
+    // The caller's task ends without cancelling (a stopped script, a
+    // client that went away): the call's future is dropped mid-call.
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+
+    phase("the server hears of it all the same");
+    assert_eq!(fixture.next_seen().await, Seen::CallCancelled(WAITS.into()));
+
+    phase("and the upstream keeps serving");
+    let result = fixture
+        .upstream
+        .call_tool(ECHO, Some(text_argument("next")), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(first_text(&result), "next");
+}
