@@ -5,10 +5,8 @@
 
 mod support;
 
-use std::process::{Child, Command};
-
 use serde_json::{Value, json};
-use support::{call, connect, quiver_bin, spawn_with_banner, start_with_config, text};
+use support::{MockHttpUpstream, call, connect, quiver_bin, start_with_config, text};
 
 /// What a script may receive at once (`Limits::reply_bytes`, default 4 MiB).
 const REPLY_LIMIT: u64 = 4 * 1024 * 1024;
@@ -45,41 +43,6 @@ fn assert_numbered_lines(got: &str, bytes: usize, from: &str) {
     }
 }
 
-/// A Streamable HTTP mock upstream with the test hooks (killed on drop).
-struct HttpUpstream {
-    child: Child,
-    url: String,
-}
-
-impl HttpUpstream {
-    fn start() -> HttpUpstream {
-        let mut command = Command::new(quiver_bin());
-        command.args([
-            "mock-upstream",
-            "--demo",
-            "--server",
-            "weather",
-            "--test-hooks",
-            "--listen",
-            "127.0.0.1:0",
-        ]);
-        let (child, banner) = spawn_with_banner(&mut command, "mock-upstream");
-        let url = banner
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in: {banner}"))
-            .to_string();
-        HttpUpstream { child, url }
-    }
-}
-
-impl Drop for HttpUpstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `s`: the weather mock over stdio; `h`: the same over Streamable HTTP at `http_url`.
 fn config(http_url: &str) -> String {
     format!(
@@ -90,7 +53,7 @@ fn config(http_url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_large_answer_reaches_a_passthrough_client_whole() {
-    let http = HttpUpstream::start();
+    let http = MockHttpUpstream::start(&["--server", "weather"]);
     let (dev, _dir) = start_with_config(&config(&http.url), &[]);
     let client = connect(&dev.mode_url("passthrough")).await;
 
@@ -121,7 +84,7 @@ async fn a_large_answer_reaches_a_passthrough_client_whole() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_script_gets_answers_within_its_reply_limit_and_a_catchable_error_beyond() {
-    let http = HttpUpstream::start();
+    let http = MockHttpUpstream::start(&["--server", "weather"]);
     let (dev, _dir) = start_with_config(&config(&http.url), &[]);
     let client = connect(&dev.mode_url("code")).await;
     let execute = |code: String| {

@@ -75,21 +75,6 @@ fn strings(stats: &Value, list: &str, key: &str) -> Vec<String> {
         .collect()
 }
 
-/// SIGTERM, then waits (bounded) for the process to exit.
-fn stop_gracefully(mut dev: QuiverDev) {
-    use nix::{
-        sys::signal::{Signal, kill},
-        unistd::Pid,
-    };
-    let pid = i32::try_from(dev.pid()).expect("pid fits");
-    kill(Pid::from_raw(pid), Signal::SIGTERM).expect("SIGTERM");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while dev.is_running() {
-        assert!(Instant::now() < deadline, "quiver dev ignored SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Waits (bounded) until a signals file under `data` holds `needle`.
 fn wait_on_disk(data: &Path, needle: &str) {
     let dir = data.join("search/signals");
@@ -223,7 +208,7 @@ async fn ctl_search_stats_shows_zero_hits_and_uncalled_tools_across_restarts_unt
     assert_eq!(stats(&dev), first, "a refused reset changed nothing");
 
     eprintln!("--- graceful restart (no periodic write in between): the stats are still there");
-    stop_gracefully(dev);
+    dev.stop_gracefully();
     let dev = start(data.path(), dir.path(), "");
     assert_eq!(stats(&dev), first);
 

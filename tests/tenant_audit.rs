@@ -8,9 +8,6 @@
 
 mod support;
 
-use std::time::Duration;
-
-use nix::{sys::signal::Signal, unistd::Pid};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::{QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, text};
@@ -147,13 +144,7 @@ async fn every_call_and_execution_leaves_a_record_allowed_or_denied() {
     assert!(!ok && err.contains("--since"), "{err}");
 
     tracing::info!("--- records survive a restart; retention bounds them");
-    let mut dev = dev;
-    nix::sys::signal::kill(Pid::from_raw(dev.pid() as i32), Signal::SIGTERM).expect("SIGTERM");
-    assert!(
-        dev.wait_exit(Duration::from_secs(30)).is_some(),
-        "quiver dev ignored SIGTERM"
-    );
-    drop(dev);
+    dev.stop_gracefully();
     let dev = QuiverDev::start(&["--auth", "required", "--data", &data_arg]);
     let cp = dev.control_plane.clone();
     let after = ctl_json(&cp, &["audit"]);

@@ -10,7 +10,7 @@ mod support;
 
 use rmcp::{RoleClient, model::CallToolRequestParams, service::RunningService};
 use serde_json::{Value, json};
-use support::{QuiverDev, call, connect_as, ctl, ctl_json, text};
+use support::{QuiverDev, call, connect_as, ctl, ctl_json, post_initialize, text};
 
 /// Creates tenant `id` seeing `server` and issues it a key.
 fn tenant_with_key(cp: &str, id: &str, server: &str) -> (String, String) {
@@ -183,8 +183,6 @@ async fn a_tenant_sees_only_its_servers_on_every_path_and_keys_are_required() {
 
     tracing::info!("--- without a key: 401 with the metadata pointer, on every mode path");
     let http = support::http();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let base = dev.url.trim_end_matches("/mcp").to_string();
     for path in ["/mcp", "/code/mcp", "/search/mcp", "/passthrough/mcp"] {
         for presented in [
@@ -193,14 +191,7 @@ async fn a_tenant_sees_only_its_servers_on_every_path_and_keys_are_required() {
             Some("Basic dXNlcjpwdw=="),
             Some("Bearer not-a-jwt"),
         ] {
-            let mut request = http
-                .post(format!("{base}{path}"))
-                .header("accept", "application/json, text/event-stream")
-                .json(&initialize);
-            if let Some(value) = presented {
-                request = request.header("authorization", value);
-            }
-            let response = request.send().await.unwrap();
+            let response = post_initialize(&format!("{base}{path}"), presented).await;
             assert_eq!(response.status(), 401, "{path} with {presented:?}");
             let challenge = response
                 .headers()
@@ -263,15 +254,9 @@ async fn a_tenant_sees_only_its_servers_on_every_path_and_keys_are_required() {
     );
 
     tracing::info!("--- a session belongs to the tenant that opened it");
+    let weather_bearer = format!("Bearer {weather_key}");
     let session = {
-        let response = http
-            .post(dev.mode_url("passthrough"))
-            .header("accept", "application/json, text/event-stream")
-            .header("authorization", format!("Bearer {weather_key}"))
-            .json(&initialize)
-            .send()
-            .await
-            .unwrap();
+        let response = post_initialize(&dev.mode_url("passthrough"), Some(&weather_bearer)).await;
         assert_eq!(response.status(), 200);
         response
             .headers()
@@ -301,14 +286,7 @@ async fn a_tenant_sees_only_its_servers_on_every_path_and_keys_are_required() {
     let (ok, _, err) = ctl(&cp, &["key", "revoke", "weather-only", &weather_key_id]);
     assert!(ok, "{err}");
     let refused = loop {
-        let response = http
-            .post(dev.mode_url("passthrough"))
-            .header("accept", "application/json, text/event-stream")
-            .header("authorization", format!("Bearer {weather_key}"))
-            .json(&initialize)
-            .send()
-            .await
-            .unwrap();
+        let response = post_initialize(&dev.mode_url("passthrough"), Some(&weather_bearer)).await;
         if response.status() == 401 {
             break response;
         }
@@ -337,15 +315,7 @@ async fn without_auth_anonymous_callers_see_everything_and_keys_still_pick_their
     assert!(seen.iter().all(|n| n.starts_with("weather__")), "{seen:?}");
     // A presented key is checked even here: a wrong one is refused, not
     // served as anonymous.
-    let response = support::http()
-        .post(dev.mode_url("passthrough"))
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", "Bearer qk_x_wrong")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-        .send()
-        .await
-        .unwrap();
+    let response = post_initialize(&dev.mode_url("passthrough"), Some("Bearer qk_x_wrong")).await;
     assert_eq!(response.status(), 401);
     anonymous.cancel().await.unwrap();
     tenant.cancel().await.unwrap();

@@ -8,9 +8,6 @@
 
 mod support;
 
-use std::time::Duration;
-
-use nix::{sys::signal::Signal, unistd::Pid};
 use rmcp::{RoleClient, service::RunningService};
 use serde_json::{Value, json};
 use support::{ExecutorProcess, QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, text};
@@ -208,13 +205,7 @@ async fn budgets_stop_scripts_hold_across_executors_and_survive_a_restart() {
     client.cancel().await.unwrap();
 
     tracing::info!("--- usage survives a restart");
-    let mut dev = dev;
-    nix::sys::signal::kill(Pid::from_raw(dev.pid() as i32), Signal::SIGTERM).expect("SIGTERM");
-    assert!(
-        dev.wait_exit(Duration::from_secs(30)).is_some(),
-        "quiver dev ignored SIGTERM"
-    );
-    drop(dev);
+    dev.stop_gracefully();
     let dev = QuiverDev::start(&["--auth", "required", "--data", &data_arg]);
     let usage = ctl_json(&dev.control_plane, &["tenant", "usage", "scripted"]);
     assert_eq!(

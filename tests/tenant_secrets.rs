@@ -27,7 +27,7 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use support::{ControlPlaneProcess, ctl, ctl_json, quiver_bin, spawn_with_banner, text};
+use support::{ControlPlaneProcess, MockHttpUpstream, ctl, ctl_json, quiver_bin, text};
 
 /// The exposed name of the mock's header-reporting tool.
 const HEADER_TOOL: &str = "hdr__quiver_test_request_header";
@@ -52,39 +52,6 @@ fn fresh_token(who: &str) -> String {
         .expect("randomness");
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("tok-{who}-{hex}")
-}
-
-/// `quiver mock-upstream --test-hooks` over Streamable HTTP (killed on drop).
-struct HttpMock {
-    child: Child,
-    url: String,
-}
-
-impl HttpMock {
-    fn start() -> HttpMock {
-        let mut command = Command::new(quiver_bin());
-        command.args([
-            "mock-upstream",
-            "--demo",
-            "--test-hooks",
-            "--listen",
-            "127.0.0.1:0",
-        ]);
-        let (child, banner) = spawn_with_banner(&mut command, "mock-upstream");
-        let url = banner
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in: {banner}"))
-            .to_string();
-        HttpMock { child, url }
-    }
-}
-
-impl Drop for HttpMock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `quiver dev` with its stdout and stderr written to files, so the test can
@@ -323,7 +290,7 @@ async fn each_tenant_reaches_the_upstream_with_its_own_secret_and_the_plaintext_
     let data = dir.path().join("data");
     let logs = dir.path().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
-    let upstream = HttpMock::start();
+    let upstream = MockHttpUpstream::start(&[]);
     let config = support::write_file(
         dir.path(),
         "quiver.toml",
@@ -610,7 +577,7 @@ async fn a_child_executor_opens_each_tenants_secret_with_devs_key() {
     let dir = tempfile::tempdir().expect("temp dir");
     let logs = dir.path().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
-    let upstream = HttpMock::start();
+    let upstream = MockHttpUpstream::start(&[]);
     let config = support::write_file(
         dir.path(),
         "quiver.toml",

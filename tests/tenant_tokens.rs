@@ -21,7 +21,7 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use support::{ctl, start_with_config, write_file};
+use support::{ctl, post_initialize, start_with_config, write_file};
 
 const RESOURCE: &str = "https://mcp.quiver.test/mcp";
 const ISSUER: &str = "https://issuer.quiver.test";
@@ -121,21 +121,9 @@ jwks_file = "{}"
 
     tracing::info!("--- every bad token: 401 invalid_token, one body for all");
     let http = support::http();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let send = |token: String| {
-        let http = http.clone();
         let url = url.clone();
-        let initialize = initialize.clone();
-        async move {
-            http.post(&url)
-                .header("accept", "application/json, text/event-stream")
-                .header("authorization", format!("Bearer {token}"))
-                .json(&initialize)
-                .send()
-                .await
-                .unwrap()
-        }
+        async move { post_initialize(&url, Some(&format!("Bearer {token}"))).await }
     };
     let other = Issuer::new();
     let mut bad = vec![

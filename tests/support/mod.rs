@@ -236,6 +236,55 @@ impl QuiverDev {
     }
 }
 
+impl QuiverDev {
+    /// SIGTERM, then waits (bounded) for the process to exit.
+    pub fn stop_gracefully(mut self) {
+        let pid = i32::try_from(self.pid()).expect("pid fits");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .expect("SIGTERM");
+        assert!(
+            self.wait_exit(Duration::from_secs(30)).is_some(),
+            "quiver dev ignored SIGTERM"
+        );
+    }
+}
+
+/// `quiver mock-upstream --demo --test-hooks` over Streamable HTTP on a free
+/// loopback port (killed on drop).
+pub struct MockHttpUpstream {
+    child: Child,
+    /// Its MCP URL.
+    pub url: String,
+}
+
+impl MockHttpUpstream {
+    /// Starts it with `extra` arguments (e.g. `--server weather`).
+    pub fn start(extra: &[&str]) -> MockHttpUpstream {
+        let mut command = Command::new(quiver_bin());
+        command
+            .args(["mock-upstream", "--demo", "--test-hooks"])
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra);
+        let (child, banner) = spawn_with_banner(&mut command, "mock-upstream");
+        let url = banner
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in: {banner}"))
+            .to_string();
+        MockHttpUpstream { child, url }
+    }
+}
+
+impl Drop for MockHttpUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for QuiverDev {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -278,6 +327,22 @@ pub async fn connect_as(url: &str, credential: &str) -> RunningService<RoleClien
     ().serve(StreamableHttpClientTransport::from_config(config))
         .await
         .expect("MCP client connects with its credential")
+}
+
+/// A raw MCP `initialize` POST to `url`, with `authorization` as the whole
+/// `Authorization` header value when given (`Bearer …`, `Basic …`).
+pub async fn post_initialize(url: &str, authorization: Option<&str>) -> reqwest::Response {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let mut request = http()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    request.send().await.expect("POST initialize")
 }
 
 /// A client that reports tool-list changes.
