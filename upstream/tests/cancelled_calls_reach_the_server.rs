@@ -16,15 +16,12 @@ async fn a_call_cancelled_by_the_caller_is_cancelled_upstream() {
     let cancel = CancellationToken::new();
 
     phase("start a call that only ends when cancelled");
-    let call = tokio::spawn({
-        let upstream = fixture.upstream.clone();
-        let options = CallOptions {
+    let call = fixture
+        .start_waiting_call(CallOptions {
             cancel: cancel.clone(),
             ..CallOptions::default()
-        };
-        async move { upstream.call_tool(WAITS, None, options).await }
-    });
-    assert_eq!(fixture.next_seen().await, Seen::CallStarted(WAITS.into()));
+        })
+        .await;
 
     phase("the caller cancels");
     cancel.cancel();
@@ -83,15 +80,7 @@ async fn a_call_whose_caller_goes_away_is_cancelled_upstream() {
     let mut fixture = Fixture::start();
 
     phase("start a call that only ends when cancelled, then drop it");
-    let call = tokio::spawn({
-        let upstream = fixture.upstream.clone();
-        async move {
-            upstream
-                .call_tool(WAITS, None, CallOptions::default())
-                .await
-        }
-    });
-    assert_eq!(fixture.next_seen().await, Seen::CallStarted(WAITS.into()));
+    let call = fixture.start_waiting_call(CallOptions::default()).await;
     // The caller's task ends without cancelling (a stopped script, a
     // client that went away): the call's future is dropped mid-call.
     call.abort();

@@ -8,7 +8,7 @@ mod support;
 use quiver_upstream::{
     BreakerState, CallOptions, UpstreamConfig, UpstreamError, UpstreamEvent, UpstreamState,
 };
-use support::{ECHO, Fixture, Seen, WAITS, first_text, phase, text_argument};
+use support::{ECHO, Fixture, first_text, phase, text_argument};
 
 fn breaker_after(failures: u32) -> UpstreamConfig {
     let mut config = UpstreamConfig::stdio("fixture", "unused", Vec::new());
@@ -83,15 +83,7 @@ async fn a_call_in_flight_when_the_server_dies_may_or_may_not_have_run() {
     let mut fixture = Fixture::start();
 
     phase("start a call that does not answer");
-    let call = tokio::spawn({
-        let upstream = fixture.upstream.clone();
-        async move {
-            upstream
-                .call_tool(WAITS, None, CallOptions::default())
-                .await
-        }
-    });
-    assert_eq!(fixture.next_seen().await, Seen::CallStarted(WAITS.into()));
+    let call = fixture.start_waiting_call(CallOptions::default()).await;
 
     phase("the server dies with the call in flight");
     fixture.kill_server();

@@ -157,6 +157,18 @@ impl Fixture {
         }
     }
 
+    /// Starts a call of [`WAITS`] (which only ends when cancelled) with
+    /// `options` on a task of its own, once the server has seen it start.
+    pub async fn start_waiting_call(
+        &mut self,
+        options: quiver_upstream::CallOptions,
+    ) -> tokio::task::JoinHandle<Result<CallToolResult, quiver_upstream::UpstreamError>> {
+        let upstream = self.upstream.clone();
+        let call = tokio::spawn(async move { upstream.call_tool(WAITS, None, options).await });
+        assert_eq!(self.next_seen().await, Seen::CallStarted(WAITS.into()));
+        call
+    }
+
     /// Kills the server: the connection is cut at once, as when its process
     /// dies, and whatever the server would still send is lost.
     pub fn kill_server(&self) {
