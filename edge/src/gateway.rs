@@ -24,6 +24,8 @@ use crate::{
 /// State shared by every session of one edge.
 pub struct Gateway {
     views: Arc<LiveViews>,
+    /// This edge's name in audit records.
+    name: String,
     /// Validates OAuth access tokens, when `[edge.oauth]` is configured.
     tokens: Option<JwtValidator>,
     dispatch: Arc<dyn Dispatch>,
@@ -82,6 +84,7 @@ impl Gateway {
         let mut installed = views.installed();
         let gateway = Arc::new(Gateway {
             views,
+            name: format!("edge-{}", std::process::id()),
             tokens,
             dispatch,
             config,
@@ -203,7 +206,7 @@ impl Gateway {
     pub fn origin_of(&self, principal: &Principal) -> CallOrigin {
         CallOrigin {
             caller: principal.who(),
-            edge: format!("edge-{}", std::process::id()),
+            edge: self.name.clone(),
             script_sha256: None,
         }
     }

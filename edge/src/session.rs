@@ -115,6 +115,18 @@ impl GatewaySession {
         }
     }
 
+    /// The handler of `mode` over this gateway's backends.
+    fn handler(&self, mode: Mode) -> Arc<dyn ModeHandler> {
+        modes::handler(
+            mode,
+            Backends {
+                dispatch: self.gateway.dispatch().clone(),
+                scripts: self.gateway.scripts().cloned(),
+                search_limit: self.gateway.config().search_limit,
+            },
+        )
+    }
+
     /// Fixes the session's tenant and mode (at `initialize`, or at the first
     /// request of a session that skipped it).
     fn bind(&self, principal: Principal) -> &Bound {
@@ -128,15 +140,10 @@ impl GatewaySession {
                     .and_then(|m| m.parse().ok())
                     .unwrap_or(self.gateway.config().default_mode)
             });
-            let backends = Backends {
-                dispatch: self.gateway.dispatch().clone(),
-                scripts: self.gateway.scripts().cloned(),
-                search_limit: self.gateway.config().search_limit,
-            };
             Bound {
                 principal,
                 mode,
-                handler: modes::handler(mode, backends),
+                handler: self.handler(mode),
             }
         })
     }
@@ -157,7 +164,7 @@ impl GatewaySession {
         }
         let view = self.gateway.view_for(&principal).ok_or_else(|| {
             refused(format!(
-                "tenant `{}` no longer exists on this gateway",
+                "tenant `{}` no longer exists on this gateway; ask its operator, or use another tenant's credential",
                 principal.tenant
             ))
         })?;
@@ -214,12 +221,7 @@ impl ServerHandler for GatewaySession {
             ),
             None => {
                 let mode = self.path_mode.unwrap_or(self.gateway.config().default_mode);
-                let backends = Backends {
-                    dispatch: self.gateway.dispatch().clone(),
-                    scripts: self.gateway.scripts().cloned(),
-                    search_limit: self.gateway.config().search_limit,
-                };
-                (modes::handler(mode, backends), self.gateway.view())
+                (self.handler(mode), self.gateway.view())
             }
         };
         ServerConfig::new(handler.capabilities())

@@ -275,7 +275,7 @@ impl Metered {
         if price > 0.0 && account.allowance < price {
             let Some(leases) = &self.leases else {
                 return Err(format!(
-                    "tenant `{}` has a budget and this executor cannot reach the control plane to lease from it",
+                    "tenant `{}` has a budget, and this executor follows no control plane to lease it from (start it with --control-plane)",
                     tenant.id
                 ));
             };
@@ -300,8 +300,8 @@ impl Metered {
             account.allowance += granted;
             if account.allowance < price {
                 return Err(format!(
-                    "budget of tenant `{}` exhausted ({budget} spent or leased; `{server}/{tool}` costs {price})",
-                    tenant.id
+                    "budget of tenant `{}` exhausted ({budget} spent or leased; `{server}/{tool}` costs {price}); the gateway's operator can raise it with `quiver ctl tenant update {} --budget N`",
+                    tenant.id, tenant.id
                 ));
             }
         }
@@ -320,14 +320,16 @@ impl Dispatch for Metered {
     ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move {
             let started = Instant::now();
-            let tenant = self.tenants.borrow().get(&call.tenant).cloned();
+            // The directory is shared (an `Arc`), not the tenant copied.
+            let directory = self.tenants.borrow().clone();
+            let tenant = directory.get(&call.tenant);
             let record = self
                 .auditor
                 .as_ref()
-                .map(|_| call_record(&call, tenant.as_ref().is_some_and(|t| t.audit_arguments)));
+                .map(|_| call_record(&call, tenant.is_some_and(|t| t.audit_arguments)));
             if let Some(tenant) = tenant {
-                let checked = match self.check_rates(&tenant, &call.server, &call.tool) {
-                    Ok(()) => self.charge(&tenant, &call.server, &call.tool).await,
+                let checked = match self.check_rates(tenant, &call.server, &call.tool) {
+                    Ok(()) => self.charge(tenant, &call.server, &call.tool).await,
                     Err(e) => Err(e),
                 };
                 if let Err(reason) = checked {

@@ -63,7 +63,7 @@ impl ExecutorService {
             return Ok(views.all().clone());
         }
         Err(Status::permission_denied(format!(
-            "tenant `{tenant}` is not known to this executor"
+            "tenant `{tenant}` is not known to this executor: check that it follows the control plane that holds the tenant (--control-plane), or start it with --auth none to serve tenants it does not hold"
         )))
     }
 

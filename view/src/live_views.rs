@@ -70,17 +70,6 @@ impl LiveViews {
         live
     }
 
-    /// Views of a fixed manifest with no tenants (tests, benchmarks).
-    pub fn fixed(manifest: Arc<Manifest>) -> Arc<LiveViews> {
-        Arc::new(LiveViews {
-            current: ArcSwap::from_pointee(TenantViews::new(
-                manifest,
-                Arc::new(TenantDirectory::default()),
-            )),
-            installed: watch::channel(0).0,
-        })
-    }
-
     /// The current views.
     pub fn current(&self) -> Arc<TenantViews> {
         self.current.load_full()
