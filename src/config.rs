@@ -23,6 +23,9 @@ pub struct DevConfig {
     /// The embedded control plane.
     #[serde(default)]
     pub control_plane: DevControlPlane,
+    /// OTLP export and the log format (the `OTEL_*` variables win).
+    #[serde(default)]
+    pub telemetry: quiver_telemetry::TelemetrySettings,
 }
 
 /// `[control_plane]` of `quiver dev`: the embedded one-node cluster.
@@ -269,6 +272,9 @@ pub struct ControlPlaneFile {
     /// The node.
     #[serde(default)]
     pub control_plane: ControlPlaneSettings,
+    /// OTLP export and the log format (the `OTEL_*` variables win).
+    #[serde(default)]
+    pub telemetry: quiver_telemetry::TelemetrySettings,
 }
 
 /// `[control_plane]`: every key optional here; the command says which are required.

@@ -57,11 +57,14 @@ pub struct ControlPlaneArgs {
 
 /// Runs the node until Ctrl-C / SIGTERM.
 pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
-    logging::init("info,openraft=warn");
-    let file = match &args.config {
-        Some(path) => ControlPlaneFile::load(path)?.control_plane,
-        None => ControlPlaneSettings::default(),
+    let (file, telemetry) = match &args.config {
+        Some(path) => {
+            let loaded = ControlPlaneFile::load(path)?;
+            (loaded.control_plane, loaded.telemetry)
+        }
+        None => (ControlPlaneSettings::default(), Default::default()),
     };
+    let _telemetry = logging::init("control-plane", &telemetry, "info,openraft=warn")?;
     let origin = args
         .config
         .as_ref()

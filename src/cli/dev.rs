@@ -85,11 +85,11 @@ pub struct DevArgs {
 
 /// Runs until Ctrl-C / SIGTERM (or, with `--stdio`, until the client disconnects).
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
-    logging::init("info,rmcp=warn,openraft=warn");
     let mut config = match &args.config {
         Some(path) => DevConfig::load(path)?,
         None => DevConfig::default(),
     };
+    let _telemetry = logging::init("dev", &config.telemetry, "info,rmcp=warn,openraft=warn")?;
     if let Some(listen) = args.listen {
         config.edge.listen = listen;
     }

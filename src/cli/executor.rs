@@ -86,11 +86,15 @@ pub struct ExecutorArgs {
 
 /// Runs the executor until SIGTERM / Ctrl-C.
 pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
-    logging::init("info,rmcp=warn,openraft=warn");
     let mut config = match &args.config {
         Some(path) => DevConfig::load(path)?,
         None => DevConfig::default(),
     };
+    let _telemetry = logging::init(
+        "executor",
+        &config.telemetry,
+        "info,rmcp=warn,openraft=warn",
+    )?;
     let from_control_plane =
         !args.control_plane.is_empty() && args.config.is_none() && args.catalog.is_none();
     if !from_control_plane {

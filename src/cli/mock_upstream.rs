@@ -69,7 +69,7 @@ pub struct MockUpstreamArgs {
 
 /// Runs the mock upstream until its client goes away.
 pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
-    logging::init("warn");
+    let _telemetry = logging::init("mock-upstream", &Default::default(), "warn")?;
     let catalog = match (&args.catalog, args.demo) {
         (Some(path), _) => Catalog::load(path, "default")?,
         (None, _) => Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?,

@@ -199,6 +199,11 @@ mod tests {
         health.start_draining();
         let draining = health.readiness();
         assert!(!draining.ready);
-        assert!(draining.checks.iter().any(|c| c.name == "draining" && !c.ok));
+        assert!(
+            draining
+                .checks
+                .iter()
+                .any(|c| c.name == "draining" && !c.ok)
+        );
     }
 }

@@ -137,7 +137,9 @@ pub fn instruments() -> &'static Instruments {
                 .build(),
             refusals: meter
                 .u64_counter(names::REFUSALS)
-                .with_description("Calls refused by rate limits or budgets before any upstream was called")
+                .with_description(
+                    "Calls refused by rate limits or budgets before any upstream was called",
+                )
                 .build(),
             search_duration: duration(names::SEARCH_DURATION, "Duration of tool searches"),
             search_zero_hits: meter

@@ -299,12 +299,18 @@ mod tests {
         histogram.record(0.005, &[KeyValue::new("quote", "a\"b")]);
         histogram.record(0.5, &[KeyValue::new("quote", "a\"b")]);
         let text = render_prometheus();
-        assert!(text.contains("# TYPE test_render_calls_total counter"), "{text}");
+        assert!(
+            text.contains("# TYPE test_render_calls_total counter"),
+            "{text}"
+        );
         assert!(
             text.contains("test_render_calls_total{mcp_method_name=\"tools/call\"} 3"),
             "{text}"
         );
-        assert!(text.contains("# TYPE test_render_duration_seconds histogram"), "{text}");
+        assert!(
+            text.contains("# TYPE test_render_duration_seconds histogram"),
+            "{text}"
+        );
         assert!(
             text.contains("test_render_duration_seconds_bucket{quote=\"a\\\"b\",le=\"0.001\"} 0"),
             "{text}"
@@ -329,7 +335,13 @@ mod tests {
             prometheus_name("mcp.server.operation.duration", "s"),
             "mcp_server_operation_duration_seconds"
         );
-        assert_eq!(prometheus_name("quiver.worker.memory", "By"), "quiver_worker_memory_bytes");
-        assert_eq!(prometheus_name("quiver.executions", "{execution}"), "quiver_executions");
+        assert_eq!(
+            prometheus_name("quiver.worker.memory", "By"),
+            "quiver_worker_memory_bytes"
+        );
+        assert_eq!(
+            prometheus_name("quiver.executions", "{execution}"),
+            "quiver_executions"
+        );
     }
 }

@@ -140,7 +140,9 @@ impl TelemetrySettings {
             self.otlp_endpoint.clone().map(Some)
         };
         let log_format = match set("QUIVER_LOG_FORMAT") {
-            Some(value) => LogFormat::parse(&value).map_err(|e| format!("QUIVER_LOG_FORMAT: {e}"))?,
+            Some(value) => {
+                LogFormat::parse(&value).map_err(|e| format!("QUIVER_LOG_FORMAT: {e}"))?
+            }
             None => self.log_format.unwrap_or_default(),
         };
         if let Some(Some(endpoint)) = &export
@@ -180,7 +182,9 @@ mod tests {
 
     #[test]
     fn export_is_off_unless_an_endpoint_is_named() {
-        let resolved = TelemetrySettings::default().resolve("edge", env(&[])).unwrap();
+        let resolved = TelemetrySettings::default()
+            .resolve("edge", env(&[]))
+            .unwrap();
         assert_eq!(resolved.export, None);
         assert_eq!(resolved.service_name, "quiver-edge");
         assert_eq!(resolved.log_format, LogFormat::Text);
@@ -207,7 +211,10 @@ mod tests {
             )
             .unwrap();
         let export = resolved.export.unwrap();
-        assert_eq!(export.endpoint_from_config, None, "the exporter reads the variable");
+        assert_eq!(
+            export.endpoint_from_config, None,
+            "the exporter reads the variable"
+        );
         assert_eq!(export.protocol, OtlpProtocol::Grpc);
         assert_eq!(resolved.service_name, "from-env");
         assert_eq!(resolved.log_format, LogFormat::Json);
@@ -226,7 +233,10 @@ mod tests {
         let err = file
             .resolve("edge", env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "udp")]))
             .unwrap_err();
-        assert!(err.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && err.contains("udp"), "{err}");
+        assert!(
+            err.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && err.contains("udp"),
+            "{err}"
+        );
         let bad = TelemetrySettings {
             otlp_endpoint: Some("collector:4317".into()),
             ..Default::default()

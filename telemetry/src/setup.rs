@@ -4,8 +4,7 @@
 
 use tracing::Level;
 use tracing_subscriber::{
-    EnvFilter, Layer as _, filter::Targets, layer::SubscriberExt as _,
-    util::SubscriberInitExt as _,
+    EnvFilter, Layer as _, filter::Targets, layer::SubscriberExt as _, util::SubscriberInitExt as _,
 };
 
 use crate::{
@@ -143,7 +142,10 @@ pub fn init(
         None
     };
     // A second init in one process (tests starting several roles) keeps the first.
-    let _ = tracing_subscriber::registry().with(fmt).with(otel).try_init();
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(otel)
+        .try_init();
     Ok(TelemetryGuard {
         #[cfg(feature = "otlp")]
         tracer,
@@ -171,10 +173,7 @@ mod otlp {
     impl Exporters {
         pub(super) fn build(export: &Export) -> Result<Exporters, String> {
             let fail = |signal: &str, e: opentelemetry_otlp::ExporterBuildError| {
-                format!(
-                    "OTLP {signal} exporter ({}): {e}",
-                    export.protocol.as_str()
-                )
+                format!("OTLP {signal} exporter ({}): {e}", export.protocol.as_str())
             };
             // The HTTP exporters use a configured endpoint verbatim, so the
             // signal's path is added here; from the environment they add it.
