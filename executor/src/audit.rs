@@ -72,6 +72,17 @@ impl Auditor {
     pub fn record(&self, mut record: AuditRecord) {
         record.executor.clone_from(&self.node);
         tracing::debug!(target: "quiver::audit", record = %serde_json::to_string(&record).unwrap_or_default());
+        // With OTLP export on, every record also leaves as an OTel log
+        // record (the same redacted content the control plane keeps).
+        if quiver_telemetry::audit_log::enabled()
+            && let Ok(json) = serde_json::to_value(&record)
+        {
+            quiver_telemetry::audit_log::export(
+                &record.tenant,
+                record.tool.as_deref().unwrap_or(""),
+                &json,
+            );
+        }
         if self.shipper.is_none() {
             return;
         }
