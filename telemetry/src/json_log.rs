@@ -120,7 +120,70 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
     use super::*;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_line_inside_a_traced_span_carries_its_trace_and_span_ids() {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .event_format(JsonFormat)
+                    .with_writer(move || writer.clone()),
+            )
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!("outside any span");
+            let span = tracing::info_span!("request");
+            let _entered = span.enter();
+            tracing::warn!(attempt = 3, "inside the request");
+        });
+        provider.force_flush().unwrap();
+        let spans = exporter.get_finished_spans().unwrap();
+        assert_eq!(spans.len(), 1);
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["message"], "outside any span");
+        assert!(lines[0].get("trace_id").is_none(), "{text}");
+        assert_eq!(lines[1]["level"], "WARN");
+        assert_eq!(lines[1]["fields"]["attempt"], 3);
+        assert_eq!(lines[1]["span"], "request");
+        assert_eq!(
+            lines[1]["trace_id"],
+            spans[0].span_context.trace_id().to_string()
+        );
+        assert_eq!(
+            lines[1]["span_id"],
+            spans[0].span_context.span_id().to_string()
+        );
+    }
 
     #[test]
     fn dates_are_civil() {
