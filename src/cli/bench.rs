@@ -23,6 +23,9 @@ pub enum BenchCommand {
     /// Time from an acknowledged key revocation to the edge's first refusal
     /// of that key, through `quiver dev --auth required`.
     Revocation(super::bench_revocation::RevocationArgs),
+    /// Tracing's cost: passthrough and `execute` latency with every span
+    /// exported over OTLP against export off, through `quiver dev`.
+    Telemetry(super::bench_telemetry::TelemetryBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -58,6 +61,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,
         BenchCommand::Revocation(args) => super::bench_revocation::run(args).await,
         BenchCommand::Tenants(args) => super::bench_tenants::run(args),
+        BenchCommand::Telemetry(args) => super::bench_telemetry::run(args).await,
     }
 }
 

@@ -40,7 +40,7 @@ pub struct ExecuteVsCallArgs {
     pace_ms: u64,
 }
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// The tool every measurement calls, with its arguments.
 const TOOL: &str = "weather__get_forecast";
@@ -66,6 +66,14 @@ impl Dev {
 
     /// `quiver dev` with `extra` arguments, once it printed its startup line.
     pub(crate) async fn start_with(extra: &[&str]) -> anyhow::Result<Dev> {
+        Dev::start_with_env(extra, &[]).await
+    }
+
+    /// `quiver dev` with `extra` arguments and environment variables.
+    pub(crate) async fn start_with_env(
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Dev> {
         let data = tempfile::tempdir().context("temporary data directory")?;
         let exe = std::env::current_exe().context("locating the quiver binary")?;
         let mut child = tokio::process::Command::new(exe)
@@ -74,6 +82,7 @@ impl Dev {
             .arg(data.path())
             .args(extra)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -99,7 +108,7 @@ impl Dev {
         })
     }
 
-    async fn connect(&self, mode: &str) -> anyhow::Result<Client> {
+    pub(crate) async fn connect(&self, mode: &str) -> anyhow::Result<Client> {
         let url = format!("{}/{mode}/mcp", self.base);
         ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
             .await
@@ -136,7 +145,11 @@ fn is_worker_of(pid: u32, parent: u32) -> bool {
     ppid == Some(parent) && cmdline.split(|b| *b == 0).any(|arg| arg == b"__worker")
 }
 
-async fn call(client: &Client, name: &str, arguments: Value) -> anyhow::Result<CallToolResult> {
+pub(crate) async fn call(
+    client: &Client,
+    name: &str,
+    arguments: Value,
+) -> anyhow::Result<CallToolResult> {
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = arguments.as_object().cloned();
     let result = client
@@ -149,12 +162,12 @@ async fn call(client: &Client, name: &str, arguments: Value) -> anyhow::Result<C
     Ok(result)
 }
 
-async fn execute(client: &Client, code: &str) -> anyhow::Result<CallToolResult> {
+pub(crate) async fn execute(client: &Client, code: &str) -> anyhow::Result<CallToolResult> {
     call(client, "execute", json!({ "code": code })).await
 }
 
 /// Latencies of `n` requests made one after another, sorted.
-async fn one_at_a_time<F, Fut>(n: usize, request: F) -> anyhow::Result<Vec<Duration>>
+pub(crate) async fn one_at_a_time<F, Fut>(n: usize, request: F) -> anyhow::Result<Vec<Duration>>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<CallToolResult>>,
