@@ -163,6 +163,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_telemetry_table_is_read_and_its_mistakes_are_named() {
+        let config = DevConfig::parse(
+            r#"
+            [telemetry]
+            otlp_endpoint = "http://127.0.0.1:4317"
+            otlp_protocol = "grpc"
+            log_format = "json"
+            "#,
+            "test",
+        )
+        .unwrap();
+        assert_eq!(
+            config.telemetry.otlp_protocol,
+            Some(quiver_telemetry::OtlpProtocol::Grpc)
+        );
+        assert_eq!(
+            config.telemetry.log_format,
+            Some(quiver_telemetry::LogFormat::Json)
+        );
+        let err = format!(
+            "{:#}",
+            DevConfig::parse("[telemetry]\notlp_protocol = \"udp\"\n", "test").unwrap_err()
+        );
+        assert!(err.contains("udp") && err.contains("telemetry"), "{err}");
+        let err = format!(
+            "{:#}",
+            DevConfig::parse("[telemetry]\nendpoint = \"x\"\n", "test").unwrap_err()
+        );
+        assert!(err.contains("endpoint"), "{err}");
+    }
+
+    #[test]
     fn parses_a_full_config() {
         let config = DevConfig::parse(
             r#"
