@@ -16,6 +16,7 @@ pub mod serve_error;
 pub mod session;
 pub mod stdio;
 pub mod tls;
+mod traced_session;
 
 pub use config::EdgeConfig;
 pub use gateway::Gateway;

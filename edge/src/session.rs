@@ -43,9 +43,12 @@ pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// The handler of one MCP session.
+pub use crate::traced_session::GatewaySession;
+
+/// The rmcp handler of one MCP session; [`GatewaySession`] wraps it in a
+/// span per request.
 #[derive(Clone)]
-pub struct GatewaySession {
+pub(crate) struct SessionHandler {
     gateway: Arc<Gateway>,
     /// The mode its path names; `None` at `/mcp`, where the tenant's mode
     /// (or the edge's default) applies.
@@ -66,22 +69,14 @@ struct Bound {
     handler: Arc<dyn ModeHandler>,
 }
 
-impl GatewaySession {
-    /// A new MCP session in `mode` on `gateway`.
-    pub fn new(gateway: Arc<Gateway>, mode: Mode) -> GatewaySession {
-        GatewaySession::at(gateway, Some(mode))
-    }
-
-    /// A new session at `/mcp`: its mode is the tenant's, or the edge's default.
-    pub fn at_default_path(gateway: Arc<Gateway>) -> GatewaySession {
-        GatewaySession::at(gateway, None)
-    }
-
-    fn at(gateway: Arc<Gateway>, path_mode: Option<Mode>) -> GatewaySession {
+impl SessionHandler {
+    /// A session on `gateway` in the mode its path names, or (`None`) the
+    /// tenant's mode.
+    pub(crate) fn at(gateway: Arc<Gateway>, path_mode: Option<Mode>) -> SessionHandler {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id: Arc<str> = format!("{}-{n}", std::process::id()).into();
-        GatewaySession {
+        SessionHandler {
             gateway,
             path_mode,
             bound: Arc::new(OnceLock::new()),
@@ -90,12 +85,22 @@ impl GatewaySession {
     }
 }
 
+/// What a bound session is, for telemetry.
+pub(crate) struct SessionFacts<'a> {
+    /// The tenant that opened it.
+    pub(crate) tenant: &'a str,
+    /// Its mode.
+    pub(crate) mode: Mode,
+    /// The manifest version of the tenant's current view.
+    pub(crate) manifest_version: Option<u64>,
+}
+
 /// A request refused because of who sent it (JSON-RPC `invalid_request`).
 fn refused(message: String) -> ErrorData {
     ErrorData::new(ErrorCode::INVALID_REQUEST, message, None)
 }
 
-impl GatewaySession {
+impl SessionHandler {
     fn dispatch(&self) -> &dyn quiver_contract::Dispatch {
         self.gateway.dispatch().as_ref()
     }
@@ -113,6 +118,32 @@ impl GatewaySession {
                 "this edge requires authentication, which this transport cannot carry".into(),
             )),
         }
+    }
+
+    /// What the session's spans and metrics say about it once `initialize`
+    /// bound it: its tenant, mode and the manifest version of its view.
+    pub(crate) fn facts(&self) -> Option<SessionFacts<'_>> {
+        let bound = self.bound.get()?;
+        let manifest_version = self
+            .gateway
+            .view_for(&bound.principal)
+            .map(|view| view.manifest().version);
+        Some(SessionFacts {
+            tenant: &bound.principal.tenant,
+            mode: bound.mode,
+            manifest_version,
+        })
+    }
+
+    /// Whether `name` is a tool this session answers `tools/call` for (so a
+    /// metric may name it without taking any name a client makes up).
+    pub(crate) fn offers_tool(&self, name: &str) -> bool {
+        let Some(bound) = self.bound.get() else {
+            return false;
+        };
+        self.gateway
+            .view_for(&bound.principal)
+            .is_some_and(|view| bound.handler.offers(&view, name))
     }
 
     /// The handler of `mode` over this gateway's backends.
@@ -208,7 +239,7 @@ impl GatewaySession {
     }
 }
 
-impl ServerHandler for GatewaySession {
+impl ServerHandler for SessionHandler {
     fn get_info(&self) -> ServerConfig {
         // Before `initialize` (rmcp asks for it only then): what an
         // anonymous caller of this path would get.

@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tonic::Status;
+use tracing::Instrument as _;
 
 /// Events buffered for a client that reads slower than the script's tools
 /// report; beyond it, relaying waits for the client.
@@ -89,27 +90,30 @@ pub(crate) fn start(
     let relay = Arc::new(StreamRelay {
         events: sender.clone(),
     });
-    tokio::spawn(async move {
-        let outcome = scripts
-            .execute(script, view, cancel.clone(), Some(relay))
-            .await;
-        if cancel.is_cancelled() {
-            return;
-        }
-        let console = outcome.as_ref().map(|o| o.logs.clone()).unwrap_or_default();
-        for line in console {
-            let log = ExecuteLog {
-                source: LogSource::Console.into(),
-                level: LogLevel::Info.into(),
-                logger: String::new(),
-                message: line,
-            };
-            if sender.send(Ok(event(Event::Log(log)))).await.is_err() {
+    tokio::spawn(
+        async move {
+            let outcome = scripts
+                .execute(script, view, cancel.clone(), Some(relay))
+                .await;
+            if cancel.is_cancelled() {
                 return;
             }
+            let console = outcome.as_ref().map(|o| o.logs.clone()).unwrap_or_default();
+            for line in console {
+                let log = ExecuteLog {
+                    source: LogSource::Console.into(),
+                    level: LogLevel::Info.into(),
+                    logger: String::new(),
+                    message: line,
+                };
+                if sender.send(Ok(event(Event::Log(log)))).await.is_err() {
+                    return;
+                }
+            }
+            let _ = sender.send(result_event(outcome, &code)).await;
         }
-        let _ = sender.send(result_event(outcome, &code)).await;
-    });
+        .instrument(tracing::Span::current()),
+    );
     Ok(ExecuteEvents {
         events,
         ended: false,

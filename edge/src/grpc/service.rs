@@ -12,6 +12,7 @@ use quiver_proto::pb::{
     SearchToolsRequest, SearchToolsResponse, ToolDeclaration, UnknownTool,
     gateway_server::{Gateway as GatewayApi, GatewayServer},
 };
+use quiver_telemetry::{propagation, quiver_span, spans};
 use quiver_view::{
     ToolView,
     search_result::search_limit,
@@ -20,6 +21,7 @@ use quiver_view::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
 use super::{
     auth::{UNAUTHENTICATED, principal},
@@ -53,6 +55,7 @@ impl GatewayService {
     /// Who sent `request`, and what it may see now.
     async fn caller<T>(&self, request: &Request<T>) -> Result<(Principal, Arc<ToolView>), Status> {
         let principal = principal(&self.gateway, request.metadata()).await?;
+        tracing::Span::current().record("quiver.tenant", &*principal.tenant);
         // Only a tenant removed since its key was checked has no view.
         let view = self
             .gateway
@@ -89,9 +92,9 @@ fn arguments(json: &str) -> Result<Value, Status> {
     }
 }
 
-#[tonic::async_trait]
-impl GatewayApi for GatewayService {
-    async fn list_tools(
+/// The answers, each run inside its RPC's span by the trait impl below.
+impl GatewayService {
+    async fn answer_list_tools(
         &self,
         request: Request<ListToolsRequest>,
     ) -> Result<Response<ListToolsResponse>, Status> {
@@ -118,7 +121,7 @@ impl GatewayApi for GatewayService {
         }))
     }
 
-    async fn search_tools(
+    async fn answer_search_tools(
         &self,
         request: Request<SearchToolsRequest>,
     ) -> Result<Response<SearchToolsResponse>, Status> {
@@ -143,7 +146,7 @@ impl GatewayApi for GatewayService {
         Ok(Response::new(SearchToolsResponse { results }))
     }
 
-    async fn describe(
+    async fn answer_describe(
         &self,
         request: Request<DescribeRequest>,
     ) -> Result<Response<DescribeResponse>, Status> {
@@ -176,16 +179,17 @@ impl GatewayApi for GatewayService {
         Ok(Response::new(answer))
     }
 
-    async fn call_tool(
+    async fn answer_call_tool(
         &self,
         request: Request<GatewayCallToolRequest>,
     ) -> Result<Response<GatewayCallToolResponse>, Status> {
         let (principal, view) = self.caller(&request).await?;
         let request = request.into_inner();
-        let index = view
+        let tool = view
             .resolve(&request.name)
-            .ok_or_else(|| unknown_tool(&view, &request.name))?
-            .index;
+            .ok_or_else(|| unknown_tool(&view, &request.name))?;
+        tracing::Span::current().record("gen_ai.tool.name", tool.tool.exposed_name.as_str());
+        let index = tool.index;
         let sent = arguments(&request.arguments_json)?;
         let cancel = CancellationToken::new();
         let _cancel_on_drop = cancel.clone().drop_guard();
@@ -201,20 +205,23 @@ impl GatewayApi for GatewayService {
         // drops this future and the guard cancels the token; the call, still
         // being polled, sees it and tells the upstream (a dropped call could
         // not).
-        let call = tokio::spawn(async move {
-            let tool = view.get(index);
-            call_checked(
-                dispatch.as_ref(),
-                &view,
-                &principal.tenant,
-                &origin,
-                tool,
-                sent,
-                options,
-            )
-            .await
-            .map_err(|errors| Status::invalid_argument(errors.message(&tool.tool.exposed_name)))
-        });
+        let call = tokio::spawn(
+            async move {
+                let tool = view.get(index);
+                call_checked(
+                    dispatch.as_ref(),
+                    &view,
+                    &principal.tenant,
+                    &origin,
+                    tool,
+                    sent,
+                    options,
+                )
+                .await
+                .map_err(|errors| Status::invalid_argument(errors.message(&tool.tool.exposed_name)))
+            }
+            .instrument(tracing::Span::current()),
+        );
         let result = call
             .await
             .map_err(|e| Status::internal(format!("the call's task failed: {e}")))??;
@@ -227,9 +234,7 @@ impl GatewayApi for GatewayService {
         }))
     }
 
-    type ExecuteStream = ExecuteEvents;
-
-    async fn execute(
+    async fn answer_execute(
         &self,
         request: Request<GatewayExecuteRequest>,
     ) -> Result<Response<ExecuteEvents>, Status> {
@@ -247,5 +252,81 @@ impl GatewayApi for GatewayService {
             request.into_inner(),
         )?;
         Ok(Response::new(events))
+    }
+}
+
+/// The span of one RPC, its parent the trace context in the request's metadata.
+fn rpc_span<T>(method: &'static str, request: &Request<T>) -> tracing::Span {
+    let span = quiver_span!(format!("quiver.v1.Gateway/{method}"), "server");
+    span.record("rpc.system", "grpc");
+    span.record("rpc.method", method);
+    propagation::adopt(
+        &span,
+        propagation::extract_from_metadata(request.metadata()),
+    );
+    span
+}
+
+/// Runs an RPC's answer in `span`, marking the span failed when it fails
+/// (`error.type` is the gRPC status code).
+async fn traced<T>(
+    span: tracing::Span,
+    answer: impl Future<Output = Result<Response<T>, Status>>,
+) -> Result<Response<T>, Status> {
+    let result = answer.instrument(span.clone()).await;
+    if let Err(status) = &result {
+        spans::record_error(&span, &format!("{:?}", status.code()));
+    }
+    result
+}
+
+#[tonic::async_trait]
+impl GatewayApi for GatewayService {
+    async fn list_tools(
+        &self,
+        request: Request<ListToolsRequest>,
+    ) -> Result<Response<ListToolsResponse>, Status> {
+        let span = rpc_span("ListTools", &request);
+        traced(span, self.answer_list_tools(request)).await
+    }
+
+    async fn search_tools(
+        &self,
+        request: Request<SearchToolsRequest>,
+    ) -> Result<Response<SearchToolsResponse>, Status> {
+        let span = rpc_span("SearchTools", &request);
+        traced(span, self.answer_search_tools(request)).await
+    }
+
+    async fn describe(
+        &self,
+        request: Request<DescribeRequest>,
+    ) -> Result<Response<DescribeResponse>, Status> {
+        let span = rpc_span("Describe", &request);
+        traced(span, self.answer_describe(request)).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: Request<GatewayCallToolRequest>,
+    ) -> Result<Response<GatewayCallToolResponse>, Status> {
+        let span = rpc_span("CallTool", &request);
+        let result = traced(span.clone(), self.answer_call_tool(request)).await;
+        if result.as_ref().is_ok_and(|r| r.get_ref().is_error) {
+            spans::record_error(&span, "tool_error");
+        }
+        result
+    }
+
+    type ExecuteStream = ExecuteEvents;
+
+    /// The span covers starting the script; the script itself runs, in
+    /// that span, while the stream is read.
+    async fn execute(
+        &self,
+        request: Request<GatewayExecuteRequest>,
+    ) -> Result<Response<ExecuteEvents>, Status> {
+        let span = rpc_span("Execute", &request);
+        traced(span, self.answer_execute(request)).await
     }
 }

@@ -245,6 +245,10 @@ impl ModeHandler for CodeMode {
         self.offered().map(CodeTool::definition).collect()
     }
 
+    fn offers(&self, _view: &ToolView, name: &str) -> bool {
+        CodeTool::named(name).is_some_and(|t| self.offered().any(|o| o == t))
+    }
+
     fn call<'a>(
         &'a self,
         request: ToolRequest<'a>,

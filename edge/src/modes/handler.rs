@@ -52,6 +52,9 @@ pub trait ModeHandler: Send + Sync {
     fn instructions(&self, view: &ToolView) -> String;
     /// The tools `tools/list` shows.
     fn tools(&self, view: &ToolView) -> Vec<Tool>;
+    /// Whether `tools/call` of `name` reaches a tool of this mode over
+    /// `view` (telemetry names only such tools, never whatever a client sent).
+    fn offers(&self, view: &ToolView, name: &str) -> bool;
     /// Answers a `tools/call`: a result (possibly a tool error), or a
     /// protocol error when the mode treats the call as malformed.
     fn call<'a>(

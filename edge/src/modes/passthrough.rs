@@ -79,6 +79,10 @@ impl ModeHandler for PassthroughMode {
         list(view)
     }
 
+    fn offers(&self, view: &ToolView, name: &str) -> bool {
+        view.by_exposed(name).is_some()
+    }
+
     fn call<'a>(
         &'a self,
         request: ToolRequest<'a>,

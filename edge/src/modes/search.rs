@@ -143,6 +143,11 @@ impl ModeHandler for SearchMode {
         ]
     }
 
+    fn offers(&self, view: &ToolView, name: &str) -> bool {
+        // A tool may also be called by its own name.
+        name == SEARCH_TOOLS || name == CALL_TOOL || view.resolve(name).is_some()
+    }
+
     fn call<'a>(
         &'a self,
         request: ToolRequest<'a>,

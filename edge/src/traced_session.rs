@@ -1,0 +1,362 @@
+//! The edge's MCP session as rmcp serves it: every request runs in one
+//! server span named as the MCP semantic conventions say (its parent the
+//! caller's `traceparent`, from `params._meta` or the HTTP headers) and is
+//! timed in `mcp.server.operation.duration`; a session's lifetime is timed
+//! when it ends. Only outcomes are recorded, never arguments or results.
+#![allow(deprecated)] // logging and resource subscriptions are current in the protocol versions served here
+
+use std::{
+    borrow::Cow,
+    sync::{Arc, OnceLock},
+    time::Instant,
+};
+
+use opentelemetry::KeyValue;
+use quiver_telemetry::{instruments, mcp_server_span, propagation, spans};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+        ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    },
+    service::{NotificationContext, RequestContext},
+};
+use tracing::Instrument as _;
+
+use crate::{gateway::Gateway, mode::Mode, session::SessionHandler};
+
+/// One MCP session of the edge: its handler, traced and timed per request.
+#[derive(Clone)]
+pub struct GatewaySession {
+    handler: SessionHandler,
+    lifetime: Arc<SessionLifetime>,
+}
+
+impl GatewaySession {
+    /// A new MCP session in `mode` on `gateway`.
+    pub fn new(gateway: Arc<Gateway>, mode: Mode) -> GatewaySession {
+        GatewaySession::at(gateway, Some(mode))
+    }
+
+    /// A new session at `/mcp`: its mode is the tenant's, or the edge's default.
+    pub fn at_default_path(gateway: Arc<Gateway>) -> GatewaySession {
+        GatewaySession::at(gateway, None)
+    }
+
+    fn at(gateway: Arc<Gateway>, path_mode: Option<Mode>) -> GatewaySession {
+        GatewaySession {
+            handler: SessionHandler::at(gateway, path_mode),
+            lifetime: Arc::new(SessionLifetime {
+                opened: Instant::now(),
+                labels: OnceLock::new(),
+            }),
+        }
+    }
+}
+
+/// Times a session from its creation to the drop of its last handle (the
+/// transport ending it), once it was initialized.
+struct SessionLifetime {
+    opened: Instant,
+    /// The mode and protocol version, known once `initialize` was answered.
+    labels: OnceLock<[KeyValue; 2]>,
+}
+
+impl Drop for SessionLifetime {
+    fn drop(&mut self) {
+        if let Some(labels) = self.labels.get() {
+            instruments()
+                .server_session_duration
+                .record(self.opened.elapsed().as_secs_f64(), labels);
+        }
+    }
+}
+
+/// One request being answered: its span, what it is, when it started.
+struct TracedRequest {
+    span: tracing::Span,
+    /// `mcp.method.name`.
+    method: &'static str,
+    /// The tool of a `tools/call`.
+    tool: Option<String>,
+    /// The protocol version the request is made under.
+    protocol: Option<String>,
+    started: Instant,
+}
+
+/// How a handler's answer ended, for `error.type`.
+trait Outcome {
+    /// A `tools/call` result with `isError`.
+    fn is_tool_error(&self) -> bool {
+        false
+    }
+}
+
+impl Outcome for CallToolResponse {
+    fn is_tool_error(&self) -> bool {
+        matches!(self, CallToolResponse::Complete(r) if r.is_error == Some(true))
+    }
+}
+impl Outcome for () {}
+impl Outcome for InitializeResult {}
+impl Outcome for ListToolsResult {}
+impl Outcome for ListResourcesResult {}
+impl Outcome for ListResourceTemplatesResult {}
+impl Outcome for ReadResourceResponse {}
+impl Outcome for ListPromptsResult {}
+impl Outcome for GetPromptResponse {}
+impl Outcome for CompleteResult {}
+
+/// `error.type` of a request's outcome: `tool_error` for a result with
+/// `isError`, the JSON-RPC code for an error; `None` when it succeeded.
+fn error_type<T: Outcome>(result: &Result<T, ErrorData>) -> Option<String> {
+    match result {
+        Ok(r) if r.is_tool_error() => Some("tool_error".into()),
+        Ok(_) => None,
+        Err(e) => Some(e.code.0.to_string()),
+    }
+}
+
+impl GatewaySession {
+    /// Opens the span of one request, its parent the trace context the
+    /// request carries (`params._meta` first, then the HTTP headers).
+    fn start(
+        &self,
+        method: &'static str,
+        tool: Option<String>,
+        protocol: Option<ProtocolVersion>,
+        context: &RequestContext<RoleServer>,
+    ) -> TracedRequest {
+        let protocol = protocol
+            .or_else(|| context.protocol_version())
+            .map(|v| v.to_string());
+        let span = mcp_server_span!(method, tool.as_deref());
+        if let Some(tool) = &tool {
+            span.record("gen_ai.tool.name", tool.as_str());
+            span.record("gen_ai.operation.name", "execute_tool");
+        }
+        if let Some(protocol) = &protocol {
+            span.record("mcp.protocol.version", protocol.as_str());
+        }
+        span.record("jsonrpc.request.id", context.id.to_string());
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        if let Some(session) = parts
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+        {
+            span.record("mcp.session.id", session);
+        }
+        let parent = propagation::extract_from_meta(&context.meta)
+            .or_else(|| parts.and_then(|p| propagation::extract_from_headers(&p.headers)));
+        propagation::adopt(&span, parent);
+        TracedRequest {
+            span,
+            method,
+            tool,
+            protocol,
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs `answer` in the request's span, then records how it ended on the
+    /// span and in the duration metric.
+    async fn traced<T: Outcome>(
+        &self,
+        request: TracedRequest,
+        answer: impl Future<Output = Result<T, ErrorData>>,
+    ) -> Result<T, ErrorData> {
+        let result = answer.instrument(request.span.clone()).await;
+        self.finish(&request, error_type(&result), result.as_ref().err());
+        result
+    }
+
+    fn finish(&self, request: &TracedRequest, error: Option<String>, failed: Option<&ErrorData>) {
+        let span = &request.span;
+        let mut labels = vec![KeyValue::new("mcp.method.name", request.method)];
+        let session = self.handler.facts();
+        if let Some(session) = &session {
+            span.record("quiver.tenant", session.tenant);
+            span.record("quiver.mode", session.mode.as_str());
+            if let Some(version) = session.manifest_version {
+                span.record("quiver.manifest.version", version);
+            }
+            labels.push(KeyValue::new("quiver.mode", session.mode.as_str()));
+        }
+        if let Some(protocol) = &request.protocol {
+            labels.push(KeyValue::new("mcp.protocol.version", protocol.clone()));
+        }
+        // Only tools this session offers become labels: a client's made-up
+        // names would make the metric unbounded.
+        if let Some(tool) = request
+            .tool
+            .as_deref()
+            .filter(|t| self.handler.offers_tool(t))
+        {
+            labels.push(KeyValue::new("gen_ai.tool.name", tool.to_string()));
+        }
+        if let Some(e) = failed {
+            span.record("rpc.response.status_code", e.code.0.to_string());
+        }
+        if let Some(error) = error {
+            spans::record_error(span, &error);
+            labels.push(KeyValue::new("error.type", error));
+        }
+        instruments()
+            .server_operation_duration
+            .record(request.started.elapsed().as_secs_f64(), &labels);
+        if let (Some(session), Some(protocol)) = (&session, &request.protocol) {
+            let _ = self.lifetime.labels.set([
+                KeyValue::new("quiver.mode", session.mode.as_str()),
+                KeyValue::new("mcp.protocol.version", protocol.clone()),
+            ]);
+        }
+    }
+}
+
+/// Every request the session's handler answers goes through its span here;
+/// what the handler does not override keeps rmcp's default.
+impl ServerHandler for GatewaySession {
+    fn get_info(&self) -> ServerConfig {
+        self.handler.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.handler.supported_protocol_versions()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let traced = self.start(
+            "initialize",
+            None,
+            Some(request.protocol_version.clone()),
+            &context,
+        );
+        self.traced(traced, self.handler.initialize(request, context))
+            .await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.handler.on_initialized(context).await
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let traced = self.start("logging/setLevel", None, None, &context);
+        self.traced(traced, self.handler.set_level(request, context))
+            .await
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let traced = self.start("resources/list", None, None, &context);
+        self.traced(traced, self.handler.list_resources(request, context))
+            .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let traced = self.start("resources/templates/list", None, None, &context);
+        self.traced(
+            traced,
+            self.handler.list_resource_templates(request, context),
+        )
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        // The URI is not in the name: it may be unbounded, or say too much.
+        let traced = self.start("resources/read", None, None, &context);
+        self.traced(traced, self.handler.read_resource(request, context))
+            .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let traced = self.start("resources/subscribe", None, None, &context);
+        self.traced(traced, self.handler.subscribe(request, context))
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let traced = self.start("resources/unsubscribe", None, None, &context);
+        self.traced(traced, self.handler.unsubscribe(request, context))
+            .await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let traced = self.start("prompts/list", None, None, &context);
+        self.traced(traced, self.handler.list_prompts(request, context))
+            .await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let traced = self.start("prompts/get", None, None, &context);
+        self.traced(traced, self.handler.get_prompt(request, context))
+            .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let traced = self.start("completion/complete", None, None, &context);
+        self.traced(traced, self.handler.complete(request, context))
+            .await
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let traced = self.start("tools/list", None, None, &context);
+        self.traced(traced, self.handler.list_tools(request, context))
+            .await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let traced = self.start("tools/call", Some(request.name.to_string()), None, &context);
+        self.traced(traced, self.handler.call_tool(request, context))
+            .await
+    }
+}
