@@ -101,3 +101,24 @@ pub enum UpstreamError {
         detail: String,
     },
 }
+
+impl UpstreamError {
+    /// A short, fixed name of the failure (`error.type` in telemetry): the
+    /// JSON-RPC code of a remote error, else the variant's name.
+    pub fn kind(&self) -> String {
+        let kind = match self {
+            UpstreamError::Unknown(_) => "unknown_upstream",
+            UpstreamError::Unavailable { .. } => "unavailable",
+            UpstreamError::MissingTenantSecret { .. } => "missing_tenant_secret",
+            UpstreamError::CredentialsUnavailable { .. } => "credentials_unavailable",
+            UpstreamError::LostDuringCall { .. } => "lost_during_call",
+            UpstreamError::Timeout { .. } => "timeout",
+            UpstreamError::CircuitOpen { .. } => "circuit_open",
+            UpstreamError::Cancelled { .. } => "cancelled",
+            UpstreamError::Refused { .. } => "refused",
+            UpstreamError::Remote { code, .. } => return code.to_string(),
+            UpstreamError::Protocol { .. } => "protocol",
+        };
+        kind.to_string()
+    }
+}

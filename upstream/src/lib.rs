@@ -15,6 +15,7 @@ mod config;
 mod error;
 mod event;
 mod reference;
+mod request_span;
 mod secret_scrub;
 mod secret_value;
 mod set;

@@ -24,6 +24,7 @@ use tokio::{
     sync::{broadcast, mpsc},
 };
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::{
     breaker::{BreakerState, CircuitBreaker},
@@ -32,6 +33,7 @@ use crate::{
     config::{Transport, UpstreamConfig},
     error::UpstreamError,
     event::UpstreamEvent,
+    request_span::ClientRequestSpan,
     secret_scrub::SecretScrub,
     secret_value::{SecretValue, TenantSecrets},
     status::{UpstreamState, UpstreamStatus, now_secs},
@@ -553,6 +555,21 @@ impl Upstream {
     /// returns the upstream's result. Never retried once sent. Refused at once
     /// while the circuit breaker is open.
     pub async fn request(
+        self: &Arc<Self>,
+        mut request: ClientRequest,
+        options: CallOptions,
+    ) -> Result<ServerResult, UpstreamError> {
+        let traced = ClientRequestSpan::start(&self.config, self.tenant(), &mut request);
+        let result = self
+            .request_admitted(request, options)
+            .instrument(traced.span.clone())
+            .await;
+        traced.finish(&result);
+        result
+    }
+
+    /// [`Upstream::request`] past the circuit breaker, scrubbed.
+    async fn request_admitted(
         self: &Arc<Self>,
         request: ClientRequest,
         options: CallOptions,
