@@ -9,11 +9,13 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;
 use quiver_proto::pb;
+use quiver_telemetry::{propagation, quiver_span, spans};
 use quiver_upstream::{CallOptions, CallSink, UpstreamError};
 use quiver_view::{ToolCall, ToolView};
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tracing::Instrument as _;
 
 use crate::{Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts, wire};
 
@@ -119,6 +121,22 @@ impl RemoteExecutor {
     }
 }
 
+/// The client span of one hop to the executor (`quiver.v1.Executor/<method>`).
+fn hop_span(method: &'static str) -> tracing::Span {
+    let span = quiver_span!(format!("quiver.v1.Executor/{method}"), "client");
+    span.record("rpc.system", "grpc");
+    span.record("rpc.method", method);
+    span
+}
+
+/// `message` as a request carrying `span`'s trace context in its metadata,
+/// so the executor's spans continue the caller's trace.
+fn traced_request<T>(span: &tracing::Span, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    span.in_scope(|| propagation::inject_into_metadata(request.metadata_mut()));
+    request
+}
+
 impl Dispatch for RemoteExecutor {
     fn call_tool(
         &self,
@@ -141,11 +159,19 @@ impl Dispatch for RemoteExecutor {
                 edge: call.origin.edge,
                 script_sha256: call.origin.script_sha256.unwrap_or_default(),
             };
+            let span = hop_span("CallTool");
+            let request = traced_request(&span, request);
             let mut client = self.client.clone();
             let response = tokio::select! {
-                r = client.call_tool(request) => r,
-                () = options.cancel.cancelled() => return Err(UpstreamError::Cancelled { id: server }),
+                r = client.call_tool(request).instrument(span.clone()) => r,
+                () = options.cancel.cancelled() => {
+                    spans::record_error(&span, "cancelled");
+                    return Err(UpstreamError::Cancelled { id: server });
+                }
             };
+            if let Err(status) = &response {
+                spans::record_error(&span, &format!("{:?}", status.code()));
+            }
             let response = response.map_err(|status| UpstreamError::Remote {
                 id: server.clone(),
                 code: -32603,
@@ -188,16 +214,22 @@ impl Scripts for RemoteExecutor {
         _sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
         Box::pin(async move {
+            let span = hop_span("Execute");
+            let pb_request = traced_request(&span, wire::request_to_pb(&request));
             let mut client = self.client.clone();
             let answer = tokio::select! {
-                answer = client.execute(wire::request_to_pb(&request)) => answer,
+                answer = client.execute(pb_request).instrument(span.clone()) => answer,
                 // Dropping the request resets its stream; the executor stops the script.
                 () = cancel.cancelled() => {
+                    spans::record_error(&span, "cancelled");
                     return Err(ExecuteError::Failed {
                         reason: "the script was cancelled and its worker was stopped".into(),
                     });
                 }
             };
+            if let Err(status) = &answer {
+                spans::record_error(&span, &format!("{:?}", status.code()));
+            }
             wire::result_from_pb(answer.map(tonic::Response::into_inner))
         })
     }

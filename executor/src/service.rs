@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use quiver_contract::{CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts, wire};
 use quiver_proto::{Manifest, pb, tenant::TenantDirectory};
+use quiver_telemetry::{propagation, quiver_span, spans};
 use quiver_view::{LiveViews, ToolView, redact::redact};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
 /// Serves `quiver.v1.Executor`.
 pub struct ExecutorService {
@@ -17,6 +19,8 @@ pub struct ExecutorService {
     anonymous: bool,
     dispatch: Arc<dyn Dispatch>,
     scripts: Arc<dyn Scripts>,
+    /// This executor's name in the fleet, on its spans.
+    node: Option<String>,
 }
 
 impl ExecutorService {
@@ -49,7 +53,30 @@ impl ExecutorService {
             anonymous,
             dispatch,
             scripts,
+            node: None,
         }
+    }
+
+    /// The same service, naming itself `node` on its spans (`quiver.executor`).
+    pub fn named(mut self, node: impl Into<String>) -> ExecutorService {
+        self.node = Some(node.into());
+        self
+    }
+
+    /// The server span of one RPC, its parent the trace context in the
+    /// request's metadata.
+    fn rpc_span<T>(&self, method: &'static str, request: &Request<T>) -> tracing::Span {
+        let span = quiver_span!(format!("quiver.v1.Executor/{method}"), "server");
+        span.record("rpc.system", "grpc");
+        span.record("rpc.method", method);
+        if let Some(node) = &self.node {
+            span.record("quiver.executor", node.as_str());
+        }
+        propagation::adopt(
+            &span,
+            propagation::extract_from_metadata(request.metadata()),
+        );
+        span
     }
 
     /// The view of `tenant` as this executor sees it; the caller's word for
@@ -73,9 +100,41 @@ impl ExecutorService {
     }
 }
 
+/// Runs an RPC's answer in `span`, marking the span failed when it fails
+/// (`error.type` is the gRPC status code).
+async fn traced<T>(
+    span: tracing::Span,
+    answer: impl Future<Output = Result<Response<T>, Status>>,
+) -> Result<Response<T>, Status> {
+    let result = answer.instrument(span.clone()).await;
+    if let Err(status) = &result {
+        spans::record_error(&span, &format!("{:?}", status.code()));
+    }
+    result
+}
+
 #[tonic::async_trait]
 impl pb::executor_server::Executor for ExecutorService {
     async fn call_tool(
+        &self,
+        request: Request<pb::CallToolRequest>,
+    ) -> Result<Response<pb::CallToolResponse>, Status> {
+        let span = self.rpc_span("CallTool", &request);
+        traced(span, self.answer_call_tool(request)).await
+    }
+
+    async fn execute(
+        &self,
+        request: Request<pb::ExecuteRequest>,
+    ) -> Result<Response<pb::ExecuteResponse>, Status> {
+        let span = self.rpc_span("Execute", &request);
+        traced(span, self.answer_execute(request)).await
+    }
+}
+
+/// The answers, each run inside its RPC's span by the trait impl above.
+impl ExecutorService {
+    async fn answer_call_tool(
         &self,
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
@@ -83,6 +142,8 @@ impl pb::executor_server::Executor for ExecutorService {
         if request.tenant.is_empty() {
             request.tenant = DEFAULT_TENANT.into();
         }
+        tracing::Span::current().record("quiver.tenant", request.tenant.as_str());
+        tracing::Span::current().record("gen_ai.tool.name", request.tool.as_str());
         let view = self.view_of(&request.tenant)?;
         // The caller's word is not enough: the tool must be in the tenant's
         // view as this executor computes it.
@@ -123,7 +184,7 @@ impl pb::executor_server::Executor for ExecutorService {
         Ok(Response::new(pb::CallToolResponse { result_json }))
     }
 
-    async fn execute(
+    async fn answer_execute(
         &self,
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {

@@ -202,7 +202,8 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         args.auth == AuthMode::None,
         dispatch,
         scripts,
-    );
+    )
+    .named(lease_name.clone());
     let manifest = store.current();
     println!(
         "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}",

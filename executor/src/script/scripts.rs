@@ -8,8 +8,10 @@ use futures::future::BoxFuture;
 use quiver_contract::{
     CallOrigin, CallSink, Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts,
 };
+use quiver_telemetry::{quiver_span, spans};
 use quiver_view::ToolView;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::{
     pool::Owner,
@@ -49,6 +51,10 @@ impl Scripts for LocalScripts {
         sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
         Box::pin(async move {
+            let digest = quiver_proto::audit::script_digest(&request.code);
+            let span = quiver_span!("quiver.script.run", "internal");
+            span.record("quiver.script.hash", digest.as_str());
+            span.record("quiver.tenant", request.tenant.as_str());
             let owner = Owner::new(&request.tenant, &request.session);
             let context = Arc::new(
                 ViewScriptContext::new(
@@ -60,11 +66,13 @@ impl Scripts for LocalScripts {
                 )
                 .relaying_to(sink)
                 .made_by(CallOrigin {
-                    script_sha256: Some(quiver_proto::audit::script_digest(&request.code)),
+                    script_sha256: Some(digest),
                     ..request.origin.clone()
-                }),
+                })
+                .traced_by(span.clone()),
             );
-            self.runner
+            let outcome = self
+                .runner
                 .execute_within(
                     &owner,
                     &request.code,
@@ -72,7 +80,26 @@ impl Scripts for LocalScripts {
                     context,
                     cancel,
                 )
-                .await
+                .instrument(span.clone())
+                .await;
+            if let Some(error) = execution_error_type(&outcome) {
+                spans::record_error(&span, &error);
+            }
+            outcome
         })
+    }
+}
+
+/// `error.type` of a script that did not end well: `script_<kind>` when it
+/// ran and failed, else why it did not run.
+fn execution_error_type(outcome: &Result<ScriptOutcome, ExecuteError>) -> Option<String> {
+    match outcome {
+        Ok(outcome) => outcome
+            .error
+            .as_ref()
+            .map(|e| format!("script_{}", e.kind.as_str())),
+        Err(ExecuteError::Rejected(_)) => Some("script_rejected".into()),
+        Err(ExecuteError::Busy { .. }) => Some("executor_busy".into()),
+        Err(_) => Some("executor_error".into()),
     }
 }

@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use futures::future::BoxFuture;
 use quiver_contract::{CallOptions, CallOrigin, CallSink, Dispatch};
+use quiver_telemetry::{quiver_span, spans};
 use quiver_view::{
     SearchResult, ToolView,
     redact::redact_for_caller,
@@ -15,6 +16,7 @@ use quiver_view::{
 use rmcp::model::CallToolResult;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::{
     ipc::HostError,
@@ -34,6 +36,8 @@ pub struct ViewScriptContext {
     cancel: CancellationToken,
     sink: Option<Arc<dyn CallSink>>,
     origin: CallOrigin,
+    /// The execution's span, the parent of each tool call's span.
+    span: tracing::Span,
 }
 
 impl ViewScriptContext {
@@ -54,7 +58,15 @@ impl ViewScriptContext {
             cancel,
             sink: None,
             origin: CallOrigin::default(),
+            span: tracing::Span::none(),
         }
+    }
+
+    /// Makes every tool call of the script a child span of `span`, the
+    /// execution's (the calls arrive over IPC, outside any caller's span).
+    pub fn traced_by(mut self, span: tracing::Span) -> ViewScriptContext {
+        self.span = span;
+        self
     }
 
     /// Marks every call of the script as made by `origin` (its audit records
@@ -160,9 +172,27 @@ impl ScriptContext for ViewScriptContext {
                 cancel: self.cancel.clone(),
                 sink: self.sink.clone(),
             };
-            match self.dispatch.call_tool(call, options).await {
-                Ok(result) => script_value(&result, &args),
-                Err(e) => Err(redact_for_caller(&e.to_string(), &args).into()),
+            let span = self
+                .span
+                .in_scope(|| quiver_span!("quiver.script.call_tool", "internal"));
+            span.record("gen_ai.tool.name", tool.tool.exposed_name.as_str());
+            span.record("quiver.tenant", self.owner.tenant.as_str());
+            let outcome = self
+                .dispatch
+                .call_tool(call, options)
+                .instrument(span.clone())
+                .await;
+            match outcome {
+                Ok(result) => {
+                    if result.is_error == Some(true) {
+                        spans::record_error(&span, "tool_error");
+                    }
+                    script_value(&result, &args)
+                }
+                Err(e) => {
+                    spans::record_error(&span, &e.kind());
+                    Err(redact_for_caller(&e.to_string(), &args).into())
+                }
             }
         })
     }
