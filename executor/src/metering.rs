@@ -23,11 +23,13 @@ use std::{
 };
 
 use futures::future::BoxFuture;
+use opentelemetry::KeyValue;
 use quiver_contract::{CallOptions, Dispatch, ToolCall, UpstreamError};
 use quiver_proto::{
     audit::{AuditKind, AuditRecord, Decision, digest_of},
     tenant::{Tenant, TenantDirectory},
 };
+use quiver_telemetry::instruments;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio::sync::watch;
 
@@ -68,6 +70,31 @@ pub struct Metered {
     accounts: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Account>>>>,
     leases: Option<Arc<dyn LeaseSource>>,
 }
+
+/// Which limit refused a call, as `quiver.refusals` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// The tenant's rate limit over all its calls.
+    RateLimit,
+    /// The rate limit of the one tool called.
+    ToolRateLimit,
+    /// The tenant's budget (exhausted, or no allowance could be leased).
+    Budget,
+}
+
+impl RefusalReason {
+    /// The `reason` attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalReason::RateLimit => "rate_limit",
+            RefusalReason::ToolRateLimit => "tool_rate_limit",
+            RefusalReason::Budget => "budget",
+        }
+    }
+}
+
+/// A refusal: which limit, and what the caller is told.
+type Refusal = (RefusalReason, String);
 
 /// A tenant's bucket, or one of its tools' buckets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -214,20 +241,21 @@ impl Metered {
     }
 
     /// Applies the rate limits of `tenant` to a call of `server/tool`.
-    fn check_rates(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), String> {
+    fn check_rates(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), Refusal> {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let mut take = |key: BucketKey, per_minute: u32, what: String| {
+        let mut take = |key: BucketKey, per_minute: u32, why: RefusalReason, what: String| {
             let bucket = buckets.entry(key).or_insert_with(|| Bucket {
                 tokens: f64::from(per_minute),
                 per_minute,
                 last: now,
             });
             bucket.take(per_minute, now).map_err(|wait| {
-                format!(
+                let message = format!(
                     "{what} ({per_minute} calls per minute) reached; retry in {:.1} s",
                     wait.as_secs_f64().max(0.1)
-                )
+                );
+                (why, message)
             })
         };
         if let Some(limit) = tenant.tool_rate_limit(server, tool) {
@@ -237,6 +265,7 @@ impl Metered {
                     tool: Some((server.to_string(), tool.to_string())),
                 },
                 limit,
+                RefusalReason::ToolRateLimit,
                 format!(
                     "rate limit of tool `{server}/{tool}` for tenant `{}`",
                     tenant.id
@@ -250,6 +279,7 @@ impl Metered {
                     tool: None,
                 },
                 limit,
+                RefusalReason::RateLimit,
                 format!("rate limit of tenant `{}`", tenant.id),
             )?;
         }
@@ -257,7 +287,13 @@ impl Metered {
     }
 
     /// Pays for one call of `server/tool`, leasing allowance when needed.
-    async fn charge(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), String> {
+    async fn charge(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), Refusal> {
+        self.pay(tenant, server, tool)
+            .await
+            .map_err(|message| (RefusalReason::Budget, message))
+    }
+
+    async fn pay(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), String> {
         let price = tenant.price_of(server, tool);
         let account = self
             .accounts
@@ -332,7 +368,14 @@ impl Dispatch for Metered {
                     Ok(()) => self.charge(tenant, &call.server, &call.tool).await,
                     Err(e) => Err(e),
                 };
-                if let Err(reason) = checked {
+                if let Err((why, reason)) = checked {
+                    instruments().refusals.add(
+                        1,
+                        &[
+                            KeyValue::new("reason", why.as_str()),
+                            KeyValue::new("quiver.tenant", tenant.id.clone()),
+                        ],
+                    );
                     if let (Some(auditor), Some(mut record)) = (&self.auditor, record) {
                         record.decision = Decision::Denied;
                         record.outcome = "refused".into();
@@ -401,7 +444,102 @@ fn call_record(call: &ToolCall, with_arguments: bool) -> AuditRecord {
 
 #[cfg(test)]
 mod tests {
+    use quiver_telemetry::metrics::render_prometheus;
+    use rmcp::model::ContentBlock;
+    use serde_json::json;
+
     use super::*;
+
+    /// Answers every call; counts what reached it.
+    #[derive(Default)]
+    struct Upstream {
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Dispatch for Upstream {
+        fn call_tool(
+            &self,
+            _call: ToolCall,
+            _options: CallOptions,
+        ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async { Ok(CallToolResult::success(vec![ContentBlock::text("ok")])) })
+        }
+
+        fn request<'a>(
+            &'a self,
+            server: &'a str,
+            _request: ClientRequest,
+            _options: CallOptions,
+        ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
+            Box::pin(async move { Err(UpstreamError::Unknown(server.to_string())) })
+        }
+    }
+
+    fn call(tenant: &str, tool: &str) -> ToolCall {
+        ToolCall {
+            tenant: tenant.into(),
+            origin: Default::default(),
+            server: "demo".into(),
+            tool: tool.into(),
+            arguments: None,
+        }
+    }
+
+    /// The `quiver_refusals_total` sample of `tenant` for `reason`, 0 when absent.
+    fn refusals(tenant: &str, reason: &str) -> u64 {
+        let line =
+            format!("quiver_refusals_total{{quiver_tenant=\"{tenant}\",reason=\"{reason}\"}} ");
+        render_prometheus()
+            .lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .map_or(0, |n| n.parse().expect("a count"))
+    }
+
+    #[tokio::test]
+    async fn each_refusal_is_counted_by_its_reason_and_tenant() {
+        // Unique tenant ids: other tests in this process count refusals too.
+        let tenant: Tenant = serde_json::from_value(json!({
+            "id": "metering-refusals",
+            "display_name": "metering-refusals",
+            "rate_limit_per_minute": 2,
+            "tool_rate_limits": {"demo/slow": 1},
+            "created_ms": 0,
+            "updated_ms": 0,
+        }))
+        .unwrap();
+        let spender: Tenant = serde_json::from_value(json!({
+            "id": "metering-refusals-budget",
+            "display_name": "metering-refusals-budget",
+            "budget": 10.0,
+            "prices": {"demo/any": 1.0},
+            "created_ms": 0,
+            "updated_ms": 0,
+        }))
+        .unwrap();
+        let (_keep, tenants) = watch::channel(Arc::new(TenantDirectory::new([tenant, spender])));
+        let upstream = Arc::new(Upstream::default());
+        let metered = Metered::new(upstream.clone(), tenants, None);
+        let t = "metering-refusals";
+        let options = || CallOptions::default();
+        metered.call_tool(call(t, "slow"), options()).await.unwrap();
+        assert!(metered.call_tool(call(t, "slow"), options()).await.is_err());
+        assert_eq!(refusals(t, "tool_rate_limit"), 1);
+        metered.call_tool(call(t, "fast"), options()).await.unwrap();
+        assert!(metered.call_tool(call(t, "fast"), options()).await.is_err());
+        assert_eq!(refusals(t, "rate_limit"), 1);
+        assert_eq!(refusals(t, "tool_rate_limit"), 1);
+        // No control plane to lease the budget from: every priced call is refused.
+        let b = "metering-refusals-budget";
+        assert!(metered.call_tool(call(b, "any"), options()).await.is_err());
+        assert_eq!(refusals(b, "budget"), 1);
+        assert_eq!(refusals(b, "rate_limit"), 0);
+        assert_eq!(
+            upstream.calls.load(std::sync::atomic::Ordering::SeqCst),
+            2,
+            "no refused call reached the upstream"
+        );
+    }
 
     #[test]
     fn a_bucket_allows_its_burst_then_says_when_to_retry() {

@@ -11,6 +11,8 @@ use std::{
     time::Duration,
 };
 
+use opentelemetry::KeyValue;
+use quiver_telemetry::{instruments, instruments::names, metrics::meter};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -110,6 +112,36 @@ pub struct PoolStats {
     pub retired: usize,
 }
 
+/// Why a worker was retired, as `quiver.worker.pool.recycled` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retirement {
+    /// It ran `max_uses` executions.
+    MaxUses,
+    /// What it last ran may have left it in a bad state: out of time or
+    /// memory, a sandbox failure, or a reply cut mid-frame.
+    InDoubt,
+    /// It died, broke the protocol, could not start, or was stopped when its
+    /// caller cancelled.
+    Failed,
+    /// It sat idle above `min_workers` for `idle_timeout`.
+    Idle,
+    /// It did not answer the idle health check.
+    Unhealthy,
+}
+
+impl Retirement {
+    /// The `reason` attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Retirement::MaxUses => "max_uses",
+            Retirement::InDoubt => "in_doubt",
+            Retirement::Failed => "failed",
+            Retirement::Idle => "idle",
+            Retirement::Unhealthy => "unhealthy",
+        }
+    }
+}
+
 /// The pool.
 pub struct WorkerPool {
     config: PoolConfig,
@@ -145,6 +177,7 @@ impl WorkerPool {
             replace_soon: Arc::new(tokio::sync::Notify::new()),
             shutdown: CancellationToken::new(),
         });
+        pool.register_gauges();
         let weak = Arc::downgrade(&pool);
         let stop = pool.shutdown.clone();
         let replace_soon = pool.replace_soon.clone();
@@ -163,6 +196,33 @@ impl WorkerPool {
             }
         });
         pool
+    }
+
+    /// Reports busy and idle workers and waiting callers while the pool
+    /// lives (a dropped pool reports nothing).
+    fn register_gauges(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        meter()
+            .u64_observable_gauge(names::WORKERS)
+            .with_description("Sandbox workers by state (busy, idle)")
+            .with_callback(move |observer| {
+                if let Some(pool) = weak.upgrade() {
+                    let stats = pool.stats();
+                    observer.observe(to_u64(stats.running), &[KeyValue::new("state", "busy")]);
+                    observer.observe(to_u64(stats.idle), &[KeyValue::new("state", "idle")]);
+                }
+            })
+            .build();
+        let weak = Arc::downgrade(self);
+        meter()
+            .u64_observable_gauge(names::WORKERS_QUEUED)
+            .with_description("Executions waiting for a worker")
+            .with_callback(move |observer| {
+                if let Some(pool) = weak.upgrade() {
+                    observer.observe(to_u64(pool.admission.waiting()), &[]);
+                }
+            })
+            .build();
     }
 
     /// Counters.
@@ -217,8 +277,11 @@ impl WorkerPool {
         Ok(worker)
     }
 
-    fn retire(&self, worker: WorkerProcess) {
+    fn retire(&self, worker: WorkerProcess, why: Retirement) {
         self.retired.fetch_add(1, Ordering::Relaxed);
+        instruments()
+            .workers_recycled
+            .add(1, &[KeyValue::new("reason", why.as_str())]);
         drop(worker);
         self.replace_soon.notify_one();
     }
@@ -241,7 +304,7 @@ impl WorkerPool {
             expired
         };
         for worker in expired {
-            self.retire(worker);
+            self.retire(worker, Retirement::Idle);
         }
         // Health check: a worker idle for a while that does not answer a ping is
         // replaced. Recently used workers are skipped (they just proved healthy and
@@ -260,7 +323,7 @@ impl WorkerPool {
                 healthy.push(worker);
             } else {
                 tracing::warn!(pid = ?worker.pid(), "an idle worker failed its health check; replacing it");
-                self.retire(worker);
+                self.retire(worker, Retirement::Unhealthy);
             }
         }
         self.lock_idle().extend(healthy);
@@ -326,24 +389,23 @@ impl WorkerPool {
             .await;
         if matches!(result, Err(WorkerFault::NotStarted)) {
             // The worker died while idle; nothing was sent, so a fresh one may run it.
-            self.retire(worker);
+            self.retire(worker, Retirement::Failed);
             worker = self.spawn().await?;
             result = worker.run(code, limits, context, cancel).await;
         }
         match result {
             Ok(outcome) => {
-                if WorkerProcess::in_doubt_after(&outcome)
-                    || worker.poisoned()
-                    || worker.uses() >= self.config.max_uses
-                {
-                    self.retire(worker);
+                if WorkerProcess::in_doubt_after(&outcome) || worker.poisoned() {
+                    self.retire(worker, Retirement::InDoubt);
+                } else if worker.uses() >= self.config.max_uses {
+                    self.retire(worker, Retirement::MaxUses);
                 } else {
                     self.lock_idle().push(worker);
                 }
                 Ok(outcome)
             }
             Err(WorkerFault::Overran) => {
-                self.retire(worker);
+                self.retire(worker, Retirement::InDoubt);
                 Ok(ScriptOutcome {
                     result: None,
                     error: Some(ScriptError {
@@ -359,9 +421,13 @@ impl WorkerPool {
                 })
             }
             Err(fault) => {
-                self.retire(worker);
+                self.retire(worker, Retirement::Failed);
                 Err(fault.into())
             }
         }
     }
+}
+
+fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }

@@ -1,7 +1,7 @@
 //! Validates a script, runs it on a pooled worker, and answers the worker's
 //! requests through the caller's [`ScriptContext`].
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Instant};
 
 use quiver_contract::{ExecuteError, Limits, ScriptOutcome, ValidationErrors};
 use tokio_util::sync::CancellationToken;
@@ -10,6 +10,7 @@ use crate::{
     pool::ScriptContext,
     pool::{Owner, PoolError, WorkerPool},
     sandbox::validate::{ValidationLimits, validate},
+    script::ExecutionEnd,
 };
 
 /// Runs scripts for callers.
@@ -48,8 +49,25 @@ impl ScriptRunner {
     }
 
     /// Like [`ScriptRunner::execute`], under `limits` where they are tighter
-    /// than the runner's own.
+    /// than the runner's own. Every execution is counted by how it ended
+    /// (see [`ExecutionEnd`]).
     pub async fn execute_within(
+        &self,
+        owner: &Owner,
+        code: &str,
+        limits: Option<&Limits>,
+        context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
+    ) -> Result<ScriptOutcome, ExecuteError> {
+        let started = Instant::now();
+        let result = self
+            .validate_and_run(owner, code, limits, context, cancel)
+            .await;
+        ExecutionEnd::of(&result).record(&owner.tenant, started.elapsed());
+        result
+    }
+
+    async fn validate_and_run(
         &self,
         owner: &Owner,
         code: &str,
