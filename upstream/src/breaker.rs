@@ -37,6 +37,16 @@ impl BreakerState {
             BreakerState::HalfOpen => "half-open",
         }
     }
+
+    /// How closed it is, as the `quiver.upstream.breaker.state` gauge says
+    /// it: 0 closed, 1 half-open, 2 open.
+    pub fn level(self) -> u64 {
+        match self {
+            BreakerState::Closed => 0,
+            BreakerState::HalfOpen => 1,
+            BreakerState::Open => 2,
+        }
+    }
 }
 
 impl std::fmt::Display for BreakerState {

@@ -6,11 +6,17 @@
 //! connection, which serves no call), one connection per tenant, opened on
 //! that tenant's first call with that tenant's secrets only
 //! ([`UpstreamSet::for_tenant`]).
+//!
+//! While it lives, the set reports each upstream's breaker as the
+//! `quiver.upstream.breaker.state` gauge.
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex, RwLock},
+    sync::{Arc, Mutex, RwLock, Weak},
 };
+
+use opentelemetry::KeyValue;
+use quiver_telemetry::{instruments::names, metrics::meter};
 
 use crate::{
     config::UpstreamConfig,
@@ -24,13 +30,62 @@ use crate::{
 type TenantKey = (String, String);
 
 /// The upstreams a node holds connections to.
-#[derive(Default)]
 pub struct UpstreamSet {
-    upstreams: RwLock<BTreeMap<String, Arc<Upstream>>>,
+    upstreams: Arc<RwLock<BTreeMap<String, Arc<Upstream>>>>,
     /// The connections of per-tenant upstreams, one per tenant that called.
-    by_tenant: Mutex<BTreeMap<TenantKey, Arc<Upstream>>>,
+    by_tenant: Arc<Mutex<BTreeMap<TenantKey, Arc<Upstream>>>>,
     /// Where per-tenant upstreams find their tenants' secrets.
     secrets: Arc<SecretSlot>,
+}
+
+impl Default for UpstreamSet {
+    /// An empty set, reporting its breakers.
+    fn default() -> UpstreamSet {
+        let set = UpstreamSet {
+            upstreams: Arc::default(),
+            by_tenant: Arc::default(),
+            secrets: Arc::default(),
+        };
+        report_breakers(
+            Arc::downgrade(&set.upstreams),
+            Arc::downgrade(&set.by_tenant),
+        );
+        set
+    }
+}
+
+/// Registers the breaker gauge: per upstream id, the most open breaker among
+/// its entry and its tenants' connections (a per-tenant upstream is open
+/// for whichever tenant's connection is). A dropped set reports nothing.
+fn report_breakers(
+    upstreams: Weak<RwLock<BTreeMap<String, Arc<Upstream>>>>,
+    by_tenant: Weak<Mutex<BTreeMap<TenantKey, Arc<Upstream>>>>,
+) {
+    meter()
+        .u64_observable_gauge(names::BREAKER_STATE)
+        .with_description("Circuit breaker per upstream: 0 closed, 1 half-open, 2 open")
+        .with_callback(move |observer| {
+            let (Some(upstreams), Some(by_tenant)) = (upstreams.upgrade(), by_tenant.upgrade())
+            else {
+                return;
+            };
+            let mut levels: BTreeMap<String, u64> = upstreams
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .map(|(id, u)| (id.clone(), u.breaker_state().level()))
+                .collect();
+            for ((id, _), connection) in by_tenant.lock().unwrap_or_else(|p| p.into_inner()).iter()
+            {
+                if let Some(level) = levels.get_mut(id) {
+                    *level = (*level).max(connection.breaker_state().level());
+                }
+            }
+            for (id, level) in levels {
+                observer.observe(level, &[KeyValue::new("quiver.upstream", id)]);
+            }
+        })
+        .build();
 }
 
 impl UpstreamSet {
@@ -213,7 +268,7 @@ impl UpstreamSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Transport, tenant_credentials::tests::PlainSource};
+    use crate::{CallOptions, Transport, tenant_credentials::tests::PlainSource};
 
     fn per_tenant(id: &str) -> UpstreamConfig {
         let mut config = UpstreamConfig::http(id, "http://127.0.0.1:9/mcp");
@@ -224,6 +279,36 @@ mod tests {
             );
         }
         config
+    }
+
+    /// The breaker gauge's sample for `id`, if reported.
+    fn breaker_level(id: &str) -> Option<u64> {
+        let prefix = format!("quiver_upstream_breaker_state{{quiver_upstream=\"{id}\"}} ");
+        quiver_telemetry::metrics::render_prometheus()
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix).map(|v| v.parse().expect("a level")))
+    }
+
+    #[tokio::test]
+    async fn the_breaker_gauge_follows_each_upstream_while_the_set_lives() {
+        // Nothing listens on the discard port: every call fails to connect.
+        let mut config = UpstreamConfig::http("breaker-gauge", "http://127.0.0.1:9/mcp");
+        config.breaker_failures = 1;
+        config.connect_timeout_ms = 2_000;
+        let set = UpstreamSet::new([config]);
+        assert_eq!(breaker_level("breaker-gauge"), Some(0), "closed");
+        let upstream = set.for_tenant("breaker-gauge", "alpha").unwrap();
+        let failed = upstream
+            .call_tool("anything", None, CallOptions::default())
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(breaker_level("breaker-gauge"), Some(2), "open");
+        drop((upstream, set));
+        assert_eq!(
+            breaker_level("breaker-gauge"),
+            None,
+            "a dropped set reports nothing"
+        );
     }
 
     #[tokio::test]

@@ -250,6 +250,11 @@ impl Upstream {
         self.events.subscribe()
     }
 
+    /// Whether calls get through its circuit breaker now.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker.state()
+    }
+
     /// Current status.
     pub fn status(&self) -> UpstreamStatus {
         let mut status = self
