@@ -15,6 +15,7 @@ use crate::{
     cluster_key::ClusterKey,
     command::{Command, Envelope},
     discovery::{Discovery, DiscoverySink},
+    node_metrics::timed_commit,
     raft::{NodeId, Raft, state_machine::SharedState},
     sealed_secrets::{SealedSecretSource, SecretsByTenant},
 };
@@ -65,13 +66,11 @@ impl DiscoverySink for RaftSink {
             tokio::time::sleep(Duration::from_millis(25)).await;
             let entries = std::mem::take(&mut *batch.lock().unwrap_or_else(|p| p.into_inner()));
             let count = entries.len();
-            if let Err(e) = raft
-                .client_write(Envelope::now(
-                    "discovery",
-                    Command::RecordDiscovery { entries },
-                ))
-                .await
-            {
+            let write = raft.client_write(Envelope::now(
+                "discovery",
+                Command::RecordDiscovery { entries },
+            ));
+            if let Err(e) = timed_commit(write).await {
                 tracing::warn!("recording discovery of {count} upstreams failed: {e}");
             }
             in_flight.send_modify(|n| *n = n.saturating_sub(count));

@@ -30,6 +30,7 @@ pub mod fleet;
 mod leader_discovery;
 pub mod manifest_store;
 pub mod node;
+mod node_metrics;
 pub mod node_role;
 mod operator;
 pub mod outcome;

@@ -17,6 +17,7 @@ use crate::{
     discovery::Discovery,
     fleet::FleetRegistry,
     leader_discovery::{LeaderDiscovery, RaftSink},
+    node_metrics,
     operator::Operator,
     raft::{
         NodeId, Raft,
@@ -187,6 +188,7 @@ impl ControlPlaneNode {
         let sink = Arc::new(RaftSink::new(raft.clone()));
         let discovery = Discovery::new(upstreams.clone(), sink.clone(), shutdown.clone());
         let fleet = Arc::new(FleetRegistry::new(config.node_id));
+        node_metrics::report_node(&raft, &shared, &fleet, &shutdown);
         let operator = Arc::new(Operator::new(
             replica.clone(),
             fleet.clone(),

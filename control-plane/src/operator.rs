@@ -571,15 +571,12 @@ impl Operator {
         let nodes: Vec<NodeVerdict> = latest
             .into_values()
             .map(|m| {
-                let expected = history.get(&m.manifest_version);
-                let verdict =
-                    if m.manifest_version == canonical_version && m.stub_hash == canonical_hash {
-                        Verdict::Ok
-                    } else if expected.is_some_and(|h| *h == m.stub_hash) {
-                        Verdict::Behind
-                    } else {
-                        Verdict::Mismatch
-                    };
+                let verdict = Verdict::judge(
+                    m.manifest_version,
+                    &m.stub_hash,
+                    (canonical_version, &canonical_hash),
+                    |v| history.get(&v).map(String::as_str),
+                );
                 NodeVerdict {
                     node: m.node,
                     role: m.role,

@@ -10,6 +10,7 @@ use openraft::error::{InitializeError, RaftError};
 use crate::{
     admin::{AdminError, Committed},
     command::{Command, Envelope},
+    node_metrics::timed_commit,
     outcome::Outcome,
     raft::{Node, NodeId, Raft, state_machine::SharedState, typ},
     state::ControlState,
@@ -140,7 +141,7 @@ impl Replica {
 
     /// Proposes a command; resolves once it is committed and applied.
     pub async fn write(&self, actor: &str, command: Command) -> Result<Committed, AdminError> {
-        let write = self.raft.client_write(Envelope::now(actor, command));
+        let write = timed_commit(self.raft.client_write(Envelope::now(actor, command)));
         let response = tokio::time::timeout(QUORUM_WAIT, write)
             .await
             .map_err(|_| {

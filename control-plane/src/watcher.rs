@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     error_chain::with_causes,
     manifest_store::ManifestStore,
+    node_metrics::report_served_version,
     node_role::NodeRole,
     raft::network::{ChannelError, MAX_MESSAGE_BYTES, TlsMaterial, channel},
     sealed_secrets::SecretsByTenant,
@@ -108,6 +109,7 @@ pub fn spawn_watcher_with(
     sinks: WatchSinks,
     shutdown: CancellationToken,
 ) {
+    report_served_version(&store, config.role, &shutdown);
     tokio::spawn(async move {
         tokio::select! {
             () = watch_loop(&config, &store, &sinks) => {}
@@ -267,6 +269,7 @@ async fn send_report(
 /// config): report what it holds every [`REPORT_EVERY`], so `cluster verify`
 /// can tell whether it matches the control plane.
 pub fn spawn_reporter(config: WatchConfig, store: Arc<ManifestStore>, shutdown: CancellationToken) {
+    report_served_version(&store, config.role, &shutdown);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(REPORT_EVERY);
         let mut turn = 0usize;

@@ -359,6 +359,24 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// How a node holding `version` with `stub_hash` compares with the
+    /// `canonical` version and hash, given the hash the control plane
+    /// published for each past version (`published`).
+    pub fn judge<'a>(
+        version: u64,
+        stub_hash: &str,
+        canonical: (u64, &str),
+        published: impl FnOnce(u64) -> Option<&'a str>,
+    ) -> Verdict {
+        if version == canonical.0 && stub_hash == canonical.1 {
+            Verdict::Ok
+        } else if published(version).is_some_and(|h| h == stub_hash) {
+            Verdict::Behind
+        } else {
+            Verdict::Mismatch
+        }
+    }
+
     /// The JSON spelling.
     pub fn as_str(self) -> &'static str {
         match self {
