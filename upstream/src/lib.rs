@@ -23,6 +23,7 @@ mod status;
 mod stdio;
 mod streamable_http;
 mod tenant_credentials;
+mod trace_headers;
 mod upstream;
 
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};

@@ -1,7 +1,8 @@
 //! The client side of a Streamable HTTP upstream: its URL and headers turned
 //! into rmcp's transport, `${VAR}` and `${tenant_secret:NAME}` references
 //! expanded on the connecting node.
-//! It sets up the transport only; requests go through the rmcp peer.
+//! It sets up the transport only; requests go through the rmcp peer (each
+//! one's trace context also sent as headers, see [`crate::trace_headers`]).
 
 use std::collections::BTreeMap;
 
@@ -9,7 +10,7 @@ use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 
-use crate::secret_value::TenantSecrets;
+use crate::{secret_value::TenantSecrets, trace_headers::TracingHttpClient};
 
 /// The transport to `url` with `headers` (an `Authorization: Bearer` header
 /// becomes rmcp's auth header; headers that are not valid HTTP are skipped,
@@ -20,7 +21,7 @@ pub(crate) fn transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     secrets: Option<&TenantSecrets>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<StreamableHttpClientTransport<TracingHttpClient>, String> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     for (name, value) in headers {
         let value = &crate::reference::expand_with_secrets(value, secrets)
@@ -41,5 +42,8 @@ pub(crate) fn transport(
         }
     }
     crate::install_crypto_provider();
-    Ok(StreamableHttpClientTransport::from_config(config))
+    Ok(StreamableHttpClientTransport::with_client(
+        TracingHttpClient::new()?,
+        config,
+    ))
 }
