@@ -18,12 +18,14 @@ use rmcp::{
         InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
         ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
         ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerConfig,
-        SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+        SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext},
 };
 
-use quiver_view::ToolView;
+use opentelemetry::KeyValue;
+use quiver_telemetry::instruments;
+use quiver_view::{ToolView, token_estimate::estimate_tokens};
 
 use crate::{
     auth::{AuthMode, Principal},
@@ -67,6 +69,9 @@ struct Bound {
     mode: Mode,
     /// Everything mode-specific: the tools, the instructions, the calls.
     handler: Arc<dyn ModeHandler>,
+    /// Estimated tokens of the mode's own `tools/list` (its meta tools do not
+    /// depend on the view), measured at the session's first listing.
+    listed_tokens: OnceLock<u64>,
 }
 
 impl SessionHandler {
@@ -93,6 +98,18 @@ pub(crate) struct SessionFacts<'a> {
     pub(crate) mode: Mode,
     /// The manifest version of the tenant's current view.
     pub(crate) manifest_version: Option<u64>,
+}
+
+/// Counts what a mode that lists less than every tool saved: the view's
+/// full listing (estimated when the view was built) minus the mode's own.
+fn count_tokens_saved(bound: &Bound, view: &ToolView, listed: &[Tool]) {
+    let own = *bound.listed_tokens.get_or_init(|| {
+        estimate_tokens(serde_json::to_string(listed).map_or(0, |json| json.len()))
+    });
+    instruments().tokens_saved.add(
+        view.listing_tokens().saturating_sub(own),
+        &[KeyValue::new("quiver.mode", bound.mode.as_str())],
+    );
 }
 
 /// A request refused because of who sent it (JSON-RPC `invalid_request`).
@@ -175,6 +192,7 @@ impl SessionHandler {
                 principal,
                 mode,
                 handler: self.handler(mode),
+                listed_tokens: OnceLock::new(),
             }
         })
     }
@@ -419,7 +437,11 @@ impl ServerHandler for SessionHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let (bound, view) = self.caller(&context)?;
-        Ok(ListToolsResult::with_all_items(bound.handler.tools(&view)))
+        let tools = bound.handler.tools(&view);
+        if bound.mode != Mode::Passthrough {
+            count_tokens_saved(bound, &view, &tools);
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(

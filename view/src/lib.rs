@@ -10,8 +10,10 @@ mod live_views;
 pub mod redact;
 pub mod search;
 pub mod search_result;
+pub mod search_telemetry;
 pub mod suggest;
 pub mod tenant_views;
+pub mod token_estimate;
 pub mod tool_call;
 pub mod view;
 

@@ -2,9 +2,14 @@
 //! tool, search mode's `search_tools`, a script's `search()`): one shape, one
 //! rounding of the score, one limit.
 
+use std::time::Instant;
+
 use serde::Serialize;
 
-use crate::{ToolView, ViewTool};
+use crate::{
+    ToolView, ViewTool,
+    search_telemetry::{self, SearchSurface},
+};
 
 /// The most results one search returns, whatever limit the caller asks for.
 pub const MAX_SEARCH_RESULTS: usize = 20;
@@ -58,15 +63,19 @@ pub fn search_limit(requested: Option<usize>, default: usize) -> usize {
 
 impl ToolView {
     /// The best `limit` tools for `query` by `tenant` (see [`ToolView::search_for`]),
-    /// as hits; `limit` is capped at [`MAX_SEARCH_RESULTS`].
+    /// as hits; `limit` is capped at [`MAX_SEARCH_RESULTS`]. The search is
+    /// measured under `surface` (see [`search_telemetry`]).
     pub fn search_results(
         &self,
+        surface: SearchSurface,
         tenant: &str,
         query: &str,
         limit: usize,
     ) -> Vec<(ViewTool<'_>, SearchResult)> {
-        self.search_for(tenant, query, limit.clamp(1, MAX_SEARCH_RESULTS))
-            .into_iter()
+        let started = Instant::now();
+        let hits = self.search_for(tenant, query, limit.clamp(1, MAX_SEARCH_RESULTS));
+        search_telemetry::searched(surface, started.elapsed(), hits.iter().map(|(t, _)| *t));
+        hits.into_iter()
             .map(|(tool, score)| (tool, SearchResult::new(tool, score)))
             .collect()
     }

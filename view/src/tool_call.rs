@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{ToolView, ViewTool, argument_check::ArgumentErrors};
+use crate::{ToolView, ViewTool, argument_check::ArgumentErrors, search_telemetry};
 
 /// Who made a call and through what, for the audit record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,6 +49,8 @@ impl ToolView {
         let checked = if absent { &empty } else { arguments };
         self.check(tool.index)
             .check(checked, self.validation_of(tool.server))?;
+        // Whatever search returned it, it is now called.
+        search_telemetry::called(tool);
         Ok(ToolCall {
             tenant: tenant.to_string(),
             origin: CallOrigin::default(),

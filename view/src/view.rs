@@ -15,6 +15,7 @@ use quiver_proto::{
 use crate::{
     argument_check::ArgumentCheck,
     search::{HybridIndex, SearchDoc, SearchParam, semantic, signals},
+    token_estimate::estimate_tokens,
 };
 
 /// The tools one tenant may see in one manifest version. Immutable; rebuilt per version.
@@ -28,6 +29,9 @@ pub struct ToolView {
     checks: Vec<OnceLock<ArgumentCheck>>,
     /// The tenant's validation level, over each server's own.
     validation: Option<ValidationMode>,
+    /// Estimated tokens of listing every visible tool (see
+    /// [`ToolView::listing_tokens`]).
+    listing_tokens: u64,
 }
 
 /// A tool as seen through a view.
@@ -66,6 +70,10 @@ impl ToolView {
             .collect();
         let search = HybridIndex::build(&docs, semantic::installed());
         let checks = tools.iter().map(|_| OnceLock::new()).collect();
+        let listing_bytes = tools
+            .iter()
+            .map(|&t| listed_bytes(&manifest.tools[t]))
+            .sum();
         ToolView {
             manifest,
             tools,
@@ -74,7 +82,15 @@ impl ToolView {
             search,
             checks,
             validation: None,
+            listing_tokens: estimate_tokens(listing_bytes),
         }
+    }
+
+    /// Estimated tokens a client loads when `tools/list` shows every visible
+    /// tool (as passthrough does): computed once, when the view is built, so
+    /// the modes that list less can count what they saved at no cost.
+    pub fn listing_tokens(&self) -> u64 {
+        self.listing_tokens
     }
 
     /// The same view, checking every call's arguments at `validation`
@@ -225,6 +241,12 @@ impl ToolView {
     pub fn exposed_names(&self) -> impl Iterator<Item = &str> {
         self.iter().map(|t| t.tool.exposed_name.as_str())
     }
+}
+
+/// Bytes of `tool`'s definition in a `tools/list` answer, under its exposed name.
+fn listed_bytes(tool: &ManifestTool) -> usize {
+    let definition = serde_json::to_string(&*tool.def).map_or(0, |d| d.len());
+    (definition + tool.exposed_name.len()).saturating_sub(tool.def.name.len())
 }
 
 /// How signals name a tool: `server/tool`, stable across manifest versions.

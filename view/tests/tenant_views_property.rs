@@ -12,7 +12,7 @@ use quiver_proto::{
     Manifest, ServerEntry, ToolDef,
     tenant::{Tenant, TenantDirectory},
 };
-use quiver_view::{TenantViews, suggest::closest};
+use quiver_view::{TenantViews, search_telemetry::SearchSurface, suggest::closest};
 use serde_json::json;
 
 const WORDS: [&str; 12] = [
@@ -164,7 +164,7 @@ proptest! {
             }
             for tool in manifest.tools.iter() {
                 // Search by every tool's own description, hidden ones included.
-                for (hit, _) in view.search_results(&t.id, &tool.def.description, 20) {
+                for (hit, _) in view.search_results(SearchSurface::Api, &t.id, &tool.def.description, 20) {
                     prop_assert!(want.contains(&hit.tool.exposed_name), "search found hidden {}", hit.tool.exposed_name);
                 }
             }

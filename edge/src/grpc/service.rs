@@ -16,6 +16,7 @@ use quiver_telemetry::{propagation, quiver_span, spans};
 use quiver_view::{
     ToolView,
     search_result::search_limit,
+    search_telemetry::SearchSurface,
     suggest::{closest, unknown_tool_message},
 };
 use serde_json::Value;
@@ -130,7 +131,7 @@ impl GatewayService {
         let asked = (request.limit > 0).then_some(request.limit as usize);
         let limit = search_limit(asked, self.gateway.config().search_limit);
         let results = view
-            .search_results(&principal.tenant, &request.query, limit)
+            .search_results(SearchSurface::Api, &principal.tenant, &request.query, limit)
             .into_iter()
             .map(|(tool, hit)| SearchHit {
                 name: hit.name,

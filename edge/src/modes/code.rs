@@ -11,6 +11,7 @@ use quiver_view::{
     ToolView,
     redact::{redact, redact_for_caller},
     search_result::search_limit,
+    search_telemetry::SearchSurface,
     suggest::{closest, unknown_tool_message},
 };
 use rmcp::{
@@ -132,7 +133,7 @@ impl CodeMode {
             Err(e) => return *e,
         };
         let limit = search_limit(args.limit, self.backends.search_limit);
-        let hits = view.search_results(tenant, &args.query, limit);
+        let hits = view.search_results(SearchSurface::Code, tenant, &args.query, limit);
         if hits.is_empty() {
             return tool_ok(
                 format!("No tools match `{}`.", args.query),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
 use quiver_contract::CallOrigin;
-use quiver_view::{ToolView, search_result::search_limit};
+use quiver_view::{ToolView, search_result::search_limit, search_telemetry::SearchSurface};
 use rmcp::{
     ErrorData, RoleServer,
     model::{CallToolResult, JsonObject, ServerCapabilities, Tool},
@@ -49,7 +49,7 @@ impl SearchMode {
                 Err(e) => return *e,
             };
         let limit = search_limit(args.limit, self.backends.search_limit);
-        let hits = view.search_results(tenant, &args.query, limit);
+        let hits = view.search_results(SearchSurface::Search, tenant, &args.query, limit);
         let mut text = String::new();
         let mut results = Vec::with_capacity(hits.len());
         for (tool, hit) in &hits {

@@ -11,6 +11,7 @@ use quiver_telemetry::{quiver_span, spans};
 use quiver_view::{
     SearchResult, ToolView,
     redact::redact_for_caller,
+    search_telemetry::SearchSurface,
     suggest::{closest, unknown_tool_message},
 };
 use rmcp::model::CallToolResult;
@@ -202,7 +203,7 @@ impl ScriptContext for ViewScriptContext {
             let limit = usize::try_from(limit).unwrap_or(usize::MAX);
             let results: Vec<SearchResult> = self
                 .view
-                .search_results(&self.owner.tenant, &query, limit)
+                .search_results(SearchSurface::Code, &self.owner.tenant, &query, limit)
                 .into_iter()
                 .map(|(_, hit)| hit)
                 .collect();
