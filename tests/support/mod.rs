@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod node_tools;
+pub mod otlp;
 pub mod partial_run;
 
 use std::{

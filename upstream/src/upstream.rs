@@ -23,7 +23,7 @@ use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::{broadcast, mpsc},
 };
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
 use tracing::Instrument as _;
 
 use crate::{
@@ -315,7 +315,17 @@ impl Upstream {
             return Err(self.unavailable("shutting down".into()));
         }
         self.set_status(|s| s.state = UpstreamState::Connecting);
-        let connected = tokio::time::timeout(self.config.connect_timeout(), self.connect()).await;
+        // On a task of its own, outside the caller's span: the connection's
+        // tasks (rmcp's serve loop takes the current span) outlive the
+        // request, and would keep its span, and so its trace, from ending.
+        // Dropping it (a timeout, a caller gone) stops the attempt, as before.
+        let this = self.clone();
+        let connecting = AbortOnDropHandle::new(tokio::spawn(async move { this.connect().await }));
+        let connected = tokio::time::timeout(self.config.connect_timeout(), connecting)
+            .await
+            .map(|joined| {
+                joined.unwrap_or_else(|e| Err(format!("the connection attempt failed: {e}")))
+            });
         let result = match connected {
             Ok(Ok(l)) => l,
             Ok(Err(reason)) => return Err(self.failed(reason)),

@@ -1,0 +1,266 @@
+//! Distributed tracing end to end: a client's `traceparent` becomes the
+//! parent of the edge's server span, and one trace follows the request
+//! through the edge → executor hop, the script, its tool call and the call
+//! to the upstream, exported over OTLP (gRPC, and http/json) to a collector
+//! inside the test. No argument or result value appears on any span.
+
+mod support;
+
+use std::{path::Path, time::Duration};
+
+use rmcp::{
+    ServiceExt,
+    model::{CallToolRequest, CallToolRequestParams, ClientRequest, GetMeta as _, ServerResult},
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use support::{
+    QuiverDev, connect,
+    otlp::{OtlpReceiver, ReceivedSpan, kind},
+    text,
+};
+
+/// The caller's trace and span, as its `traceparent` names them.
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+fn traceparent() -> String {
+    format!("00-{TRACE_ID}-{CALLER_SPAN}-01")
+}
+
+/// How long the spans may take to reach the collector (batches go every
+/// 100 ms; the processes start their exporters lazily).
+const EXPORT_LIMIT: Duration = Duration::from_secs(30);
+
+/// The environment that makes `quiver dev` (and its child executor) export
+/// to `endpoint` over `protocol`, in batches every 100 ms.
+fn exporting_to<'a>(endpoint: &'a str, protocol: &'a str) -> [(&'static str, &'a Path); 3] {
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(endpoint)),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", Path::new(protocol)),
+        ("OTEL_BSP_SCHEDULE_DELAY", Path::new("100")),
+    ]
+}
+
+/// The one span of `trace` named `name` from `service`.
+fn one<'a>(trace: &'a [ReceivedSpan], service: &str, name: &str) -> &'a ReceivedSpan {
+    let found: Vec<_> = trace
+        .iter()
+        .filter(|s| s.service == service && s.name == name)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one `{name}` span from {service}; the trace holds {:#?}",
+        trace
+            .iter()
+            .map(|s| format!("{} {}", s.service, s.name))
+            .collect::<Vec<_>>()
+    );
+    found[0]
+}
+
+fn has(spans: &[ReceivedSpan], service: &str, name: &str) -> bool {
+    spans
+        .iter()
+        .any(|s| s.trace_id == TRACE_ID && s.service == service && s.name == name)
+}
+
+/// Asserts that no attribute of any span carries one of `secrets`.
+fn assert_no_values(spans: &[ReceivedSpan], secrets: &[&str]) {
+    for span in spans {
+        for value in span.all_values() {
+            for secret in secrets {
+                assert!(
+                    !value.contains(secret),
+                    "span `{}` of {} carries `{secret}` (an argument or result): {:#?}",
+                    span.name,
+                    span.service,
+                    span.attributes
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_traceparent() {
+    tracing::info!(
+        "--- a collector, and quiver dev with a child executor exporting to it over gRPC"
+    );
+    let collector = OtlpReceiver::start().await;
+    let dev = QuiverDev::start_with_env(
+        &["--mode", "code", "--executor", "child"],
+        &exporting_to(&collector.grpc_endpoint, "grpc"),
+    );
+    let client = connect(&dev.url).await;
+
+    tracing::info!("--- execute calls one tool, the caller's traceparent in _meta");
+    let code = "const f = await tools.weather.get_forecast({ city: 'Argcity-5d1e' }); \
+                return 'Resultval-' + 'c9a4' + String(f.tool);";
+    let mut params = CallToolRequestParams::new("execute");
+    params.arguments = json!({"code": code}).as_object().cloned();
+    let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    request
+        .get_meta_mut()
+        .insert("traceparent".into(), json!(traceparent()));
+    let answer = client
+        .send_request(request)
+        .await
+        .expect("tools/call execute answered");
+    let ServerResult::CallToolResult(result) = answer else {
+        panic!("not a tools/call result: {answer:?}");
+    };
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    assert!(
+        text(&result).contains("Resultval-c9a4"),
+        "{}",
+        text(&result)
+    );
+
+    tracing::info!("--- every hop's span reaches the collector, in the caller's trace");
+    let spans = collector
+        .wait_for(EXPORT_LIMIT, "the spans of the traced execute", |spans| {
+            has(spans, "quiver-dev", "tools/call execute")
+                && has(spans, "quiver-dev", "quiver.v1.Executor/Execute")
+                && has(spans, "quiver-executor", "quiver.v1.Executor/Execute")
+                && has(spans, "quiver-executor", "quiver.script.run")
+                && has(spans, "quiver-executor", "quiver.script.call_tool")
+                && has(spans, "quiver-executor", "tools/call get_forecast")
+        })
+        .await;
+    let trace: Vec<ReceivedSpan> = spans
+        .iter()
+        .filter(|s| s.trace_id == TRACE_ID)
+        .cloned()
+        .collect();
+
+    let edge = one(&trace, "quiver-dev", "tools/call execute");
+    assert_eq!(
+        edge.parent_span_id, CALLER_SPAN,
+        "the caller's span is the parent"
+    );
+    assert_eq!(edge.kind, kind::SERVER);
+    assert_eq!(edge.attr("mcp.method.name"), Some("tools/call"));
+    assert_eq!(edge.attr("gen_ai.tool.name"), Some("execute"));
+    assert_eq!(edge.attr("gen_ai.operation.name"), Some("execute_tool"));
+    assert_eq!(edge.attr("quiver.mode"), Some("code"));
+    assert_eq!(edge.attr("quiver.tenant"), Some("default"));
+    for key in [
+        "mcp.protocol.version",
+        "mcp.session.id",
+        "jsonrpc.request.id",
+        "quiver.manifest.version",
+    ] {
+        assert!(edge.attr(key).is_some(), "edge span lacks {key}: {edge:#?}");
+    }
+    assert_eq!(edge.attr("error.type"), None, "{edge:#?}");
+
+    let hop = one(&trace, "quiver-dev", "quiver.v1.Executor/Execute");
+    assert_eq!(hop.kind, kind::CLIENT);
+    assert_eq!(hop.parent_span_id, edge.span_id);
+
+    let executor = one(&trace, "quiver-executor", "quiver.v1.Executor/Execute");
+    assert_eq!(executor.kind, kind::SERVER);
+    assert_eq!(
+        executor.parent_span_id, hop.span_id,
+        "the hop's context crossed gRPC"
+    );
+    assert!(executor.attr("quiver.executor").is_some(), "{executor:#?}");
+
+    let run = one(&trace, "quiver-executor", "quiver.script.run");
+    assert_eq!(run.parent_span_id, executor.span_id);
+    let digest = hex::encode(Sha256::digest(code.as_bytes()));
+    assert_eq!(run.attr("quiver.script.hash"), Some(digest.as_str()));
+    assert_eq!(run.attr("quiver.tenant"), Some("default"));
+
+    let call = one(&trace, "quiver-executor", "quiver.script.call_tool");
+    assert_eq!(
+        call.parent_span_id, run.span_id,
+        "the tool call is the script's child"
+    );
+    assert!(
+        call.attr("gen_ai.tool.name")
+            .is_some_and(|t| t.contains("get_forecast")),
+        "{call:#?}"
+    );
+
+    let upstream = one(&trace, "quiver-executor", "tools/call get_forecast");
+    assert_eq!(upstream.kind, kind::CLIENT);
+    assert_eq!(upstream.parent_span_id, call.span_id);
+    assert_eq!(upstream.attr("mcp.method.name"), Some("tools/call"));
+    assert_eq!(upstream.attr("gen_ai.tool.name"), Some("get_forecast"));
+    assert_eq!(upstream.attr("quiver.upstream"), Some("weather"));
+    assert_eq!(upstream.attr("error.type"), None, "{upstream:#?}");
+
+    tracing::info!("--- neither the arguments nor the result are on any span");
+    assert_no_values(
+        &spans,
+        &["Argcity-5d1e", "Resultval-c9a4", "get_forecast({"],
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_passthrough_call_traced_by_an_http_header_is_exported_as_http_json() {
+    tracing::info!("--- a collector, and quiver dev (in-process executor) exporting as http/json");
+    let collector = OtlpReceiver::start().await;
+    let dev = QuiverDev::start_with_env(
+        &["--mode", "passthrough"],
+        &exporting_to(&collector.http_endpoint, "http/json"),
+    );
+
+    tracing::info!("--- a client that sends the caller's traceparent as an HTTP header");
+    quiver_upstream::install_crypto_provider();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(dev.url.clone());
+    config.custom_headers.insert(
+        "traceparent".parse().expect("header name"),
+        traceparent().parse().expect("header value"),
+    );
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("MCP client connects");
+    let result = support::call(
+        &client,
+        "weather__get_forecast",
+        json!({"city": "Argcity-77b0"}),
+    )
+    .await;
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+
+    tracing::info!("--- the edge's span and the upstream call's are one trace under the caller");
+    let spans = collector
+        .wait_for(EXPORT_LIMIT, "the spans of the traced call", |spans| {
+            has(spans, "quiver-dev", "tools/call weather__get_forecast")
+                && has(spans, "quiver-dev", "tools/call get_forecast")
+        })
+        .await;
+    let trace: Vec<ReceivedSpan> = spans
+        .iter()
+        .filter(|s| s.trace_id == TRACE_ID)
+        .cloned()
+        .collect();
+    let edge = one(&trace, "quiver-dev", "tools/call weather__get_forecast");
+    assert_eq!(edge.parent_span_id, CALLER_SPAN);
+    assert_eq!(edge.kind, kind::SERVER);
+    assert_eq!(edge.attr("quiver.mode"), Some("passthrough"));
+    assert_eq!(edge.attr("gen_ai.tool.name"), Some("weather__get_forecast"));
+    let upstream = one(&trace, "quiver-dev", "tools/call get_forecast");
+    assert_eq!(upstream.kind, kind::CLIENT);
+    assert_eq!(upstream.parent_span_id, edge.span_id);
+    assert_eq!(upstream.attr("quiver.upstream"), Some("weather"));
+
+    tracing::info!("--- the session's other requests are traced under the same header");
+    assert!(
+        trace
+            .iter()
+            .any(|s| s.name == "initialize" && s.parent_span_id == CALLER_SPAN),
+        "no initialize span under the caller: {trace:#?}"
+    );
+    assert_no_values(&spans, &["Argcity-77b0"]);
+    client.cancel().await.expect("client closes");
+}
