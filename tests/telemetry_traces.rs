@@ -2,15 +2,17 @@
 //! parent of the edge's server span, and one trace follows the request
 //! through the edge → executor hop, the script, its tool call and the call
 //! to the upstream, exported over OTLP (gRPC, and http/json) to a collector
-//! inside the test. No argument or result value appears on any span.
+//! inside the test; with the in-process executor, the script's spans hang
+//! directly under the edge's. No argument or result value appears on any span.
 
 mod support;
 
 use std::{path::Path, time::Duration};
 
 use rmcp::{
-    ServiceExt,
+    RoleClient, ServiceExt,
     model::{CallToolRequest, CallToolRequestParams, ClientRequest, GetMeta as _, ServerResult},
+    service::RunningService,
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -205,7 +207,7 @@ async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_tracepar
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_passthrough_call_traced_by_an_http_header_is_exported_as_http_json() {
+async fn in_process_calls_and_scripts_traced_by_an_http_header_are_exported_as_http_json() {
     tracing::info!("--- a collector, and quiver dev (in-process executor) exporting as http/json");
     let collector = OtlpReceiver::start().await;
     let dev = QuiverDev::start_with_env(
@@ -261,6 +263,56 @@ async fn a_passthrough_call_traced_by_an_http_header_is_exported_as_http_json() 
             .any(|s| s.name == "initialize" && s.parent_span_id == CALLER_SPAN),
         "no initialize span under the caller: {trace:#?}"
     );
-    assert_no_values(&spans, &["Argcity-77b0"]);
+
+    tracing::info!(
+        "--- a script in code mode (in-process executor): its run and tool call in the trace"
+    );
+    let coder = connect_with_traceparent(&dev.mode_url("code")).await;
+    let code =
+        "const g = await tools.maps.geocode({ address: 'Argstreet-3e9f' }); return String(g.tool);";
+    let result = support::call(&coder, "execute", json!({ "code": code })).await;
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    let spans = collector
+        .wait_for(EXPORT_LIMIT, "the spans of the traced script", |spans| {
+            has(spans, "quiver-dev", "tools/call execute")
+                && has(spans, "quiver-dev", "quiver.script.run")
+                && has(spans, "quiver-dev", "quiver.script.call_tool")
+                && has(spans, "quiver-dev", "tools/call geocode")
+        })
+        .await;
+    let trace: Vec<ReceivedSpan> = spans
+        .iter()
+        .filter(|s| s.trace_id == TRACE_ID)
+        .cloned()
+        .collect();
+    let execute = one(&trace, "quiver-dev", "tools/call execute");
+    assert_eq!(execute.parent_span_id, CALLER_SPAN);
+    assert_eq!(execute.attr("quiver.mode"), Some("code"));
+    let run = one(&trace, "quiver-dev", "quiver.script.run");
+    assert_eq!(run.parent_span_id, execute.span_id, "no hop in process");
+    let digest = hex::encode(Sha256::digest(code.as_bytes()));
+    assert_eq!(run.attr("quiver.script.hash"), Some(digest.as_str()));
+    let call = one(&trace, "quiver-dev", "quiver.script.call_tool");
+    assert_eq!(call.parent_span_id, run.span_id);
+    let geocode = one(&trace, "quiver-dev", "tools/call geocode");
+    assert_eq!(geocode.parent_span_id, call.span_id);
+    assert_eq!(geocode.attr("quiver.upstream"), Some("maps"));
+
+    assert_no_values(&spans, &["Argcity-77b0", "Argstreet-3e9f"]);
+    coder.cancel().await.expect("client closes");
     client.cancel().await.expect("client closes");
+}
+
+/// An MCP client of `url` that sends the caller's `traceparent` as an HTTP
+/// header on every request.
+async fn connect_with_traceparent(url: &str) -> RunningService<RoleClient, ()> {
+    quiver_upstream::install_crypto_provider();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    config.custom_headers.insert(
+        "traceparent".parse().expect("header name"),
+        traceparent().parse().expect("header value"),
+    );
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("MCP client connects")
 }
