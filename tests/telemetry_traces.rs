@@ -1,14 +1,16 @@
 //! Distributed tracing end to end: a client's `traceparent` becomes the
 //! parent of the edge's server span, and one trace follows the request
 //! through the edge → executor hop, the script, its tool call and the call
-//! to the upstream, exported over OTLP (gRPC, and http/json) to a collector
-//! inside the test; with the in-process executor, the script's spans hang
-//! directly under the edge's. No argument or result value appears on any span.
+//! to the upstream, exported over OTLP (gRPC, http/json, http/protobuf) to a
+//! collector inside the test; with the in-process executor, the script's
+//! spans hang directly under the edge's, and a Gateway RPC takes its parent
+//! from gRPC metadata. No argument or result value appears on any span.
 
 mod support;
 
 use std::{path::Path, time::Duration};
 
+use quiver_proto::pb::{GatewayCallToolRequest, gateway_client::GatewayClient};
 use rmcp::{
     RoleClient, ServiceExt,
     model::{CallToolRequest, CallToolRequestParams, ClientRequest, GetMeta as _, ServerResult},
@@ -315,4 +317,61 @@ async fn connect_with_traceparent(url: &str) -> RunningService<RoleClient, ()> {
     ().serve(StreamableHttpClientTransport::from_config(config))
         .await
         .expect("MCP client connects")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_rpc_takes_its_parent_from_grpc_metadata() {
+    tracing::info!("--- quiver dev with its gRPC API, exporting as http/protobuf");
+    let collector = OtlpReceiver::start().await;
+    let dev = QuiverDev::start_with_env(
+        &["--grpc-listen", "127.0.0.1:0"],
+        &exporting_to(&collector.http_endpoint, "http/protobuf"),
+    );
+    let grpc = dev
+        .banner
+        .split("gRPC ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no gRPC address in the startup line: {}", dev.banner))
+        .to_string();
+    let mut client = GatewayClient::connect(format!("http://{grpc}"))
+        .await
+        .expect("connect to the gRPC API");
+
+    tracing::info!("--- CallTool with the caller's traceparent in its metadata");
+    let mut request = tonic::Request::new(GatewayCallToolRequest {
+        name: "weather__get_forecast".into(),
+        arguments_json: json!({"city": "Argcity-0b6c"}).to_string(),
+        timeout_ms: 0,
+    });
+    request.metadata_mut().insert(
+        "traceparent",
+        traceparent().parse().expect("ASCII metadata"),
+    );
+    let answer = client.call_tool(request).await.expect("CallTool answered");
+    assert!(!answer.get_ref().is_error, "{:?}", answer.get_ref());
+
+    let spans = collector
+        .wait_for(EXPORT_LIMIT, "the spans of the traced RPC", |spans| {
+            has(spans, "quiver-dev", "quiver.v1.Gateway/CallTool")
+                && has(spans, "quiver-dev", "tools/call get_forecast")
+        })
+        .await;
+    let trace: Vec<ReceivedSpan> = spans
+        .iter()
+        .filter(|s| s.trace_id == TRACE_ID)
+        .cloned()
+        .collect();
+    let rpc = one(&trace, "quiver-dev", "quiver.v1.Gateway/CallTool");
+    assert_eq!(rpc.parent_span_id, CALLER_SPAN);
+    assert_eq!(rpc.kind, kind::SERVER);
+    assert_eq!(rpc.attr("rpc.system"), Some("grpc"));
+    assert_eq!(rpc.attr("gen_ai.tool.name"), Some("weather__get_forecast"));
+    assert_eq!(rpc.attr("quiver.tenant"), Some("default"));
+    let upstream = one(&trace, "quiver-dev", "tools/call get_forecast");
+    assert_eq!(
+        upstream.parent_span_id, rpc.span_id,
+        "the call's task kept the span"
+    );
+    assert_no_values(&spans, &["Argcity-0b6c"]);
 }
