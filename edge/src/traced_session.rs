@@ -87,6 +87,18 @@ struct TracedRequest {
     started: Instant,
 }
 
+/// Longest tool name recorded as sent (no real one comes close).
+const MAX_RECORDED_NAME: usize = 128;
+
+/// `name`, cut to [`MAX_RECORDED_NAME`] bytes at a character boundary.
+fn bounded(name: &str) -> &str {
+    let mut end = name.len().min(MAX_RECORDED_NAME);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 /// How a handler's answer ended, for `error.type`.
 trait Outcome {
     /// A `tools/call` result with `isError`.
@@ -133,9 +145,12 @@ impl GatewaySession {
         let protocol = protocol
             .or_else(|| context.protocol_version())
             .map(|v| v.to_string());
-        let span = mcp_server_span!(method, tool.as_deref());
+        // Span names become operation lists in tracing backends: a tool the
+        // session does not offer (any name a client makes up) stays out of it.
+        let named = tool.as_deref().filter(|t| self.handler.offers_tool(t));
+        let span = mcp_server_span!(method, named);
         if let Some(tool) = &tool {
-            span.record("gen_ai.tool.name", tool.as_str());
+            span.record("gen_ai.tool.name", bounded(tool));
             span.record("gen_ai.operation.name", "execute_tool");
         }
         if let Some(protocol) = &protocol {
@@ -358,5 +373,19 @@ impl ServerHandler for GatewaySession {
         let traced = self.start("tools/call", Some(request.name.to_string()), None, &context);
         self.traced(traced, self.handler.call_tool(request, context))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_name_is_cut_at_a_character_boundary() {
+        assert_eq!(bounded("weather__get_forecast"), "weather__get_forecast");
+        let long = "é".repeat(100);
+        let cut = bounded(&long);
+        assert!(cut.len() <= MAX_RECORDED_NAME && cut.len() >= MAX_RECORDED_NAME - 1);
+        assert!(cut.chars().all(|c| c == 'é'));
     }
 }
