@@ -22,9 +22,9 @@ use rmcp::{
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use support::{
-    QuiverDev, connect,
+    MockHttpUpstream, QuiverDev, connect,
     otlp::{OtlpReceiver, ReceivedSpan, kind},
-    text,
+    quiver_bin, text, write_file,
 };
 
 /// The caller's trace and span, as its `traceparent` names them.
@@ -374,4 +374,90 @@ async fn a_gateway_rpc_takes_its_parent_from_grpc_metadata() {
         "the call's task kept the span"
     );
     assert_no_values(&spans, &["Argcity-0b6c"]);
+}
+
+/// The `traceparent` an upstream received, as `quiver_test_request_header`
+/// echoes it (from the HTTP headers, or with `meta` from `params._meta`).
+async fn received_traceparent(
+    client: &RunningService<RoleClient, ()>,
+    tool: &str,
+    from_meta: bool,
+) -> Option<String> {
+    let answer = support::call(
+        client,
+        tool,
+        json!({"name": "traceparent", "echo": true, "meta": from_meta}),
+    )
+    .await;
+    assert_ne!(answer.is_error, Some(true), "{}", text(&answer));
+    let echoed: serde_json::Value =
+        serde_json::from_str(&text(&answer)).expect("the hook answers JSON");
+    echoed["value"].as_str().map(str::to_string)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstreams_receive_the_trace_in_meta_and_http_upstreams_in_headers_too() {
+    tracing::info!("--- a stdio and an HTTP upstream behind quiver dev, exporting as http/json");
+    let collector = OtlpReceiver::start().await;
+    let http = MockHttpUpstream::start(&["--server", "weather"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_file(
+        dir.path(),
+        "quiver.toml",
+        &format!(
+            "[[upstream]]\nid = \"s\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n\n[[upstream]]\nid = \"h\"\ntransport = \"http\"\nurl = \"{}\"\n",
+            quiver_bin(),
+            http.url
+        ),
+    );
+    let config = config.to_str().expect("UTF-8 path");
+    let dev = QuiverDev::start_with_env(
+        &["--config", config, "--mode", "passthrough"],
+        &exporting_to(&collector.http_endpoint, "http/json"),
+    );
+    let client = connect_with_traceparent(&dev.url).await;
+
+    tracing::info!("--- each upstream reads the context of Quiver's client span, not the caller's");
+    let stdio_meta = received_traceparent(&client, "s__quiver_test_request_header", true).await;
+    let http_meta = received_traceparent(&client, "h__quiver_test_request_header", true).await;
+    let http_header = received_traceparent(&client, "h__quiver_test_request_header", false).await;
+    let spans = collector
+        .wait_for(EXPORT_LIMIT, "the upstream calls' spans", |spans| {
+            spans
+                .iter()
+                .filter(|s| {
+                    s.trace_id == TRACE_ID && s.name == "tools/call quiver_test_request_header"
+                })
+                .count()
+                == 3
+        })
+        .await;
+    let upstream_spans: Vec<&ReceivedSpan> = spans
+        .iter()
+        .filter(|s| s.trace_id == TRACE_ID && s.name == "tools/call quiver_test_request_header")
+        .collect();
+    let sent_by = |upstream: &str, received: &Option<String>| {
+        let received = received
+            .as_deref()
+            .unwrap_or_else(|| panic!("upstream `{upstream}` received no traceparent"));
+        let mut parts = received.split('-');
+        let (_, trace, parent) = (parts.next(), parts.next(), parts.next());
+        assert_eq!(trace, Some(TRACE_ID), "{received}");
+        let span = upstream_spans
+            .iter()
+            .find(|s| Some(s.span_id.as_str()) == parent)
+            .unwrap_or_else(|| panic!("`{received}` names none of {upstream_spans:#?}"));
+        assert_eq!(span.attr("quiver.upstream"), Some(upstream), "{span:#?}");
+        assert_eq!(span.kind, kind::CLIENT);
+        (*span).clone()
+    };
+    sent_by("s", &stdio_meta);
+    let http_span = sent_by("h", &http_meta);
+    assert_eq!(http_span.attr("server.address"), Some("127.0.0.1"));
+    let header_span = sent_by("h", &http_header);
+    assert_ne!(
+        header_span.span_id, http_span.span_id,
+        "two calls, two spans"
+    );
+    client.cancel().await.expect("client closes");
 }

@@ -252,8 +252,8 @@ fn test_hook_tools() -> Vec<Tool> {
         ),
         tool(
             "quiver_test_request_header",
-            "Answer with the SHA-256 (hex) of header `name` of the HTTP request that carried this call, or null without one; with `echo`, its value too, as a careless server would in an error (tests only).",
-            json!({"type": "object", "properties": {"name": {"type": "string"}, "echo": {"type": "boolean"}}, "required": ["name"]}),
+            "Answer with the SHA-256 (hex) of header `name` of the HTTP request that carried this call (with `meta`, of the string under key `name` of the call's `_meta`), or null without one; with `echo`, its value too, as a careless server would in an error (tests only).",
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "echo": {"type": "boolean"}, "meta": {"type": "boolean"}}, "required": ["name"]}),
         ),
         tool(
             "quiver_test_large",
@@ -425,14 +425,29 @@ impl ServerHandler for MockServer {
                         .and_then(|a| a.get("echo"))
                         .and_then(Value::as_bool)
                         .unwrap_or(false);
-                    let value = context
-                        .extensions
-                        .get::<axum::http::request::Parts>()
-                        .and_then(|parts| parts.headers.get(name));
-                    let hash = value.map(|v| StubHash::of(v.as_bytes()).to_hex());
+                    let from_meta = request
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("meta"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    let value: Option<&[u8]> = if from_meta {
+                        context
+                            .meta
+                            .get(name)
+                            .and_then(Value::as_str)
+                            .map(str::as_bytes)
+                    } else {
+                        context
+                            .extensions
+                            .get::<axum::http::request::Parts>()
+                            .and_then(|parts| parts.headers.get(name))
+                            .map(|v| v.as_bytes())
+                    };
+                    let hash = value.map(|v| StubHash::of(v).to_hex());
                     let mut answer = json!({"header": name, "sha256": hash});
                     if echo {
-                        answer["value"] = json!(value.and_then(|v| v.to_str().ok()));
+                        answer["value"] = json!(value.and_then(|v| std::str::from_utf8(v).ok()));
                     }
                     return Ok(CallToolResult::success(vec![ContentBlock::text(
                         answer.to_string(),
