@@ -3,8 +3,10 @@
 //! through the edge → executor hop, the script, its tool call and the call
 //! to the upstream, exported over OTLP (gRPC, http/json, http/protobuf) to a
 //! collector inside the test; with the in-process executor, the script's
-//! spans hang directly under the edge's, and a Gateway RPC takes its parent
-//! from gRPC metadata. No argument or result value appears on any span.
+//! spans hang directly under the edge's, a Gateway RPC takes its parent from
+//! gRPC metadata, and upstreams receive Quiver's client span as their parent
+//! (in `_meta`; HTTP upstreams also in headers). No argument or result value
+//! appears on any span.
 
 mod support;
 

@@ -26,7 +26,11 @@ use rmcp::{
 };
 use tracing::Instrument as _;
 
-use crate::{gateway::Gateway, mode::Mode, session::SessionHandler};
+use crate::{
+    gateway::Gateway,
+    mode::Mode,
+    session::{SUPPORTED_VERSIONS, SessionHandler},
+};
 
 /// One MCP session of the edge: its handler, traced and timed per request.
 #[derive(Clone)]
@@ -85,6 +89,16 @@ struct TracedRequest {
     /// The protocol version the request is made under.
     protocol: Option<String>,
     started: Instant,
+}
+
+/// A protocol version as a metric label: one the edge speaks, else
+/// `_OTHER` (an `initialize` may name any string).
+fn protocol_label(version: &str) -> String {
+    if SUPPORTED_VERSIONS.iter().any(|v| v.as_str() == version) {
+        version.to_string()
+    } else {
+        "_OTHER".to_string()
+    }
 }
 
 /// Longest tool name recorded as sent (no real one comes close).
@@ -201,7 +215,10 @@ impl GatewaySession {
             labels.push(KeyValue::new("quiver.mode", session.mode.as_str()));
         }
         if let Some(protocol) = &request.protocol {
-            labels.push(KeyValue::new("mcp.protocol.version", protocol.clone()));
+            labels.push(KeyValue::new(
+                "mcp.protocol.version",
+                protocol_label(protocol),
+            ));
         }
         // Only tools this session offers become labels: a client's made-up
         // names would make the metric unbounded.
@@ -225,7 +242,7 @@ impl GatewaySession {
         if let (Some(session), Some(protocol)) = (&session, &request.protocol) {
             let _ = self.lifetime.labels.set([
                 KeyValue::new("quiver.mode", session.mode.as_str()),
-                KeyValue::new("mcp.protocol.version", protocol.clone()),
+                KeyValue::new("mcp.protocol.version", protocol_label(protocol)),
             ]);
         }
     }
@@ -379,6 +396,12 @@ impl ServerHandler for GatewaySession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_protocol_versions_the_edge_speaks_become_labels() {
+        assert_eq!(protocol_label("2025-06-18"), "2025-06-18");
+        assert_eq!(protocol_label("1999-01-01-made-up"), "_OTHER");
+    }
 
     #[test]
     fn a_recorded_name_is_cut_at_a_character_boundary() {
