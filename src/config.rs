@@ -332,6 +332,8 @@ pub struct ControlPlaneSettings {
     pub snapshot_every: Option<u64>,
     /// `[control_plane.tls]`: `ca`, `cert`, `key` (PEM files).
     pub tls: Option<quiver_control_plane::raft::network::ClusterTls>,
+    /// `--admin-listen`.
+    pub admin_listen: Option<std::net::SocketAddr>,
 }
 
 impl ControlPlaneFile {

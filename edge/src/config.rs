@@ -49,6 +49,11 @@ pub struct EdgeConfig {
     /// none, the gRPC API is off.
     #[serde(default)]
     pub grpc_listen: Option<SocketAddr>,
+    /// Serve `/healthz`, `/readyz` and `/metrics` on this address too (for
+    /// Prometheus when the edge authenticates its clients: its own listener
+    /// then serves the probes but not `/metrics`). Default: none.
+    #[serde(default)]
+    pub admin_listen: Option<SocketAddr>,
     /// Serve the gRPC API over TLS with these PEM files, and require client
     /// certificates signed by `client_ca` when given (mTLS). Default:
     /// plaintext.
@@ -121,6 +126,7 @@ impl Default for EdgeConfig {
             max_body_bytes: default_max_body(),
             tls: None,
             grpc_listen: None,
+            admin_listen: None,
             grpc_tls: None,
             search_limit: default_search_limit(),
             search_model_dir: None,

@@ -33,12 +33,16 @@ use crate::{
 /// Extra JSON merged into `/status` (e.g. upstream health), supplied by the binary.
 pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
-/// The axum router serving every mode.
+/// The axum router serving every mode, `/status`, and `health`'s
+/// `/healthz` and `/readyz` — plus `/metrics` when the edge authenticates
+/// nobody (metrics name tenants; an edge that requires credentials serves
+/// them on its admin listener only).
 pub fn router(
     gateway: Arc<Gateway>,
     bound: SocketAddr,
     shutdown: CancellationToken,
     status: Option<StatusProvider>,
+    health: &quiver_telemetry::Health,
 ) -> Router {
     let config = gateway.config().clone();
     let mut hosts = config.effective_allowed_hosts(bound);
@@ -88,7 +92,12 @@ pub fn router(
         .merge(access::metadata_routes(gateway.clone()));
     let status_gateway = gateway.clone();
     let router = search_signal_routes(router, operator_hosts);
-    router.route("/healthz", get(|| async { "ok" })).route(
+    let probes = if gateway.config().auth == crate::auth::AuthMode::None {
+        health.routes()
+    } else {
+        health.probe_routes()
+    };
+    router.merge(probes).route(
         "/status",
         get(move || {
             let gateway = status_gateway.clone();
@@ -216,9 +225,10 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
     status: Option<StatusProvider>,
+    health: &quiver_telemetry::Health,
 ) -> Result<(), ServeError> {
     let address = listener.local_addr().map_err(ServeError::ListenerAddress)?;
-    let app = router(gateway.clone(), address, shutdown.clone(), status);
+    let app = router(gateway.clone(), address, shutdown.clone(), status, health);
     let served = match &gateway.config().tls {
         None => axum::serve(
             listener,

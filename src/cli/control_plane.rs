@@ -7,7 +7,7 @@ use clap::Args;
 use quiver_control_plane::{ControlPlaneNode, NodeConfig, RaftTuning, raft::network::ClusterTls};
 use tokio_util::sync::CancellationToken;
 
-use super::{cluster_key::ClusterKeyArgs, dev::wait_for_signal, logging};
+use super::{cluster_key::ClusterKeyArgs, dev::wait_for_signal, logging, readiness};
 use crate::config::{ControlPlaneFile, ControlPlaneSettings};
 
 /// Arguments of `quiver control-plane`.
@@ -53,6 +53,10 @@ pub struct ControlPlaneArgs {
     snapshot_every: Option<u64>,
     #[command(flatten)]
     cluster_key: ClusterKeyArgs,
+    /// Serve `/healthz`, `/readyz` (a leader known) and `/metrics` on this
+    /// HTTP address; port 0 picks one.
+    #[arg(long, env = "QUIVER_CONTROL_PLANE_ADMIN_LISTEN")]
+    admin_listen: Option<SocketAddr>,
 }
 
 /// Runs the node until Ctrl-C / SIGTERM.
@@ -129,14 +133,32 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
         node.wait_for_leader(std::time::Duration::from_secs(10))
             .await;
     }
+    let raft = node.raft().clone();
+    let health =
+        quiver_telemetry::Health::new("control-plane").check("leader", move || {
+            match raft.metrics().borrow().current_leader {
+                Some(leader) => Ok(format!("node {leader}")),
+                None => Err("no leader known (an election is under way or no quorum)".into()),
+            }
+        });
+    let admin_shutdown = CancellationToken::new();
+    let admin = readiness::open_admin(
+        args.admin_listen.or(file.admin_listen),
+        &health,
+        &admin_shutdown,
+    )
+    .await?;
     println!(
-        "quiver control-plane: node {} serving on {bound} (advertised as {}, data {})",
+        "quiver control-plane: node {} serving on {bound} (advertised as {}, data {}){}",
         node.id(),
         node.addr(),
-        data.display()
+        data.display(),
+        readiness::admin_banner(&admin)
     );
     wait_for_signal().await;
     tracing::info!("shutting down");
+    health.start_draining();
     node.shutdown().await;
+    admin_shutdown.cancel();
     Ok(())
 }

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     cluster_key::{ClusterKeyArgs, KeyOrigin},
-    logging,
+    logging, readiness,
 };
 use crate::{config::DevConfig, demo};
 
@@ -81,6 +81,11 @@ pub struct DevArgs {
     /// `edge.grpc_listen`; port 0 picks a free one). Off unless set.
     #[arg(long)]
     grpc_listen: Option<SocketAddr>,
+    /// Also serve `/healthz`, `/readyz` and `/metrics` on this address
+    /// (overrides `edge.admin_listen`; port 0 picks one). The edge's own
+    /// listener serves the probes always and `/metrics` only with `auth = "none"`.
+    #[arg(long)]
+    admin_listen: Option<SocketAddr>,
 }
 
 /// Runs until Ctrl-C / SIGTERM (or, with `--stdio`, until the client disconnects).
@@ -101,6 +106,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     }
     if let Some(grpc) = args.grpc_listen {
         config.edge.grpc_listen = Some(grpc);
+    }
+    if let Some(admin) = args.admin_listen {
+        config.edge.admin_listen = Some(admin);
     }
     if config.edge.grpc_tls.is_some() && config.edge.grpc_listen.is_none() {
         anyhow::bail!(
@@ -144,11 +152,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let (upstreams, store, control_plane, registry) =
         start_control_plane(&config, args.reset_upstreams, cluster_key, &shutdown).await?;
     let mut child_executor = None;
+    let mut child_admin = None;
     let mut metered = None;
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
-        let (child, remote) =
+        let (child, remote, admin) =
             spawn_child_executor(control_plane.addr(), config.edge.auth, &key_origin).await?;
         child_executor = Some(child);
+        child_admin = Some(admin);
         let remote = Arc::new(remote);
         (remote.clone(), remote, None)
     } else {
@@ -198,6 +208,26 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             }
         });
     }
+    // Ready: a manifest held and an executor that can run work.
+    let mut health = quiver_telemetry::Health::new("dev")
+        .check("manifest", readiness::manifest_held(store.clone()));
+    health = match (&pool, &child_admin) {
+        (Some(pool), _) => health.check("executor", readiness::workers_warm(pool.clone())),
+        (None, Some(admin)) => health.check(
+            "executor",
+            readiness::remote_executor_ready(admin.clone(), shutdown.clone()),
+        ),
+        (None, None) => health,
+    };
+    let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
+    let admin_line = format!(
+        "{}{}",
+        readiness::admin_banner(&admin),
+        child_admin
+            .as_ref()
+            .map(|url| format!("; executor-admin {url}"))
+            .unwrap_or_default()
+    );
     let manifest = store.current();
     let down: Vec<String> = upstreams
         .statuses()
@@ -214,7 +244,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
     let result = if args.stdio {
         eprintln!(
-            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode){grpc_line}; upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode){grpc_line}{admin_line}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode
@@ -231,7 +261,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             "http"
         };
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}; upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,
@@ -245,16 +275,19 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         );
         let status_upstreams = upstreams.clone();
         let status_pool = pool.clone();
+        let status_admin = child_admin.clone();
         let status: quiver_edge::http::StatusProvider = Arc::new(
-            move || serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.as_ref().map(|p| p.stats())}),
+            move || serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.as_ref().map(|p| p.stats()), "executor_admin": status_admin}),
         );
         let serve_shutdown = shutdown.clone();
+        let draining = health.clone();
         tokio::spawn(async move {
             wait_for_signal().await;
             tracing::info!("shutting down");
+            draining.start_draining();
             serve_shutdown.cancel();
         });
-        quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status)).await
+        quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status), &health).await
     };
     shutdown.cancel();
     if let Some(metered) = &metered {
@@ -541,11 +574,12 @@ async fn spawn_child_executor(
     control_plane: &str,
     auth: AuthMode,
     key: &KeyOrigin,
-) -> anyhow::Result<(tokio::process::Child, RemoteExecutor)> {
+) -> anyhow::Result<(tokio::process::Child, RemoteExecutor, String)> {
     use tokio::io::AsyncBufReadExt;
     let program = std::env::current_exe().context("finding the quiver binary")?;
     let mut command = tokio::process::Command::new(program);
     command.args(["executor", "--listen", "127.0.0.1:0", "--exit-with-stdin"]);
+    command.args(["--admin-listen", "127.0.0.1:0"]);
     command.args(["--control-plane", control_plane]);
     command.args(["--auth", auth.as_str()]);
     command.args([
@@ -574,9 +608,16 @@ async fn spawn_child_executor(
         .skip_while(|w| *w != "on")
         .nth(1)
         .with_context(|| format!("no address in the executor's startup line: {banner}"))?;
+    let admin = banner
+        .split_whitespace()
+        .skip_while(|w| *w != "admin")
+        .nth(1)
+        .with_context(|| format!("no admin address in the executor's startup line: {banner}"))?
+        .trim_end_matches(';')
+        .to_string();
     let remote = RemoteExecutor::connect(&format!("http://{addr}"), None).await?;
-    tracing::info!("executor child at {addr}");
-    Ok((child, remote))
+    tracing::info!("executor child at {addr} (admin {admin})");
+    Ok((child, remote, admin))
 }
 
 /// One stdio `quiver mock-upstream` per server of `catalog`; `source` tells the

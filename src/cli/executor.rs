@@ -24,7 +24,7 @@ use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use super::{
     cluster_key::ClusterKeyArgs,
     dev::{add_upstreams, local_executor, start_discovery},
-    logging,
+    logging, readiness,
 };
 use crate::config::DevConfig;
 
@@ -74,6 +74,10 @@ pub struct ExecutorArgs {
     /// This executor's name in the fleet (default `executor@<listen address>`).
     #[arg(long)]
     node_name: Option<String>,
+    /// Serve `/healthz`, `/readyz` (a manifest held and sandbox workers
+    /// warm) and `/metrics` on this HTTP address; port 0 picks one.
+    #[arg(long)]
+    admin_listen: Option<SocketAddr>,
     /// Exit when standard input closes (used when started as a child of `quiver dev`,
     /// so the executor never outlives its parent).
     #[arg(long, hide = true)]
@@ -204,16 +208,23 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         scripts,
     )
     .named(lease_name.clone());
+    let health = quiver_telemetry::Health::new("executor")
+        .check("manifest", readiness::manifest_held(store.clone()))
+        .check("workers", readiness::workers_warm(pool.clone()));
+    let admin = readiness::open_admin(args.admin_listen, &health, &shutdown).await?;
     let manifest = store.current();
     println!(
-        "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}",
+        "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}{}",
         manifest.tools.len(),
         manifest.servers.len(),
-        manifest.stub_hash
+        manifest.stub_hash,
+        readiness::admin_banner(&admin)
     );
     let stop = shutdown.clone();
+    let draining = health.clone();
     tokio::spawn(async move {
         super::dev::wait_for_signal().await;
+        draining.start_draining();
         stop.cancel();
     });
     if args.exit_with_stdin {

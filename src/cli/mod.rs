@@ -16,4 +16,5 @@ pub mod executor;
 mod leases;
 pub mod logging;
 pub mod mock_upstream;
+pub mod readiness;
 pub mod tokens;

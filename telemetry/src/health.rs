@@ -106,6 +106,13 @@ impl Health {
 
     /// `/healthz`, `/readyz` and `/metrics`, to merge into a role's router.
     pub fn routes<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
+        self.probe_routes().route("/metrics", get(metrics))
+    }
+
+    /// `/healthz` and `/readyz` only: for a listener whose callers must not
+    /// read the metrics (which name tenants), such as an edge that
+    /// authenticates its clients.
+    pub fn probe_routes<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
         let health = self.clone();
         let role = self.role;
         Router::new()
@@ -127,7 +134,6 @@ impl Health {
                     }
                 }),
             )
-            .route("/metrics", get(metrics))
     }
 }
 
