@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing Quiver needs, only when it is missing:
-# cmake, the SIMDe headers and protoc from Debian's packages. Idempotent; safe
+# cmake, the SIMDe headers, protoc and Prometheus (the telemetry test scrapes
+# every role with a real one) from Debian's packages. Idempotent; safe
 # to run on every build. (Node.js 22 and the MCP conformance suite are installed
 # by scripts/install-node-tools.sh, which the test script calls.)
 set -euo pipefail
@@ -11,6 +12,7 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2
