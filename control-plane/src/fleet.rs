@@ -17,7 +17,19 @@ struct Report {
     role: NodeRole,
     manifest_version: u64,
     stub_hash: String,
+    readiness: Readiness,
     at: Instant,
+}
+
+/// What a node said about its readiness in a report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Readiness {
+    /// Its `/readyz` verdict (`None`: the node did not say).
+    pub ready: Option<bool>,
+    /// The failed checks, `name: reason; …`.
+    pub not_ready: String,
+    /// Its admin listener URL, if any.
+    pub admin: String,
 }
 
 /// Reports received by this node.
@@ -36,7 +48,14 @@ impl FleetRegistry {
     }
 
     /// Records a report.
-    pub fn report(&self, node: &str, role: NodeRole, manifest_version: u64, stub_hash: &str) {
+    pub fn report(
+        &self,
+        node: &str,
+        role: NodeRole,
+        manifest_version: u64,
+        stub_hash: &str,
+        readiness: Readiness,
+    ) {
         let mut reports = self.reports.lock().unwrap_or_else(|p| p.into_inner());
         reports.insert(
             node.to_string(),
@@ -44,6 +63,7 @@ impl FleetRegistry {
                 role,
                 manifest_version,
                 stub_hash: stub_hash.to_string(),
+                readiness,
                 at: Instant::now(),
             },
         );
@@ -62,6 +82,9 @@ impl FleetRegistry {
                 stub_hash: r.stub_hash.clone(),
                 age_ms: u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX),
                 reported_to: self.this_node,
+                ready: r.readiness.ready,
+                not_ready: r.readiness.not_ready.clone(),
+                admin: r.readiness.admin.clone(),
             })
             .collect()
     }

@@ -84,7 +84,11 @@ impl Operator {
                 }
                 Err(e) => return Err(AdminError::Unavailable(with_causes(&e))),
             },
-            AdminRequest::ClusterStatus => AdminAnswer::ClusterStatus(self.cluster_status()?),
+            AdminRequest::ClusterStatus => {
+                let mut status = self.cluster_status()?;
+                status.fleet = self.verify().await?.nodes;
+                AdminAnswer::ClusterStatus(status)
+            }
             AdminRequest::AddLearner { node_id, addr } => {
                 if addr.parse::<SocketAddr>().is_err() && !addr.contains(':') {
                     return Err(AdminError::Invalid(format!(
@@ -465,6 +469,7 @@ impl Operator {
             members,
             manifest_version: manifest.version,
             stub_hash: manifest.stub_hash.to_hex(),
+            fleet: Vec::new(),
         })
     }
 
@@ -585,6 +590,9 @@ impl Operator {
                     verdict,
                     age_ms: m.age_ms,
                     reported_to: m.reported_to,
+                    ready: m.ready,
+                    not_ready: m.not_ready,
+                    admin: m.admin,
                 }
             })
             .collect();

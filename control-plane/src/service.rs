@@ -236,6 +236,11 @@ impl ControlPlane for ControlPlaneService {
             role,
             report.manifest_version,
             &report.stub_hash,
+            crate::fleet::Readiness {
+                ready: report.ready,
+                not_ready: report.not_ready.chars().take(1024).collect(),
+                admin: report.admin.chars().take(256).collect(),
+            },
         );
         let manifest = self.shared.manifest();
         Ok(Response::new(pb::NodeReportAck {

@@ -54,6 +54,37 @@ pub struct WatchConfig {
     pub node: String,
     /// What kind of node this is.
     pub role: NodeRole,
+    /// Its readiness and admin address, once it knows them.
+    pub health: ReportedHealth,
+}
+
+/// A node's readiness as its reports carry it: set once the node built its
+/// checks (after the watcher started), read at every report.
+#[derive(Clone, Default)]
+pub struct ReportedHealth(Arc<std::sync::OnceLock<(quiver_telemetry::Health, Option<String>)>>);
+
+impl ReportedHealth {
+    /// Reports carry `health` (and the admin listener's URL) from now on.
+    pub fn set(&self, health: quiver_telemetry::Health, admin: Option<String>) {
+        let _ = self.0.set((health, admin));
+    }
+
+    /// `(ready, failed checks, admin URL)`; `None` before [`Self::set`].
+    pub fn current(&self) -> Option<(bool, String, String)> {
+        let (health, admin) = self.0.get()?;
+        let readiness = health.readiness();
+        let failed: Vec<String> = readiness
+            .checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        Some((
+            readiness.ready,
+            failed.join("; "),
+            admin.clone().unwrap_or_default(),
+        ))
+    }
 }
 
 /// Why a watch stream ended; the watcher logs it and resumes elsewhere.
@@ -254,11 +285,18 @@ async fn send_report(
     store: &ManifestStore,
 ) {
     let manifest = store.current();
+    let (ready, not_ready, admin) = match config.health.current() {
+        Some((ready, not_ready, admin)) => (Some(ready), not_ready, admin),
+        None => (None, String::new(), String::new()),
+    };
     let report = pb::NodeReport {
         node: config.node.clone(),
         role: config.role.to_pb().into(),
         manifest_version: manifest.version,
         stub_hash: manifest.stub_hash.to_hex(),
+        ready,
+        not_ready,
+        admin,
     };
     if let Err(e) = client.report_node(report).await {
         tracing::debug!("report to the control plane failed: {e}");

@@ -94,6 +94,7 @@ async fn a_one_node_cluster_reports_its_raft_state_and_its_fleet() {
             tls: None,
             node: "metrics-executor".into(),
             role: NodeRole::Executor,
+            health: Default::default(),
         },
         store,
         shutdown.clone(),

@@ -174,6 +174,7 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
                 tls: None,
                 node: format!("bench-watcher-{w}"),
                 role: NodeRole::Edge,
+                health: Default::default(),
             },
             store.clone(),
             None,

@@ -13,7 +13,7 @@ use quiver_control_plane::{
     ControlPlaneNode, Discovery, LocalCatalogue, ManifestStore, NodeConfig, RaftTuning,
     command::Command,
     node_role::NodeRole,
-    watcher::{WatchConfig, spawn_watcher},
+    watcher::{ReportedHealth, WatchConfig, spawn_watcher},
 };
 use quiver_edge::{Gateway, Mode, auth::AuthMode};
 use quiver_executor::{
@@ -149,8 +149,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .load_or_create_in(&config.control_plane.data)?;
 
     let shutdown = CancellationToken::new();
-    let (upstreams, store, control_plane, registry) =
-        start_control_plane(&config, args.reset_upstreams, cluster_key, &shutdown).await?;
+    // What the edge's reports to the control plane say about its readiness
+    // (`quiver ctl cluster status`), set once its checks exist.
+    let reported_health = ReportedHealth::default();
+    let (upstreams, store, control_plane, registry) = start_control_plane(
+        &config,
+        args.reset_upstreams,
+        cluster_key,
+        &reported_health,
+        &shutdown,
+    )
+    .await?;
     let mut child_executor = None;
     let mut child_admin = None;
     let mut metered = None;
@@ -220,6 +229,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         (None, None) => health,
     };
     let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
+    reported_health.set(health.clone(), admin.clone());
     let admin_line = format!(
         "{}{}",
         readiness::admin_banner(&admin),
@@ -321,6 +331,7 @@ async fn start_control_plane(
     config: &DevConfig,
     reset_upstreams: bool,
     cluster_key: Arc<quiver_control_plane::cluster_key::ClusterKey>,
+    reported_health: &ReportedHealth,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<ControlPlaneParts> {
     let upstreams = Arc::new(UpstreamSet::default());
@@ -359,6 +370,7 @@ async fn start_control_plane(
             tls: None,
             node: format!("dev-{}@{}", std::process::id(), addr),
             role: NodeRole::Dev,
+            health: reported_health.clone(),
         },
         store.clone(),
         None,

@@ -146,7 +146,9 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| format!("executor@{bound}")),
         role: NodeRole::Executor,
+        health: Default::default(),
     };
+    let reported_health = watch.health.clone();
     let (lease_tls, lease_name) = (watch.tls.clone(), watch.node.clone());
     let (upstreams, store) = if from_control_plane {
         let upstreams = Arc::new(UpstreamSet::default());
@@ -212,6 +214,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         .check("manifest", readiness::manifest_held(store.clone()))
         .check("workers", readiness::workers_warm(pool.clone()));
     let admin = readiness::open_admin(args.admin_listen, &health, &shutdown).await?;
+    reported_health.set(health.clone(), admin.clone());
     let manifest = store.current();
     println!(
         "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}{}",

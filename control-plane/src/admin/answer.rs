@@ -211,6 +211,10 @@ pub struct ClusterStatus {
     pub manifest_version: u64,
     /// Its stub hash.
     pub stub_hash: String,
+    /// The edges and executors reporting in, with their manifests and
+    /// readiness (as `cluster verify` judges them).
+    #[serde(default)]
+    pub fleet: Vec<NodeVerdict>,
 }
 
 /// One member in [`ClusterStatus`].
@@ -309,6 +313,15 @@ pub struct FleetMember {
     pub age_ms: u64,
     /// The control-plane node it reports to.
     pub reported_to: NodeId,
+    /// Its own `/readyz` verdict, when it reported one.
+    #[serde(default)]
+    pub ready: Option<bool>,
+    /// The readiness checks it failed, `name: reason; …`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub not_ready: String,
+    /// Its admin listener (`/healthz`, `/readyz`, `/metrics`), if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub admin: String,
 }
 
 /// [`AdminAnswer::Verify`]: every reporting node against the canonical manifest.
@@ -343,6 +356,15 @@ pub struct NodeVerdict {
     pub age_ms: u64,
     /// The control-plane node it reports to.
     pub reported_to: NodeId,
+    /// Its own `/readyz` verdict, when it reported one.
+    #[serde(default)]
+    pub ready: Option<bool>,
+    /// The readiness checks it failed, `name: reason; …`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub not_ready: String,
+    /// Its admin listener, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub admin: String,
 }
 
 /// How a node's manifest compares with the canonical one; `ok`, `behind` or

@@ -4,8 +4,8 @@
 //! prints as aligned `key  value` lines.
 
 use quiver_control_plane::admin::{
-    AdminAnswer, ClusterStatus, Committed, FleetVerification, IssuedKey, PublicTenant, SecretList,
-    UpstreamSummary,
+    AdminAnswer, ClusterStatus, Committed, FleetVerification, IssuedKey, NodeVerdict, PublicTenant,
+    SecretList, UpstreamSummary,
 };
 use quiver_proto::audit::AuditRecord;
 use serde_json::Value;
@@ -47,6 +47,11 @@ pub(crate) fn print_table(answer: &AdminAnswer, shown: Shown) {
                 status.stub_hash,
             );
             members(status, true);
+            if status.fleet.is_empty() {
+                say!("no edge or executor has reported yet");
+            } else {
+                fleet(&status.fleet);
+            }
         }
         AdminAnswer::Verify(verification) => verdicts(verification),
         AdminAnswer::UpstreamList(upstreams) => upstream_table(upstreams),
@@ -97,7 +102,14 @@ fn verdicts(verification: &FleetVerification) {
         return;
     }
     table(
-        &["node", "role", "manifest_version", "stub_hash", "verdict"],
+        &[
+            "node",
+            "role",
+            "manifest_version",
+            "stub_hash",
+            "verdict",
+            "ready",
+        ],
         verification
             .nodes
             .iter()
@@ -108,10 +120,44 @@ fn verdicts(verification: &FleetVerification) {
                     n.manifest_version.to_string(),
                     n.stub_hash.clone(),
                     n.verdict.as_str().into(),
+                    readiness(n),
                 ]
             })
             .collect(),
     );
+}
+
+/// The edges and executors in `cluster status`: manifest, verdict, readiness.
+fn fleet(nodes: &[NodeVerdict]) {
+    table(
+        &["node", "role", "manifest", "verdict", "ready", "admin"],
+        nodes
+            .iter()
+            .map(|n| {
+                vec![
+                    n.node.clone(),
+                    n.role.as_str().into(),
+                    format!("v{}", n.manifest_version),
+                    n.verdict.as_str().into(),
+                    readiness(n),
+                    if n.admin.is_empty() {
+                        "-".into()
+                    } else {
+                        n.admin.clone()
+                    },
+                ]
+            })
+            .collect(),
+    );
+}
+
+/// `yes`, `no (<failed checks>)`, or `-` for a node that did not say.
+fn readiness(node: &NodeVerdict) -> String {
+    match node.ready {
+        Some(true) => "yes".into(),
+        Some(false) => format!("no ({})", node.not_ready),
+        None => "-".into(),
+    }
 }
 
 fn upstream_table(upstreams: &[UpstreamSummary]) {
