@@ -288,6 +288,9 @@ mod tests {
             stub_hash: hash.into(),
             age_ms: 0,
             reported_to: 1,
+            ready: None,
+            not_ready: String::new(),
+            admin: String::new(),
         }
     }
 
