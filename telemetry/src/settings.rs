@@ -19,7 +19,8 @@ pub struct TelemetrySettings {
     pub otlp_protocol: Option<OtlpProtocol>,
     /// `service.name` of this process (default `quiver-<role>`).
     pub service_name: Option<String>,
-    /// How often metrics are pushed over OTLP, in ms (default 10,000).
+    /// How often metrics are pushed over OTLP, in ms (default 10,000;
+    /// `OTEL_METRIC_EXPORT_INTERVAL` wins).
     pub metrics_interval_ms: Option<u64>,
     /// `text` (default) or `json` (one object per line, with `trace_id` and
     /// `span_id` inside a traced request). `QUIVER_LOG_FORMAT` overrides it.
@@ -157,7 +158,11 @@ impl TelemetrySettings {
                 endpoint_from_config,
                 protocol,
                 metrics_interval: std::time::Duration::from_millis(
-                    self.metrics_interval_ms.unwrap_or(10_000).max(100),
+                    set("OTEL_METRIC_EXPORT_INTERVAL")
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .or(self.metrics_interval_ms)
+                        .unwrap_or(10_000)
+                        .max(100),
                 ),
             }),
             service_name: set("OTEL_SERVICE_NAME")

@@ -1,7 +1,8 @@
-//! An OTLP collector inside the test: gRPC (`TraceService`, with metrics and
-//! logs exports accepted and dropped) and HTTP (`/v1/traces` in http/json or
-//! http/protobuf) on loopback. It keeps every span it receives, with the
-//! `service.name` of the process that sent it, for the test to wait on.
+//! An OTLP collector inside the test: gRPC (traces, metrics, logs) and HTTP
+//! (`/v1/traces` in http/json or http/protobuf; metrics and logs accepted
+//! and dropped) on loopback. It keeps every span it receives, with the
+//! `service.name` of the process that sent it, the log records and the
+//! names of the metrics sent over gRPC, for the test to wait on.
 
 use std::{
     collections::BTreeMap,
@@ -85,9 +86,24 @@ pub mod kind {
     pub const CLIENT: i32 = 3;
 }
 
+/// One log record as the collector received it.
+#[derive(Debug, Clone)]
+pub struct ReceivedLog {
+    /// `service.name` of the resource that exported it.
+    pub service: String,
+    /// The record's event name.
+    pub event_name: String,
+    /// Its body, as text.
+    pub body: String,
+    /// Its attributes, every value as text.
+    pub attributes: BTreeMap<String, String>,
+}
+
 #[derive(Default)]
 struct Received {
     spans: Mutex<Vec<ReceivedSpan>>,
+    logs: Mutex<Vec<ReceivedLog>>,
+    metric_names: Mutex<std::collections::BTreeSet<String>>,
     arrived: Notify,
 }
 
@@ -168,8 +184,21 @@ impl TraceService for GrpcReceiver {
 impl MetricsService for GrpcReceiver {
     async fn export(
         &self,
-        _request: tonic::Request<ExportMetricsServiceRequest>,
+        request: tonic::Request<ExportMetricsServiceRequest>,
     ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        let names = request
+            .into_inner()
+            .resource_metrics
+            .into_iter()
+            .flat_map(|r| r.scope_metrics)
+            .flat_map(|s| s.metrics)
+            .map(|m| m.name);
+        self.0
+            .metric_names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(names);
+        self.0.arrived.notify_waiters();
         Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
     }
 }
@@ -178,8 +207,30 @@ impl MetricsService for GrpcReceiver {
 impl LogsService for GrpcReceiver {
     async fn export(
         &self,
-        _request: tonic::Request<ExportLogsServiceRequest>,
+        request: tonic::Request<ExportLogsServiceRequest>,
     ) -> Result<tonic::Response<ExportLogsServiceResponse>, tonic::Status> {
+        let mut logs = self.0.logs.lock().unwrap_or_else(|p| p.into_inner());
+        for resource_logs in request.into_inner().resource_logs {
+            let service = resource_logs
+                .resource
+                .as_ref()
+                .and_then(|r| attributes(&r.attributes).remove("service.name"))
+                .unwrap_or_default();
+            for record in resource_logs
+                .scope_logs
+                .into_iter()
+                .flat_map(|s| s.log_records)
+            {
+                logs.push(ReceivedLog {
+                    service: service.clone(),
+                    event_name: record.event_name,
+                    body: text(&record.body),
+                    attributes: attributes(&record.attributes),
+                });
+            }
+        }
+        drop(logs);
+        self.0.arrived.notify_waiters();
         Ok(tonic::Response::new(ExportLogsServiceResponse::default()))
     }
 }
@@ -262,6 +313,48 @@ impl OtlpReceiver {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Every log record received so far (over gRPC).
+    pub fn logs(&self) -> Vec<ReceivedLog> {
+        self.received
+            .logs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The names of every metric received so far (over gRPC).
+    pub fn metric_names(&self) -> std::collections::BTreeSet<String> {
+        self.received
+            .metric_names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Waits, up to `limit`, until `done` holds of what this collector
+    /// received; panics naming `what` when it never does.
+    pub async fn wait_until(
+        &self,
+        limit: Duration,
+        what: &str,
+        done: impl Fn(&OtlpReceiver) -> bool,
+    ) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let arrived = self.received.arrived.notified();
+            if done(self) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                panic!(
+                    "{what}: not received within {limit:?}; logs {:?}, metrics {:?}",
+                    self.logs(),
+                    self.metric_names()
+                );
+            }
+        }
     }
 
     /// Waits, up to `limit`, until the spans received satisfy `done`, and
