@@ -18,8 +18,8 @@ use std::{
 use quiver_telemetry::{health::Readiness, instruments::names, metrics::prometheus_name};
 use serde_json::{Value, json};
 use support::{
-    HeldPort, QuiverDev, call, connect, ctl, demo_upstream_flags, http, partial_run, quiver_bin,
-    serving_addr, spawn_with_banner, text,
+    HeldPort, QuiverDev, call, connect, ctl, ctl_until, demo_upstream_flags, http, partial_run,
+    quiver_bin, serving_addr, spawn_with_banner, text,
 };
 
 /// How long a cluster on two shared cores may take to get somewhere.
@@ -436,6 +436,25 @@ async fn prometheus_scrapes_every_role_and_the_dashboard_reads_only_exported_met
     .await;
     assert_ne!(executed.is_error, Some(true), "{}", text(&executed));
     code.cancel().await.expect("end the code session");
+
+    tracing::info!(
+        "--- the control plane lists the executor as ready, at the admin address scraped below"
+    );
+    ctl_until(&cp_addr, &["-o", "json", "cluster", "status"], |ok, out| {
+        let Some(status) = ok
+            .then(|| serde_json::from_str::<Value>(out).ok())
+            .flatten()
+        else {
+            return false;
+        };
+        status["fleet"].as_array().is_some_and(|fleet| {
+            fleet.iter().any(|n| {
+                n["node"] == "telemetry-executor"
+                    && n["ready"] == true
+                    && n["admin"] == executor_admin.as_str()
+            })
+        })
+    });
 
     tracing::info!("--- a real Prometheus scrapes every target");
     let host = |url: &str| url.trim_start_matches("http://").to_string();
