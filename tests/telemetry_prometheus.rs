@@ -133,7 +133,7 @@ fn prometheus_binary() -> Option<PathBuf> {
 /// A running Prometheus scraping `jobs` (name, `host:port` targets) every
 /// second, with its storage in a temporary directory.
 struct Prometheus {
-    _process: Running,
+    process: Running,
     /// `http://127.0.0.1:<port>`.
     url: String,
     _dir: tempfile::TempDir,
@@ -157,6 +157,8 @@ impl Prometheus {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        let log_path = dir.path().join("prometheus.log");
+        let log = std::fs::File::create(&log_path).expect("prometheus log file");
         let process = Command::new(binary)
             .arg(format!("--config.file={}", config_path.display()))
             .arg(format!(
@@ -165,11 +167,11 @@ impl Prometheus {
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("start prometheus");
-        let prometheus = Prometheus {
-            _process: Running(process),
+        let mut prometheus = Prometheus {
+            process: Running(process),
             url: format!("http://127.0.0.1:{port}"),
             _dir: dir,
         };
@@ -183,7 +185,19 @@ impl Prometheus {
             if ready {
                 return prometheus;
             }
-            assert!(Instant::now() < deadline, "Prometheus never became ready");
+            // It logs why it stopped or is not ready (a taken port, a bad
+            // config line).
+            let exited = matches!(prometheus.process.0.try_wait(), Ok(Some(_)));
+            assert!(
+                !exited && Instant::now() < deadline,
+                "Prometheus {}: {}",
+                if exited {
+                    "exited"
+                } else {
+                    "never became ready"
+                },
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
