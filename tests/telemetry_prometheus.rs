@@ -289,8 +289,8 @@ fn metric_names(expr: &str) -> Vec<String> {
     names
 }
 
-/// Every metric the dashboard's PromQL reads.
-fn dashboard_metrics() -> BTreeSet<String> {
+/// Every PromQL expression of the Grafana dashboard.
+fn dashboard_exprs() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/quiver-dashboard.json");
     let dashboard: Value = serde_json::from_str(
         &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
@@ -311,7 +311,14 @@ fn dashboard_metrics() -> BTreeSet<String> {
         }
     }
     assert!(!exprs.is_empty(), "no PromQL in {}", path.display());
-    exprs.iter().flat_map(|e| metric_names(e)).collect()
+    exprs
+}
+
+/// `expr` as Grafana would send it: its variables replaced (every
+/// instance, a one-minute rate window).
+fn as_grafana_sends(expr: &str) -> String {
+    expr.replace("$__rate_interval", "1m")
+        .replace("$instance", ".*")
 }
 
 /// Sample names in a Prometheus text exposition.
@@ -593,7 +600,9 @@ async fn prometheus_scrapes_every_role_and_the_dashboard_reads_only_exported_met
         prometheus.wait_for_instances(metric, cp_only).await;
     }
 
-    tracing::info!("--- every metric the Grafana dashboard reads is exported by the stack");
+    tracing::info!(
+        "--- every dashboard query parses in Prometheus, and every metric it reads is exported by the stack"
+    );
     // Recycled workers appear only once a worker is retired (after
     // `max_uses` executions, a failure, or idling above `min_workers`),
     // which a few quick scripts do not cause; that one is checked against
@@ -616,7 +625,12 @@ async fn prometheus_scrapes_every_role_and_the_dashboard_reads_only_exported_met
             .expect("/metrics text");
         exported.extend(exported_names(&body));
     }
-    let wanted = dashboard_metrics();
+    let exprs = dashboard_exprs();
+    for expr in &exprs {
+        // `query` fails the test on anything but `success` (a parse error).
+        prometheus.query(&as_grafana_sends(expr)).await;
+    }
+    let wanted: BTreeSet<String> = exprs.iter().flat_map(|e| metric_names(e)).collect();
     for declared in &only_after_an_event {
         assert!(
             wanted.contains(declared),
