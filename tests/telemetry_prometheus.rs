@@ -345,20 +345,12 @@ fn metric_names_are_told_from_labels() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn prometheus_scrapes_every_role_and_the_dashboard_reads_only_exported_metrics() {
+async fn every_role_is_ready_and_scraped_by_prometheus_and_the_dashboard_reads_only_exported_metrics()
+ {
     let Some(prometheus_bin) = prometheus_binary() else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-
-    tracing::info!(
-        "--- an executor whose control plane is unreachable (started first: it waits 10 s for a manifest)"
-    );
-    let unreachable = HeldPort::new();
-    let unreachable_cp = unreachable.addr.to_string();
-    let orphan = std::thread::spawn(move || {
-        start_executor(&["--control-plane", &unreachable_cp, "--node-name", "orphan"])
-    });
 
     tracing::info!("--- a control-plane node with an upstream (a committed write)");
     let (_control_plane, cp_addr, cp_admin) = start_control_plane(&dir.path().join("cp"));
@@ -418,25 +410,6 @@ async fn prometheus_scrapes_every_role_and_the_dashboard_reads_only_exported_met
         "an edge that authenticates serves /metrics on its MCP port: {}",
         on_edge_port.status()
     );
-
-    tracing::info!("--- not ready: the orphan executor holds no manifest");
-    let (_orphan, orphan_admin) = orphan.join().expect("the orphan executor started");
-    let (status, body) = get_json(&format!("{orphan_admin}/readyz")).await;
-    assert_eq!(status, 503, "{body}");
-    let orphan_ready: Readiness = serde_json::from_value(body.clone()).expect("a readiness");
-    assert!(!orphan_ready.ready);
-    let manifest = orphan_ready
-        .checks
-        .iter()
-        .find(|c| c.name == "manifest")
-        .unwrap_or_else(|| panic!("no manifest check: {body}"));
-    assert!(
-        !manifest.ok && manifest.detail.contains("no manifest"),
-        "{body}"
-    );
-    let (status, _) = get_json(&format!("{orphan_admin}/healthz")).await;
-    assert_eq!(status, 200, "a process that is not ready is still alive");
-    drop(unreachable);
 
     tracing::info!(
         "--- MCP traffic through dev as a tenant allowed one forecast: passthrough (the second refused), search (one with no hits), execute"
@@ -650,4 +623,36 @@ async fn prometheus_scrapes_every_role_and_the_dashboard_reads_only_exported_met
         missing.is_empty(),
         "the dashboard reads metrics no role exports: {missing:?}\nexported: {exported:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_executor_without_a_manifest_is_alive_but_not_ready() {
+    tracing::info!(
+        "--- an executor whose control plane refuses connections (it waits 10 s for a manifest, then serves)"
+    );
+    let unreachable = HeldPort::new();
+    let (_orphan, orphan_admin) = start_executor(&[
+        "--control-plane",
+        &unreachable.addr.to_string(),
+        "--node-name",
+        "orphan",
+    ]);
+
+    tracing::info!("--- alive, but not ready: it holds no manifest");
+    let (status, body) = get_json(&format!("{orphan_admin}/readyz")).await;
+    assert_eq!(status, 503, "{body}");
+    let orphan_ready: Readiness = serde_json::from_value(body.clone()).expect("a readiness");
+    assert!(!orphan_ready.ready);
+    let manifest = orphan_ready
+        .checks
+        .iter()
+        .find(|c| c.name == "manifest")
+        .unwrap_or_else(|| panic!("no manifest check: {body}"));
+    assert!(
+        !manifest.ok && manifest.detail.contains("no manifest"),
+        "{body}"
+    );
+    let (status, _) = get_json(&format!("{orphan_admin}/healthz")).await;
+    assert_eq!(status, 200, "a process that is not ready is still alive");
+    drop(unreachable);
 }
