@@ -37,6 +37,9 @@ pub struct Auditor {
     buffer: Mutex<VecDeque<AuditRecord>>,
     shipper: Option<Arc<dyn AuditShipper>>,
     shipping: tokio::sync::Mutex<()>,
+    /// Records waiting to leave as OTel log records (OTLP export on):
+    /// encoded and handed to the exporter off the request path.
+    exporting: Mutex<Vec<AuditRecord>>,
 }
 
 impl Auditor {
@@ -48,6 +51,7 @@ impl Auditor {
             buffer: Mutex::new(VecDeque::new()),
             shipper,
             shipping: tokio::sync::Mutex::new(()),
+            exporting: Mutex::new(Vec::new()),
         });
         let weak = Arc::downgrade(&auditor);
         tokio::spawn(async move {
@@ -57,6 +61,7 @@ impl Auditor {
                 let Some(auditor) = weak.upgrade() else {
                     return;
                 };
+                auditor.export_pending();
                 auditor.flush().await;
             }
         });
@@ -74,14 +79,11 @@ impl Auditor {
         tracing::debug!(target: "quiver::audit", record = %serde_json::to_string(&record).unwrap_or_default());
         // With OTLP export on, every record also leaves as an OTel log
         // record (the same redacted content the control plane keeps).
-        if quiver_telemetry::audit_log::enabled()
-            && let Ok(json) = serde_json::to_value(&record)
-        {
-            quiver_telemetry::audit_log::export(
-                &record.tenant,
-                record.tool.as_deref().unwrap_or(""),
-                &json,
-            );
+        if quiver_telemetry::audit_log::enabled() {
+            let mut exporting = self.exporting.lock().unwrap_or_else(|p| p.into_inner());
+            if exporting.len() < MAX_BUFFERED {
+                exporting.push(record.clone());
+            }
         }
         if self.shipper.is_none() {
             return;
@@ -96,8 +98,25 @@ impl Auditor {
         buffer.push_back(record);
     }
 
+    /// Hands the records waiting for OTLP to the log exporter (which batches
+    /// and sends them from a thread of its own).
+    pub fn export_pending(&self) {
+        let pending =
+            std::mem::take(&mut *self.exporting.lock().unwrap_or_else(|p| p.into_inner()));
+        for record in pending {
+            if let Ok(json) = serde_json::to_value(&record) {
+                quiver_telemetry::audit_log::export(
+                    &record.tenant,
+                    record.tool.as_deref().unwrap_or(""),
+                    &json,
+                );
+            }
+        }
+    }
+
     /// Ships everything buffered; what fails to ship stays buffered.
     pub async fn flush(&self) {
+        self.export_pending();
         let Some(shipper) = &self.shipper else { return };
         let _one_at_a_time = self.shipping.lock().await;
         loop {

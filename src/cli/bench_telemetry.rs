@@ -32,6 +32,10 @@ pub struct TelemetryBenchArgs {
     /// Alternating rounds (off, on, off, on, …).
     #[arg(long, default_value_t = 4)]
     rounds: usize,
+    /// `OTEL_TRACES_SAMPLER` of the exporting process (`always_off` keeps
+    /// the spans but samples none: what creating them costs without export).
+    #[arg(long, default_value = "always_on")]
+    sampler: String,
 }
 
 const TOOL: &str = "weather__get_forecast";
@@ -78,8 +82,7 @@ pub async fn run(args: TelemetryBenchArgs) -> anyhow::Result<()> {
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
-            ("OTEL_TRACES_SAMPLER", "always_on"),
-            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+            ("OTEL_TRACES_SAMPLER", args.sampler.as_str()),
         ],
     )
     .await?;

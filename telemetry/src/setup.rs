@@ -132,8 +132,16 @@ pub fn init(
     #[cfg(feature = "otlp")]
     let otel = tracer.as_ref().map(|provider| {
         use opentelemetry::trace::TracerProvider as _;
+        // Only what the conventions ask for: no per-poll busy/idle timing,
+        // thread or source-location attributes (they cost on every span
+        // and double what is exported).
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("quiver"))
+            .with_tracked_inactivity(false)
+            .with_threads(false)
+            .with_location(false)
+            .with_target(false)
+            .with_level(false)
             .with_filter(Targets::new().with_target(TARGET, Level::TRACE))
     });
     #[cfg(not(feature = "otlp"))]
