@@ -14,6 +14,7 @@ use rmcp::{
         common::client_side_sse::BoxedSseResponse,
         streamable_http_client::{
             StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+            StreamableHttpResponseLimits,
         },
     },
 };
@@ -113,6 +114,30 @@ impl StreamableHttpClient for TracingHttpClient {
                 auth_header,
                 headers,
                 max_sse_event_size,
+            )
+            .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        // The transport's body-size limits reach reqwest's client, which
+        // enforces them before parsing.
+        let headers = with_trace_headers(&message, custom_headers);
+        self.inner
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                headers,
+                limits,
             )
             .await
     }
