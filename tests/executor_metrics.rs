@@ -12,7 +12,7 @@ use quiver_executor::{
     pool::{Owner, PoolConfig, WorkerCommand, WorkerPool},
     script::{ScriptContext, ScriptRunner, StashOp},
 };
-use quiver_telemetry::metrics::render_prometheus;
+
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -53,15 +53,7 @@ impl ScriptContext for GateContext {
 
 /// The value of the sample `name{labels}`, 0 when it is absent.
 fn sample(name: &str, labels: &str) -> f64 {
-    let prefix = if labels.is_empty() {
-        format!("{name} ")
-    } else {
-        format!("{name}{{{labels}}} ")
-    };
-    render_prometheus()
-        .lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .map_or(0.0, |v| v.parse().expect("a number"))
+    quiver_telemetry::metrics::sample(name, labels).unwrap_or(0.0)
 }
 
 fn executions(tenant: &str, outcome: &str) -> f64 {

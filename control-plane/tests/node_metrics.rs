@@ -18,15 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The value of the sample `name{labels}` (`name` alone without labels).
 fn sample(name: &str, labels: &str) -> Option<f64> {
-    let prefix = if labels.is_empty() {
-        format!("{name} ")
-    } else {
-        format!("{name}{{{labels}}} ")
-    };
-    render_prometheus()
-        .lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .map(|v| v.parse().expect("a number"))
+    quiver_telemetry::metrics::sample(name, labels)
 }
 
 async fn wait_for(what: &str, condition: impl Fn() -> bool) {

@@ -8,17 +8,17 @@ mod support;
 use std::sync::Arc;
 
 use quiver_edge::Mode;
-use quiver_telemetry::metrics::render_prometheus;
+use quiver_telemetry::metrics::sample;
 use quiver_view::{ToolView, token_estimate::estimate_tokens};
 use support::{Client, FakeExecutor, connect_to, edge, manifest};
 
 /// `quiver_tokens_saved_total` for `mode`, 0 before anything was counted.
 fn saved(mode: &str) -> u64 {
-    let prefix = format!("quiver_tokens_saved_total{{quiver_mode=\"{mode}\"}} ");
-    render_prometheus()
-        .lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .map_or(0, |v| v.parse().expect("a count"))
+    sample(
+        "quiver_tokens_saved_total",
+        &format!("quiver_mode=\"{mode}\""),
+    )
+    .map_or(0, |v| v as u64)
 }
 
 /// The estimated tokens of the `tools/list` answer `client` receives.

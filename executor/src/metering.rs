@@ -444,7 +444,7 @@ fn call_record(call: &ToolCall, with_arguments: bool) -> AuditRecord {
 
 #[cfg(test)]
 mod tests {
-    use quiver_telemetry::metrics::render_prometheus;
+    use quiver_telemetry::metrics::sample;
     use rmcp::model::ContentBlock;
     use serde_json::json;
 
@@ -488,12 +488,11 @@ mod tests {
 
     /// The `quiver_refusals_total` sample of `tenant` for `reason`, 0 when absent.
     fn refusals(tenant: &str, reason: &str) -> u64 {
-        let line =
-            format!("quiver_refusals_total{{quiver_tenant=\"{tenant}\",reason=\"{reason}\"}} ");
-        render_prometheus()
-            .lines()
-            .find_map(|l| l.strip_prefix(&line))
-            .map_or(0, |n| n.parse().expect("a count"))
+        sample(
+            "quiver_refusals_total",
+            &format!("quiver_tenant=\"{tenant}\",reason=\"{reason}\""),
+        )
+        .map_or(0, |n| n as u64)
     }
 
     #[tokio::test]

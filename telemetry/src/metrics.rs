@@ -138,6 +138,27 @@ pub fn render_prometheus() -> String {
     out
 }
 
+/// The value of one sample of [`render_prometheus`]: `name` with exactly
+/// the label set `labels` as rendered (`key="value",…`, keys sorted; empty
+/// for none). `None` when nothing was recorded for it.
+///
+/// ```
+/// # use quiver_telemetry::metrics::sample;
+/// let refusals = sample("quiver_refusals_total", r#"quiver_tenant="acme",reason="budget""#);
+/// assert_eq!(refusals, None);
+/// ```
+pub fn sample(name: &str, labels: &str) -> Option<f64> {
+    let prefix = if labels.is_empty() {
+        format!("{name} ")
+    } else {
+        format!("{name}{{{labels}}} ")
+    };
+    render_prometheus()
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// The Prometheus name of an OpenTelemetry instrument.
 pub fn prometheus_name(name: &str, unit: &str) -> String {
     let mut base: String = name

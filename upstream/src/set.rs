@@ -283,10 +283,11 @@ mod tests {
 
     /// The breaker gauge's sample for `id`, if reported.
     fn breaker_level(id: &str) -> Option<u64> {
-        let prefix = format!("quiver_upstream_breaker_state{{quiver_upstream=\"{id}\"}} ");
-        quiver_telemetry::metrics::render_prometheus()
-            .lines()
-            .find_map(|l| l.strip_prefix(&prefix).map(|v| v.parse().expect("a level")))
+        quiver_telemetry::metrics::sample(
+            "quiver_upstream_breaker_state",
+            &format!("quiver_upstream=\"{id}\""),
+        )
+        .map(|v| v as u64)
     }
 
     #[tokio::test]

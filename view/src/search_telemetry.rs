@@ -103,7 +103,7 @@ mod tests {
     use std::sync::Arc;
 
     use quiver_proto::{Manifest, ServerEntry, ToolDef};
-    use quiver_telemetry::metrics::render_prometheus;
+
     use serde_json::{Value, json};
 
     use super::*;
@@ -136,15 +136,7 @@ mod tests {
     }
 
     fn sample(name: &str, labels: &str) -> f64 {
-        let prefix = if labels.is_empty() {
-            format!("{name} ")
-        } else {
-            format!("{name}{{{labels}}} ")
-        };
-        render_prometheus()
-            .lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .map_or(0.0, |v| v.parse().expect("a number"))
+        quiver_telemetry::metrics::sample(name, labels).unwrap_or(0.0)
     }
 
     // No other unit test here searches through a view or calls this
