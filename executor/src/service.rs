@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use quiver_contract::{CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts, wire};
 use quiver_proto::{Manifest, pb, tenant::TenantDirectory};
-use quiver_telemetry::{propagation, quiver_span, spans};
+use quiver_telemetry::{propagation, quiver_span, spans::traced_rpc as traced};
 use quiver_view::{LiveViews, ToolView, redact::redact};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
-use tracing::Instrument as _;
 
 /// Serves `quiver.v1.Executor`.
 pub struct ExecutorService {
@@ -98,19 +97,6 @@ impl ExecutorService {
     pub fn into_server(self) -> pb::executor_server::ExecutorServer<ExecutorService> {
         pb::executor_server::ExecutorServer::new(self)
     }
-}
-
-/// Runs an RPC's answer in `span`, marking the span failed when it fails
-/// (`error.type` is the gRPC status code).
-async fn traced<T>(
-    span: tracing::Span,
-    answer: impl Future<Output = Result<Response<T>, Status>>,
-) -> Result<Response<T>, Status> {
-    let result = answer.instrument(span.clone()).await;
-    if let Err(status) = &result {
-        spans::record_error(&span, &format!("{:?}", status.code()));
-    }
-    result
 }
 
 #[tonic::async_trait]

@@ -93,6 +93,20 @@ macro_rules! quiver_span {
     };
 }
 
+/// Runs a gRPC handler's answer in `span`, marking the span failed when it
+/// fails (`error.type` is the gRPC status code).
+pub async fn traced_rpc<T>(
+    span: tracing::Span,
+    answer: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<tonic::Response<T>, tonic::Status> {
+    use tracing::Instrument as _;
+    let result = answer.instrument(span.clone()).await;
+    if let Err(status) = &result {
+        record_error(&span, &format!("{:?}", status.code()));
+    }
+    result
+}
+
 /// Marks `span` failed with `error_type` (`tool_error` when a tool result
 /// had `isError`, a JSON-RPC code, or Quiver's own error kind).
 pub fn record_error(span: &tracing::Span, error_type: &str) {

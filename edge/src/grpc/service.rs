@@ -12,7 +12,10 @@ use quiver_proto::pb::{
     SearchToolsRequest, SearchToolsResponse, ToolDeclaration, UnknownTool,
     gateway_server::{Gateway as GatewayApi, GatewayServer},
 };
-use quiver_telemetry::{propagation, quiver_span, spans};
+use quiver_telemetry::{
+    propagation, quiver_span,
+    spans::{self, traced_rpc as traced},
+};
 use quiver_view::{
     ToolView,
     search_result::search_limit,
@@ -266,19 +269,6 @@ fn rpc_span<T>(method: &'static str, request: &Request<T>) -> tracing::Span {
         propagation::extract_from_metadata(request.metadata()),
     );
     span
-}
-
-/// Runs an RPC's answer in `span`, marking the span failed when it fails
-/// (`error.type` is the gRPC status code).
-async fn traced<T>(
-    span: tracing::Span,
-    answer: impl Future<Output = Result<Response<T>, Status>>,
-) -> Result<Response<T>, Status> {
-    let result = answer.instrument(span.clone()).await;
-    if let Err(status) = &result {
-        spans::record_error(&span, &format!("{:?}", status.code()));
-    }
-    result
 }
 
 #[tonic::async_trait]
