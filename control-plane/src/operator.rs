@@ -84,11 +84,7 @@ impl Operator {
                 }
                 Err(e) => return Err(AdminError::Unavailable(with_causes(&e))),
             },
-            AdminRequest::ClusterStatus => {
-                let mut status = self.cluster_status()?;
-                status.fleet = self.verify().await?.nodes;
-                AdminAnswer::ClusterStatus(status)
-            }
+            AdminRequest::ClusterStatus => AdminAnswer::ClusterStatus(self.cluster_status()?),
             AdminRequest::AddLearner { node_id, addr } => {
                 if addr.parse::<SocketAddr>().is_err() && !addr.contains(':') {
                     return Err(AdminError::Invalid(format!(
@@ -469,7 +465,14 @@ impl Operator {
             members,
             manifest_version: manifest.version,
             stub_hash: manifest.stub_hash.to_hex(),
-            fleet: Vec::new(),
+            // Only what reported to this node, judged against what it holds:
+            // status must answer from the leader alone, even when other
+            // members are unreachable (`cluster verify` asks them all).
+            fleet: self.judge(
+                self.fleet.members(),
+                manifest.version,
+                &manifest.stub_hash.to_hex(),
+            ),
         })
     }
 
@@ -556,6 +559,29 @@ impl Operator {
                 Err(e) => tracing::warn!(node = id, "fleet of node {id}: {e}"),
             }
         }
+        let nodes = self.judge(members, canonical_version, &canonical_hash);
+        let disagree: Vec<String> = nodes
+            .iter()
+            .filter(|n| n.verdict != Verdict::Ok)
+            .map(|n| n.node.clone())
+            .collect();
+        Ok(FleetVerification {
+            manifest_version: canonical_version,
+            stub_hash: canonical_hash,
+            ok: disagree.is_empty(),
+            disagree,
+            nodes,
+        })
+    }
+
+    /// One verdict per reporting node (the freshest of its reports) against
+    /// the canonical manifest `(version, hash)`.
+    fn judge(
+        &self,
+        members: Vec<FleetMember>,
+        canonical_version: u64,
+        canonical_hash: &str,
+    ) -> Vec<NodeVerdict> {
         // One line per reporting node: the freshest report wins.
         let mut latest: BTreeMap<String, FleetMember> = BTreeMap::new();
         for m in members {
@@ -566,20 +592,21 @@ impl Operator {
                 }
             }
         }
-        let history: BTreeMap<u64, String> = r
+        let history: BTreeMap<u64, String> = self
+            .replica
             .shared()
             .lock()
             .history
             .iter()
             .map(|record| (record.version, record.stub_hash.clone()))
             .collect();
-        let nodes: Vec<NodeVerdict> = latest
+        latest
             .into_values()
             .map(|m| {
                 let verdict = Verdict::judge(
                     m.manifest_version,
                     &m.stub_hash,
-                    (canonical_version, &canonical_hash),
+                    (canonical_version, canonical_hash),
                     |v| history.get(&v).map(String::as_str),
                 );
                 NodeVerdict {
@@ -595,19 +622,7 @@ impl Operator {
                     admin: m.admin,
                 }
             })
-            .collect();
-        let disagree: Vec<String> = nodes
-            .iter()
-            .filter(|n| n.verdict != Verdict::Ok)
-            .map(|n| n.node.clone())
-            .collect();
-        Ok(FleetVerification {
-            manifest_version: canonical_version,
-            stub_hash: canonical_hash,
-            ok: disagree.is_empty(),
-            disagree,
-            nodes,
-        })
+            .collect()
     }
 }
 

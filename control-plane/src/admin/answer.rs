@@ -211,8 +211,9 @@ pub struct ClusterStatus {
     pub manifest_version: u64,
     /// Its stub hash.
     pub stub_hash: String,
-    /// The edges and executors reporting in, with their manifests and
-    /// readiness (as `cluster verify` judges them).
+    /// The edges and executors reporting to the answering node, with their
+    /// manifests and readiness, judged as `cluster verify` judges them
+    /// (which also asks every other member).
     #[serde(default)]
     pub fleet: Vec<NodeVerdict>,
 }
