@@ -7,7 +7,7 @@ use clap::Args;
 use quiver_control_plane::{ControlPlaneNode, NodeConfig, RaftTuning, raft::network::ClusterTls};
 use tokio_util::sync::CancellationToken;
 
-use super::{cluster_key::ClusterKeyArgs, dev::wait_for_signal, logging, readiness};
+use super::{cluster_key::ClusterKeyArgs, dev::stop_signal, logging, readiness};
 use crate::config::{ControlPlaneFile, ControlPlaneSettings};
 
 /// Arguments of `quiver control-plane`.
@@ -148,6 +148,7 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
         &admin_shutdown,
     )
     .await?;
+    let stop = stop_signal();
     println!(
         "quiver control-plane: node {} serving on {bound} (advertised as {}, data {}){}",
         node.id(),
@@ -155,7 +156,7 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
         data.display(),
         readiness::admin_banner(&admin)
     );
-    wait_for_signal().await;
+    stop.await;
     tracing::info!("shutting down");
     health.start_draining();
     node.shutdown().await;

@@ -270,6 +270,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         } else {
             "http"
         };
+        let stop = stop_signal();
         println!(
             "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}; upstreams: {registry}",
             manifest.tools.len(),
@@ -292,7 +293,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         let serve_shutdown = shutdown.clone();
         let draining = health.clone();
         tokio::spawn(async move {
-            wait_for_signal().await;
+            stop.await;
             tracing::info!("shutting down");
             draining.start_draining();
             serve_shutdown.cancel();
@@ -680,25 +681,22 @@ pub(crate) fn add_upstreams(
     Ok(using_demo)
 }
 
-pub(crate) async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// Takes SIGTERM over from its default action now (a role calls this
+/// before it announces itself, so a stop sent right after the startup line
+/// is a graceful stop, not a kill) and resolves on SIGTERM or Ctrl-C.
+pub(crate) fn stop_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        if let Some(mut term) = term {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+            return;
         }
-    }
-    #[cfg(not(unix))]
-    {
         let _ = ctrl_c.await;
     }
 }

@@ -216,6 +216,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let admin = readiness::open_admin(args.admin_listen, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
     let manifest = store.current();
+    let stop_requested = super::dev::stop_signal();
     println!(
         "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}{}",
         manifest.tools.len(),
@@ -226,7 +227,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let stop = shutdown.clone();
     let draining = health.clone();
     tokio::spawn(async move {
-        super::dev::wait_for_signal().await;
+        stop_requested.await;
         draining.start_draining();
         stop.cancel();
     });
