@@ -51,6 +51,15 @@ fn exporting_to<'a>(endpoint: &'a str, protocol: &'a str) -> [(&'static str, &'a
     ]
 }
 
+/// The spans of the caller's trace (`TRACE_ID`).
+fn in_trace(spans: &[ReceivedSpan]) -> Vec<ReceivedSpan> {
+    spans
+        .iter()
+        .filter(|s| s.trace_id == TRACE_ID)
+        .cloned()
+        .collect()
+}
+
 /// The one span of `trace` named `name` from `service`.
 fn one<'a>(trace: &'a [ReceivedSpan], service: &str, name: &str) -> &'a ReceivedSpan {
     let found: Vec<_> = trace
@@ -138,11 +147,7 @@ async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_tracepar
                 && has(spans, "quiver-executor", "tools/call get_forecast")
         })
         .await;
-    let trace: Vec<ReceivedSpan> = spans
-        .iter()
-        .filter(|s| s.trace_id == TRACE_ID)
-        .cloned()
-        .collect();
+    let trace = in_trace(&spans);
 
     let edge = one(&trace, "quiver-dev", "tools/call execute");
     assert_eq!(
@@ -245,11 +250,7 @@ async fn in_process_calls_and_scripts_traced_by_an_http_header_are_exported_as_h
                 && has(spans, "quiver-dev", "tools/call get_forecast")
         })
         .await;
-    let trace: Vec<ReceivedSpan> = spans
-        .iter()
-        .filter(|s| s.trace_id == TRACE_ID)
-        .cloned()
-        .collect();
+    let trace = in_trace(&spans);
     let edge = one(&trace, "quiver-dev", "tools/call weather__get_forecast");
     assert_eq!(edge.parent_span_id, CALLER_SPAN);
     assert_eq!(edge.kind, kind::SERVER);
@@ -284,11 +285,7 @@ async fn in_process_calls_and_scripts_traced_by_an_http_header_are_exported_as_h
                 && has(spans, "quiver-dev", "tools/call geocode")
         })
         .await;
-    let trace: Vec<ReceivedSpan> = spans
-        .iter()
-        .filter(|s| s.trace_id == TRACE_ID)
-        .cloned()
-        .collect();
+    let trace = in_trace(&spans);
     let execute = one(&trace, "quiver-dev", "tools/call execute");
     assert_eq!(execute.parent_span_id, CALLER_SPAN);
     assert_eq!(execute.attr("quiver.mode"), Some("code"));
@@ -359,11 +356,7 @@ async fn a_gateway_rpc_takes_its_parent_from_grpc_metadata() {
                 && has(spans, "quiver-dev", "tools/call get_forecast")
         })
         .await;
-    let trace: Vec<ReceivedSpan> = spans
-        .iter()
-        .filter(|s| s.trace_id == TRACE_ID)
-        .cloned()
-        .collect();
+    let trace = in_trace(&spans);
     let rpc = one(&trace, "quiver-dev", "quiver.v1.Gateway/CallTool");
     assert_eq!(rpc.parent_span_id, CALLER_SPAN);
     assert_eq!(rpc.kind, kind::SERVER);
