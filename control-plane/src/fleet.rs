@@ -8,7 +8,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{admin::FleetMember, node_role::NodeRole, raft::NodeId};
+use crate::{
+    admin::{FleetMember, ReportedReadiness},
+    node_role::NodeRole,
+    raft::NodeId,
+};
 
 /// Reports older than this are forgotten.
 pub const REPORT_TTL: Duration = Duration::from_secs(30);
@@ -17,19 +21,8 @@ struct Report {
     role: NodeRole,
     manifest_version: u64,
     stub_hash: String,
-    readiness: Readiness,
+    readiness: ReportedReadiness,
     at: Instant,
-}
-
-/// What a node said about its readiness in a report.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Readiness {
-    /// Its `/readyz` verdict (`None`: the node did not say).
-    pub ready: Option<bool>,
-    /// The failed checks, `name: reason; …`.
-    pub not_ready: String,
-    /// Its admin listener URL, if any.
-    pub admin: String,
 }
 
 /// Reports received by this node.
@@ -54,7 +47,7 @@ impl FleetRegistry {
         role: NodeRole,
         manifest_version: u64,
         stub_hash: &str,
-        readiness: Readiness,
+        readiness: ReportedReadiness,
     ) {
         let mut reports = self.reports.lock().unwrap_or_else(|p| p.into_inner());
         reports.insert(
@@ -82,9 +75,7 @@ impl FleetRegistry {
                 stub_hash: r.stub_hash.clone(),
                 age_ms: u64::try_from(r.at.elapsed().as_millis()).unwrap_or(u64::MAX),
                 reported_to: self.this_node,
-                ready: r.readiness.ready,
-                not_ready: r.readiness.not_ready.clone(),
-                admin: r.readiness.admin.clone(),
+                readiness: r.readiness.clone(),
             })
             .collect()
     }

@@ -288,9 +288,7 @@ mod tests {
             stub_hash: hash.into(),
             age_ms: 0,
             reported_to: 1,
-            ready: None,
-            not_ready: String::new(),
-            admin: String::new(),
+            readiness: Default::default(),
         }
     }
 

@@ -617,9 +617,7 @@ impl Operator {
                     verdict,
                     age_ms: m.age_ms,
                     reported_to: m.reported_to,
-                    ready: m.ready,
-                    not_ready: m.not_ready,
-                    admin: m.admin,
+                    readiness: m.readiness,
                 }
             })
             .collect()

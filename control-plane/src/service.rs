@@ -236,7 +236,7 @@ impl ControlPlane for ControlPlaneService {
             role,
             report.manifest_version,
             &report.stub_hash,
-            crate::fleet::Readiness {
+            crate::admin::ReportedReadiness {
                 ready: report.ready,
                 not_ready: report.not_ready.chars().take(1024).collect(),
                 admin: report.admin.chars().take(256).collect(),

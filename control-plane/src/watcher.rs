@@ -69,9 +69,11 @@ impl ReportedHealth {
         let _ = self.0.set((health, admin));
     }
 
-    /// `(ready, failed checks, admin URL)`; `None` before [`Self::set`].
-    pub fn current(&self) -> Option<(bool, String, String)> {
-        let (health, admin) = self.0.get()?;
+    /// What the next report says; nothing (`ready` unset) before [`Self::set`].
+    pub fn current(&self) -> crate::admin::ReportedReadiness {
+        let Some((health, admin)) = self.0.get() else {
+            return Default::default();
+        };
         let readiness = health.readiness();
         let failed: Vec<String> = readiness
             .checks
@@ -79,11 +81,11 @@ impl ReportedHealth {
             .filter(|c| !c.ok)
             .map(|c| format!("{}: {}", c.name, c.detail))
             .collect();
-        Some((
-            readiness.ready,
-            failed.join("; "),
-            admin.clone().unwrap_or_default(),
-        ))
+        crate::admin::ReportedReadiness {
+            ready: Some(readiness.ready),
+            not_ready: failed.join("; "),
+            admin: admin.clone().unwrap_or_default(),
+        }
     }
 }
 
@@ -285,18 +287,15 @@ async fn send_report(
     store: &ManifestStore,
 ) {
     let manifest = store.current();
-    let (ready, not_ready, admin) = match config.health.current() {
-        Some((ready, not_ready, admin)) => (Some(ready), not_ready, admin),
-        None => (None, String::new(), String::new()),
-    };
+    let readiness = config.health.current();
     let report = pb::NodeReport {
         node: config.node.clone(),
         role: config.role.to_pb().into(),
         manifest_version: manifest.version,
         stub_hash: manifest.stub_hash.to_hex(),
-        ready,
-        not_ready,
-        admin,
+        ready: readiness.ready,
+        not_ready: readiness.not_ready,
+        admin: readiness.admin,
     };
     if let Err(e) = client.report_node(report).await {
         tracing::debug!("report to the control plane failed: {e}");

@@ -314,6 +314,15 @@ pub struct FleetMember {
     pub age_ms: u64,
     /// The control-plane node it reports to.
     pub reported_to: NodeId,
+    /// What it said about its readiness.
+    #[serde(flatten)]
+    pub readiness: ReportedReadiness,
+}
+
+/// What a node said about its readiness in its last report (absent fields:
+/// a node that predates readiness reports).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReportedReadiness {
     /// Its own `/readyz` verdict, when it reported one.
     #[serde(default)]
     pub ready: Option<bool>,
@@ -357,15 +366,9 @@ pub struct NodeVerdict {
     pub age_ms: u64,
     /// The control-plane node it reports to.
     pub reported_to: NodeId,
-    /// Its own `/readyz` verdict, when it reported one.
-    #[serde(default)]
-    pub ready: Option<bool>,
-    /// The readiness checks it failed, `name: reason; …`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub not_ready: String,
-    /// Its admin listener, if any.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub admin: String,
+    /// What it said about its readiness.
+    #[serde(flatten)]
+    pub readiness: ReportedReadiness,
 }
 
 /// How a node's manifest compares with the canonical one; `ok`, `behind` or

@@ -12,9 +12,9 @@ pub use answer::{
     AdminAnswer, ClusterInitialized, ClusterStatus, Committed, DriftReport, ElectionSwitch,
     FleetMember, FleetVerification, IssuedKey, KeySummary, LeaderTransfer, LearnerAdded,
     ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberRemoved, MemberRole,
-    MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, SecretList, SecretSummary,
-    ServerSummary, ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport, Verdict,
-    VoterPromoted,
+    MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ReportedReadiness, SecretList,
+    SecretSummary, ServerSummary, ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport,
+    Verdict, VoterPromoted,
 };
 pub(crate) use error::NOT_LEADER;
 pub use error::{AdminError, LEADER_METADATA};

@@ -140,10 +140,10 @@ fn fleet(nodes: &[NodeVerdict]) {
                     format!("v{}", n.manifest_version),
                     n.verdict.as_str().into(),
                     readiness(n),
-                    if n.admin.is_empty() {
+                    if n.readiness.admin.is_empty() {
                         "-".into()
                     } else {
-                        n.admin.clone()
+                        n.readiness.admin.clone()
                     },
                 ]
             })
@@ -153,9 +153,9 @@ fn fleet(nodes: &[NodeVerdict]) {
 
 /// `yes`, `no (<failed checks>)`, or `-` for a node that did not say.
 fn readiness(node: &NodeVerdict) -> String {
-    match node.ready {
+    match node.readiness.ready {
         Some(true) => "yes".into(),
-        Some(false) => format!("no ({})", node.not_ready),
+        Some(false) => format!("no ({})", node.readiness.not_ready),
         None => "-".into(),
     }
 }
