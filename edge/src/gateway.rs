@@ -227,6 +227,12 @@ impl Gateway {
     }
 
     /// Tells `peer` about tool-list changes from now on.
+    /// Ticks every time the views change (a new manifest or tenant policy):
+    /// what a stateless `subscriptions/listen` waits on.
+    pub(crate) fn views_installed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.views.installed()
+    }
+
     pub(crate) fn listen_for_changes(&self, peer: Peer<RoleServer>) {
         let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
         listeners.retain(|p| !p.is_transport_closed());

@@ -13,14 +13,15 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-        InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerConfig,
-        SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        DiscoverResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+        Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        ResultType, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
-    service::{NotificationContext, RequestContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
 use opentelemetry::KeyValue;
@@ -37,8 +38,11 @@ use crate::{
     },
 };
 
-/// The protocol versions the edge speaks (sessions, SSE, server-to-client requests).
+/// The protocol versions the edge speaks: 2026-07-28 statelessly (every
+/// request carries its version, client and capabilities in `_meta`), the
+/// older ones in sessions opened by `initialize`.
 pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2026_07_28,
     ProtocolVersion::V_2025_11_25,
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_03_26,
@@ -46,6 +50,14 @@ pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 ];
 
 pub use crate::traced_session::GatewaySession;
+
+/// Whether a request speaks the stateless protocol (2026-07-28 or later):
+/// no session, everything about the client in the request's `_meta`.
+pub(crate) fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
 
 /// The rmcp handler of one MCP session; [`GatewaySession`] wraps it in a
 /// span per request.
@@ -111,6 +123,9 @@ fn count_tokens_saved(bound: &Bound, view: &ToolView, listed: &[Tool]) {
         &[KeyValue::new("quiver.mode", bound.mode.as_str())],
     );
 }
+
+/// How long search and code mode's meta-tool listing may be cached.
+const META_TOOLS_TTL_MS: u64 = 3_600_000;
 
 /// A request refused because of who sent it (JSON-RPC `invalid_request`).
 fn refused(message: String) -> ErrorData {
@@ -238,6 +253,24 @@ impl SessionHandler {
         }
     }
 
+    /// How long a client may keep a `tools/list` answer, and who may share
+    /// it. Search and code mode at their own paths list meta tools that only
+    /// change with Quiver's version: an hour, public. Anything else may
+    /// change at any moment (passthrough lists the tenant's view of the
+    /// manifest; at `/mcp` an operator may change the tenant's mode): not
+    /// cached (clients listening hear of changes), private when tenants see
+    /// different views.
+    fn tool_list_cache_hints(&self, bound: &Bound) -> (u64, CacheScope) {
+        let fixed = self.path_mode.is_some() && bound.mode != Mode::Passthrough;
+        if fixed {
+            (META_TOOLS_TTL_MS, CacheScope::Public)
+        } else if self.gateway.config().auth == AuthMode::None {
+            (0, CacheScope::Public)
+        } else {
+            (0, CacheScope::Private)
+        }
+    }
+
     async fn forward_subscription(
         &self,
         method: &str,
@@ -308,8 +341,16 @@ impl ServerHandler for SessionHandler {
     async fn set_level(
         &self,
         _request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if is_stateless(&context) {
+            // 2026-07-28 has no session to set a level on: `_meta.logLevel` per request.
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "logging/setLevel is not part of MCP 2026-07-28: name a logLevel in each request's _meta",
+                None,
+            ));
+        }
         // Upstream log messages are relayed as they come; the level is accepted for conformance.
         Ok(())
     }
@@ -441,7 +482,55 @@ impl ServerHandler for SessionHandler {
         if bound.mode != Mode::Passthrough {
             count_tokens_saved(bound, &view, &tools);
         }
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        let (ttl_ms, scope) = self.tool_list_cache_hints(bound);
+        result.ttl_ms = Some(ttl_ms);
+        result.cache_scope = Some(scope);
+        Ok(result)
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        // Bound first, so the capabilities and instructions are the caller's
+        // tenant's (its mode at `/mcp`, its view).
+        self.caller(&context)?;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // List changes of every kind the session's capabilities announce
+        // (rmcp keeps only those); resource updates are not relayed yet.
+        let mut accepted = requested.clone();
+        accepted.resource_subscriptions = None;
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.caller(subscription.request_context())?;
+        let mut installed = self.gateway.views_installed();
+        let sink = subscription.sink().clone();
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = installed.changed() => {
+                    if changed.is_err() {
+                        // The gateway is going away: end the stream gracefully.
+                        return Ok(());
+                    }
+                    // A new manifest or tenant policy may change what the
+                    // tenant lists; a kind the filter left out is not sent.
+                    let _ = sink.notify_tool_list_changed().await;
+                }
+            }
+        }
     }
 
     async fn call_tool(
@@ -460,6 +549,10 @@ impl ServerHandler for SessionHandler {
             session: &self.id,
             context: &context,
         };
-        Ok(bound.handler.call(request).await?.into())
+        let mut result = bound.handler.call(request).await?;
+        // An upstream of an older revision sends no `resultType` (rmcp strips
+        // it again for clients of older revisions).
+        result.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(result.into())
     }
 }

@@ -17,12 +17,13 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+        DiscoverResult, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams,
+        InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        SubscriptionFilter, UnsubscribeRequestParams,
     },
-    service::{NotificationContext, RequestContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use tracing::Instrument as _;
 
@@ -135,6 +136,7 @@ impl Outcome for ReadResourceResponse {}
 impl Outcome for ListPromptsResult {}
 impl Outcome for GetPromptResponse {}
 impl Outcome for CompleteResult {}
+impl Outcome for DiscoverResult {}
 
 /// `error.type` of a request's outcome: `tool_error` for a result with
 /// `isError`, the JSON-RPC code for an error; `None` when it succeeded.
@@ -276,6 +278,32 @@ impl ServerHandler for GatewaySession {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.handler.on_initialized(context).await
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let traced = self.start("server/discover", None, None, &context);
+        self.traced(traced, self.handler.discover(context)).await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.handler.accepted_subscription_filter(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        // The span covers the whole stream: it ends when the client leaves.
+        let traced = self.start(
+            "subscriptions/listen",
+            None,
+            None,
+            subscription.request_context(),
+        );
+        self.traced(traced, self.handler.listen(subscription)).await
     }
 
     async fn set_level(

@@ -166,10 +166,7 @@ impl CodeMode {
                 json!({}),
             );
         };
-        let relay = SessionRelay::new(
-            request.context.peer.clone(),
-            request.context.meta.get_progress_token(),
-        );
+        let relay = SessionRelay::for_request(request.context);
         let outcome = scripts
             .execute(
                 ExecuteRequest::new(request.tenant, request.session, args.code.as_str())

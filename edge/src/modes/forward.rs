@@ -42,7 +42,7 @@ pub(crate) async fn forward(
     arguments: Option<JsonObject>,
     context: &RequestContext<RoleServer>,
 ) -> CallToolResult {
-    let relay = SessionRelay::new(context.peer.clone(), context.meta.get_progress_token());
+    let relay = SessionRelay::for_request(context);
     let options = CallOptions {
         timeout: None,
         cancel: context.ct.clone(),

@@ -28,7 +28,14 @@ fn upstream_error(e: UpstreamError) -> ErrorData {
 }
 
 /// Converts an upstream result into the type a handler returns.
-pub(crate) fn convert<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+pub(crate) fn convert<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
+    // An upstream of an older revision sends no `resultType`; a complete
+    // result says so (rmcp strips it again for clients of older revisions).
+    if let Value::Object(result) = &mut value {
+        result
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".into()));
+    }
     serde_json::from_value(value)
         .map_err(|e| ErrorData::internal_error(format!("unexpected upstream result: {e}"), None))
 }
