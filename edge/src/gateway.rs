@@ -19,6 +19,7 @@ use crate::{
         jwt::{JwtRejection, JwtValidator},
     },
     config::EdgeConfig,
+    input_required::ParkedCalls,
 };
 
 /// State shared by every session of one edge.
@@ -32,6 +33,8 @@ pub struct Gateway {
     config: EdgeConfig,
     listeners: Mutex<Vec<Peer<RoleServer>>>,
     scripts: Option<Arc<dyn Scripts>>,
+    /// Calls of stateless clients waiting for their `input_required` answers.
+    parked: ParkedCalls,
 }
 
 impl Gateway {
@@ -90,6 +93,7 @@ impl Gateway {
             config,
             listeners: Mutex::new(Vec::new()),
             scripts,
+            parked: ParkedCalls::default(),
         });
         // Passthrough sessions hear of every new view: the manifest or
         // their tenant's policy may have changed what they list.
@@ -227,6 +231,11 @@ impl Gateway {
     }
 
     /// Tells `peer` about tool-list changes from now on.
+    /// The calls of stateless clients waiting for them.
+    pub(crate) fn parked_calls(&self) -> &ParkedCalls {
+        &self.parked
+    }
+
     /// Ticks every time the views change (a new manifest or tenant policy):
     /// what a stateless `subscriptions/listen` waits on.
     pub(crate) fn views_installed(&self) -> tokio::sync::watch::Receiver<u64> {

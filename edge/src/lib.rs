@@ -9,6 +9,7 @@ pub mod config;
 pub mod gateway;
 pub mod grpc;
 pub mod http;
+mod input_required;
 pub mod mode;
 mod modes;
 mod relay;

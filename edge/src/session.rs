@@ -31,6 +31,7 @@ use quiver_view::{ToolView, token_estimate::estimate_tokens};
 use crate::{
     auth::{AuthMode, Principal},
     gateway::Gateway,
+    input_required::{AskClient, Progress, RunningCall},
     mode::Mode,
     modes::{
         self, Backends, ModeHandler, ToolRequest,
@@ -126,6 +127,29 @@ fn count_tokens_saved(bound: &Bound, view: &ToolView, listed: &[Tool]) {
 
 /// How long search and code mode's meta-tool listing may be cached.
 const META_TOOLS_TTL_MS: u64 = 3_600_000;
+
+/// Carries a stateless client's answers (`inputResponses`) and the
+/// upstream's `requestState` of an earlier `input_required` to the upstream
+/// that asked: prompts and resources are forwarded as they are.
+fn with_input(
+    params: &mut serde_json::Value,
+    responses: Option<rmcp::model::InputResponses>,
+    state: Option<String>,
+) {
+    if let Some(responses) = responses {
+        params["inputResponses"] = serde_json::json!(responses);
+    }
+    if let Some(state) = state {
+        params["requestState"] = serde_json::Value::String(state);
+    }
+}
+
+/// An upstream's `input_required` answer, passed on to the client as it is.
+fn input_required(result: &serde_json::Value) -> Option<rmcp::model::InputRequiredResult> {
+    (result.get("resultType").and_then(serde_json::Value::as_str) == Some("input_required"))
+        .then(|| serde_json::from_value(result.clone()).ok())
+        .flatten()
+}
 
 /// A request refused because of who sent it (JSON-RPC `invalid_request`).
 fn refused(message: String) -> ErrorData {
@@ -271,6 +295,30 @@ impl SessionHandler {
         }
     }
 
+    /// Answers `tools/call` in the session's mode.
+    async fn call_tool_now(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResult, ErrorData> {
+        let (bound, view) = self.caller(&context)?;
+        let origin = self.gateway.origin_of(&bound.principal);
+        let request = ToolRequest {
+            view,
+            tenant: &bound.principal.tenant,
+            origin: &origin,
+            name: request.name.as_ref(),
+            arguments: request.arguments,
+            session: &self.id,
+            context: &context,
+        };
+        let mut result = bound.handler.call(request).await?;
+        // An upstream of an older revision sends no `resultType` (rmcp strips
+        // it again for clients of older revisions).
+        result.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(result)
+    }
+
     async fn forward_subscription(
         &self,
         method: &str,
@@ -380,16 +428,13 @@ impl ServerHandler for SessionHandler {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let view = self.passthrough_view("resources/read", &context)?;
         let server = forwarded::route_uri(self.dispatch(), &view, &request.uri).await?;
-        let result = forwarded::send(
-            self.dispatch(),
-            &server,
-            "resources/read",
-            serde_json::json!({"uri": request.uri}),
-        )
-        .await?;
-        Ok(ReadResourceResponse::Complete(
-            convert::<ReadResourceResult>(result)?,
-        ))
+        let mut params = serde_json::json!({"uri": request.uri});
+        with_input(&mut params, request.input_responses, request.request_state);
+        let result = forwarded::send(self.dispatch(), &server, "resources/read", params).await?;
+        Ok(match input_required(&result) {
+            Some(asked) => ReadResourceResponse::InputRequired(asked),
+            None => ReadResourceResponse::Complete(convert::<ReadResourceResult>(result)?),
+        })
     }
 
     async fn subscribe(
@@ -430,10 +475,12 @@ impl ServerHandler for SessionHandler {
         if let Some(arguments) = request.arguments {
             params["arguments"] = serde_json::Value::Object(arguments.into_iter().collect());
         }
+        with_input(&mut params, request.input_responses, request.request_state);
         let result = forwarded::send(self.dispatch(), &server, "prompts/get", params).await?;
-        Ok(GetPromptResponse::Complete(convert::<GetPromptResult>(
-            result,
-        )?))
+        Ok(match input_required(&result) {
+            Some(asked) => GetPromptResponse::InputRequired(asked),
+            None => GetPromptResponse::Complete(convert::<GetPromptResult>(result)?),
+        })
     }
 
     async fn complete(
@@ -538,21 +585,40 @@ impl ServerHandler for SessionHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (bound, view) = self.caller(&context)?;
-        let origin = self.gateway.origin_of(&bound.principal);
-        let request = ToolRequest {
-            view,
-            tenant: &bound.principal.tenant,
-            origin: &origin,
-            name: request.name.as_ref(),
-            arguments: request.arguments,
-            session: &self.id,
-            context: &context,
+        if !is_stateless(&context) {
+            return self.call_tool_now(request, context).await.map(Into::into);
+        }
+        // A stateless client cannot be asked mid-call: a call that needs it
+        // is parked, and the client answers `input_required` (see
+        // `input_required`).
+        let (bound, _) = self.caller(&context)?;
+        let tenant = bound.principal.tenant.clone();
+        let tool = request.name.to_string();
+        let parked = self.gateway.parked_calls();
+        let progress = match request.request_state.clone() {
+            Some(state) => {
+                let responses = request.input_responses.clone();
+                parked.resume(&state, &tenant, &tool, responses).await
+            }
+            None => {
+                let (asks, asked) = tokio::sync::mpsc::channel(1);
+                let cancel = tokio_util::sync::CancellationToken::new();
+                let mut call_context = context.clone();
+                // The call outlives this HTTP request when it waits for the
+                // client; it ends when nobody drives it any more.
+                call_context.ct = cancel.clone();
+                call_context.extensions.insert(AskClient(asks));
+                let this = self.clone();
+                let task =
+                    tokio::spawn(async move { this.call_tool_now(request, call_context).await });
+                parked
+                    .drive(RunningCall::new(&tenant, &tool, task, asked, cancel))
+                    .await
+            }
         };
-        let mut result = bound.handler.call(request).await?;
-        // An upstream of an older revision sends no `resultType` (rmcp strips
-        // it again for clients of older revisions).
-        result.result_type.get_or_insert(ResultType::COMPLETE);
-        Ok(result.into())
+        match progress {
+            Progress::Done(result) => result.map(Into::into),
+            Progress::NeedsInput(asked) => Ok(CallToolResponse::InputRequired(asked)),
+        }
     }
 }

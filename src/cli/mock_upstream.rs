@@ -280,6 +280,17 @@ impl ServerHandler for MockServer {
             .with_instructions(self.description.clone())
     }
 
+    /// A 2025-11-25 server: its `group_call` asks the client (sampling,
+    /// elicitation) mid-call, which MCP 2026-07-28 does with `input_required`
+    /// instead. The conformance fixture is the 2026-07-28 upstream of the tests.
+    fn supported_protocol_versions(
+        &self,
+    ) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(rmcp::model::ProtocolVersion::known_up_to(
+            &rmcp::model::ProtocolVersion::V_2025_11_25,
+        ))
+    }
+
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         self.peers
             .lock()

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::CallSink;
 
 /// Per-call options.
+#[derive(Clone)]
 pub struct CallOptions {
     /// Time limit (default: the upstream's configured `call_timeout_ms`).
     pub timeout: Option<Duration>,

@@ -3,7 +3,8 @@
 //! caller that started the call, and reports `tools/list_changed`.
 //!
 //! Sampling and logging are deprecated after protocol 2025-11-25 but current in the
-//! versions Quiver serves (2025-06-18, 2025-11-25), so they are relayed.
+//! versions Quiver serves, so they are relayed; under MCP 2026-07-28 an upstream
+//! asks for them in an `input_required` result instead (see [`CallSink::input`]).
 #![allow(deprecated)]
 
 use std::{collections::HashMap, sync::Arc};
@@ -13,8 +14,9 @@ use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::{
         ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-        ElicitRequestParams, ElicitResult, Implementation, LoggingMessageNotificationParam,
-        ProgressNotificationParam, ProgressToken,
+        ElicitRequestParams, ElicitResult, ErrorCode, Implementation, InputRequest, InputRequests,
+        InputResponses, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+        ProgressToken,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -45,6 +47,51 @@ pub trait CallSink: Send + Sync {
         &self,
         params: ElicitRequestParams,
     ) -> SinkFuture<'_, Result<ElicitResult, ErrorData>>;
+
+    /// Answers what an upstream asked for before it could go on (the
+    /// requests of an MCP 2026-07-28 `input_required` result), each answer
+    /// under its request's key. The default asks the client one request at
+    /// a time through [`CallSink::create_message`] and [`CallSink::elicit`];
+    /// it offers no roots.
+    fn input(&self, requests: InputRequests) -> SinkFuture<'_, Result<InputResponses, ErrorData>> {
+        Box::pin(async move {
+            let mut responses = InputResponses::new();
+            for (key, request) in requests {
+                let answer = match request {
+                    InputRequest::CreateMessage(request) => {
+                        serde_json::to_value(self.create_message(request.params).await?)
+                    }
+                    InputRequest::Elicitation(request) => {
+                        serde_json::to_value(self.elicit(request.params).await?)
+                    }
+                    _ => {
+                        return Err(ErrorData::new(
+                            ErrorCode::METHOD_NOT_FOUND,
+                            "the client of this call offers no roots",
+                            None,
+                        ));
+                    }
+                };
+                let answer = answer.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                responses.insert(key, answer);
+            }
+            Ok(responses)
+        })
+    }
+
+    /// The capabilities of the client the call is made for, when known:
+    /// an upstream of MCP 2026-07-28 gets them in the request's `_meta`, so
+    /// it asks only for what that client can give.
+    fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        None
+    }
+
+    /// The least severe log message the client of the call wants (sent to an
+    /// upstream of MCP 2026-07-28 as the request's `_meta.logLevel`); `None`:
+    /// none.
+    fn log_level(&self) -> Option<LoggingLevel> {
+        Some(LoggingLevel::Info)
+    }
 }
 
 /// The calls in flight on one connection, keyed by the progress token rmcp put
@@ -180,6 +227,7 @@ pub(crate) enum ClientSignal {
 }
 
 /// The rmcp client handler for one upstream connection.
+#[derive(Clone)]
 pub(crate) struct UpstreamClient {
     pub(crate) in_flight: Arc<InFlight>,
     pub(crate) signals: mpsc::UnboundedSender<ClientSignal>,

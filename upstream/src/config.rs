@@ -57,6 +57,35 @@ pub struct UpstreamConfig {
     /// id, that holds every secret the upstream references.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovery_tenant: Option<String>,
+    /// Which MCP generation to speak to it: `auto` (default: the newest it
+    /// supports, asked with `server/discover`, falling back to `initialize`),
+    /// `2025-11-25` (sessions opened by `initialize`, no probe) or
+    /// `2026-07-28` (stateless only).
+    #[serde(default, skip_serializing_if = "UpstreamProtocol::is_auto")]
+    pub protocol: UpstreamProtocol,
+}
+
+/// The MCP generation spoken to an upstream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpstreamProtocol {
+    /// The newest revision the upstream supports: `server/discover` first,
+    /// `initialize` when it does not answer that (or within 10 s).
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// MCP 2025-11-25 (or older) sessions, opened by `initialize`.
+    #[serde(rename = "2025-11-25")]
+    Sessions,
+    /// MCP 2026-07-28, stateless: `server/discover`, `_meta` on every request.
+    #[serde(rename = "2026-07-28")]
+    Stateless,
+}
+
+impl UpstreamProtocol {
+    /// Whether it is the default.
+    pub fn is_auto(&self) -> bool {
+        *self == UpstreamProtocol::Auto
+    }
 }
 
 /// The transport of an upstream.
@@ -140,6 +169,8 @@ struct RawUpstreamConfig {
     group: String,
     #[serde(default)]
     discovery_tenant: Option<String>,
+    #[serde(default)]
+    protocol: UpstreamProtocol,
 }
 
 impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
@@ -205,6 +236,7 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
             tags: raw.tags,
             group: raw.group,
             discovery_tenant: raw.discovery_tenant,
+            protocol: raw.protocol,
         })
     }
 }
@@ -265,6 +297,7 @@ impl UpstreamConfig {
             tags: Vec::new(),
             group: String::new(),
             discovery_tenant: None,
+            protocol: UpstreamProtocol::Auto,
         }
     }
 

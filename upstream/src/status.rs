@@ -57,6 +57,9 @@ pub struct UpstreamStatus {
     pub tools: usize,
     /// Whether calls get through its circuit breaker.
     pub breaker: BreakerState,
+    /// The MCP revision the current (or last) connection speaks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// Seconds since the Unix epoch (status changes are stamped with it).
@@ -80,6 +83,7 @@ mod tests {
             since: 7,
             tools: 3,
             breaker: BreakerState::HalfOpen,
+            protocol: Some("2026-07-28".into()),
         };
         let json = serde_json::to_value(&status).unwrap();
         assert_eq!(json["state"], "connected");

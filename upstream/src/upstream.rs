@@ -5,19 +5,22 @@
 use std::{
     sync::{
         Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
 
 use quiver_proto::ToolDef;
 use rmcp::{
-    RoleClient, ServiceError, ServiceExt,
+    RoleClient, ServiceError,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
         ClientRequest, JsonObject, ListToolsRequest, PaginatedRequestParams, ServerResult,
     },
-    service::{PeerRequestOptions, RunningService, RunningServiceCancellationToken},
+    service::{
+        ClientLifecycleMode, ClientServiceExt as _, PeerRequestOptions, RunningService,
+        RunningServiceCancellationToken,
+    },
 };
 use tokio::{
     io::{AsyncRead, AsyncWrite},
@@ -30,7 +33,7 @@ use crate::{
     breaker::{BreakerState, CircuitBreaker},
     call_options::CallOptions,
     client::{ClientSignal, InFlight, InFlightGuard, UpstreamClient},
-    config::{Transport, UpstreamConfig},
+    config::{Transport, UpstreamConfig, UpstreamProtocol},
     error::UpstreamError,
     event::UpstreamEvent,
     request_span::ClientRequestSpan,
@@ -42,6 +45,99 @@ use crate::{
 };
 
 type Peer = rmcp::service::Peer<RoleClient>;
+
+/// How a connection to an upstream speaking `protocol` starts: the newest
+/// revision first (`server/discover`), `initialize` for older servers.
+fn lifecycle(protocol: UpstreamProtocol) -> ClientLifecycleMode {
+    use rmcp::model::ProtocolVersion as V;
+    match protocol {
+        UpstreamProtocol::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![V::V_2026_07_28],
+            legacy_version: Some(V::V_2025_11_25),
+        },
+        UpstreamProtocol::Stateless => ClientLifecycleMode::Discover {
+            preferred_versions: vec![V::V_2026_07_28],
+        },
+        UpstreamProtocol::Sessions => ClientLifecycleMode::Initialize,
+    }
+}
+
+/// What a request says about its caller: to an upstream of MCP 2026-07-28,
+/// the caller's capabilities (so it asks only for what the caller can give)
+/// and the least severe log message it wants, in the request's `_meta`.
+fn request_options(peer: &Peer, sink: Option<&dyn crate::CallSink>) -> PeerRequestOptions {
+    let stateless = peer.peer_info().is_some_and(|info| {
+        info.protocol_version.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+    });
+    let options = PeerRequestOptions::no_options();
+    let Some(sink) = sink.filter(|_| stateless) else {
+        return options;
+    };
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    if let Some(capabilities) = sink.client_capabilities() {
+        meta.set_client_capabilities(capabilities);
+    }
+    #[allow(deprecated)] // logLevel is current in 2026-07-28
+    if let Some(level) = sink.log_level() {
+        meta.set_log_level(level);
+    }
+    options.with_meta(meta)
+}
+
+/// Why a connection could not be started.
+enum ServeFailure {
+    /// `server/discover` found no revision both sides speak.
+    NoCommonVersion(String),
+    /// Anything else, as the error says.
+    Other(String),
+}
+
+impl From<rmcp::service::ClientInitializeError> for ServeFailure {
+    fn from(e: rmcp::service::ClientInitializeError) -> ServeFailure {
+        match e {
+            rmcp::service::ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
+                ServeFailure::NoCommonVersion(format!("initialize failed: {e}"))
+            }
+            other => ServeFailure::Other(format!("initialize failed: {other}")),
+        }
+    }
+}
+
+impl ServeFailure {
+    fn into_message(self) -> String {
+        match self {
+            ServeFailure::NoCommonVersion(m) | ServeFailure::Other(m) => m,
+        }
+    }
+}
+
+/// Rounds of `input_required` answered for one request before giving up.
+const MAX_INPUT_ROUNDS: usize = 10;
+
+/// Puts the client's answers and the upstream's state into the retry of
+/// `request`; `false` for a request that cannot carry them.
+fn with_input(
+    request: &mut ClientRequest,
+    responses: rmcp::model::InputResponses,
+    state: Option<String>,
+) -> bool {
+    match request {
+        ClientRequest::CallToolRequest(r) => {
+            r.params.input_responses = Some(responses);
+            r.params.request_state = state;
+        }
+        ClientRequest::GetPromptRequest(r) => {
+            r.params.input_responses = Some(responses);
+            r.params.request_state = state;
+        }
+        ClientRequest::ReadResourceRequest(r) => {
+            r.params.input_responses = Some(responses);
+            r.params.request_state = state;
+        }
+        _ => return false,
+    }
+    true
+}
 
 /// Pages of `tools/list` followed before giving up (a server that never stops paging).
 const MAX_LIST_PAGES: usize = 1000;
@@ -92,6 +188,9 @@ pub struct Upstream {
     scrub: Mutex<(Vec<SecretValue>, Arc<SecretScrub>)>,
     /// Connections made so far (the number of the current one).
     connections: AtomicU64,
+    /// Learned when `protocol = "auto"` found no MCP 2026-07-28: later
+    /// connections open a session at once.
+    speaks_sessions: AtomicBool,
     connector: Connector,
     live: tokio::sync::Mutex<Option<Live>>,
     status: Mutex<UpstreamStatus>,
@@ -168,6 +267,7 @@ impl Upstream {
             since: now_secs(),
             tools: 0,
             breaker: BreakerState::Closed,
+            protocol: None,
         };
         Arc::new(Upstream {
             breaker: CircuitBreaker::new(config.breaker()),
@@ -175,6 +275,7 @@ impl Upstream {
             credentials,
             scrub: Mutex::default(),
             connections: AtomicU64::new(0),
+            speaks_sessions: AtomicBool::new(false),
             connector,
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(status),
@@ -338,7 +439,11 @@ impl Upstream {
         };
         let peer = result.peer.clone();
         *live = Some(result);
+        let protocol = peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string());
         self.set_status(|s| {
+            s.protocol = protocol;
             s.state = UpstreamState::Connected;
             s.last_error = None;
             s.failures = 0;
@@ -450,13 +555,45 @@ impl Upstream {
         handler: UpstreamClient,
         secrets: Option<&TenantSecrets>,
     ) -> Result<(RunningService<RoleClient, UpstreamClient>, Option<u32>), String> {
-        let initialize_failed = |e| format!("initialize failed: {e}");
+        let protocol = match self.config.protocol {
+            UpstreamProtocol::Auto if self.speaks_sessions.load(Ordering::Relaxed) => {
+                UpstreamProtocol::Sessions
+            }
+            configured => configured,
+        };
+        match self.serve_as(handler.clone(), secrets, protocol).await {
+            // A server that knows of MCP 2026-07-28 but does not speak it
+            // refuses `server/discover` with the versions it does speak, on a
+            // connection it then closes: open another with `initialize`, and
+            // go straight to it from now on.
+            Err(ServeFailure::NoCommonVersion(reason)) if protocol == UpstreamProtocol::Auto => {
+                tracing::debug!(upstream = %self.config.id, "{reason}; opening a session instead");
+                self.speaks_sessions.store(true, Ordering::Relaxed);
+                self.serve_as(handler, secrets, UpstreamProtocol::Sessions)
+                    .await
+                    .map_err(ServeFailure::into_message)
+            }
+            result => result.map_err(ServeFailure::into_message),
+        }
+    }
+
+    /// Opens a transport as the connector says and starts the MCP lifecycle
+    /// `protocol` names over it.
+    async fn serve_as(
+        &self,
+        handler: UpstreamClient,
+        secrets: Option<&TenantSecrets>,
+        protocol: UpstreamProtocol,
+    ) -> Result<(RunningService<RoleClient, UpstreamClient>, Option<u32>), ServeFailure> {
+        let lifecycle = lifecycle(protocol);
         if let Connector::InProcess(stream) = &self.connector {
             let stream = stream.lock().unwrap_or_else(|p| p.into_inner()).take();
             let Some(stream) = stream else {
-                return Err("the in-process stream has ended and cannot be reopened".into());
+                return Err(ServeFailure::Other(
+                    "the in-process stream has ended and cannot be reopened".into(),
+                ));
             };
-            let service = handler.serve(stream).await.map_err(initialize_failed)?;
+            let service = handler.serve_with_lifecycle(stream, lifecycle).await?;
             return Ok((service, None));
         }
         match &self.config.transport {
@@ -467,13 +604,15 @@ impl Upstream {
                 cwd,
             } => {
                 let (transport, process_group) =
-                    stdio::spawn(&self.config.id, command, args, env, cwd.as_deref(), secrets)?;
-                let service = handler.serve(transport).await.map_err(initialize_failed)?;
+                    stdio::spawn(&self.config.id, command, args, env, cwd.as_deref(), secrets)
+                        .map_err(ServeFailure::Other)?;
+                let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
                 Ok((service, process_group))
             }
             Transport::Http { url, headers } => {
-                let transport = streamable_http::transport(url, headers, secrets)?;
-                let service = handler.serve(transport).await.map_err(initialize_failed)?;
+                let transport = streamable_http::transport(url, headers, secrets)
+                    .map_err(ServeFailure::Other)?;
+                let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
                 Ok((service, None))
             }
         }
@@ -576,11 +715,62 @@ impl Upstream {
     ) -> Result<ServerResult, UpstreamError> {
         let traced = ClientRequestSpan::start(&self.config, self.tenant(), &mut request);
         let result = self
-            .request_admitted(request, options)
+            .request_rounds(request, options)
             .instrument(traced.span.clone())
             .await;
         traced.finish(&result);
         result
+    }
+
+    /// [`Upstream::request_admitted`] until the upstream stops asking for
+    /// input: an MCP 2026-07-28 upstream answers `input_required` (sampling,
+    /// elicitation, roots) instead of asking mid-call; the caller's sink
+    /// answers, and the request is sent again with those answers and the
+    /// upstream's `requestState`, at most [`MAX_INPUT_ROUNDS`] times. With
+    /// no sink, `input_required` is the answer.
+    async fn request_rounds(
+        self: &Arc<Self>,
+        mut request: ClientRequest,
+        options: CallOptions,
+    ) -> Result<ServerResult, UpstreamError> {
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let asked = match self
+                .request_admitted(request.clone(), options.clone())
+                .await?
+            {
+                ServerResult::InputRequiredResult(asked) => asked,
+                other => return Ok(other),
+            };
+            // Without a sink, the caller answers `input_required` itself
+            // (a forwarded prompts/get or resources/read of a stateless client).
+            let Some(sink) = &options.sink else {
+                return Ok(ServerResult::InputRequiredResult(asked));
+            };
+            let responses = match asked.input_requests {
+                Some(requests) => sink
+                    .input(requests)
+                    .await
+                    .map_err(|e| self.input_not_given(e.message.to_string()))?,
+                None => Default::default(),
+            };
+            if !with_input(&mut request, responses, asked.request_state) {
+                return Err(UpstreamError::Protocol {
+                    id: self.config.id.clone(),
+                    detail: "input_required in answer to a request that cannot carry input".into(),
+                });
+            }
+        }
+        Err(UpstreamError::Protocol {
+            id: self.config.id.clone(),
+            detail: format!("still asked for input after {MAX_INPUT_ROUNDS} rounds"),
+        })
+    }
+
+    fn input_not_given(&self, reason: String) -> UpstreamError {
+        UpstreamError::Protocol {
+            id: self.config.id.clone(),
+            detail: format!("it asked the client for input, which was not given: {reason}"),
+        }
     }
 
     /// [`Upstream::request`] past the circuit breaker, scrubbed.
@@ -637,9 +827,10 @@ impl Upstream {
         };
         // rmcp assigns the progress token while sending; register it before any
         // notification about it can be handled.
+        let sent_options = request_options(&peer, options.sink.as_deref());
         let mut registry = self.in_flight.lock().await;
         let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .send_request_with_option(request, sent_options)
             .await
             .map_err(|e| match e {
                 // The request never left: safe to report as unavailable.

@@ -222,7 +222,10 @@ impl GatewayService {
                     options,
                 )
                 .await
-                .map_err(|errors| Status::invalid_argument(errors.message(&tool.tool.exposed_name)))
+                .map_err(|errors| {
+                    Status::invalid_argument(errors.message(&tool.tool.exposed_name))
+                })?
+                .map_err(|e| Status::failed_precondition(e.message.to_string()))
             }
             .instrument(tracing::Span::current()),
         );

@@ -89,10 +89,11 @@ impl CodeTool {
             CodeTool::Execute => meta_tool(
                 self.name(),
                 &format!(
-                    "Run JavaScript that calls tools; only what it returns comes back. The code is the body of an async function (use await and return). In scope:\n{API_DECLARATION}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel."
+                    "Run JavaScript that calls tools; only what it returns comes back. The code is the body of an async function (use await and return). In scope:\n{API_DECLARATION}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel. The stash keeps values between runs: those of one MCP session, or, given stash_id (and always for MCP 2026-07-28 clients, which have no sessions: stash_id \"default\" when none is given), those every run naming that stash_id for your tenant shares; keys expire after their TTL (1 hour unless set) and a stash nobody uses is dropped."
                 ),
                 json!({"type": "object", "properties": {
-                    "code": {"type": "string", "description": "JavaScript: the body of an async function"}
+                    "code": {"type": "string", "description": "JavaScript: the body of an async function"},
+                    "stash_id": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "Which stash the script uses: shared by every run of your tenant naming it (default: this MCP session's own; \"default\" without sessions)"}
                 }, "required": ["code"]}),
             ),
         }
@@ -154,7 +155,7 @@ impl CodeMode {
         let args: ExecuteArgs = match parse_args(
             CodeTool::Execute.name(),
             request.arguments,
-            "{code: string}",
+            "{code: string, stash_id?: string}",
         ) {
             Ok(a) => a,
             Err(e) => return *e,
@@ -166,10 +167,18 @@ impl CodeMode {
                 json!({}),
             );
         };
+        let stateless = crate::session::is_stateless(request.context);
+        let Some(stash) = stash_scope(args.stash_id.as_deref(), request.session, stateless) else {
+            return tool_error(
+                "invalid_arguments",
+                "stash_id must be 1 to 64 letters, digits, `_`, `.` or `-`; nothing was run".into(),
+                json!({"field": "stash_id"}),
+            );
+        };
         let relay = SessionRelay::for_request(request.context);
         let outcome = scripts
             .execute(
-                ExecuteRequest::new(request.tenant, request.session, args.code.as_str())
+                ExecuteRequest::new(request.tenant, stash, args.code.as_str())
                     .from_origin(request.origin.clone()),
                 request.view.clone(),
                 request.context.ct.clone(),
@@ -287,6 +296,28 @@ impl ModeHandler for CodeMode {
 #[derive(Deserialize)]
 struct ExecuteArgs {
     code: String,
+    #[serde(default)]
+    stash_id: Option<String>,
+}
+
+/// The stash a script uses: the one `stash_id` names for the tenant, else
+/// the session's own, else (a stateless client, which has no session) the
+/// tenant's `default` one. `None` for a malformed name.
+fn stash_scope(stash_id: Option<&str>, session: &str, stateless: bool) -> Option<String> {
+    let named = |id: &str| format!("named:{id}");
+    match stash_id {
+        Some(id)
+            if (1..=64).contains(&id.len())
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) =>
+        {
+            Some(named(id))
+        }
+        Some(_) => None,
+        None if stateless => Some(named("default")),
+        None => Some(session.to_string()),
+    }
 }
 
 #[derive(Deserialize)]

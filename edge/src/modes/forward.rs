@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
+use quiver_contract::UpstreamError;
 use quiver_contract::{CallOptions, CallOrigin, Dispatch};
 use quiver_view::{ToolView, ViewTool, argument_check::ArgumentErrors, redact::redact_for_caller};
 use rmcp::{
-    RoleServer,
-    model::{CallToolResult, ContentBlock, JsonObject},
+    ErrorData, RoleServer,
+    model::{CallToolResult, ContentBlock, ErrorCode, JsonObject},
     service::RequestContext,
 };
 use serde_json::{Value, json};
@@ -32,7 +33,9 @@ fn redact_error_result(mut result: CallToolResult, arguments: &Value) -> CallToo
 }
 
 /// Validates and forwards one call to a visible tool; upstream failures become
-/// redacted tool errors. The call is dispatched at most once.
+/// redacted tool errors, except that the client lacks a capability the tool
+/// needs (`-32021`, MCP 2026-07-28), which is the client's to hear as such.
+/// The call is dispatched at most once.
 pub(crate) async fn forward(
     dispatch: &dyn Dispatch,
     view: &ToolView,
@@ -41,7 +44,7 @@ pub(crate) async fn forward(
     tool: ViewTool<'_>,
     arguments: Option<JsonObject>,
     context: &RequestContext<RoleServer>,
-) -> CallToolResult {
+) -> Result<CallToolResult, ErrorData> {
     let relay = SessionRelay::for_request(context);
     let options = CallOptions {
         timeout: None,
@@ -51,11 +54,11 @@ pub(crate) async fn forward(
     let sent = arguments.map_or(Value::Null, Value::Object);
     match call_checked(dispatch, view, tenant, origin, tool, sent, options).await {
         Ok(result) => result,
-        Err(errors) => tool_error(
+        Err(errors) => Ok(tool_error(
             "invalid_arguments",
             errors.message(&tool.tool.exposed_name),
             errors.to_json().get("error").cloned().unwrap_or_default(),
-        ),
+        )),
     }
 }
 
@@ -64,7 +67,8 @@ pub(crate) async fn forward(
 /// tool's schema — a failure comes back untouched and nothing is sent —,
 /// the call is dispatched at most once and its outcome recorded in the
 /// tenant's search signals. An upstream's error result comes back redacted
-/// for the caller, a failure to reach the tool as a redacted tool error.
+/// for the caller, a failure to reach the tool as a redacted tool error, the
+/// client's missing capability (`-32021`) as that error.
 pub(crate) async fn call_checked(
     dispatch: &dyn Dispatch,
     view: &ToolView,
@@ -73,7 +77,7 @@ pub(crate) async fn call_checked(
     tool: ViewTool<'_>,
     sent: Value,
     options: CallOptions,
-) -> Result<CallToolResult, ArgumentErrors> {
+) -> Result<Result<CallToolResult, ErrorData>, ArgumentErrors> {
     let mut call = view.prepare_call(tenant, tool, &sent)?;
     call.origin = origin.clone();
     let outcome = dispatch.call_tool(call, options).await;
@@ -81,9 +85,18 @@ pub(crate) async fn call_checked(
     let args_value = if sent.is_null() { json!({}) } else { sent };
     let succeeded = matches!(&outcome, Ok(r) if r.is_error != Some(true));
     view.record_call(tenant, tool, succeeded);
-    Ok(match outcome {
+    Ok(Ok(match outcome {
         Ok(result) if result.is_error == Some(true) => redact_error_result(result, &args_value),
         Ok(result) => result,
+        Err(UpstreamError::Remote { code, message, .. })
+            if code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0 =>
+        {
+            return Ok(Err(ErrorData::new(
+                ErrorCode(code),
+                redact_for_caller(&message, &args_value),
+                None,
+            )));
+        }
         Err(e) => {
             tracing::warn!(tool = %tool.tool.exposed_name, "call failed: {e}");
             tool_error(
@@ -92,5 +105,5 @@ pub(crate) async fn call_checked(
                 json!({"tool": tool.tool.exposed_name}),
             )
         }
-    })
+    }))
 }

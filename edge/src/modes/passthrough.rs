@@ -90,16 +90,18 @@ impl ModeHandler for PassthroughMode {
         Box::pin(async move {
             let view = &request.view;
             match view.by_exposed(request.name) {
-                Some(tool) => Ok(forward(
-                    self.backends.dispatch.as_ref(),
-                    view,
-                    request.tenant,
-                    request.origin,
-                    tool,
-                    request.arguments,
-                    request.context,
-                )
-                .await),
+                Some(tool) => {
+                    forward(
+                        self.backends.dispatch.as_ref(),
+                        view,
+                        request.tenant,
+                        request.origin,
+                        tool,
+                        request.arguments,
+                        request.context,
+                    )
+                    .await
+                }
                 None => {
                     let suggestions = closest(request.name, view.exposed_names(), 3);
                     Err(ErrorData::invalid_params(

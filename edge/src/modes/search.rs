@@ -18,7 +18,9 @@ use serde_json::json;
 use super::{
     forward::forward,
     handler::{Backends, ModeHandler, ToolRequest},
-    tool_result::{meta_tool, meta_tool_capabilities, parse_args, tool_ok, unknown_tool},
+    tool_result::{
+        meta_tool, meta_tool_capabilities, parse_args, tool_error, tool_ok, unknown_tool,
+    },
 };
 
 /// Search mode's own tool names.
@@ -83,18 +85,23 @@ impl SearchMode {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         match view.by_exposed(name) {
-            Some(tool) => {
-                forward(
-                    self.backends.dispatch.as_ref(),
-                    view,
-                    tenant,
-                    origin,
-                    tool,
-                    arguments,
-                    context,
+            Some(tool) => forward(
+                self.backends.dispatch.as_ref(),
+                view,
+                tenant,
+                origin,
+                tool,
+                arguments,
+                context,
+            )
+            .await
+            .unwrap_or_else(|e| {
+                tool_error(
+                    "missing_client_capability",
+                    e.message.into_owned(),
+                    json!({}),
                 )
-                .await
-            }
+            }),
             None => unknown_tool(view, name, "use search_tools to find the right name"),
         }
     }

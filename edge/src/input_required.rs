@@ -1,0 +1,220 @@
+//! Multi-round-trip tool calls for clients of MCP 2026-07-28 (`input_required`).
+//!
+//! A client of the stateless protocol cannot be sent a request in the middle
+//! of a call. When what a call reaches needs the client (an upstream's
+//! sampling or elicitation, from a 2025 upstream's server-to-client request or
+//! a 2026 upstream's own `input_required`), the call is *parked* here: the
+//! client gets an `input_required` result naming what is needed, plus a
+//! `requestState` that names the parked call, and calls the tool again with
+//! its answers (`inputResponses`) and that state. The call goes on from where
+//! it waited; the client's retry gets its result, or the next question.
+//!
+//! The state is an unguessable name of a call parked on this edge, bound to
+//! the tenant and tool that started it; anything else (altered, expired, of
+//! another tenant) is refused with `-32602`. A parked call nobody resumes is
+//! cancelled after [`PARKED_FOR`].
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ErrorData,
+    model::{CallToolResult, InputRequests, InputRequiredResult, InputResponses},
+};
+use tokio::{
+    sync::{mpsc, oneshot},
+    task::JoinHandle,
+};
+use tokio_util::sync::CancellationToken;
+
+/// How long a parked call waits for the client to come back.
+pub(crate) const PARKED_FOR: Duration = Duration::from_secs(300);
+
+/// What a call that waits for the client asks it, and where the answers go.
+pub(crate) struct Ask {
+    /// The requests, by key.
+    pub(crate) requests: InputRequests,
+    /// The client's answers (or why there are none).
+    pub(crate) answer: oneshot::Sender<Result<InputResponses, ErrorData>>,
+}
+
+/// Where a call of a stateless client sends what it needs from the client;
+/// the relay of such a call finds it in the request's extensions.
+#[derive(Clone)]
+pub(crate) struct AskClient(pub(crate) mpsc::Sender<Ask>);
+
+/// A call running on behalf of a stateless client.
+pub(crate) struct RunningCall {
+    tenant: String,
+    tool: String,
+    task: JoinHandle<Result<CallToolResult, ErrorData>>,
+    asks: mpsc::Receiver<Ask>,
+    /// Ends the call (and its upstream request) when nobody comes back.
+    cancel: CancellationToken,
+}
+
+impl Drop for RunningCall {
+    /// A call nobody drives any more (its client left, or it finished) is
+    /// ended: an unfinished upstream request is cancelled.
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// A call waiting for the client's answers.
+struct Parked {
+    call: RunningCall,
+    /// What it asked, and the answers given so far.
+    ask: Ask,
+    given: InputResponses,
+    until: Instant,
+}
+
+/// How a stateless call went on: its result, or what it needs first.
+pub(crate) enum Progress {
+    /// It finished.
+    Done(Result<CallToolResult, ErrorData>),
+    /// It needs the client: answer `input_required`.
+    NeedsInput(InputRequiredResult),
+}
+
+impl RunningCall {
+    /// A call of `tool` for `tenant`, running as `task`, asking through the
+    /// sender paired with `asks`; `cancel` ends it.
+    pub(crate) fn new(
+        tenant: &str,
+        tool: &str,
+        task: JoinHandle<Result<CallToolResult, ErrorData>>,
+        asks: mpsc::Receiver<Ask>,
+        cancel: CancellationToken,
+    ) -> RunningCall {
+        RunningCall {
+            tenant: tenant.to_string(),
+            tool: tool.to_string(),
+            task,
+            asks,
+            cancel,
+        }
+    }
+}
+
+/// The calls of stateless clients waiting for them, on one edge.
+#[derive(Default)]
+pub(crate) struct ParkedCalls {
+    calls: Mutex<HashMap<String, Parked>>,
+}
+
+impl ParkedCalls {
+    /// Runs `call` until it finishes or asks the client something; then it
+    /// is parked and the answer is `input_required` with its state.
+    pub(crate) async fn drive(&self, mut call: RunningCall) -> Progress {
+        tokio::select! {
+            joined = &mut call.task => Progress::Done(finished(joined)),
+            ask = call.asks.recv() => match ask {
+                Some(ask) => self.park(call, ask, InputResponses::new()),
+                None => {
+                    let joined = (&mut call.task).await;
+                    Progress::Done(finished(joined))
+                }
+            },
+        }
+    }
+
+    /// Goes on with the call `state` names, given the client's `responses`:
+    /// asks again for what is still missing, or runs it on.
+    pub(crate) async fn resume(
+        &self,
+        state: &str,
+        tenant: &str,
+        tool: &str,
+        responses: Option<InputResponses>,
+    ) -> Progress {
+        let parked = {
+            let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+            self.expire(&mut calls);
+            match calls.remove(state) {
+                Some(parked) if parked.call.tenant == tenant && parked.call.tool == tool => parked,
+                Some(other) => {
+                    // Not this caller's: leave it for its own.
+                    calls.insert(state.to_string(), other);
+                    return Progress::Done(Err(unknown_state()));
+                }
+                None => return Progress::Done(Err(unknown_state())),
+            }
+        };
+        let Parked {
+            call,
+            ask,
+            mut given,
+            ..
+        } = parked;
+        // Only answers to what was asked count; anything else is ignored.
+        for (key, value) in responses.unwrap_or_default() {
+            if ask.requests.contains_key(&key) {
+                given.insert(key, value);
+            }
+        }
+        if ask.requests.keys().all(|key| given.contains_key(key)) {
+            let _ = ask.answer.send(Ok(given));
+            return self.drive(call).await;
+        }
+        self.park(call, ask, given)
+    }
+
+    fn park(&self, call: RunningCall, ask: Ask, given: InputResponses) -> Progress {
+        let missing: InputRequests = ask
+            .requests
+            .iter()
+            .filter(|(key, _)| !given.contains_key(*key))
+            .map(|(key, request)| (key.clone(), request.clone()))
+            .collect();
+        let state = uuid::Uuid::new_v4().simple().to_string();
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        self.expire(&mut calls);
+        calls.insert(
+            state.clone(),
+            Parked {
+                call,
+                ask,
+                given,
+                until: Instant::now() + PARKED_FOR,
+            },
+        );
+        Progress::NeedsInput(InputRequiredResult::new(Some(missing), Some(state)))
+    }
+
+    /// Cancels the calls nobody came back for.
+    fn expire(&self, calls: &mut HashMap<String, Parked>) {
+        let now = Instant::now();
+        calls.retain(|_, parked| {
+            let keep = parked.until > now;
+            if !keep {
+                parked.call.cancel.cancel();
+            }
+            keep
+        });
+    }
+}
+
+/// A parked call is gone for good, or never was.
+fn unknown_state() -> ErrorData {
+    ErrorData::invalid_params(
+        "requestState names no call waiting for this client (it was altered, or expired, or \
+         answered already); call the tool again without requestState",
+        None,
+    )
+}
+
+fn finished(
+    joined: Result<Result<CallToolResult, ErrorData>, tokio::task::JoinError>,
+) -> Result<CallToolResult, ErrorData> {
+    joined.unwrap_or_else(|e| {
+        Err(ErrorData::internal_error(
+            format!("the call failed: {e}"),
+            None,
+        ))
+    })
+}
