@@ -499,3 +499,89 @@ async fn without_sessions_the_stash_is_the_tenants_named_one() {
     assert_eq!(bad.is_error, Some(true));
     assert!(text(&bad).contains("stash_id"), "{}", text(&bad));
 }
+
+/// A session client that reports the resource updates it hears.
+#[derive(Clone)]
+struct UpdateWatcher {
+    heard: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl ClientHandler for UpdateWatcher {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let _ = self.heard.send(params.uri);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_updates_reach_subscribers_of_both_generations() {
+    use rmcp::ServiceExt as _;
+    let (dev, _dir) = dev_with_asking_upstream();
+    let url = dev.mode_url("passthrough");
+    let uri = "quiver-test://note";
+
+    quiver_upstream::install_crypto_provider();
+    let (heard_tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let session = UpdateWatcher { heard: heard_tx }
+        .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+        .await
+        .expect("session client");
+    session
+        .subscribe(rmcp::model::SubscribeRequestParams::new(uri))
+        .await
+        .expect("resources/subscribe");
+
+    let listener = connect_stateless(&url, json!({})).await;
+    let mut subscription = listener
+        .listen(
+            SubscriptionFilter::builder()
+                .resource_subscription(uri)
+                .build(),
+        )
+        .await
+        .expect("subscriptions/listen");
+    assert_eq!(
+        subscription.acknowledged().resource_subscriptions,
+        Some(vec![uri.to_string()])
+    );
+
+    let touch = |client| async move {
+        let told = call(client, "w__quiver_test_touch_resource", json!({"uri": uri})).await;
+        assert_ne!(told.is_error, Some(true), "{}", text(&told));
+    };
+    touch(&session).await;
+    let to_session = tokio::time::timeout(Duration::from_secs(20), heard.recv()).await;
+    assert_eq!(to_session.ok().flatten().as_deref(), Some(uri));
+    let to_listener = tokio::time::timeout(Duration::from_secs(20), subscription.next())
+        .await
+        .expect("an update within 20 s")
+        .expect("the stream is open");
+    match to_listener {
+        Some(ServerNotification::ResourceUpdatedNotification(update)) => {
+            assert_eq!(update.params.uri, uri)
+        }
+        other => panic!("expected resources/updated, got {other:?}"),
+    }
+
+    // The session lets go; the listener still holds the resource upstream.
+    session
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri))
+        .await
+        .expect("resources/unsubscribe");
+    touch(&session).await;
+    let again = tokio::time::timeout(Duration::from_secs(20), subscription.next())
+        .await
+        .expect("a second update within 20 s")
+        .expect("the stream is open");
+    assert!(
+        matches!(
+            again,
+            Some(ServerNotification::ResourceUpdatedNotification(_))
+        ),
+        "{again:?}"
+    );
+    assert!(heard.try_recv().is_err(), "the session unsubscribed");
+}

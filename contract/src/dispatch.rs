@@ -2,7 +2,7 @@
 //! that owns it: the trait the edge's modes and a script's host call.
 
 use futures::future::BoxFuture;
-use quiver_upstream::{CallOptions, UpstreamError};
+use quiver_upstream::{CallOptions, ResourceUpdate, UpstreamError};
 use quiver_view::ToolCall;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 
@@ -23,4 +23,11 @@ pub trait Dispatch: Send + Sync {
         request: ClientRequest,
         options: CallOptions,
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>>;
+
+    /// The resource updates (`notifications/resources/updated`) of the
+    /// upstreams it reaches, from now on; `None` when it cannot report them
+    /// (a remote executor: the hop carries no notifications yet).
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<ResourceUpdate>> {
+        None
+    }
 }

@@ -20,7 +20,7 @@ pub use dispatch::Dispatch;
 pub use execute_error::ExecuteError;
 pub use limits::Limits;
 pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
-pub use quiver_upstream::{CallOptions, CallSink, SinkFuture, UpstreamError};
+pub use quiver_upstream::{CallOptions, CallSink, ResourceUpdate, SinkFuture, UpstreamError};
 pub use quiver_view::{CallOrigin, ToolCall};
 pub use remote::RemoteExecutor;
 pub use scripts::{API_DECLARATION, ExecuteRequest, Scripts};

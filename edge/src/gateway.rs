@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use quiver_contract::ResourceUpdate;
 use quiver_contract::{CallOrigin, Dispatch, Scripts};
 use quiver_proto::{Manifest, tenant::TenantDirectory};
 use rmcp::{RoleServer, service::Peer};
@@ -35,6 +36,23 @@ pub struct Gateway {
     scripts: Option<Arc<dyn Scripts>>,
     /// Calls of stateless clients waiting for their `input_required` answers.
     parked: ParkedCalls,
+    /// Who subscribed to which upstream resource (`resources/subscribe` of a
+    /// session, `resourceSubscriptions` of a stateless listener).
+    subscribers: Mutex<Vec<Subscriber>>,
+    /// Resource updates, for stateless listeners.
+    updated: tokio::sync::broadcast::Sender<ResourceUpdate>,
+}
+
+/// One subscription to an upstream resource.
+struct Subscriber {
+    server: String,
+    uri: String,
+    /// A session's peer, told directly; `None` for a stateless listener
+    /// (told through [`Gateway::resource_updates`]), counted so the upstream
+    /// subscription stays while anyone holds it.
+    peer: Option<Peer<RoleServer>>,
+    /// Whose it is (a session's id, a listener's), to take it out again.
+    owner: String,
 }
 
 impl Gateway {
@@ -94,7 +112,26 @@ impl Gateway {
             listeners: Mutex::new(Vec::new()),
             scripts,
             parked: ParkedCalls::default(),
+            subscribers: Mutex::new(Vec::new()),
+            updated: tokio::sync::broadcast::channel(256).0,
         });
+        // Resource updates reach the sessions that subscribed, and listeners.
+        if let Some(mut updates) = gateway.dispatch.resource_updates() {
+            let weak: Weak<Gateway> = Arc::downgrade(&gateway);
+            tokio::spawn(async move {
+                loop {
+                    let update = match updates.recv().await {
+                        Ok(update) => update,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    let Some(gateway) = weak.upgrade() else {
+                        return;
+                    };
+                    gateway.relay_resource_update(update).await;
+                }
+            });
+        }
         // Passthrough sessions hear of every new view: the manifest or
         // their tenant's policy may have changed what they list.
         let weak: Weak<Gateway> = Arc::downgrade(&gateway);
@@ -231,6 +268,82 @@ impl Gateway {
     }
 
     /// Tells `peer` about tool-list changes from now on.
+    /// Tells every subscriber of `update`'s resource.
+    async fn relay_resource_update(&self, update: ResourceUpdate) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+            subscribers.retain(|s| s.peer.as_ref().is_none_or(|p| !p.is_transport_closed()));
+            subscribers
+                .iter()
+                .filter(|s| s.server == update.server && s.uri == update.uri)
+                .filter_map(|s| s.peer.clone())
+                .collect()
+        };
+        for peer in peers {
+            let params = rmcp::model::ResourceUpdatedNotificationParam::new(update.uri.clone());
+            let _ = peer.notify_resource_updated(params).await;
+        }
+        let _ = self.updated.send(update);
+    }
+
+    /// Resource updates from now on, for a stateless listener.
+    pub(crate) fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdate> {
+        self.updated.subscribe()
+    }
+
+    /// Records `owner`'s subscription to `uri` of upstream `server`: a
+    /// session's (told through `peer`) or a stateless listener's. Whether it
+    /// is the first to it (the upstream must be asked).
+    pub(crate) fn subscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        owner: &str,
+        peer: Option<Peer<RoleServer>>,
+    ) -> bool {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+        subscribers.retain(|s| s.peer.as_ref().is_none_or(|p| !p.is_transport_closed()));
+        let first = !subscribers
+            .iter()
+            .any(|s| s.server == server && s.uri == uri);
+        subscribers.push(Subscriber {
+            server: server.to_string(),
+            uri: uri.to_string(),
+            peer,
+            owner: owner.to_string(),
+        });
+        first
+    }
+
+    /// Takes out `owner`'s subscriptions to `uri` of `server` (every one
+    /// when `None`); the resources nobody holds any more (the upstream may be
+    /// told).
+    pub(crate) fn unsubscribe_resource(
+        &self,
+        server: Option<&str>,
+        uri: Option<&str>,
+        owner: &str,
+    ) -> Vec<(String, String)> {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut removed = Vec::new();
+        subscribers.retain(|s| {
+            let matches = s.owner == owner
+                && server.is_none_or(|x| x == s.server)
+                && uri.is_none_or(|x| x == s.uri);
+            if matches {
+                removed.push((s.server.clone(), s.uri.clone()));
+            }
+            !matches
+        });
+        removed.retain(|(server, uri)| {
+            !subscribers
+                .iter()
+                .any(|s| &s.server == server && &s.uri == uri)
+        });
+        removed.dedup();
+        removed
+    }
+
     /// The calls of stateless clients waiting for them.
     pub(crate) fn parked_calls(&self) -> &ParkedCalls {
         &self.parked

@@ -27,6 +27,7 @@ use rmcp::{
 use opentelemetry::KeyValue;
 use quiver_telemetry::instruments;
 use quiver_view::{ToolView, token_estimate::estimate_tokens};
+use serde_json::json;
 
 use crate::{
     auth::{AuthMode, Principal},
@@ -319,6 +320,10 @@ impl SessionHandler {
         Ok(result)
     }
 
+    /// `resources/subscribe` or `resources/unsubscribe` of a session, sent
+    /// on to the upstream that serves `uri` (an unsubscribe only when no
+    /// other session or listener holds the resource); the session is told
+    /// of the resource's updates while it holds it.
     async fn forward_subscription(
         &self,
         method: &str,
@@ -327,14 +332,66 @@ impl SessionHandler {
     ) -> Result<(), ErrorData> {
         let view = self.passthrough_view(method, context)?;
         let server = forwarded::route_uri(self.dispatch(), &view, uri).await?;
-        forwarded::send(
-            self.dispatch(),
-            &server,
-            method,
-            serde_json::json!({"uri": uri}),
-        )
-        .await?;
+        if method == "resources/subscribe" {
+            let peer = Some(context.peer.clone());
+            if self
+                .gateway
+                .subscribe_resource(&server, uri, &self.id, peer)
+            {
+                // The first subscriber: the upstream is asked once for all.
+                let sent = forwarded::send(self.dispatch(), &server, method, json!({"uri": uri}));
+                if let Err(e) = sent.await {
+                    self.gateway
+                        .unsubscribe_resource(Some(&server), Some(uri), &self.id);
+                    return Err(e);
+                }
+            }
+            return Ok(());
+        }
+        let released = self
+            .gateway
+            .unsubscribe_resource(Some(&server), Some(uri), &self.id);
+        if !released.is_empty() {
+            forwarded::send(self.dispatch(), &server, method, json!({"uri": uri})).await?;
+        }
         Ok(())
+    }
+
+    /// Subscribes a stateless listener (`owner`) to `uris` at the upstreams
+    /// that serve them (once per resource, whoever else holds it); the ones
+    /// no upstream serves are left out.
+    async fn listen_to_resources(
+        &self,
+        uris: &[String],
+        owner: &str,
+        context: &RequestContext<RoleServer>,
+    ) {
+        let Ok(view) = self.passthrough_view("subscriptions/listen", context) else {
+            return;
+        };
+        for uri in uris {
+            let Ok(server) = forwarded::route_uri(self.dispatch(), &view, uri).await else {
+                continue;
+            };
+            if self.gateway.subscribe_resource(&server, uri, owner, None) {
+                let subscribe = json!({"uri": uri});
+                let sent =
+                    forwarded::send(self.dispatch(), &server, "resources/subscribe", subscribe);
+                if sent.await.is_err() {
+                    self.gateway
+                        .unsubscribe_resource(Some(&server), Some(uri), owner);
+                }
+            }
+        }
+    }
+
+    /// Ends a stateless listener's resource subscriptions.
+    async fn stop_listening_to_resources(&self, owner: &str) {
+        for (server, uri) in self.gateway.unsubscribe_resource(None, None, owner) {
+            let params = json!({"uri": uri});
+            let _ =
+                forwarded::send(self.dispatch(), &server, "resources/unsubscribe", params).await;
+        }
     }
 }
 
@@ -553,31 +610,48 @@ impl ServerHandler for SessionHandler {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // List changes of every kind the session's capabilities announce
-        // (rmcp keeps only those); resource updates are not relayed yet.
-        let mut accepted = requested.clone();
-        accepted.resource_subscriptions = None;
-        Some(accepted)
+        // List changes and resource updates of every kind the session's
+        // capabilities announce (rmcp keeps only those).
+        Some(requested.clone())
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        self.caller(subscription.request_context())?;
+        let context = subscription.request_context().clone();
+        self.caller(&context)?;
         let mut installed = self.gateway.views_installed();
+        let mut updated = self.gateway.resource_updates();
         let sink = subscription.sink().clone();
+        let owner = format!("{}/listen/{}", self.id, context.id);
+        let uris = subscription
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        self.listen_to_resources(&uris, &owner, &context).await;
         loop {
             tokio::select! {
-                () = subscription.cancelled() => return Ok(()),
+                () = subscription.cancelled() => break,
                 changed = installed.changed() => {
                     if changed.is_err() {
                         // The gateway is going away: end the stream gracefully.
-                        return Ok(());
+                        break;
                     }
                     // A new manifest or tenant policy may change what the
                     // tenant lists; a kind the filter left out is not sent.
                     let _ = sink.notify_tool_list_changed().await;
                 }
+                update = updated.recv() => match update {
+                    // The sink sends only the URIs the filter accepted.
+                    Ok(update) => {
+                        let _ = sink.notify_resource_updated(update.uri).await;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
             }
         }
+        self.stop_listening_to_resources(&owner).await;
+        Ok(())
     }
 
     async fn call_tool(

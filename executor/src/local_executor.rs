@@ -61,4 +61,10 @@ impl Dispatch for LocalExecutor {
             upstream.request(request, options).await
         })
     }
+
+    fn resource_updates(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<quiver_upstream::ResourceUpdate>> {
+        Some(self.upstreams.resource_updates())
+    }
 }

@@ -414,6 +414,12 @@ impl Dispatch for Metered {
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
         self.inner.request(server, request, options)
     }
+
+    fn resource_updates(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<quiver_upstream::ResourceUpdate>> {
+        self.inner.resource_updates()
+    }
 }
 
 fn micros(started: Instant) -> u64 {

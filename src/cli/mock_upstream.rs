@@ -165,6 +165,12 @@ fn select_server(catalog: &Catalog, wanted: Option<&str>) -> anyhow::Result<Cata
     }
 }
 
+/// A client subscribed to a resource URI.
+type Subscribed = (String, Peer<RoleServer>);
+
+/// The one resource of a mock with test hooks.
+const TEST_RESOURCE: &str = "quiver-test://note";
+
 #[derive(Clone)]
 struct MockServer {
     id: String,
@@ -182,6 +188,8 @@ struct MockServer {
     /// HTTP requests by the SHA-256 of their `Authorization` header (`none`
     /// when absent), for all connections of this process (HTTP only).
     authorizations: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+    /// Who subscribed to which test resource (`resources/subscribe`; test hooks).
+    subscribed: Arc<Mutex<Vec<Subscribed>>>,
 }
 
 impl MockServer {
@@ -209,6 +217,7 @@ impl MockServer {
             calls: Arc::default(),
             arrivals: Arc::new(tokio::sync::watch::Sender::new(Default::default())),
             authorizations: Arc::default(),
+            subscribed: Arc::default(),
         }
     }
 
@@ -256,6 +265,11 @@ fn test_hook_tools() -> Vec<Tool> {
             json!({"type": "object", "properties": {"name": {"type": "string"}, "echo": {"type": "boolean"}, "meta": {"type": "boolean"}}, "required": ["name"]}),
         ),
         tool(
+            "quiver_test_touch_resource",
+            "Announce notifications/resources/updated for `uri` to the clients subscribed to it (tests only).",
+            json!({"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}),
+        ),
+        tool(
             "quiver_test_large",
             "Answer with `bytes` bytes of text: lines `{n:015}\\n`, n from 0, the last one cut (tests only).",
             json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}),
@@ -268,7 +282,16 @@ fn test_hook_tools() -> Vec<Tool> {
 
 impl ServerHandler for MockServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        let mut capabilities = if self.test_hooks {
+            // One subscribable resource, `quiver-test://note`.
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
         if let Some(tools) = capabilities.tools.as_mut() {
             tools.list_changed = Some(true);
         }
@@ -289,6 +312,61 @@ impl ServerHandler for MockServer {
         std::borrow::Cow::Borrowed(rmcp::model::ProtocolVersion::known_up_to(
             &rmcp::model::ProtocolVersion::V_2025_11_25,
         ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let resources = if self.test_hooks {
+            serde_json::from_value(
+                json!([{"uri": TEST_RESOURCE, "name": "note", "mimeType": "text/plain"}]),
+            )
+            .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        if !self.test_hooks || request.uri != TEST_RESOURCE {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource `{}`", request.uri),
+                None,
+            ));
+        }
+        let contents = vec![rmcp::model::ResourceContents::text("a note", TEST_RESOURCE)];
+        Ok(rmcp::model::ReadResourceResult::new(contents).into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((request.uri, context.peer));
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(uri, _)| *uri != request.uri);
+        Ok(())
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -414,6 +492,33 @@ impl ServerHandler for MockServer {
                     for peer in peers {
                         let _ = peer.notify_tool_list_changed().await;
                     }
+                }
+                "quiver_test_touch_resource" => {
+                    let uri = request
+                        .arguments
+                        .as_ref()
+                        .and_then(|a| a.get("uri"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let peers: Vec<Peer<RoleServer>> = self
+                        .subscribed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .iter()
+                        .filter(|(subscribed, _)| *subscribed == uri)
+                        .map(|(_, peer)| peer.clone())
+                        .collect();
+                    let told = peers.len();
+                    for peer in peers {
+                        let params =
+                            rmcp::model::ResourceUpdatedNotificationParam::new(uri.clone());
+                        let _ = peer.notify_resource_updated(params).await;
+                    }
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(
+                        json!({"told": told}).to_string(),
+                    )])
+                    .into());
                 }
                 "quiver_test_rendezvous" => {
                     let arguments = request.arguments.clone().unwrap_or_default();

@@ -220,10 +220,12 @@ impl Drop for InFlightGuard {
 }
 
 /// What the handler tells the connection owner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ClientSignal {
     /// The upstream said its tool list changed.
     ToolsChanged,
+    /// The upstream said the resource with this URI changed.
+    ResourceUpdated(String),
 }
 
 /// The rmcp client handler for one upstream connection.
@@ -305,5 +307,13 @@ impl ClientHandler for UpstreamClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.signals.send(ClientSignal::ToolsChanged);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.signals.send(ClientSignal::ResourceUpdated(params.uri));
     }
 }

@@ -31,7 +31,7 @@ pub use call_options::CallOptions;
 pub use client::{CallSink, SinkFuture};
 pub use config::{ConfigError, Transport, UpstreamConfig, UpstreamProtocol, valid_secret_name};
 pub use error::UpstreamError;
-pub use event::UpstreamEvent;
+pub use event::{ResourceUpdate, UpstreamEvent};
 pub use reference::{
     ExpandError, TENANT_SECRET_PREFIX, expand_references, expand_with_secrets, tenant_secret_names,
 };

@@ -18,9 +18,12 @@ use std::{
 use opentelemetry::KeyValue;
 use quiver_telemetry::{instruments::names, metrics::meter};
 
+use tokio::sync::broadcast;
+
 use crate::{
     config::UpstreamConfig,
     error::UpstreamError,
+    event::ResourceUpdate,
     status::UpstreamStatus,
     tenant_credentials::{SecretHolder, SecretSlot, TenantSecretSource},
     upstream::Upstream,
@@ -36,6 +39,8 @@ pub struct UpstreamSet {
     by_tenant: Arc<Mutex<BTreeMap<TenantKey, Arc<Upstream>>>>,
     /// Where per-tenant upstreams find their tenants' secrets.
     secrets: Arc<SecretSlot>,
+    /// Every shared upstream's `notifications/resources/updated`.
+    updates: broadcast::Sender<ResourceUpdate>,
 }
 
 impl Default for UpstreamSet {
@@ -45,6 +50,7 @@ impl Default for UpstreamSet {
             upstreams: Arc::default(),
             by_tenant: Arc::default(),
             secrets: Arc::default(),
+            updates: broadcast::channel(256).0,
         };
         report_breakers(
             Arc::downgrade(&set.upstreams),
@@ -94,6 +100,12 @@ impl UpstreamSet {
         let set = UpstreamSet::default();
         set.reconcile(configs.into_iter().collect());
         set
+    }
+
+    /// The resource updates (`notifications/resources/updated`) of every
+    /// upstream of the set shared by all tenants, from now on.
+    pub fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdate> {
+        self.updates.subscribe()
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Upstream>>> {
@@ -208,7 +220,9 @@ impl UpstreamSet {
                 let holder = SecretHolder::Discovery {
                     preferred: config.discovery_tenant.clone(),
                 };
-                Upstream::with_credentials(config, holder, self.secrets.clone())
+                let upstream = Upstream::with_credentials(config, holder, self.secrets.clone());
+                upstream.report_resource_updates_to(self.updates.clone());
+                upstream
             });
         }
         out

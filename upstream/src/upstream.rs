@@ -35,7 +35,7 @@ use crate::{
     client::{ClientSignal, InFlight, InFlightGuard, UpstreamClient},
     config::{Transport, UpstreamConfig, UpstreamProtocol},
     error::UpstreamError,
-    event::UpstreamEvent,
+    event::{ResourceUpdate, UpstreamEvent},
     request_span::ClientRequestSpan,
     secret_scrub::SecretScrub,
     secret_value::{SecretValue, TenantSecrets},
@@ -66,11 +66,8 @@ fn lifecycle(protocol: UpstreamProtocol) -> ClientLifecycleMode {
 /// the caller's capabilities (so it asks only for what the caller can give)
 /// and the least severe log message it wants, in the request's `_meta`.
 fn request_options(peer: &Peer, sink: Option<&dyn crate::CallSink>) -> PeerRequestOptions {
-    let stateless = peer.peer_info().is_some_and(|info| {
-        info.protocol_version.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
-    });
     let options = PeerRequestOptions::no_options();
-    let Some(sink) = sink.filter(|_| stateless) else {
+    let Some(sink) = sink.filter(|_| is_stateless(peer)) else {
         return options;
     };
     let mut meta = rmcp::model::RequestMetaObject::new();
@@ -82,6 +79,48 @@ fn request_options(peer: &Peer, sink: Option<&dyn crate::CallSink>) -> PeerReque
         meta.set_log_level(level);
     }
     options.with_meta(meta)
+}
+
+/// Whether the connection speaks MCP 2026-07-28 (or later): stateless,
+/// `_meta` on every request, notifications only on `subscriptions/listen`.
+fn is_stateless(peer: &Peer) -> bool {
+    peer.peer_info().is_some_and(|info| {
+        info.protocol_version.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+    })
+}
+
+/// An upstream of MCP 2026-07-28 says its lists changed only on a
+/// `subscriptions/listen` stream: one per connection, for the lists it says
+/// change, its notifications handed to the connection's owner like a 2025
+/// upstream's. The stream ends with the connection (or the returned handle).
+fn listen_for_list_changes(
+    peer: &Peer,
+    signals: mpsc::UnboundedSender<ClientSignal>,
+) -> AbortOnDropHandle<()> {
+    let peer = peer.clone();
+    AbortOnDropHandle::new(tokio::spawn(async move {
+        let changes = peer
+            .peer_info()
+            .and_then(|info| info.capabilities.tools.clone())
+            .and_then(|tools| tools.list_changed)
+            .unwrap_or(false);
+        if !changes {
+            return;
+        }
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .build();
+        let Ok(mut subscription) = peer.listen(filter).await else {
+            return;
+        };
+        while let Ok(Some(notification)) = subscription.next().await {
+            if let rmcp::model::ServerNotification::ToolListChangedNotification(_) = notification
+                && signals.send(ClientSignal::ToolsChanged).is_err()
+            {
+                return;
+            }
+        }
+    }))
 }
 
 /// Why a connection could not be started.
@@ -195,6 +234,11 @@ pub struct Upstream {
     live: tokio::sync::Mutex<Option<Live>>,
     status: Mutex<UpstreamStatus>,
     events: broadcast::Sender<UpstreamEvent>,
+    /// Where `notifications/resources/updated` of this upstream go (the set's hub).
+    updates_to: std::sync::OnceLock<broadcast::Sender<ResourceUpdate>>,
+    /// For an upstream of MCP 2026-07-28, which has no `resources/subscribe`:
+    /// one `subscriptions/listen` stream per subscribed URI.
+    resource_listens: Mutex<std::collections::HashMap<String, AbortOnDropHandle<()>>>,
     in_flight: Arc<InFlight>,
     breaker: CircuitBreaker,
     shutdown: CancellationToken,
@@ -276,6 +320,8 @@ impl Upstream {
             scrub: Mutex::default(),
             connections: AtomicU64::new(0),
             speaks_sessions: AtomicBool::new(false),
+            updates_to: std::sync::OnceLock::new(),
+            resource_listens: Mutex::default(),
             connector,
             live: tokio::sync::Mutex::new(None),
             status: Mutex::new(status),
@@ -479,6 +525,7 @@ impl Upstream {
             None => (None, None),
         };
         let (signals, mut signal_rx) = mpsc::unbounded_channel();
+        let signals_tx = signals.clone();
         let handler = UpstreamClient {
             in_flight: self.in_flight.clone(),
             signals,
@@ -530,11 +577,24 @@ impl Upstream {
             }
         });
         let events = self.events.clone();
+        let updates = self.updates_to.get().cloned();
+        let id = self.config.id.clone();
+        let listening = is_stateless(&peer).then(|| listen_for_list_changes(&peer, signals_tx));
         tokio::spawn(async move {
+            // Ends with the connection (the handler, holding the sender, is gone).
+            let _listening = listening;
             while let Some(signal) = signal_rx.recv().await {
                 match signal {
                     ClientSignal::ToolsChanged => {
                         let _ = events.send(UpstreamEvent::ToolsChanged);
+                    }
+                    ClientSignal::ResourceUpdated(uri) => {
+                        if let Some(updates) = &updates {
+                            let _ = updates.send(ResourceUpdate {
+                                server: id.clone(),
+                                uri,
+                            });
+                        }
                     }
                 }
             }
@@ -713,6 +773,9 @@ impl Upstream {
         mut request: ClientRequest,
         options: CallOptions,
     ) -> Result<ServerResult, UpstreamError> {
+        if let Some(answered) = self.subscribe_by_listening(&request).await {
+            return answered;
+        }
         let traced = ClientRequestSpan::start(&self.config, self.tenant(), &mut request);
         let result = self
             .request_rounds(request, options)
@@ -720,6 +783,63 @@ impl Upstream {
             .await;
         traced.finish(&result);
         result
+    }
+
+    /// Has resource updates of this upstream reported to `updates` (once).
+    pub fn report_resource_updates_to(&self, updates: broadcast::Sender<ResourceUpdate>) {
+        let _ = self.updates_to.set(updates);
+    }
+
+    /// `resources/subscribe` and `resources/unsubscribe` to an upstream of
+    /// MCP 2026-07-28, which has neither: a `subscriptions/listen` stream per
+    /// subscribed URI, its updates reported like a 2025 upstream's. `None`
+    /// for any other request, or an upstream of an older revision.
+    async fn subscribe_by_listening(
+        self: &Arc<Self>,
+        request: &ClientRequest,
+    ) -> Option<Result<ServerResult, UpstreamError>> {
+        let (uri, subscribe) = match request {
+            ClientRequest::SubscribeRequest(r) => (r.params.uri.clone(), true),
+            ClientRequest::UnsubscribeRequest(r) => (r.params.uri.clone(), false),
+            _ => return None,
+        };
+        let peer = match self.peer().await {
+            Ok(peer) if is_stateless(&peer) => peer,
+            Ok(_) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut listens = self
+            .resource_listens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !subscribe {
+            listens.remove(&uri);
+            return Some(Ok(ServerResult::empty(())));
+        }
+        let updates = self.updates_to.get().cloned();
+        let id = self.config.id.clone();
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .resource_subscription(uri.clone())
+            .build();
+        let listen = tokio::spawn(async move {
+            let Ok(mut subscription) = peer.listen(filter).await else {
+                return;
+            };
+            while let Ok(Some(notification)) = subscription.next().await {
+                if let (
+                    rmcp::model::ServerNotification::ResourceUpdatedNotification(updated),
+                    Some(updates),
+                ) = (notification, &updates)
+                {
+                    let _ = updates.send(ResourceUpdate {
+                        server: id.clone(),
+                        uri: updated.params.uri,
+                    });
+                }
+            }
+        });
+        listens.insert(uri, AbortOnDropHandle::new(listen));
+        Some(Ok(ServerResult::empty(())))
     }
 
     /// [`Upstream::request_admitted`] until the upstream stops asking for
