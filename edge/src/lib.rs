@@ -13,6 +13,7 @@ mod input_required;
 pub mod mode;
 mod modes;
 mod relay;
+mod revision;
 pub mod serve_error;
 pub mod session;
 pub mod stdio;

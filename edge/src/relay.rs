@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 
 use crate::{
     input_required::{Ask, AskClient},
-    session::is_stateless,
+    revision::is_stateless,
 };
 
 /// The calling client of one tool call.

@@ -38,6 +38,7 @@ use crate::{
         self, Backends, ModeHandler, ToolRequest,
         forwarded::{self, convert},
     },
+    revision::is_stateless,
 };
 
 /// The protocol versions the edge speaks: 2026-07-28 statelessly (every
@@ -52,14 +53,6 @@ pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 ];
 
 pub use crate::traced_session::GatewaySession;
-
-/// Whether a request speaks the stateless protocol (2026-07-28 or later):
-/// no session, everything about the client in the request's `_meta`.
-pub(crate) fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
 
 /// The rmcp handler of one MCP session; [`GatewaySession`] wraps it in a
 /// span per request.

@@ -167,7 +167,7 @@ impl CodeMode {
                 json!({}),
             );
         };
-        let stateless = crate::session::is_stateless(request.context);
+        let stateless = crate::revision::is_stateless(request.context);
         let Some(stash) = stash_scope(args.stash_id.as_deref(), request.session, stateless) else {
             return tool_error(
                 "invalid_arguments",
