@@ -204,6 +204,29 @@ async fn bad_stateless_requests_get_the_errors_the_spec_names_and_the_edge_keeps
         "{ok}"
     );
 
+    // No session is opened, and nothing can be resumed: no event ids, and no
+    // GET stream to resume on.
+    let raw = http()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/list")
+        .json(&list(11, meta("2026-07-28")))
+        .send()
+        .await
+        .expect("POST");
+    assert!(raw.headers().get("mcp-session-id").is_none());
+    let body = raw.text().await.unwrap();
+    assert!(!body.lines().any(|l| l.starts_with("id:")), "{body}");
+    let get = http()
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(get.status().as_u16(), 405);
+
     // Mcp-Method missing, or naming another method: HeaderMismatch.
     let (status, missing) = post(&url, &v2026, list(2, meta("2026-07-28"))).await;
     assert_eq!(
