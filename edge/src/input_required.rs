@@ -102,12 +102,27 @@ impl RunningCall {
 }
 
 /// The calls of stateless clients waiting for them, on one edge.
-#[derive(Default)]
 pub(crate) struct ParkedCalls {
     calls: Mutex<HashMap<String, Parked>>,
+    /// How long a call waits.
+    wait: Duration,
+}
+
+impl Default for ParkedCalls {
+    fn default() -> Self {
+        ParkedCalls::waiting(PARKED_FOR)
+    }
 }
 
 impl ParkedCalls {
+    /// Calls that wait `wait` for their client.
+    fn waiting(wait: Duration) -> ParkedCalls {
+        ParkedCalls {
+            calls: Mutex::default(),
+            wait,
+        }
+    }
+
     /// Runs `call` until it finishes or asks the client something; then it
     /// is parked and the answer is `input_required` with its state.
     pub(crate) async fn drive(&self, mut call: RunningCall) -> Progress {
@@ -180,7 +195,7 @@ impl ParkedCalls {
                 call,
                 ask,
                 given,
-                until: Instant::now() + PARKED_FOR,
+                until: Instant::now() + self.wait,
             },
         );
         Progress::NeedsInput(InputRequiredResult::new(Some(missing), Some(state)))
@@ -217,4 +232,90 @@ fn finished(
             None,
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{ElicitRequest, ElicitRequestParams, InputRequest};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A call of `tool` for tenant `t` that asks one question, then answers
+    /// with what it was told; and the token that says it was ended.
+    fn asking_call(tool: &str) -> (RunningCall, CancellationToken) {
+        let (asks, asked) = mpsc::channel(1);
+        let cancel = CancellationToken::new();
+        let ended = cancel.clone();
+        let task = tokio::spawn(async move {
+            let params: ElicitRequestParams = serde_json::from_value(json!({
+                "message": "name?", "requestedSchema": {"type": "object", "properties": {}}
+            }))
+            .unwrap();
+            let requests = InputRequests::from([(
+                "q".to_string(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            )]);
+            let (answer, answered) = oneshot::channel();
+            asks.send(Ask { requests, answer }).await.unwrap();
+            let told = answered.await.unwrap()?;
+            Ok(CallToolResult::success(vec![
+                rmcp::model::ContentBlock::text(told["q"].to_string()),
+            ]))
+        });
+        (RunningCall::new("t", tool, task, asked, cancel), ended)
+    }
+
+    fn state(progress: &Progress) -> String {
+        match progress {
+            Progress::NeedsInput(asked) => asked.request_state.clone().unwrap(),
+            Progress::Done(done) => panic!("expected input_required, got {done:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_parked_call_resumes_only_for_its_tenant_and_tool_with_every_answer() {
+        let parked = ParkedCalls::default();
+        let (call, _) = asking_call("greet");
+        let first = state(&parked.drive(call).await);
+
+        for (tenant, tool) in [("other", "greet"), ("t", "other")] {
+            let refused = parked.resume(&first, tenant, tool, None).await;
+            assert!(matches!(refused, Progress::Done(Err(ref e)) if e.code.0 == -32602));
+        }
+        // Still there for its own caller; without the answer, asked again.
+        let again = parked.resume(&first, "t", "greet", None).await;
+        let second = state(&again);
+        assert_ne!(first, second, "each question gets a state of its own");
+        assert!(matches!(
+            parked.resume(&first, "t", "greet", None).await,
+            Progress::Done(Err(_))
+        ));
+
+        let answers = InputResponses::from([("q".to_string(), json!("Ada"))]);
+        match parked.resume(&second, "t", "greet", Some(answers)).await {
+            Progress::Done(Ok(result)) => {
+                assert!(format!("{result:?}").contains("Ada"), "{result:?}")
+            }
+            other => panic!(
+                "expected the result, got {}",
+                matches!(other, Progress::NeedsInput(_))
+            ),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_nobody_comes_back_for_is_ended() {
+        let parked = ParkedCalls::waiting(Duration::ZERO);
+        let (call, ended) = asking_call("greet");
+        let first = state(&parked.drive(call).await);
+        // Any later use of the table sweeps it out.
+        let (other, _) = asking_call("other");
+        let _ = parked.drive(other).await;
+        assert!(ended.is_cancelled());
+        assert!(matches!(
+            parked.resume(&first, "t", "greet", None).await,
+            Progress::Done(Err(_))
+        ));
+    }
 }
