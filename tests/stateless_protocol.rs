@@ -337,8 +337,14 @@ async fn bad_stateless_requests_get_the_errors_the_spec_names_and_the_edge_keeps
 /// `quiver dev` fronting the weather mock with its test hooks (its
 /// rendezvous tool asks the client mid-call, as a 2025-11-25 server does).
 fn dev_with_asking_upstream() -> (QuiverDev, tempfile::TempDir) {
+    dev_with_mock(&[])
+}
+
+/// `quiver dev` fronting the weather mock with its test hooks and `extra` flags.
+fn dev_with_mock(extra: &[&str]) -> (QuiverDev, tempfile::TempDir) {
+    let extra: String = extra.iter().map(|f| format!("\"{f}\", ")).collect();
     let config = format!(
-        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", {extra}\"--stdio\"]\n",
         quiver_bin()
     );
     start_with_config(&config, &[])
@@ -607,4 +613,104 @@ async fn resource_updates_reach_subscribers_of_both_generations() {
         "{again:?}"
     );
     assert!(heard.try_recv().is_err(), "the session unsubscribed");
+}
+
+/// A session client that answers elicitation with its own name.
+#[derive(Clone)]
+struct Answering;
+
+impl ClientHandler for Answering {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {}})).unwrap();
+        ClientConfig::new(capabilities, Implementation::new("session-test", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(
+            json!({"action": "accept", "content": {"name": "session client"}}),
+        )
+        .unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_upstream_asking_reaches_clients_of_both_generations() {
+    use rmcp::ServiceExt as _;
+    let (dev, _dir) = dev_with_mock(&["--stateless"]);
+    let url = dev.mode_url("passthrough");
+    let status = dev.status().await;
+    assert_eq!(status["upstreams"][0]["protocol"], "2026-07-28", "{status}");
+
+    // A session client: Quiver answers the upstream's input_required rounds
+    // by asking it (elicitation/create), then sends the answers back.
+    quiver_upstream::install_crypto_provider();
+    let session = Answering
+        .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+        .await
+        .expect("session client");
+    let done = call(
+        &session,
+        "w__quiver_test_rendezvous",
+        asking("s", "elicitation"),
+    )
+    .await;
+    assert_ne!(done.is_error, Some(true), "{}", text(&done));
+    assert!(text(&done).contains("session client"), "{}", text(&done));
+
+    // A stateless client: the question comes back as Quiver's input_required.
+    let client = connect_stateless(&url, json!({"elicitation": {}})).await;
+    let mut params = CallToolRequestParams::new("w__quiver_test_rendezvous");
+    params.arguments = asking("m", "elicitation").as_object().cloned();
+    let CallToolResponse::InputRequired(asked) = client
+        .call_tool_once(params.clone())
+        .await
+        .expect("round 1")
+    else {
+        panic!("expected input_required");
+    };
+    let key = asked
+        .input_requests
+        .as_ref()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    params.request_state = asked.request_state.clone();
+    params.input_responses = Some(
+        [(
+            key,
+            json!({"action": "accept", "content": {"name": "stateless client"}}),
+        )]
+        .into(),
+    );
+    let CallToolResponse::Complete(done) = client.call_tool_once(params).await.expect("round 2")
+    else {
+        panic!("expected the final result");
+    };
+    assert!(text(&done).contains("stateless client"), "{}", text(&done));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_upstream_is_heard_when_its_tools_change() {
+    // No periodic re-listing: only the upstream's notification can tell.
+    let config = format!(
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nrefresh_interval_secs = 0\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stateless\", \"--stdio\"]\n",
+        quiver_bin()
+    );
+    let (dev, _dir) = start_with_config(&config, &[]);
+    let (client, mut changed) = support::connect_watching(&dev.mode_url("passthrough")).await;
+    let added = call(&client, "w__quiver_test_add_tool", json!({"name": "fresh"})).await;
+    assert_ne!(added.is_error, Some(true), "{}", text(&added));
+    tokio::time::timeout(Duration::from_secs(30), changed.recv())
+        .await
+        .expect("tools/list_changed within 30 s")
+        .expect("the session is open");
+    let names = support::tool_names(&client).await;
+    assert!(names.iter().any(|n| n == "w__fresh"), "{names:?}");
 }

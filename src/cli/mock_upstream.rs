@@ -65,6 +65,10 @@ pub struct MockUpstreamArgs {
     /// add a tool, meet other calls, answer a large result).
     #[arg(long, hide = true)]
     test_hooks: bool,
+    /// Also speak MCP 2026-07-28 (stateless), where the rendezvous tool asks
+    /// with `input_required` instead of a request to the client (tests only).
+    #[arg(long, hide = true)]
+    stateless: bool,
 }
 
 /// Runs the mock upstream until its client goes away.
@@ -75,7 +79,8 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
         (None, _) => Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?,
     };
     let server = select_server(&catalog, args.server.as_deref())?;
-    let mock = MockServer::new(server, args.page_size.max(1), args.test_hooks);
+    let mut mock = MockServer::new(server, args.page_size.max(1), args.test_hooks);
+    mock.stateless = args.stateless;
     let listener = match (args.listen, args.listen_fd) {
         (Some(addr), _) => Some(
             tokio::net::TcpListener::bind(addr)
@@ -178,6 +183,10 @@ struct MockServer {
     tools: Arc<Mutex<Vec<Tool>>>,
     page_size: usize,
     test_hooks: bool,
+    /// Speaks MCP 2026-07-28 too (`--stateless`).
+    stateless: bool,
+    /// Its 2026-07-28 clients' `subscriptions/listen` streams.
+    listeners: Arc<Mutex<Vec<rmcp::service::SubscriptionSink>>>,
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     cancelled: Arc<std::sync::atomic::AtomicU64>,
     /// Calls of each tool this process received (`quiver_test_stats` reports them).
@@ -212,6 +221,8 @@ impl MockServer {
             tools: Arc::new(Mutex::new(tools)),
             page_size,
             test_hooks,
+            stateless: false,
+            listeners: Arc::default(),
             peers: Arc::default(),
             cancelled: Arc::default(),
             calls: Arc::default(),
@@ -303,15 +314,37 @@ impl ServerHandler for MockServer {
             .with_instructions(self.description.clone())
     }
 
-    /// A 2025-11-25 server: its `group_call` asks the client (sampling,
-    /// elicitation) mid-call, which MCP 2026-07-28 does with `input_required`
-    /// instead. The conformance fixture is the 2026-07-28 upstream of the tests.
+    /// A 2025-11-25 server (its rendezvous asks the client mid-call), unless
+    /// `--stateless`: then 2026-07-28 too, where it asks with `input_required`.
     fn supported_protocol_versions(
         &self,
     ) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(rmcp::model::ProtocolVersion::known_up_to(
-            &rmcp::model::ProtocolVersion::V_2025_11_25,
-        ))
+        use rmcp::model::ProtocolVersion;
+        let newest = if self.stateless {
+            ProtocolVersion::V_2026_07_28
+        } else {
+            ProtocolVersion::V_2025_11_25
+        };
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&newest))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(
+        &self,
+        subscription: rmcp::service::SubscriptionContext,
+    ) -> Result<(), ErrorData> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(subscription.sink().clone());
+        subscription.cancelled().await;
+        Ok(())
     }
 
     async fn list_resources(
@@ -492,6 +525,14 @@ impl ServerHandler for MockServer {
                     for peer in peers {
                         let _ = peer.notify_tool_list_changed().await;
                     }
+                    let listeners = self
+                        .listeners
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone();
+                    for sink in listeners {
+                        let _ = sink.notify_tool_list_changed().await;
+                    }
                 }
                 "quiver_test_touch_resource" => {
                     let uri = request
@@ -519,6 +560,10 @@ impl ServerHandler for MockServer {
                         json!({"told": told}).to_string(),
                     )])
                     .into());
+                }
+                "quiver_test_rendezvous" if is_stateless(&context) => {
+                    let arguments = request.arguments.clone().unwrap_or_default();
+                    return Ok(ask_with_input_required(&arguments, request.input_responses));
                 }
                 "quiver_test_rendezvous" => {
                     let arguments = request.arguments.clone().unwrap_or_default();
@@ -674,6 +719,58 @@ async fn ask_model(peer: &Peer<RoleServer>, question: &str) -> Result<String, St
         .await
         .map_err(|e| e.to_string())?;
     serde_json::to_string(&result.message.content).map_err(|e| e.to_string())
+}
+
+/// Whether the request speaks MCP 2026-07-28 (no requests to the client).
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The rendezvous of a 2026-07-28 client (`asks` questions of kind `ask`,
+/// no meeting): `input_required` with the questions, then, once answered,
+/// what the client said, in the shape of the 2025 answer.
+fn ask_with_input_required(
+    arguments: &serde_json::Map<String, Value>,
+    responses: Option<rmcp::model::InputResponses>,
+) -> CallToolResponse {
+    let tag = arguments
+        .get("tag")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let ask = arguments
+        .get("ask")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let asks = arguments.get("asks").and_then(Value::as_u64).unwrap_or(0);
+    let key = |n: u64| format!("ask-{n}");
+    let Some(responses) = responses.filter(|r| (1..=asks).all(|n| r.contains_key(&key(n)))) else {
+        let requests: rmcp::model::InputRequests = (1..=asks)
+            .filter_map(|n| {
+                let question = format!("{tag} asks #{n}");
+                let request = match ask {
+                    "sampling" => json!({"method": "sampling/createMessage", "params": {
+                        "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+                        "maxTokens": 10}}),
+                    _ => json!({"method": "elicitation/create", "params": {
+                        "mode": "form", "message": question,
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
+                };
+                Some((key(n), serde_json::from_value(request).ok()?))
+            })
+            .collect();
+        return rmcp::model::InputRequiredResult::new(Some(requests), Some("rendezvous".into()))
+            .into();
+    };
+    let answers: Vec<Value> = (1..=asks)
+        .map(|n| {
+            // Elicitation and sampling results both carry what was said as `content`.
+            json!({"answered": responses[&key(n)]["content"].to_string()})
+        })
+        .collect();
+    let answer = json!({"tool": "quiver_test_rendezvous", "tag": tag, "answers": answers});
+    CallToolResult::success(vec![ContentBlock::text(answer.to_string())]).into()
 }
 
 /// An elicitation request to the client; the content it accepted, as JSON text.
