@@ -176,6 +176,7 @@ impl Dispatch for RemoteExecutor {
                 id: server.clone(),
                 code: -32603,
                 message: format!("executor: {}", status.message()),
+                data: None,
             })?;
             serde_json::from_str(&response.into_inner().result_json).map_err(|e| {
                 UpstreamError::Protocol {

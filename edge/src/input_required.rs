@@ -46,6 +46,12 @@ pub(crate) struct Ask {
 #[derive(Clone)]
 pub(crate) struct AskClient(pub(crate) mpsc::Sender<Ask>);
 
+/// The answers a stateless client sent with the first request of a call
+/// (`inputResponses` without `requestState`): passed to the upstream, which
+/// may need nothing more.
+#[derive(Clone)]
+pub(crate) struct GivenInput(pub(crate) InputResponses);
+
 /// A call running on behalf of a stateless client.
 pub(crate) struct RunningCall {
     tenant: String,

@@ -32,7 +32,7 @@ use serde_json::json;
 use crate::{
     auth::{AuthMode, Principal},
     gateway::Gateway,
-    input_required::{AskClient, Progress, RunningCall},
+    input_required::{AskClient, GivenInput, Progress, RunningCall},
     mode::Mode,
     modes::{
         self, Backends, ModeHandler, ToolRequest,
@@ -675,6 +675,9 @@ impl ServerHandler for SessionHandler {
                 // client; it ends when nobody drives it any more.
                 call_context.ct = cancel.clone();
                 call_context.extensions.insert(AskClient(asks));
+                if let Some(given) = request.input_responses.clone() {
+                    call_context.extensions.insert(GivenInput(given));
+                }
                 let this = self.clone();
                 let task =
                     tokio::spawn(async move { this.call_tool_now(request, call_context).await });

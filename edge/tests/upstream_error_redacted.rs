@@ -30,6 +30,7 @@ async fn a_failed_call_is_redacted_but_keeps_what_the_caller_sent() {
             id: "files".into(),
             code: -32603,
             message: leaky_message(),
+            data: None,
         })
     }));
     let client = connect(Mode::Passthrough, executor.clone(), None).await;

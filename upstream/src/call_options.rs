@@ -16,6 +16,9 @@ pub struct CallOptions {
     pub cancel: CancellationToken,
     /// Where progress, logs and server-to-client requests of this call go.
     pub sink: Option<Arc<dyn CallSink>>,
+    /// Answers the caller gives with its first request (MCP 2026-07-28
+    /// `inputResponses`), for an upstream that asks without keeping state.
+    pub input_responses: Option<rmcp::model::InputResponses>,
 }
 
 impl Default for CallOptions {
@@ -24,6 +27,7 @@ impl Default for CallOptions {
             timeout: None,
             cancel: CancellationToken::new(),
             sink: None,
+            input_responses: None,
         }
     }
 }

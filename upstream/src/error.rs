@@ -91,6 +91,10 @@ pub enum UpstreamError {
         code: i32,
         /// Its message.
         message: String,
+        /// Its `data`, kept only where the protocol gives it a meaning the
+        /// client needs: the capabilities a `-32021` requires, the URI of a
+        /// resource that was not found.
+        data: Option<Box<serde_json::Value>>,
     },
     /// The upstream answered with something that is not a valid response.
     #[error("upstream `{id}` sent an unexpected response: {detail}")]

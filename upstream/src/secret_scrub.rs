@@ -78,10 +78,16 @@ impl SecretScrub {
     /// `error` with secrets replaced in the texts an upstream had a say in.
     pub(crate) fn error(&self, error: UpstreamError) -> UpstreamError {
         match error {
-            UpstreamError::Remote { id, code, message } => UpstreamError::Remote {
+            UpstreamError::Remote {
+                id,
+                code,
+                message,
+                data,
+            } => UpstreamError::Remote {
                 id,
                 code,
                 message: self.text(&message),
+                data: data.map(|d| Box::new(self.serde(*d))),
             },
             UpstreamError::Protocol { id, detail } => UpstreamError::Protocol {
                 id,
@@ -124,6 +130,7 @@ mod tests {
             id: "api".into(),
             code: -32000,
             message: "bad credential tok-123".into(),
+            data: None,
         });
         assert!(!error.to_string().contains("tok-123"), "{error}");
     }

@@ -123,6 +123,20 @@ fn listen_for_list_changes(
     }))
 }
 
+/// The part of an upstream error's `data` a client needs (and no more: the
+/// rest may say things about the upstream the client should not hear): the
+/// capabilities a `-32021` requires, the URI of a resource not found.
+fn meaningful_data(code: i32, data: Option<serde_json::Value>) -> Option<Box<serde_json::Value>> {
+    let data = data?;
+    let keep = match code {
+        -32021 => "requiredCapabilities",
+        -32002 | -32602 => "uri",
+        _ => return None,
+    };
+    let value = data.get(keep)?.clone();
+    Some(Box::new(serde_json::json!({ keep: value })))
+}
+
 /// Why a connection could not be started.
 enum ServeFailure {
     /// `server/discover` found no revision both sides speak.
@@ -853,6 +867,9 @@ impl Upstream {
         mut request: ClientRequest,
         options: CallOptions,
     ) -> Result<ServerResult, UpstreamError> {
+        if let Some(given) = options.input_responses.clone() {
+            with_input(&mut request, given, None);
+        }
         for _ in 0..MAX_INPUT_ROUNDS {
             let asked = match self
                 .request_admitted(request.clone(), options.clone())
@@ -1037,6 +1054,7 @@ impl Upstream {
                 id,
                 code: e.code.0,
                 message: e.message.to_string(),
+                data: meaningful_data(e.code.0, e.data),
             },
             ServiceError::Timeout { .. } => UpstreamError::Timeout { id, timeout },
             ServiceError::Cancelled { .. } => UpstreamError::Cancelled { id },

@@ -72,7 +72,9 @@ async fn a_json_rpc_error_comes_back_with_its_code_and_message() {
         .await
         .unwrap_err();
     match error {
-        UpstreamError::Remote { id, code, message } => {
+        UpstreamError::Remote {
+            id, code, message, ..
+        } => {
             assert_eq!(id, "fixture");
             assert_eq!(code, -32602, "invalid params");
             assert_eq!(message, "`city` must be a string");

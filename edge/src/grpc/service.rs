@@ -202,6 +202,7 @@ impl GatewayService {
                 .then(|| Duration::from_millis(u64::from(request.timeout_ms))),
             cancel,
             sink: None,
+            input_responses: None,
         };
         let dispatch = self.gateway.dispatch().clone();
         let origin = self.gateway.origin_of(&principal);

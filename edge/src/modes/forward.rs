@@ -16,7 +16,7 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use super::tool_result::tool_error;
-use crate::relay::SessionRelay;
+use crate::{input_required::GivenInput, relay::SessionRelay};
 
 /// An upstream's error result with its text redacted for the caller who sent
 /// `arguments` (see `quiver_view::redact`); other blocks pass unchanged.
@@ -50,6 +50,7 @@ pub(crate) async fn forward(
         timeout: None,
         cancel: context.ct.clone(),
         sink: Some(Arc::new(relay)),
+        input_responses: context.extensions.get::<GivenInput>().map(|g| g.0.clone()),
     };
     let sent = arguments.map_or(Value::Null, Value::Object);
     match call_checked(dispatch, view, tenant, origin, tool, sent, options).await {
@@ -88,13 +89,16 @@ pub(crate) async fn call_checked(
     Ok(Ok(match outcome {
         Ok(result) if result.is_error == Some(true) => redact_error_result(result, &args_value),
         Ok(result) => result,
-        Err(UpstreamError::Remote { code, message, .. })
-            if code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0 =>
-        {
+        Err(UpstreamError::Remote {
+            code,
+            message,
+            data,
+            ..
+        }) if code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0 => {
             return Ok(Err(ErrorData::new(
                 ErrorCode(code),
                 redact_for_caller(&message, &args_value),
-                None,
+                data.map(|d| *d),
             )));
         }
         Err(e) => {

@@ -20,9 +20,16 @@ fn client_request(method: &str, params: Value) -> Result<ClientRequest, ErrorDat
 
 fn upstream_error(e: UpstreamError) -> ErrorData {
     match e {
-        UpstreamError::Remote { code, message, .. } => {
-            ErrorData::new(rmcp::model::ErrorCode(code), redact(&message), None)
-        }
+        UpstreamError::Remote {
+            code,
+            message,
+            data,
+            ..
+        } => ErrorData::new(
+            rmcp::model::ErrorCode(code),
+            redact(&message),
+            data.map(|d| *d),
+        ),
         other => ErrorData::internal_error(redact(&other.to_string()), None),
     }
 }

@@ -18,9 +18,7 @@ use serde_json::json;
 use super::{
     forward::forward,
     handler::{Backends, ModeHandler, ToolRequest},
-    tool_result::{
-        meta_tool, meta_tool_capabilities, parse_args, tool_error, tool_ok, unknown_tool,
-    },
+    tool_result::{meta_tool, meta_tool_capabilities, parse_args, tool_ok, unknown_tool},
 };
 
 /// Search mode's own tool names.
@@ -83,26 +81,25 @@ impl SearchMode {
         name: &str,
         arguments: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> Result<CallToolResult, ErrorData> {
         match view.by_exposed(name) {
-            Some(tool) => forward(
-                self.backends.dispatch.as_ref(),
-                view,
-                tenant,
-                origin,
-                tool,
-                arguments,
-                context,
-            )
-            .await
-            .unwrap_or_else(|e| {
-                tool_error(
-                    "missing_client_capability",
-                    e.message.into_owned(),
-                    json!({}),
+            Some(tool) => {
+                forward(
+                    self.backends.dispatch.as_ref(),
+                    view,
+                    tenant,
+                    origin,
+                    tool,
+                    arguments,
+                    context,
                 )
-            }),
-            None => unknown_tool(view, name, "use search_tools to find the right name"),
+                .await
+            }
+            None => Ok(unknown_tool(
+                view,
+                name,
+                "use search_tools to find the right name",
+            )),
         }
     }
 }
@@ -161,8 +158,8 @@ impl ModeHandler for SearchMode {
     ) -> BoxFuture<'a, Result<CallToolResult, ErrorData>> {
         Box::pin(async move {
             let view = &request.view;
-            Ok(match request.name {
-                SEARCH_TOOLS => self.search_tools(view, request.tenant, request.arguments),
+            match request.name {
+                SEARCH_TOOLS => Ok(self.search_tools(view, request.tenant, request.arguments)),
                 CALL_TOOL => {
                     let args: CallArgs = match parse_args(
                         CALL_TOOL,
@@ -191,7 +188,7 @@ impl ModeHandler for SearchMode {
                     )
                     .await
                 }
-            })
+            }
         })
     }
 }

@@ -172,6 +172,7 @@ impl ScriptContext for ViewScriptContext {
                 timeout: None,
                 cancel: self.cancel.clone(),
                 sink: self.sink.clone(),
+                input_responses: None,
             };
             let span = self
                 .span

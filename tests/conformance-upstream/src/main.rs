@@ -7,6 +7,7 @@ mod media;
 mod prompts;
 mod resources;
 mod server;
+mod stateless;
 mod tools;
 
 use std::net::SocketAddr;

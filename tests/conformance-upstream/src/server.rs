@@ -20,12 +20,12 @@ use rmcp::{
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
         PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
         ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-        UnsubscribeRequestParams,
+        SubscriptionFilter, UnsubscribeRequestParams,
     },
-    service::RequestContext,
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
-use crate::{prompts, resources, tools};
+use crate::{prompts, resources, stateless, tools};
 
 /// One MCP session's worth of the fixture. The HTTP transport builds one per session;
 /// stdio serves exactly one.
@@ -81,6 +81,14 @@ impl ServerHandler for ConformanceServer {
             .enable_resources_subscribe()
             .enable_tools()
             .build();
+        let mut capabilities = capabilities;
+        // The trigger tools change both lists (`stateless`).
+        if let Some(tools) = capabilities.tools.as_mut() {
+            tools.list_changed = Some(true);
+        }
+        if let Some(prompts) = capabilities.prompts.as_mut() {
+            prompts.list_changed = Some(true);
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "quiver-conformance-upstream",
@@ -92,10 +100,27 @@ impl ServerHandler for ConformanceServer {
             )
     }
 
-    /// The scenarios rely on server-to-client requests (sampling, elicitation) and
-    /// logging, which the 2026-07-28 revision removed; stop at 2025-11-25.
+    /// Every revision rmcp knows: 2026-07-28 clients are asked with
+    /// `input_required` where older ones get server-to-client requests.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        stateless::add_session(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        stateless::add_listener(subscription.sink().clone());
+        subscription.cancelled().await;
+        Ok(())
     }
 
     async fn list_tools(
@@ -103,7 +128,9 @@ impl ServerHandler for ConformanceServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::catalogue()))
+        let mut all = tools::catalogue();
+        all.extend(stateless::catalogue());
+        Ok(ListToolsResult::with_all_items(all))
     }
 
     async fn call_tool(
@@ -111,7 +138,14 @@ impl ServerHandler for ConformanceServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        tools::call(self, request, context).await.map(Into::into)
+        let (responses, state) = (
+            request.input_responses.clone(),
+            request.request_state.clone(),
+        );
+        if let Some(answer) = stateless::call(&request.name, responses, state, &context).await {
+            return answer;
+        }
+        tools::call(self, request, context).await
     }
 
     async fn list_resources(
@@ -162,7 +196,9 @@ impl ServerHandler for ConformanceServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts::catalogue()))
+        let mut all = prompts::catalogue();
+        all.extend(stateless::prompts());
+        Ok(ListPromptsResult::with_all_items(all))
     }
 
     async fn get_prompt(
@@ -170,6 +206,9 @@ impl ServerHandler for ConformanceServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if let Some(answer) = stateless::get_prompt(&request.name, request.input_responses) {
+            return answer;
+        }
         prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
     }
 

@@ -1,7 +1,8 @@
 //! The fixture's tools: one per conformance scenario that calls `tools/call`, named
 //! exactly as the suite expects, plus the JSON Schema 2020-12 tool it only lists.
 //! Tools that talk back to the client (logging, progress, sampling, elicitation) do so
-//! through the request's peer, so the messages travel on that request's stream.
+//! through the request's peer, so the messages travel on that request's stream; a
+//! client of MCP 2026-07-28 is asked with `input_required` instead (see `stateless`).
 
 #![allow(deprecated)] // logging and sampling: see server.rs
 
@@ -10,8 +11,9 @@ use std::{sync::Arc, time::Duration};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CallToolRequestParams, CallToolResult, ClientResult, ContentBlock, CreateMessageRequest,
-        CreateMessageRequestParams, ElicitRequest, ElicitRequestParams, JsonObject, LoggingLevel,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
+        CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+        ElicitRequestParams, ElicitResult, InputRequest, InputResponses, JsonObject, LoggingLevel,
         LoggingMessageNotificationParam, ProgressNotificationParam, ResourceContents,
         SamplingMessage, ServerRequest, Tool,
     },
@@ -19,7 +21,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::{media, server::ConformanceServer};
+use crate::{media, server::ConformanceServer, stateless};
 
 pub const SIMPLE_TEXT: &str = "test_simple_text";
 pub const IMAGE_CONTENT: &str = "test_image_content";
@@ -124,6 +126,7 @@ pub fn catalogue() -> Vec<Tool> {
                 "type": "object",
                 "$defs": {
                     "address": {
+                        "$anchor": "address",
                         "type": "object",
                         "properties": {
                             "street": { "type": "string" },
@@ -133,8 +136,16 @@ pub fn catalogue() -> Vec<Tool> {
                 },
                 "properties": {
                     "name": { "type": "string" },
-                    "address": { "$ref": "#/$defs/address" }
+                    "address": { "$ref": "#/$defs/address" },
+                    "contact": { "type": "string" }
                 },
+                // SEP-2106: composition and conditional keywords survive listing too.
+                "allOf": [
+                    { "anyOf": [{ "required": ["name"] }, { "required": ["contact"] }] }
+                ],
+                "if": { "required": ["address"] },
+                "then": { "properties": { "address": { "required": ["city"] } } },
+                "else": { "properties": { "name": { "minLength": 1 } } },
                 "additionalProperties": false
             }),
         ),
@@ -163,9 +174,34 @@ pub async fn call(
     server: &ConformanceServer,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
-) -> Result<CallToolResult, ErrorData> {
+) -> Result<CallToolResponse, ErrorData> {
     let arguments = request.arguments.unwrap_or_default();
+    let responses = request.input_responses;
     match request.name.as_ref() {
+        SAMPLING => {
+            let prompt = string_argument(&arguments, "prompt")?;
+            sample(&context, prompt, &responses).await
+        }
+        ELICITATION => {
+            let message = string_argument(&arguments, "message")?;
+            elicit(&context, contact_form(message)?, &responses).await
+        }
+        ELICITATION_DEFAULTS => elicit(&context, defaults_form()?, &responses).await,
+        ELICITATION_ENUMS => elicit(&context, enums_form()?, &responses).await,
+        _ => call_complete(server, request.name.as_ref(), arguments, context)
+            .await
+            .map(Into::into),
+    }
+}
+
+/// The tools that answer in one round.
+async fn call_complete(
+    server: &ConformanceServer,
+    name: &str,
+    arguments: JsonObject,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResult, ErrorData> {
+    match name {
         SIMPLE_TEXT => Ok(CallToolResult::success(vec![ContentBlock::text(
             "This is a simple text response for testing.",
         )])),
@@ -199,16 +235,6 @@ pub async fn call(
         ERROR_HANDLING => Ok(CallToolResult::error(vec![ContentBlock::text(
             "This tool intentionally returns an error for testing",
         )])),
-        SAMPLING => {
-            let prompt = string_argument(&arguments, "prompt")?;
-            sample(&context, prompt).await
-        }
-        ELICITATION => {
-            let message = string_argument(&arguments, "message")?;
-            elicit(&context, contact_form(message)?).await
-        }
-        ELICITATION_DEFAULTS => elicit(&context, defaults_form()?).await,
-        ELICITATION_ENUMS => elicit(&context, enums_form()?).await,
         JSON_SCHEMA_2020_12 => Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "Received: {}",
             Value::Object(arguments)
@@ -247,7 +273,12 @@ async fn run_with_logging(
         if index > 0 {
             tokio::time::sleep(STEP).await;
         }
-        if server.should_log(LoggingLevel::Info) {
+        let wanted = if stateless::is_stateless(context) {
+            stateless::logs_at(context, LoggingLevel::Info)
+        } else {
+            server.should_log(LoggingLevel::Info)
+        };
+        if wanted {
             context
                 .peer
                 .notify_logging_message(
@@ -291,31 +322,44 @@ async fn run_with_progress(
 async fn sample(
     context: &RequestContext<RoleServer>,
     prompt: &str,
-) -> Result<CallToolResult, ErrorData> {
-    let supported = context
-        .peer
-        .peer_info()
-        .is_some_and(|client| client.capabilities.sampling.is_some());
-    if !supported {
-        return Ok(CallToolResult::error(vec![ContentBlock::text(
-            "the client did not declare the sampling capability",
-        )]));
-    }
+    responses: &Option<InputResponses>,
+) -> Result<CallToolResponse, ErrorData> {
     let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
-    let response = context
-        .peer
-        .send_request(ServerRequest::CreateMessageRequest(
-            CreateMessageRequest::new(params),
-        ))
-        .await
-        .map_err(|e| {
-            ErrorData::internal_error(format!("sampling/createMessage failed: {e}"), None)
-        })?;
-    let ClientResult::CreateMessageResult(result) = response else {
-        return Err(ErrorData::internal_error(
-            "the client answered sampling/createMessage with another result type",
-            None,
-        ));
+    let result: CreateMessageResult = if stateless::is_stateless(context) {
+        let question = InputRequest::CreateMessage(CreateMessageRequest::new(params));
+        match stateless::ask(responses, "sampling", question) {
+            Ok(answer) => serde_json::from_value(answer).map_err(|e| {
+                ErrorData::invalid_params(format!("not a sampling result: {e}"), None)
+            })?,
+            Err(asked) => return Ok((*asked).into()),
+        }
+    } else {
+        let supported = context
+            .peer
+            .peer_info()
+            .is_some_and(|client| client.capabilities.sampling.is_some());
+        if !supported {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                "the client did not declare the sampling capability",
+            )])
+            .into());
+        }
+        let response = context
+            .peer
+            .send_request(ServerRequest::CreateMessageRequest(
+                CreateMessageRequest::new(params),
+            ))
+            .await
+            .map_err(|e| {
+                ErrorData::internal_error(format!("sampling/createMessage failed: {e}"), None)
+            })?;
+        let ClientResult::CreateMessageResult(result) = response else {
+            return Err(ErrorData::internal_error(
+                "the client answered sampling/createMessage with another result type",
+                None,
+            ));
+        };
+        *result
     };
     let text = result
         .message
@@ -325,41 +369,55 @@ async fn sample(
         .map(|content| content.text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    Ok(CallToolResult::success(vec![ContentBlock::text(format!(
-        "LLM response: {text}"
-    ))]))
+    Ok(CallToolResult::success(vec![ContentBlock::text(format!("LLM response: {text}"))]).into())
 }
 
 async fn elicit(
     context: &RequestContext<RoleServer>,
     params: ElicitRequestParams,
-) -> Result<CallToolResult, ErrorData> {
-    let supported = context
-        .peer
-        .peer_info()
-        .is_some_and(|client| client.capabilities.elicitation.is_some());
-    if !supported {
-        return Ok(CallToolResult::error(vec![ContentBlock::text(
-            "the client did not declare the elicitation capability",
-        )]));
-    }
-    let response = context
-        .peer
-        .send_request(ServerRequest::ElicitRequest(ElicitRequest::new(params)))
-        .await
-        .map_err(|e| ErrorData::internal_error(format!("elicitation/create failed: {e}"), None))?;
-    let ClientResult::ElicitResult(result) = response else {
-        return Err(ErrorData::internal_error(
-            "the client answered elicitation/create with another result type",
-            None,
-        ));
+    responses: &Option<InputResponses>,
+) -> Result<CallToolResponse, ErrorData> {
+    let result: ElicitResult = if stateless::is_stateless(context) {
+        let question = InputRequest::Elicitation(ElicitRequest::new(params));
+        match stateless::ask(responses, "elicitation", question) {
+            Ok(answer) => serde_json::from_value(answer).map_err(|e| {
+                ErrorData::invalid_params(format!("not an elicitation result: {e}"), None)
+            })?,
+            Err(asked) => return Ok((*asked).into()),
+        }
+    } else {
+        let supported = context
+            .peer
+            .peer_info()
+            .is_some_and(|client| client.capabilities.elicitation.is_some());
+        if !supported {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                "the client did not declare the elicitation capability",
+            )])
+            .into());
+        }
+        let response = context
+            .peer
+            .send_request(ServerRequest::ElicitRequest(ElicitRequest::new(params)))
+            .await
+            .map_err(|e| {
+                ErrorData::internal_error(format!("elicitation/create failed: {e}"), None)
+            })?;
+        let ClientResult::ElicitResult(result) = response else {
+            return Err(ErrorData::internal_error(
+                "the client answered elicitation/create with another result type",
+                None,
+            ));
+        };
+        result
     };
     let action = serde_json::to_value(&result.action).unwrap_or(Value::Null);
     let content = result.content.unwrap_or(Value::Null);
     Ok(CallToolResult::success(vec![ContentBlock::text(format!(
         "Elicitation completed: action={}, content={content}",
         action.as_str().unwrap_or("unknown")
-    ))]))
+    ))])
+    .into())
 }
 
 /// Builds elicitation params from their wire JSON, so each form reads exactly like the
