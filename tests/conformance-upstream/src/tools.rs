@@ -11,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
         CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
         ElicitRequestParams, ElicitResult, InputRequest, InputResponses, JsonObject, LoggingLevel,
         LoggingMessageNotificationParam, ProgressNotificationParam, ResourceContents,
@@ -319,47 +319,82 @@ async fn run_with_progress(
     )]))
 }
 
+/// One question for the client, in both generations' shapes.
+struct Question {
+    /// Its key in an `input_required` result.
+    key: &'static str,
+    /// The capability it needs, by name, and whether the client declared it.
+    capability: &'static str,
+    declared: fn(&rmcp::model::ClientCapabilities) -> bool,
+    /// As an `input_required` request (2026-07-28 clients).
+    input: InputRequest,
+    /// As a server-to-client request (older clients).
+    request: ServerRequest,
+}
+
+/// Asks the client `question`: a 2026-07-28 client with `input_required`
+/// (its answer arrives in `responses` on the next call), an older one with a
+/// server-to-client request. `Err` holds what the call answers instead: the
+/// question, or why it cannot be asked.
+async fn ask_client<T: serde::de::DeserializeOwned>(
+    context: &RequestContext<RoleServer>,
+    responses: &Option<InputResponses>,
+    question: Question,
+) -> Result<T, Result<CallToolResponse, ErrorData>> {
+    let answer = if stateless::is_stateless(context) {
+        stateless::ask(responses, question.key, question.input)
+            .map_err(|asked| Ok((*asked).into()))?
+    } else {
+        let declared = context
+            .peer
+            .peer_info()
+            .is_some_and(|client| (question.declared)(&client.capabilities));
+        if !declared {
+            let refusal = format!(
+                "the client did not declare the {} capability",
+                question.capability
+            );
+            return Err(Ok(
+                CallToolResult::error(vec![ContentBlock::text(refusal)]).into()
+            ));
+        }
+        let response = context
+            .peer
+            .send_request(question.request)
+            .await
+            .map_err(|e| {
+                let message = format!("asking the client ({}) failed: {e}", question.capability);
+                Err(ErrorData::internal_error(message, None))
+            })?;
+        serde_json::to_value(response).unwrap_or(Value::Null)
+    };
+    serde_json::from_value(answer).map_err(|e| {
+        Err(ErrorData::invalid_params(
+            format!(
+                "the client's answer ({}) does not fit: {e}",
+                question.capability
+            ),
+            None,
+        ))
+    })
+}
+
 async fn sample(
     context: &RequestContext<RoleServer>,
     prompt: &str,
     responses: &Option<InputResponses>,
 ) -> Result<CallToolResponse, ErrorData> {
     let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
-    let result: CreateMessageResult = if stateless::is_stateless(context) {
-        let question = InputRequest::CreateMessage(CreateMessageRequest::new(params));
-        match stateless::ask(responses, "sampling", question) {
-            Ok(answer) => serde_json::from_value(answer).map_err(|e| {
-                ErrorData::invalid_params(format!("not a sampling result: {e}"), None)
-            })?,
-            Err(asked) => return Ok((*asked).into()),
-        }
-    } else {
-        let supported = context
-            .peer
-            .peer_info()
-            .is_some_and(|client| client.capabilities.sampling.is_some());
-        if !supported {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(
-                "the client did not declare the sampling capability",
-            )])
-            .into());
-        }
-        let response = context
-            .peer
-            .send_request(ServerRequest::CreateMessageRequest(
-                CreateMessageRequest::new(params),
-            ))
-            .await
-            .map_err(|e| {
-                ErrorData::internal_error(format!("sampling/createMessage failed: {e}"), None)
-            })?;
-        let ClientResult::CreateMessageResult(result) = response else {
-            return Err(ErrorData::internal_error(
-                "the client answered sampling/createMessage with another result type",
-                None,
-            ));
-        };
-        *result
+    let question = Question {
+        key: "sampling",
+        capability: "sampling",
+        declared: |caps| caps.sampling.is_some(),
+        input: InputRequest::CreateMessage(CreateMessageRequest::new(params.clone())),
+        request: ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params)),
+    };
+    let result: CreateMessageResult = match ask_client(context, responses, question).await {
+        Ok(result) => result,
+        Err(answer) => return answer,
     };
     let text = result
         .message
@@ -377,39 +412,16 @@ async fn elicit(
     params: ElicitRequestParams,
     responses: &Option<InputResponses>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let result: ElicitResult = if stateless::is_stateless(context) {
-        let question = InputRequest::Elicitation(ElicitRequest::new(params));
-        match stateless::ask(responses, "elicitation", question) {
-            Ok(answer) => serde_json::from_value(answer).map_err(|e| {
-                ErrorData::invalid_params(format!("not an elicitation result: {e}"), None)
-            })?,
-            Err(asked) => return Ok((*asked).into()),
-        }
-    } else {
-        let supported = context
-            .peer
-            .peer_info()
-            .is_some_and(|client| client.capabilities.elicitation.is_some());
-        if !supported {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(
-                "the client did not declare the elicitation capability",
-            )])
-            .into());
-        }
-        let response = context
-            .peer
-            .send_request(ServerRequest::ElicitRequest(ElicitRequest::new(params)))
-            .await
-            .map_err(|e| {
-                ErrorData::internal_error(format!("elicitation/create failed: {e}"), None)
-            })?;
-        let ClientResult::ElicitResult(result) = response else {
-            return Err(ErrorData::internal_error(
-                "the client answered elicitation/create with another result type",
-                None,
-            ));
-        };
-        result
+    let question = Question {
+        key: "elicitation",
+        capability: "elicitation",
+        declared: |caps| caps.elicitation.is_some(),
+        input: InputRequest::Elicitation(ElicitRequest::new(params.clone())),
+        request: ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+    };
+    let result: ElicitResult = match ask_client(context, responses, question).await {
+        Ok(result) => result,
+        Err(answer) => return answer,
     };
     let action = serde_json::to_value(&result.action).unwrap_or(Value::Null);
     let content = result.content.unwrap_or(Value::Null);
