@@ -599,6 +599,23 @@ impl ServerHandler for SessionHandler {
         ))
     }
 
+    /// A tool's definition for checking a stateless request's `Mcp-Param-*`
+    /// headers against its `x-mcp-header` annotations (rmcp asks before the
+    /// request reaches a handler). Only where every caller sees the same view
+    /// (an edge that authenticates nobody) and only for tools the path's mode
+    /// calls by their own names: elsewhere the caller's view is not known yet,
+    /// and the headers are not checked.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.gateway.config().auth != AuthMode::None {
+            return None;
+        }
+        let mode = self.path_mode.unwrap_or(self.gateway.config().default_mode);
+        if mode == Mode::Code {
+            return None;
+        }
+        modes::listed_tool(&self.gateway.view(), name)
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,

@@ -295,6 +295,10 @@ impl ServerHandler for GatewaySession {
         self.handler.accepted_subscription_filter(requested)
     }
 
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.handler.get_tool(name)
+    }
+
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         // The span covers the whole stream: it ends when the client leaves.
         let traced = self.start(

@@ -16,6 +16,7 @@ use code::CodeMode;
 pub(crate) use forward::call_checked;
 pub use handler::{Backends, ModeHandler, ToolRequest};
 use passthrough::PassthroughMode;
+pub(crate) use passthrough::listed_tool;
 use search::SearchMode;
 
 use crate::mode::Mode;

@@ -33,26 +33,35 @@ impl PassthroughMode {
 
 /// The view's tools as MCP tool definitions.
 pub fn list(view: &ToolView) -> Vec<Tool> {
-    view.iter()
-        .filter_map(|t| {
-            let mut value = serde_json::to_value(&*t.tool.def).ok()?;
-            let obj = value.as_object_mut()?;
-            obj.insert("name".into(), Value::String(t.tool.exposed_name.clone()));
-            if obj.get("description").is_some_and(|d| d.as_str() == Some("")) {
-                obj.remove("description");
-            }
-            if !obj.get("inputSchema").is_some_and(Value::is_object) {
-                obj.insert("inputSchema".into(), json!({"type": "object"}));
-            }
-            match serde_json::from_value::<Tool>(value) {
-                Ok(tool) => Some(tool),
-                Err(e) => {
-                    tracing::warn!(tool = %t.tool.exposed_name, "tool definition not representable: {e}");
-                    None
-                }
-            }
-        })
-        .collect()
+    view.iter().filter_map(listed).collect()
+}
+
+/// The tool `name` as passthrough lists it, when the view has it.
+pub fn listed_tool(view: &ToolView, name: &str) -> Option<Tool> {
+    view.by_exposed(name).and_then(listed)
+}
+
+/// One tool as passthrough lists it: its definition under its exposed name.
+fn listed(t: quiver_view::ViewTool<'_>) -> Option<Tool> {
+    let mut value = serde_json::to_value(&*t.tool.def).ok()?;
+    let obj = value.as_object_mut()?;
+    obj.insert("name".into(), Value::String(t.tool.exposed_name.clone()));
+    if obj
+        .get("description")
+        .is_some_and(|d| d.as_str() == Some(""))
+    {
+        obj.remove("description");
+    }
+    if !obj.get("inputSchema").is_some_and(Value::is_object) {
+        obj.insert("inputSchema".into(), json!({"type": "object"}));
+    }
+    match serde_json::from_value::<Tool>(value) {
+        Ok(tool) => Some(tool),
+        Err(e) => {
+            tracing::warn!(tool = %t.tool.exposed_name, "tool definition not representable: {e}");
+            None
+        }
+    }
 }
 
 impl ModeHandler for PassthroughMode {

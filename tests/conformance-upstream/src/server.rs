@@ -106,6 +106,15 @@ impl ServerHandler for ConformanceServer {
         Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
     }
 
+    /// A tool's definition, so rmcp checks `Mcp-Param-*` headers against its
+    /// `x-mcp-header` annotations.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        tools::catalogue()
+            .into_iter()
+            .chain(stateless::catalogue())
+            .find(|tool| tool.name == name)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         stateless::add_session(context.peer);
     }

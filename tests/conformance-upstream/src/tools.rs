@@ -37,6 +37,7 @@ pub const ELICITATION_DEFAULTS: &str = "test_elicitation_sep1034_defaults";
 pub const ELICITATION_ENUMS: &str = "test_elicitation_sep1330_enums";
 pub const JSON_SCHEMA_2020_12: &str = "json_schema_2020_12_tool";
 pub const RECONNECTION: &str = "test_reconnection";
+pub const HEADER_PARAMETER: &str = "test_header_parameter";
 
 /// Pause between the notifications of the logging and progress tools; the scenarios
 /// ask for ~50 ms so clients see them arrive separately.
@@ -150,6 +151,17 @@ pub fn catalogue() -> Vec<Tool> {
             }),
         ),
         tool(
+            HEADER_PARAMETER,
+            "Echoes its `region` argument, which HTTP clients also send as the Mcp-Param-Region header (SEP-2243)",
+            json!({
+                "type": "object",
+                "properties": {
+                    "region": { "type": "string", "x-mcp-header": "Region" }
+                },
+                "required": ["region"]
+            }),
+        ),
+        tool(
             RECONNECTION,
             "Answers after a short pause; used by the SSE polling scenario",
             no_args(),
@@ -238,6 +250,10 @@ async fn call_complete(
         JSON_SCHEMA_2020_12 => Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "Received: {}",
             Value::Object(arguments)
+        ))])),
+        HEADER_PARAMETER => Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+            "Region: {}",
+            string_argument(&arguments, "region")?
         ))])),
         RECONNECTION => {
             tokio::time::sleep(STEP).await;
