@@ -26,6 +26,9 @@ pub enum BenchCommand {
     /// Tracing's cost: passthrough and `execute` latency with every span
     /// exported over OTLP against export off, through `quiver dev`.
     Telemetry(super::bench_telemetry::TelemetryBenchArgs),
+    /// MCP 2026-07-28's stateless requests against a 2025-11-25 session:
+    /// `tools/call` and `tools/list` latency through `quiver dev`.
+    Revisions(super::bench_revisions::RevisionsBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -62,6 +65,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Revocation(args) => super::bench_revocation::run(args).await,
         BenchCommand::Tenants(args) => super::bench_tenants::run(args),
         BenchCommand::Telemetry(args) => super::bench_telemetry::run(args).await,
+        BenchCommand::Revisions(args) => super::bench_revisions::run(args).await,
     }
 }
 
