@@ -53,6 +53,11 @@ struct WorkerArgs {
     /// stdin before anything else, instead of making one.
     #[arg(long, hide = true)]
     snapshot_from_stdin: bool,
+    /// Benchmark hook: build a fresh runtime for every execution on a thread
+    /// of its own (the worker before forking), so `quiver bench executor`
+    /// can compare the two.
+    #[arg(long, hide = true)]
+    bench_fresh_runtimes: bool,
 }
 
 fn main() -> std::process::ExitCode {
@@ -133,6 +138,21 @@ fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
     if !args.bench_without_lock_down {
         let _ = quiver_executor::worker::isolation::enter_before_threads();
     }
+    // A process per execution, forked from a runtime no script has run in;
+    // where forking is not safe, the threaded worker below.
+    if !args.bench_fresh_runtimes {
+        use quiver_executor::worker::forking::{ForkingError, serve_forking};
+        match serve_forking(probe, !args.bench_without_lock_down) {
+            Ok(()) => return std::process::ExitCode::SUCCESS,
+            Err(ForkingError::Unavailable(why)) => {
+                tracing::info!(%why, "the worker runs a fresh runtime per execution instead");
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the worker stopped");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -141,7 +161,11 @@ fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
         Err(_) => return std::process::ExitCode::FAILURE,
     };
     let local = tokio::task::LocalSet::new();
-    match local.block_on(&runtime, quiver_executor::worker::run_worker_probing(probe)) {
+    let lock_down = !args.bench_without_lock_down;
+    match local.block_on(
+        &runtime,
+        quiver_executor::worker::run_worker_with(probe, lock_down),
+    ) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(_) => std::process::ExitCode::FAILURE,
     }

@@ -89,6 +89,7 @@ async fn executions_workers_and_recycling_are_measured() {
     config.min_workers = 1;
     config.max_workers = 1;
     config.max_uses = 2;
+    config.max_uses_forking = 2;
     let pool = WorkerPool::start(config);
     pool.warm_up().await.unwrap();
     let runner = ScriptRunner::new(
@@ -178,11 +179,17 @@ async fn executions_workers_and_recycling_are_measured() {
     assert_eq!(sample("quiver_worker_pool_queued", ""), 0.0);
     assert_eq!(sample("quiver_worker_pool_workers", "state=\"busy\""), 0.0);
 
-    eprintln!("--- a timeout leaves its worker in doubt; a rejected script never runs");
+    eprintln!(
+        "--- a timeout ends the script's own process, not the worker; a rejected script never runs"
+    );
     let in_doubt_before = recycled("in_doubt");
+    let failed_before = recycled("failed");
     run("while (true) {}").await.unwrap();
     assert_eq!(executions(tenant, "timeout"), 1.0);
-    assert_eq!(recycled("in_doubt") - in_doubt_before, 1.0);
+    assert_eq!(recycled("in_doubt") - in_doubt_before, 0.0);
+    assert_eq!(recycled("failed") - failed_before, 0.0);
+    let after = run("return 'after the timeout';").await.unwrap();
+    assert_eq!(after.result, Some(json!("after the timeout")));
     assert!(run("return (;").await.is_err());
     assert_eq!(executions(tenant, "rejected"), 1.0);
     pool.shutdown();

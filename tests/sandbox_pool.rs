@@ -119,6 +119,7 @@ async fn nothing_a_script_leaves_behind_reaches_the_next_one_on_the_same_worker(
 async fn workers_are_recycled_after_max_uses() {
     let mut config = config(1, 1);
     config.max_uses = 3;
+    config.max_uses_forking = 3;
     let pool = WorkerPool::start(config);
     pool.warm_up().await.unwrap();
     for _ in 0..7 {
@@ -286,6 +287,7 @@ async fn a_retired_worker_is_replaced_before_the_next_caller_needs_one() {
     // the replacement must not wait for it, nor for the next caller.
     let mut config = config(1, 1);
     config.max_uses = 1;
+    config.max_uses_forking = 1;
     config.idle_timeout = Duration::from_secs(20);
     let pool = WorkerPool::start(config);
     pool.warm_up().await.unwrap();
@@ -379,4 +381,146 @@ async fn a_dead_idle_worker_is_found_by_the_health_check_and_replaced() {
         ok_value(&run(&pool, "return 'replaced';").await),
         json!("replaced")
     );
+}
+
+/// A context whose one tool says when it is first called.
+#[derive(Default)]
+struct SignallingContext {
+    called: tokio::sync::Notify,
+    calls: AtomicUsize,
+}
+
+impl ScriptContext for SignallingContext {
+    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
+        BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])])
+    }
+
+    fn call_tool(&self, _name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.called.notify_one();
+            Ok(args)
+        })
+    }
+
+    fn search(&self, _query: String, _limit: u32) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async { Ok(json!([])) })
+    }
+
+    fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async move { Err(format!("unknown tool `{name}`").into()) })
+    }
+
+    fn stash(&self, _op: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn timers_pending_promises_and_random_state_end_with_their_execution() {
+    let pool = WorkerPool::start(config(1, 1));
+    pool.warm_up().await.unwrap();
+    // Leaves a timer that would call a tool through whatever execution is
+    // current when it fires, and a promise that never settles.
+    let first_context = Arc::new(SignallingContext::default());
+    let first = pool
+        .run(
+            "setTimeout(() => tools.demo.echo({ late: true }), 200); new Promise(() => {}); return [Math.random(), Math.random(), Math.random()];",
+            limits(),
+            first_context.clone(),
+        )
+        .await
+        .unwrap();
+    let first_draws = ok_value(&first);
+    // The second execution on the same worker outlasts that timer.
+    let second_context = Arc::new(SignallingContext::default());
+    let second = pool
+        .run(
+            "await new Promise((resolve) => setTimeout(resolve, 500)); return [Math.random(), Math.random(), Math.random()];",
+            limits(),
+            second_context.clone(),
+        )
+        .await
+        .unwrap();
+    let second_draws = ok_value(&second);
+    assert_eq!(pool.stats().spawned, 1, "both ran on the same worker");
+    assert_eq!(
+        second_context.calls.load(Ordering::SeqCst),
+        0,
+        "the first script's timer ran inside the second execution"
+    );
+    assert_eq!(
+        first_context.calls.load(Ordering::SeqCst),
+        0,
+        "the first script's timer outlived its execution"
+    );
+    assert_ne!(
+        first_draws, second_draws,
+        "two executions drew the same Math.random sequence"
+    );
+    for draw in second_draws.as_array().unwrap() {
+        let x = draw.as_f64().unwrap();
+        assert!((0.0..1.0).contains(&x), "{x}");
+    }
+}
+
+/// Processes whose parent is `parent`, from `/proc`.
+#[cfg(target_os = "linux")]
+fn children_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    // pid (comm) state ppid ...: comm may hold spaces.
+                    let after = &stat[stat.rfind(')')? + 2..];
+                    after.split(' ').nth(1)?.parse::<u32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_script_process_killed_mid_run_costs_that_execution_only() {
+    let pool = WorkerPool::start(config(1, 1));
+    pool.warm_up().await.unwrap();
+    let worker = pool.idle_pids()[0];
+    let context = Arc::new(SignallingContext::default());
+    let running = {
+        let pool = pool.clone();
+        let context = context.clone();
+        tokio::spawn(async move {
+            pool.run(
+                "await tools.demo.echo({}); await new Promise((resolve) => setTimeout(resolve, 1500)); return 'finished';",
+                limits(),
+                context,
+            )
+            .await
+        })
+    };
+    // The script is running once its tool call arrives: its process is the
+    // worker's child.
+    context.called.notified().await;
+    let children = children_of(worker);
+    assert_eq!(
+        children.len(),
+        1,
+        "one process runs the script: {children:?}"
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-9", &children[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let outcome = running.await.unwrap().expect("the worker reported");
+    let error = outcome.error.expect("the killed script has no result");
+    assert_eq!(error.kind, "internal", "{error:?}");
+    assert!(error.message.contains("process"), "{error:?}");
+    assert_eq!(ok_value(&run(&pool, "return 'next';").await), json!("next"));
+    assert_eq!(pool.stats().spawned, 1, "the worker itself went on serving");
+    assert_eq!(pool.idle_pids(), vec![worker]);
 }

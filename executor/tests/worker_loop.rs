@@ -33,7 +33,7 @@ impl Host {
             writer: FrameWriter::new(to_worker),
             worker,
         };
-        assert_eq!(host.next().await, WorkerMessage::Ready);
+        assert_eq!(host.next().await, WorkerMessage::Ready { forks: false });
         host
     }
 

@@ -61,7 +61,7 @@ struct FrameWriterBytes;
 
 impl FrameWriterBytes {
     fn ready() -> Vec<u8> {
-        let body = serde_json::to_vec(&WorkerMessage::Ready).unwrap();
+        let body = serde_json::to_vec(&WorkerMessage::Ready { forks: false }).unwrap();
         let mut frame = (body.len() as u32).to_be_bytes().to_vec();
         frame.extend_from_slice(&body);
         frame

@@ -91,6 +91,125 @@ pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
+/// The pids of `pid`'s children (a forking worker's script processes).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Memory a process holds that no other does (`Private_Clean` +
+/// `Private_Dirty` of `/proc/<pid>/smaps_rollup`): what a forked script
+/// process costs beyond the pages it shares with its worker.
+fn private_kib(pid: u32) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        rollup
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    Some(field("Private_Clean:")? + field("Private_Dirty:")?)
+}
+
+/// Executions per second and the p50/p99 latency of `concurrency` callers
+/// running the trivial script `runs` times in all on `pool`.
+async fn throughput(
+    pool: &Arc<WorkerPool>,
+    concurrency: usize,
+    runs: usize,
+    context: &Arc<dyn ScriptContext>,
+    limits: Limits,
+) -> anyhow::Result<(f64, Duration, Duration)> {
+    let per_task = (runs / concurrency).max(1);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let pool = pool.clone();
+        let context = context.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::with_capacity(per_task);
+            for _ in 0..per_task {
+                let t = Instant::now();
+                let outcome = pool.run("return 1;", limits, context.clone()).await?;
+                if let Some(error) = outcome.error {
+                    anyhow::bail!("benchmark script failed: {error:?}");
+                }
+                samples.push(t.elapsed());
+            }
+            Ok(samples)
+        }));
+    }
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await??);
+    }
+    let elapsed = started.elapsed();
+    samples.sort();
+    Ok((
+        samples.len() as f64 / elapsed.as_secs_f64(),
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+    ))
+}
+
+/// The forking worker against the one it replaced (a fresh runtime restored
+/// and hardened for every execution, on a thread of its own), both locked
+/// down, on the same machine in the same run.
+async fn worker_models(
+    out: &mut String,
+    command: &WorkerCommand,
+    context: &Arc<dyn ScriptContext>,
+    limits: Limits,
+    iterations: usize,
+    throughput_runs: usize,
+) -> anyhow::Result<()> {
+    let fresh = WorkerCommand {
+        program: command.program.clone(),
+        args: vec![
+            "__worker".into(),
+            "--bench-fresh-runtimes".into(),
+            quiver_executor::pool::SNAPSHOT_FROM_HOST_FLAG.into(),
+        ],
+    };
+    let _ = writeln!(
+        out,
+        "\n## Worker model: a process forked per execution against a fresh runtime per execution (trivial script, pool of 8 workers)\n\n| worker | one at a time p50 ms | p99 ms | concurrency 8: executions/s | p50 ms | p99 ms |\n|---|---:|---:|---:|---:|---:|"
+    );
+    for (label, command) in [
+        (
+            "forks a process from its prepared runtime (the executor's worker)",
+            command,
+        ),
+        (
+            "restores and hardens a fresh runtime per execution (before)",
+            &fresh,
+        ),
+    ] {
+        let pool = WorkerPool::start(PoolConfig {
+            min_workers: 8,
+            max_workers: 8,
+            max_queue: 1024,
+            ..PoolConfig::new(command.clone())
+        });
+        pool.warm_up().await?;
+        let (_, one_p50, one_p99) = throughput(&pool, 1, iterations, context, limits).await?;
+        let (rate, p50, p99) = throughput(&pool, 8, throughput_runs, context, limits).await?;
+        pool.shutdown();
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {rate:.0} | {} | {} |",
+            ms(one_p50),
+            ms(one_p99),
+            ms(p50),
+            ms(p99)
+        );
+    }
+    Ok(())
+}
+
 fn script_with_calls(n: usize) -> String {
     if n == 0 {
         "return 1;".to_string()
@@ -351,34 +470,13 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     });
     pool8.warm_up().await?;
     for concurrency in [1usize, 8, 32] {
-        let per_task = (args.throughput_runs / concurrency).max(1);
-        let started = Instant::now();
-        let mut tasks = Vec::new();
-        for _ in 0..concurrency {
-            let pool = pool8.clone();
-            let context = context.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut samples = Vec::with_capacity(per_task);
-                for _ in 0..per_task {
-                    let t = Instant::now();
-                    let _ = pool.run("return 1;", limits, context.clone()).await;
-                    samples.push(t.elapsed());
-                }
-                samples
-            }));
-        }
-        let mut samples = Vec::new();
-        for task in tasks {
-            samples.extend(task.await?);
-        }
-        let elapsed = started.elapsed();
-        samples.sort();
-        let rate = samples.len() as f64 / elapsed.as_secs_f64();
+        let (rate, p50, p99) =
+            throughput(&pool8, concurrency, args.throughput_runs, &context, limits).await?;
         let _ = writeln!(
             out,
             "| {concurrency} | {rate:.0} | {} | {} |",
-            ms(percentile(&samples, 0.5)),
-            ms(percentile(&samples, 0.99))
+            ms(p50),
+            ms(p99)
         );
     }
     pool8.shutdown();
@@ -397,13 +495,20 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     cold.sort();
     let mut worker = WorkerProcess::spawn(&command).await?;
     let pid = worker.pid().unwrap_or(0);
+    // Sampled while the script runs: the worker's own resident memory, and
+    // that of the process running the script (resident, and private: what it
+    // does not share with the worker it was forked from).
     let sampler = tokio::spawn(async move {
-        let mut peak = 0;
+        let (mut worker_peak, mut script_peak, mut private_peak) = (0, 0, 0);
         for _ in 0..40 {
             tokio::time::sleep(Duration::from_millis(10)).await;
-            peak = peak.max(rss_kib(pid).unwrap_or(0));
+            worker_peak = worker_peak.max(rss_kib(pid).unwrap_or(0));
+            for child in children_of(pid) {
+                script_peak = script_peak.max(rss_kib(child).unwrap_or(0));
+                private_peak = private_peak.max(private_kib(child).unwrap_or(0));
+            }
         }
-        peak
+        (worker_peak, script_peak, private_peak)
     });
     let busy_script = "const rows = []; for (let i = 0; i < 100000; i++) rows.push({ id: i, name: 'row ' + i }); const end = Date.now() + 400; while (Date.now() < end) {} return rows.length;";
     worker
@@ -414,7 +519,17 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
             tokio_util::sync::CancellationToken::new(),
         )
         .await?;
-    let busy_peak = sampler.await?;
+    let (worker_peak, script_peak, private_peak) = sampler.await?;
+    drop(worker);
+    worker_models(
+        &mut out,
+        &command,
+        &context,
+        limits,
+        args.iterations,
+        args.throughput_runs,
+    )
+    .await?;
     isolation_cost(&mut out, &command, &context, limits, args.iterations).await?;
     let _ = writeln!(out, "\n## Workers\n\n| measure | value |\n|---|---:|");
     let _ = writeln!(
@@ -435,8 +550,18 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     );
     let _ = writeln!(
         out,
-        "| resident memory, busy worker (100k-row script, peak) | {:.1} MiB |",
-        busy_peak as f64 / 1024.0
+        "| busy worker (100k-row script): the worker's own resident memory, peak | {:.1} MiB |",
+        worker_peak as f64 / 1024.0
+    );
+    let _ = writeln!(
+        out,
+        "| busy worker: its script process, resident (shares the worker's pages), peak | {:.1} MiB |",
+        script_peak as f64 / 1024.0
+    );
+    let _ = writeln!(
+        out,
+        "| busy worker: its script process, private (its own cost), peak | {:.1} MiB |",
+        private_peak as f64 / 1024.0
     );
     println!("{out}");
     pool.shutdown();

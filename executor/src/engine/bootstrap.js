@@ -429,6 +429,42 @@
     );
   }
 
+  // --- randomness ---------------------------------------------------------------
+  // `Math.random` draws from a generator seeded by `install` with fresh
+  // entropy from the host for every execution, never from state an earlier
+  // execution could have advanced or observed (a worker may start every
+  // execution from one prepared image of this runtime). xoshiro128**.
+  const { Uint32Array } = globalThis;
+  const MathImul = Math.imul;
+  const randomState = new Uint32Array(4);
+  function nextRandomWord() {
+    const s = randomState;
+    const rotated = (s[1] * 5) >>> 0;
+    const result = MathImul((rotated << 7) | (rotated >>> 25), 9) >>> 0;
+    const t = (s[1] << 9) >>> 0;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 11) | (s[3] >>> 21);
+    return result;
+  }
+  // A method, like the engine's own: no `prototype`, not a constructor.
+  const random = named({
+    random() {
+      // 53 random bits: 27 from one word, 26 from the next.
+      return ((nextRandomWord() >>> 5) * 67108864 + (nextRandomWord() >>> 6)) /
+        9007199254740992;
+    },
+  }.random, "random");
+  ObjectDefineProperty(Math, "random", {
+    value: random,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+
   for (const fn of [request, callTool, search, describe, setTimeout, queueMicrotask]) {
     WeakSetPrototypeAdd(hostFunctions, fn);
   }
@@ -686,6 +722,11 @@
     logBytes = parsed.logBytes;
     parallelCalls = parsed.parallelCalls;
     requestBytes = parsed.requestBytes;
+    const seed = parsed.seed;
+    for (let i = 0; i < 4; i++) randomState[i] = seed[i];
+    if ((randomState[0] | randomState[1] | randomState[2] | randomState[3]) === 0) {
+      randomState[0] = 1; // the all-zero state would only ever yield zeros
+    }
     const tools = ObjectCreate(null);
     defineFixed(tools, "call", callTool);
     for (const [server, names] of ObjectEntries(parsed.tools)) {

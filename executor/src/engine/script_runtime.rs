@@ -288,6 +288,7 @@ impl ScriptRuntime {
             "logBytes": limits.log_bytes,
             "parallelCalls": limits.parallel_calls.max(1),
             "requestBytes": limits.request_bytes,
+            "seed": random_seed(),
         })
         .to_string();
         let Some(config) = self.string(&config) else {
@@ -456,6 +457,22 @@ impl ScriptRuntime {
             Ending::Reported(_) | Ending::OutOfTime => internal("unexpected script ending".into()),
         }
     }
+}
+
+/// 128 bits from the operating system for this execution's `Math.random`:
+/// drawn here, in the process that runs the script, so two executions started
+/// from one prepared runtime never share a sequence.
+fn random_seed() -> [u32; 4] {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No entropy source: the clock still differs between executions.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = nanos.to_le_bytes();
+    }
+    let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    [word(0), word(4), word(8), word(12)]
 }
 
 fn hook<'s>(

@@ -80,7 +80,14 @@ pub enum HostRequest {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum WorkerMessage {
     /// Started and ready for an `Execute` (a runtime is built ahead of time).
-    Ready,
+    Ready {
+        /// Whether every execution runs in a process of its own, forked from
+        /// a runtime no script has run in (see `worker::forking`): a script
+        /// that times out, runs out of memory or crashes then leaves nothing
+        /// behind in the worker. Absent means false.
+        #[serde(default)]
+        forks: bool,
+    },
     /// The running script needs the host.
     Request {
         /// Id to answer with [`HostMessage::Reply`].

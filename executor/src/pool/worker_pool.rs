@@ -40,13 +40,17 @@ pub struct PoolConfig {
     pub max_workers: usize,
     /// Idle time after which workers above `min_workers` stop (default 60 s).
     pub idle_timeout: Duration,
-    /// Executions after which a worker is replaced (default 50). Every
-    /// execution already gets a fresh runtime on a fresh thread, but the
-    /// engine keeps some of each thread's tables after the thread ends: a
-    /// worker's resident memory grows with every execution (measured with
-    /// `quiver bench execute-vs-call`: idle workers at 24 MiB when replaced
-    /// every 50 executions, about 100 MiB when replaced every 500).
+    /// Executions after which a worker that builds a runtime per execution
+    /// is replaced (default 50): the engine keeps some of each thread's
+    /// tables after the thread ends, so such a worker's resident memory
+    /// grows with every execution (measured with `quiver bench
+    /// execute-vs-call`: idle workers at 24 MiB when replaced every 50
+    /// executions, about 100 MiB when replaced every 500).
     pub max_uses: u32,
+    /// Executions after which a forking worker is replaced (default 5,000).
+    /// Its own memory does not grow (each execution runs in a process that
+    /// exits), so this only bounds how long one process lives.
+    pub max_uses_forking: u32,
     /// Callers that may wait for a worker (default 64); more get "busy" at once.
     pub max_queue: usize,
     /// Longest wait for a worker (default 10 s), then "busy".
@@ -68,6 +72,7 @@ impl PoolConfig {
             max_workers: 8,
             idle_timeout: Duration::from_secs(60),
             max_uses: 50,
+            max_uses_forking: 5_000,
             max_queue: 64,
             queue_timeout: Duration::from_secs(10),
             tenant_share: 6,
@@ -364,6 +369,11 @@ impl WorkerPool {
         };
         let result = self.run_on_worker(code, limits, context, cancel).await;
         drop(slot);
+        // A worker retired while this slot still counted as running is
+        // replaced now that it does not.
+        if self.lock_idle().len() + self.admission.running() < self.config.min_workers {
+            self.replace_soon.notify_one();
+        }
         result
     }
 
@@ -395,9 +405,15 @@ impl WorkerPool {
         }
         match result {
             Ok(outcome) => {
-                if WorkerProcess::in_doubt_after(&outcome) || worker.poisoned() {
+                if worker.in_doubt_after(&outcome) || worker.poisoned() {
                     self.retire(worker, Retirement::InDoubt);
-                } else if worker.uses() >= self.config.max_uses {
+                } else if worker.uses()
+                    >= if worker.forks() {
+                        self.config.max_uses_forking
+                    } else {
+                        self.config.max_uses
+                    }
+                {
                     self.retire(worker, Retirement::MaxUses);
                 } else {
                     self.lock_idle().push(worker);

@@ -96,6 +96,8 @@ pub struct WorkerProcess {
     uses: u32,
     idle_since: Instant,
     poisoned: bool,
+    /// Runs each execution in a process of its own (said in its `Ready`).
+    forks: bool,
 }
 
 impl WorkerProcess {
@@ -153,11 +155,15 @@ impl WorkerProcess {
             uses: 0,
             idle_since: Instant::now(),
             poisoned: false,
+            forks: false,
         };
         match tokio::time::timeout(START_TIMEOUT, worker.reader.read_message::<WorkerMessage>())
             .await
         {
-            Ok(Ok(Some(WorkerMessage::Ready))) => Ok(worker),
+            Ok(Ok(Some(WorkerMessage::Ready { forks }))) => {
+                worker.forks = forks;
+                Ok(worker)
+            }
             Ok(Ok(Some(other))) => Err(WorkerFault::Protocol(format!(
                 "expected Ready, got {other:?}"
             ))),
@@ -260,7 +266,7 @@ impl WorkerProcess {
                         });
                     }
                     Ok(Some(WorkerMessage::Done { outcome })) => break Ok(outcome),
-                    Ok(Some(WorkerMessage::Ready | WorkerMessage::Pong)) => {}
+                    Ok(Some(WorkerMessage::Ready { .. } | WorkerMessage::Pong)) => {}
                     Ok(None) => break Err(WorkerFault::Died),
                     Err(e) => break Err(WorkerFault::Protocol(e.to_string())),
                 },
@@ -307,12 +313,22 @@ impl WorkerProcess {
         self.poisoned
     }
 
+    /// Whether each execution runs in a process of its own, forked from a
+    /// runtime no script has run in.
+    pub fn forks(&self) -> bool {
+        self.forks
+    }
+
     /// Whether the worker should not run anything else after `outcome`.
-    pub fn in_doubt_after(outcome: &ScriptOutcome) -> bool {
-        outcome
-            .error
-            .as_ref()
-            .is_some_and(|e| e.kind.leaves_worker_in_doubt())
+    /// A forking worker ran the script in a process that is gone: a timeout,
+    /// the memory cap or a crash there leaves the worker itself as it was
+    /// (it exits by itself if it cannot start script processes).
+    pub fn in_doubt_after(&self, outcome: &ScriptOutcome) -> bool {
+        !self.forks
+            && outcome
+                .error
+                .as_ref()
+                .is_some_and(|e| e.kind.leaves_worker_in_doubt())
     }
 }
 

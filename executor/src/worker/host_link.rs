@@ -36,9 +36,19 @@ struct Inner {
 
 impl HostLink {
     pub(crate) fn new(outgoing: mpsc::UnboundedSender<WorkerMessage>) -> Self {
+        HostLink::numbering_from(outgoing, 1)
+    }
+
+    /// A link whose request ids start at `first_id`: each execution of a
+    /// forking worker numbers its requests in a range of its own, so a reply
+    /// meant for an earlier execution can never be taken for one of its own.
+    pub(crate) fn numbering_from(
+        outgoing: mpsc::UnboundedSender<WorkerMessage>,
+        first_id: u64,
+    ) -> Self {
         HostLink {
             inner: Arc::new(Inner {
-                next_id: AtomicU64::new(1),
+                next_id: AtomicU64::new(first_id),
                 waiting: Mutex::new(HashMap::new()),
                 outgoing,
             }),

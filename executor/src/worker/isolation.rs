@@ -118,7 +118,33 @@ pub fn enter_before_threads() -> IsolationReport {
 /// Layer 2: `no_new_privs`, resource limits and the seccomp filter, on every
 /// thread of the process. Irreversible.
 pub fn lock_down() -> Result<(), IsolationError> {
-    imp::lock_down()
+    imp::lock_down(Filter::Script)
+}
+
+/// Layer 2 for a forking worker, which runs no script itself: the same as
+/// [`lock_down`] except that the filter also lets it start and reap the
+/// processes that run the scripts (`fork`, `wait4`, `kill`, `pipe2`) and
+/// lets those tighten their own filter. Each such process calls
+/// [`lock_down_script_process`] before anything else.
+pub fn lock_down_forking() -> Result<(), IsolationError> {
+    imp::lock_down(Filter::Forking)
+}
+
+/// In a process forked from a worker locked down by [`lock_down_forking`],
+/// on its only thread: dies with its parent, and stacks the script filter of
+/// [`lock_down`] over the inherited one, so the script runs under exactly
+/// the allowlist of a non-forking worker (no `fork`, no `kill`, ...).
+pub fn lock_down_script_process() -> Result<(), IsolationError> {
+    imp::lock_down_script_process()
+}
+
+/// Which allowlist a process gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filter {
+    /// A process that runs scripts.
+    Script,
+    /// A forking worker: also starts, reaps and stops its script processes.
+    Forking,
 }
 
 #[cfg(target_os = "linux")]
@@ -135,7 +161,7 @@ mod imp {
         SeccompRule, TargetArch,
     };
 
-    use super::{ForbiddenProbe, IsolationError, PROBE_REFUSED_EXIT};
+    use super::{Filter, ForbiddenProbe, IsolationError, PROBE_REFUSED_EXIT};
 
     /// Data segment cap: the JavaScript heap (64 MiB by default) several
     /// times over, for the runtime being built ahead, thread stacks and the
@@ -164,7 +190,25 @@ mod imp {
         }
     }
 
-    pub(super) fn lock_down() -> Result<(), IsolationError> {
+    pub(super) fn lock_down_script_process() -> Result<(), IsolationError> {
+        // SAFETY: PR_SET_PDEATHSIG takes a signal number; getppid cannot fail.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(IsolationError::Seccomp(format!(
+                    "PR_SET_PDEATHSIG: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+            // The parent may have died before the request took effect.
+            if libc::getppid() == 1 {
+                libc::_exit(1);
+            }
+        }
+        seccompiler::apply_filter(&allowlist(Filter::Script)?)
+            .map_err(|e| IsolationError::Seccomp(e.to_string()))
+    }
+
+    pub(super) fn lock_down(filter: Filter) -> Result<(), IsolationError> {
         // The time zone is read from disk on first use; do it while files can
         // still be read, so scripts keep local time.
         unsafe extern "C" {
@@ -188,7 +232,7 @@ mod imp {
         }
         // The allowlist goes last: installing a filter takes `prctl` and
         // `seccomp` calls it does not allow.
-        for filter in [clone3_missing()?, file_calls_fail()?, allowlist()?] {
+        for filter in [clone3_missing()?, file_calls_fail()?, allowlist(filter)?] {
             seccompiler::apply_filter_all_threads(&filter)
                 .map_err(|e| IsolationError::Seccomp(e.to_string()))?;
         }
@@ -201,7 +245,8 @@ mod imp {
     }
 
     /// Everything a worker calls once it runs scripts; anything else kills it.
-    fn allowlist() -> Result<BpfProgram, IsolationError> {
+    /// A forking worker may also start, reap and stop script processes.
+    fn allowlist(filter: Filter) -> Result<BpfProgram, IsolationError> {
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = [
             // Pipes and event loops.
             libc::SYS_read,
@@ -268,27 +313,48 @@ mod imp {
         ] {
             rules.insert(call, Vec::new());
         }
+        if filter == Filter::Forking {
+            for call in [
+                libc::SYS_clone,
+                libc::SYS_wait4,
+                libc::SYS_kill,
+                libc::SYS_pipe2,
+                libc::SYS_getppid,
+                // A script process stacks its own, stricter filter.
+                libc::SYS_seccomp,
+            ] {
+                rules.insert(call, Vec::new());
+            }
+        }
         // Threads only: a clone without CLONE_THREAD would be a new process.
         let thread = libc::CLONE_THREAD as u64;
-        rules.insert(
-            libc::SYS_clone,
-            vec![
-                SeccompRule::new(vec![
-                    SeccompCondition::new(
-                        0,
-                        SeccompCmpArgLen::Qword,
-                        SeccompCmpOp::MaskedEq(thread),
-                        thread,
-                    )
+        if filter == Filter::Script {
+            rules.insert(
+                libc::SYS_clone,
+                vec![
+                    SeccompRule::new(vec![
+                        SeccompCondition::new(
+                            0,
+                            SeccompCmpArgLen::Qword,
+                            SeccompCmpOp::MaskedEq(thread),
+                            thread,
+                        )
+                        .map_err(|e| IsolationError::Seccomp(e.to_string()))?,
+                    ])
                     .map_err(|e| IsolationError::Seccomp(e.to_string()))?,
-                ])
-                .map_err(|e| IsolationError::Seccomp(e.to_string()))?,
-            ],
-        );
-        // prctl: naming threads (and reading the name), nothing else.
+                ],
+            );
+        }
+        // prctl: naming threads (and reading the name), nothing else; a
+        // forking worker's script processes also ask to die with it and
+        // re-assert `no_new_privs` while stacking their filter.
+        let mut options = vec![libc::PR_SET_NAME, libc::PR_GET_NAME];
+        if filter == Filter::Forking {
+            options.extend([libc::PR_SET_PDEATHSIG, libc::PR_SET_NO_NEW_PRIVS]);
+        }
         rules.insert(
             libc::SYS_prctl,
-            [libc::PR_SET_NAME, libc::PR_GET_NAME]
+            options
                 .into_iter()
                 .map(|option| {
                     let check = SeccompCondition::new(
@@ -377,16 +443,20 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::{ForbiddenProbe, IsolationError};
+    use super::{Filter, ForbiddenProbe, IsolationError};
 
     pub(super) fn unshare_namespaces() -> Result<(), IsolationError> {
         Err(IsolationError::Unsupported("namespaces"))
     }
 
-    pub(super) fn lock_down() -> Result<(), IsolationError> {
+    pub(super) fn lock_down(_filter: Filter) -> Result<(), IsolationError> {
         Err(IsolationError::Unsupported(
             "seccomp and these resource limits",
         ))
+    }
+
+    pub(super) fn lock_down_script_process() -> Result<(), IsolationError> {
+        Err(IsolationError::Unsupported("seccomp"))
     }
 
     pub(super) fn attempt(_probe: ForbiddenProbe) -> bool {

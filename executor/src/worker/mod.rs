@@ -2,6 +2,7 @@
 //! script at a time in a fresh JS runtime and talks to the host only through
 //! length-prefixed frames on stdin/stdout (the worker protocol, [`crate::ipc`]).
 
+pub mod forking;
 mod host_link;
 pub mod isolation;
 mod worker_loop;

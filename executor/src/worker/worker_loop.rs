@@ -25,13 +25,13 @@ use crate::engine::ScriptRuntime;
 /// Native stack of an engine thread: well above the 1 MiB the QuickJS backend
 /// lets JavaScript recursion use, so a runaway recursion is a script error,
 /// never a stack overflow of the worker.
-const ENGINE_STACK_BYTES: usize = 8 * 1024 * 1024;
+pub(super) const ENGINE_STACK_BYTES: usize = 8 * 1024 * 1024;
 
 /// One `Execute` handed to the engine thread.
-struct Job {
-    code: String,
-    limits: Limits,
-    tools: BTreeMap<String, Vec<String>>,
+pub(super) struct Job {
+    pub(super) code: String,
+    pub(super) limits: Limits,
+    pub(super) tools: BTreeMap<String, Vec<String>>,
 }
 
 /// Runs the worker on this process's stdin/stdout until the host closes
@@ -214,35 +214,49 @@ async fn send_to_host<W: AsyncWrite + Unpin>(
 ) -> Result<(), WorkerError> {
     match writer.write_message(&message).await {
         Ok(()) => Ok(()),
-        Err(FrameError::TooLarge { len, max }) => match message {
-            WorkerMessage::Request { id, .. } => {
-                host.resolve(
-                    id,
-                    Err(format!("the request is {len} bytes; the limit is {max} bytes").into()),
-                );
-                Ok(())
-            }
-            WorkerMessage::Done { outcome } => {
-                let outcome = ScriptOutcome {
-                    result: None,
-                    error: Some(ScriptError {
-                        kind: ScriptErrorKind::Output,
-                        message: format!(
-                            "the outcome is {len} bytes; the worker can send at most {max} bytes"
-                        ),
-                        line: None,
-                    }),
-                    logs: Vec::new(),
-                    truncated: outcome.truncated,
-                };
-                writer
-                    .write_message(&WorkerMessage::Done { outcome })
-                    .await
-                    .map_err(WorkerError::Write)
-            }
-            _ => Err(WorkerError::Write(FrameError::TooLarge { len, max })),
+        Err(FrameError::TooLarge { len, max }) => match too_large(host, message, len, max)? {
+            Some(replacement) => writer
+                .write_message(&replacement)
+                .await
+                .map_err(WorkerError::Write),
+            None => Ok(()),
         },
         Err(e) => Err(WorkerError::Write(e)),
+    }
+}
+
+/// What replaces `message` when it is `len` bytes and a frame holds `max`: a
+/// request fails in the script (nothing to send), an outcome becomes an
+/// output error; anything else cannot be sent at all.
+pub(super) fn too_large(
+    host: &HostLink,
+    message: WorkerMessage,
+    len: usize,
+    max: usize,
+) -> Result<Option<WorkerMessage>, WorkerError> {
+    match message {
+        WorkerMessage::Request { id, .. } => {
+            host.resolve(
+                id,
+                Err(format!("the request is {len} bytes; the limit is {max} bytes").into()),
+            );
+            Ok(None)
+        }
+        WorkerMessage::Done { outcome } => Ok(Some(WorkerMessage::Done {
+            outcome: ScriptOutcome {
+                result: None,
+                error: Some(ScriptError {
+                    kind: ScriptErrorKind::Output,
+                    message: format!(
+                        "the outcome is {len} bytes; the worker can send at most {max} bytes"
+                    ),
+                    line: None,
+                }),
+                logs: Vec::new(),
+                truncated: outcome.truncated,
+            },
+        })),
+        _ => Err(WorkerError::Write(FrameError::TooLarge { len, max })),
     }
 }
 
@@ -316,7 +330,7 @@ impl PreparedEngine {
     }
 }
 
-fn internal_outcome(message: String) -> ScriptOutcome {
+pub(super) fn internal_outcome(message: String) -> ScriptOutcome {
     ScriptOutcome {
         result: None,
         error: Some(ScriptError {
@@ -372,7 +386,7 @@ fn run_engine_thread(
 }
 
 /// Hands memory the allocator holds but no longer uses back to the system.
-fn return_freed_memory() {
+pub(super) fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free pages of the C allocator's heaps.
     unsafe {
@@ -395,7 +409,7 @@ fn supervise(mut jobs: mpsc::UnboundedReceiver<Job>, link: HostLink, lock_down: 
     if let Some(lock_down) = lock_down {
         lock_down.apply();
     }
-    if !link.send(WorkerMessage::Ready) {
+    if !link.send(WorkerMessage::Ready { forks: false }) {
         return;
     }
     while let Some(job) = jobs.blocking_recv() {
