@@ -166,14 +166,7 @@ async fn worker_models(
     iterations: usize,
     throughput_runs: usize,
 ) -> anyhow::Result<()> {
-    let fresh = WorkerCommand {
-        program: command.program.clone(),
-        args: vec![
-            "__worker".into(),
-            "--bench-fresh-runtimes".into(),
-            quiver_executor::pool::SNAPSHOT_FROM_HOST_FLAG.into(),
-        ],
-    };
+    let fresh = with_bench_flag(command, "--bench-fresh-runtimes");
     let _ = writeln!(
         out,
         "\n## Worker model: a process forked per execution against a fresh runtime per execution (trivial script, pool of 8 workers)\n\n| worker | one at a time p50 ms | p99 ms | concurrency 8: executions/s | p50 ms | p99 ms |\n|---|---:|---:|---:|---:|---:|"
@@ -276,6 +269,19 @@ fn runtime_creation(out: &mut String, runs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The worker `command` runs, started with one of the worker's hidden
+/// benchmark flags.
+fn with_bench_flag(command: &WorkerCommand, flag: &str) -> WorkerCommand {
+    WorkerCommand {
+        program: command.program.clone(),
+        args: vec![
+            "__worker".into(),
+            flag.into(),
+            quiver_executor::pool::SNAPSHOT_FROM_HOST_FLAG.into(),
+        ],
+    }
+}
+
 /// What the OS lock-down (namespaces, seccomp filter, resource limits) costs
 /// per execution: the same scripts on one worker with it and on one started
 /// without it (a benchmark-only worker flag; the executor refuses such workers).
@@ -286,14 +292,7 @@ async fn isolation_cost(
     limits: Limits,
     runs: usize,
 ) -> anyhow::Result<()> {
-    let unlocked = WorkerCommand {
-        program: command.program.clone(),
-        args: vec![
-            "__worker".into(),
-            "--bench-without-lock-down".into(),
-            quiver_executor::pool::SNAPSHOT_FROM_HOST_FLAG.into(),
-        ],
-    };
+    let unlocked = with_bench_flag(command, "--bench-without-lock-down");
     let _ = writeln!(
         out,
         "\n## Isolation cost ({runs} runs each, one worker, one at a time)\n\n| script | locked down p50 ms | p99 ms | without lock-down p50 ms | p99 ms |\n|---|---:|---:|---:|---:|"
