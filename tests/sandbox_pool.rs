@@ -524,3 +524,30 @@ async fn a_script_process_killed_mid_run_costs_that_execution_only() {
     assert_eq!(pool.stats().spawned, 1, "the worker itself went on serving");
     assert_eq!(pool.idle_pids(), vec![worker]);
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_script_process_killed_before_its_job_costs_nothing() {
+    let pool = WorkerPool::start(config(1, 1));
+    pool.warm_up().await.unwrap();
+    let worker = pool.idle_pids()[0];
+    assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
+    // An idle worker keeps one process forked ahead, waiting for the next
+    // execution (the one that ran has exited and been reaped by then).
+    wait_for(|| children_of(worker).len() == 1).await;
+    let spare = children_of(worker)[0];
+    let status = std::process::Command::new("kill")
+        .args(["-9", &spare.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The next execution finds it dead, forks another and runs.
+    assert_eq!(
+        ok_value(&run(&pool, "return 'after';").await),
+        json!("after")
+    );
+    assert_eq!(pool.stats().spawned, 1, "the worker itself went on serving");
+    assert_eq!(pool.idle_pids(), vec![worker]);
+    let fresh = children_of(worker);
+    assert!(!fresh.contains(&spare), "{fresh:?}");
+}

@@ -519,6 +519,16 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         )
         .await?;
     let (worker_peak, script_peak, private_peak) = sampler.await?;
+    // Once idle again, the worker forks the next execution's process ahead:
+    // what that waiting process costs on its own.
+    let mut spare_private = None;
+    for _ in 0..200 {
+        if let Some(&spare) = children_of(pid).first() {
+            spare_private = private_kib(spare);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     drop(worker);
     worker_models(
         &mut out,
@@ -561,6 +571,14 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         out,
         "| busy worker: its script process, private (its own cost), peak | {:.1} MiB |",
         private_peak as f64 / 1024.0
+    );
+    let _ = writeln!(
+        out,
+        "| idle worker: the process it forked ahead for the next execution, private | {} |",
+        spare_private.map_or("none seen".to_string(), |kib| format!(
+            "{:.1} MiB",
+            kib as f64 / 1024.0
+        ))
     );
     println!("{out}");
     pool.shutdown();

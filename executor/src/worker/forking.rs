@@ -6,7 +6,11 @@
 //! holds one costs a fraction of that. So the worker builds its runtime once,
 //! locks itself down, and for each `Execute` forks: the child is a copy of a
 //! runtime no script has touched, runs the one script, reports and exits; the
-//! parent's copy stays pristine for the next fork. Nothing a script does
+//! parent's copy stays pristine for the next fork. While idle, the worker
+//! forks the next execution's process ahead: it locks itself down and waits
+//! for its job (the first frame on its pipe), so an execution does not wait
+//! for the fork, and one that died waiting is replaced by a fresh fork.
+//! Nothing a script does
 //! (globals, prototypes, timers, pending promises, memory, the engine's own
 //! hidden state) can outlive its process, and an engine crash costs one
 //! execution, not the worker.
@@ -150,6 +154,7 @@ pub fn serve_forking(probe: Option<ForbiddenProbe>, lock_down: bool) -> Result<(
         stdout: ManuallyDrop::new(unsafe { File::from_raw_fd(1) }),
         executions: 0,
         finished: Vec::new(),
+        spare: None,
     };
     if lock_down {
         if let Err(e) = isolation::lock_down_forking() {
@@ -197,6 +202,24 @@ struct Forking {
     /// Children that have reported and are exiting, to be reaped, and when
     /// they reported.
     finished: Vec<(libc::pid_t, Instant)>,
+    /// A process forked (and locked down) while the worker was idle, waiting
+    /// for its job, so an execution does not wait for a fork.
+    spare: Option<Spare>,
+}
+
+/// An `Execute` waiting for the running child to finish.
+struct Queued {
+    wall_ms: u64,
+    /// The host's frame body, which the child parses.
+    body: Bytes,
+}
+
+/// A forked process that has not been given its job yet.
+struct Spare {
+    pid: libc::pid_t,
+    to_child: File,
+    from_child: File,
+    ids: Range<u64>,
 }
 
 /// What one pass of the loop saw.
@@ -220,20 +243,26 @@ impl Forking {
 
     fn serve(mut self) -> Result<(), ForkingError> {
         let mut from_host = BytesMut::new();
-        let mut queued: VecDeque<Job> = VecDeque::new();
+        let mut queued: VecDeque<Queued> = VecDeque::new();
         let mut running: Option<Running> = None;
         let mut host_open = true;
         loop {
             self.reap();
-            if running.is_none()
-                && let Some(job) = queued.pop_front()
-            {
-                running = Some(self.start(job)?);
+            if running.is_none() {
+                if let Some(job) = queued.pop_front() {
+                    running = Some(self.start(job)?);
+                } else if host_open && self.spare.is_none() {
+                    // Idle: have the next execution's process ready.
+                    self.spare = self.fork_spare().ok();
+                }
             }
             if !host_open {
                 // The host is gone: what still runs can report to nobody.
                 if let Some(child) = running.take() {
                     stop(child.pid);
+                }
+                if let Some(spare) = self.spare.take() {
+                    stop(spare.pid);
                 }
                 return Ok(());
             }
@@ -263,14 +292,9 @@ impl Forking {
                             .map_err(|e| ForkingError::Host(FrameError::Json(e)))?;
                         match message {
                             HostMessage::Ping => self.send(&WorkerMessage::Pong)?,
-                            HostMessage::Execute {
-                                code,
-                                limits,
-                                tools,
-                            } => queued.push_back(Job {
-                                code,
-                                limits,
-                                tools,
+                            HostMessage::Execute { limits, .. } => queued.push_back(Queued {
+                                wall_ms: limits.wall_ms,
+                                body: body.into(),
                             }),
                             // Routed above; the child parses it.
                             HostMessage::Reply { .. } => {}
@@ -378,22 +402,52 @@ impl Forking {
         Ok(Event::Idle)
     }
 
-    /// Forks the process for `job`.
-    fn start(&mut self, job: Job) -> Result<Running, ForkingError> {
+    /// Hands `job` to the spare process, or to one forked now when there is
+    /// none or it died waiting.
+    fn start(&mut self, job: Queued) -> Result<Running, ForkingError> {
+        let frame = frame_of(&job.body);
+        let mut spare = self.spare.take();
+        for _ in 0..2 {
+            let mut child = match spare.take() {
+                Some(child) => child,
+                None => match self.fork_spare() {
+                    Ok(child) => child,
+                    Err(e) => return self.cannot_start(e),
+                },
+            };
+            if child.to_child.write_all(&frame).is_ok() {
+                return Ok(Running {
+                    pid: child.pid,
+                    to_child: child.to_child,
+                    from_child: child.from_child,
+                    buffered: BytesMut::new(),
+                    ids: child.ids,
+                    wall_ms: job.wall_ms,
+                    kill_at: Instant::now() + Duration::from_millis(job.wall_ms) + KILL_GRACE,
+                });
+            }
+            // It died before its job arrived (killed from outside): the
+            // next attempt forks a fresh one.
+            stop(child.pid);
+        }
+        self.cannot_start(std::io::Error::other(
+            "two script processes in a row died before their job reached them",
+        ))
+    }
+
+    /// Forks a process that locks itself down and waits for its job (the
+    /// first frame on its replies pipe).
+    fn fork_spare(&mut self) -> std::io::Result<Spare> {
         self.executions += 1;
         let first_id = self.executions.saturating_mul(IDS_PER_EXECUTION) + 1;
         let ids = first_id..first_id.saturating_add(IDS_PER_EXECUTION - 1);
-        let pipes = pipe().and_then(|replies| Ok((replies, pipe()?)));
-        let ((replies_read, replies_write), (frames_read, frames_write)) = match pipes {
-            Ok(pipes) => pipes,
-            Err(e) => return self.cannot_start(e),
-        };
-        let wall_ms = job.limits.wall_ms;
+        let (replies_read, replies_write) = pipe()?;
+        let (frames_read, frames_write) = pipe()?;
         // SAFETY: this process has one thread (checked before `Ready`, and it
         // never starts one), so the child inherits a consistent state.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            return self.cannot_start(std::io::Error::last_os_error());
+            return Err(std::io::Error::last_os_error());
         }
         if pid == 0 {
             drop(replies_write);
@@ -407,23 +461,17 @@ impl Forking {
             run_child(
                 &mut self.runtime,
                 &self.tokio,
-                job,
                 replies_read,
                 frames_write,
                 first_id,
                 self.lock_down,
             );
         }
-        drop(replies_read);
-        drop(frames_write);
-        Ok(Running {
+        Ok(Spare {
             pid,
             to_child: replies_write,
             from_child: frames_read,
-            buffered: BytesMut::new(),
             ids,
-            wall_ms,
-            kill_at: Instant::now() + Duration::from_millis(wall_ms) + KILL_GRACE,
         })
     }
 
@@ -510,6 +558,33 @@ fn read_some(file: &mut File) -> std::io::Result<Bytes> {
     }
 }
 
+/// The child's job: the `Execute` frame its parent writes first. `None`
+/// when the pipe closes first or sends something else. Bytes after the
+/// frame stay in `buffered`.
+fn read_job(replies: &mut File, buffered: &mut BytesMut) -> Option<Job> {
+    let decoder = FrameDecoder::default();
+    loop {
+        if let Some(body) = decoder.decode(buffered).ok()? {
+            return match serde_json::from_slice(&body).ok()? {
+                HostMessage::Execute {
+                    code,
+                    limits,
+                    tools,
+                } => Some(Job {
+                    code,
+                    limits,
+                    tools,
+                }),
+                _ => None,
+            };
+        }
+        match read_some(replies) {
+            Ok(bytes) if !bytes.is_empty() => buffered.extend_from_slice(&bytes),
+            _ => return None,
+        }
+    }
+}
+
 /// A frame (length prefix and body) around `body`.
 fn frame_of(body: &[u8]) -> Vec<u8> {
     let mut frame = Vec::with_capacity(body.len() + 4);
@@ -568,13 +643,13 @@ fn timed_out(wall_ms: u64) -> ScriptOutcome {
     }
 }
 
-/// The child: locks down, runs `job` on its copy of the prepared runtime
-/// (or on a new one when the job wants another heap cap), reports, exits.
+/// The child: locks down, waits for its job (the first frame on
+/// `replies`), runs it on its copy of the prepared runtime (or on a new one
+/// when the job wants another heap cap), reports, exits.
 fn run_child(
     runtime: &mut ScriptRuntime,
     tokio: &tokio::runtime::Runtime,
-    job: Job,
-    replies: File,
+    mut replies: File,
     frames: File,
     first_id: u64,
     lock_down: bool,
@@ -584,6 +659,12 @@ fn run_child(
         // SAFETY: ends the child; the parent reports the missing outcome.
         unsafe { libc::_exit(1) };
     }
+    let mut buffered = BytesMut::new();
+    let Some(job) = read_job(&mut replies, &mut buffered) else {
+        // The worker is gone or stopped us before a job came: nothing ran.
+        // SAFETY: ends the child without running destructors.
+        unsafe { libc::_exit(0) };
+    };
     let (outgoing, mut to_host) = tokio::sync::mpsc::unbounded_channel();
     let link = HostLink::numbering_from(outgoing, first_id);
     let writer = {
@@ -626,17 +707,16 @@ fn run_child(
             .name("quiver-js-in".into())
             .spawn(move || {
                 let decoder = FrameDecoder::default();
-                let mut buffered = BytesMut::new();
                 loop {
-                    match read_some(&mut replies) {
-                        Ok(bytes) if !bytes.is_empty() => buffered.extend_from_slice(&bytes),
-                        _ => return,
-                    }
                     while let Ok(Some(body)) = decoder.decode(&mut buffered) {
                         if let Ok(HostMessage::Reply { id, result }) = serde_json::from_slice(&body)
                         {
                             link.resolve(id, result);
                         }
+                    }
+                    match read_some(&mut replies) {
+                        Ok(bytes) if !bytes.is_empty() => buffered.extend_from_slice(&bytes),
+                        _ => return,
                     }
                 }
             });
