@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     /// Run a whole gateway on this machine (control plane, executor and edge in one process).
     Dev(cli::dev::DevArgs),
+    /// Run the edge role: MCP and gRPC for clients, routing every call and script to the executor fleet.
+    Edge(cli::edge::EdgeArgs),
     /// Run the executor role: upstream connections, sandboxed scripts, gRPC `quiver.v1.Executor`.
     Executor(cli::executor::ExecutorArgs),
     /// Run one control-plane node (Raft-replicated manifest, upstreams, tenants).
@@ -87,6 +89,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Dev(args) => cli::dev::run(args).await,
+            Command::Edge(args) => cli::edge::run(args).await,
             Command::Executor(args) => cli::executor::run(args).await,
             Command::ControlPlane(args) => cli::control_plane::run(args).await,
             Command::Ctl(args) => cli::ctl::run(args).await,

@@ -9,6 +9,7 @@
 
 mod dispatch;
 mod execute_error;
+pub mod fleet;
 mod limits;
 mod outcome;
 pub mod remote;
@@ -18,6 +19,7 @@ pub mod wire;
 
 pub use dispatch::Dispatch;
 pub use execute_error::ExecuteError;
+pub use fleet::{ExecutorFleet, ExecutorInfo};
 pub use limits::Limits;
 pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
 pub use quiver_upstream::{CallOptions, CallSink, ResourceUpdate, SinkFuture, UpstreamError};

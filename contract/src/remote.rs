@@ -82,43 +82,111 @@ impl RemoteExecutor {
         url: &str,
         tls: Option<&ClientTls>,
     ) -> Result<RemoteExecutor, ConnectError> {
-        let mut endpoint = Endpoint::from_shared(url.to_string())
-            .map_err(|source| ConnectError::BadUrl {
-                url: url.to_string(),
-                source,
-            })?
-            .connect_timeout(Duration::from_secs(5));
-        if let Some(tls) = tls {
-            let read = |what: &'static str, path: &PathBuf| {
-                std::fs::read(path).map_err(|source| ConnectError::Read {
-                    what,
-                    path: path.clone(),
+        let channel =
+            endpoint(url, tls)?
+                .connect()
+                .await
+                .map_err(|source| ConnectError::Connect {
+                    url: url.to_string(),
                     source,
-                })
-            };
-            let ca = read("CA", &tls.ca)?;
-            let cert = read("certificate", &tls.cert)?;
-            let key = read("key", &tls.key)?;
-            endpoint = endpoint
-                .tls_config(
-                    ClientTlsConfig::new()
-                        .ca_certificate(Certificate::from_pem(ca))
-                        .identity(Identity::from_pem(cert, key))
-                        .domain_name(tls.domain.clone()),
-                )
-                .map_err(ConnectError::Tls)?;
-        }
-        let channel = endpoint
-            .connect()
-            .await
-            .map_err(|source| ConnectError::Connect {
-                url: url.to_string(),
-                source,
-            })?;
+                })?;
         Ok(RemoteExecutor {
             client: pb::executor_client::ExecutorClient::new(channel),
         })
     }
+
+    /// An executor at `url` connected to on first use (and again after the
+    /// connection breaks).
+    pub fn lazy(url: &str, tls: Option<&ClientTls>) -> Result<RemoteExecutor, ConnectError> {
+        let channel = endpoint(url, tls)?.connect_lazy();
+        Ok(RemoteExecutor {
+            client: pb::executor_client::ExecutorClient::new(channel),
+        })
+    }
+}
+
+fn endpoint(url: &str, tls: Option<&ClientTls>) -> Result<Endpoint, ConnectError> {
+    let mut endpoint = Endpoint::from_shared(url.to_string())
+        .map_err(|source| ConnectError::BadUrl {
+            url: url.to_string(),
+            source,
+        })?
+        .connect_timeout(Duration::from_secs(2))
+        .tcp_nodelay(true);
+    if let Some(tls) = tls {
+        let read = |what: &'static str, path: &PathBuf| {
+            std::fs::read(path).map_err(|source| ConnectError::Read {
+                what,
+                path: path.clone(),
+                source,
+            })
+        };
+        let ca = read("CA", &tls.ca)?;
+        let cert = read("certificate", &tls.cert)?;
+        let key = read("key", &tls.key)?;
+        endpoint = endpoint
+            .tls_config(
+                ClientTlsConfig::new()
+                    .ca_certificate(Certificate::from_pem(ca))
+                    .identity(Identity::from_pem(cert, key))
+                    .domain_name(tls.domain.clone()),
+            )
+            .map_err(ConnectError::Tls)?;
+    }
+    Ok(endpoint)
+}
+
+/// How a request to one executor failed in transit.
+#[derive(Debug)]
+pub enum HopError {
+    /// It never reached the executor (it could not be connected to), so it
+    /// may go to another one.
+    NotSent(String),
+    /// The connection broke after it was sent: it may have run.
+    Lost(String),
+}
+
+impl HopError {
+    fn of(status: &tonic::Status) -> Option<HopError> {
+        if not_sent(status) {
+            Some(HopError::NotSent(status.message().to_string()))
+        } else if lost(status) {
+            Some(HopError::Lost(status.message().to_string()))
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether `status` says the request never left this process: the
+/// transport could not connect.
+fn not_sent(status: &tonic::Status) -> bool {
+    if status.code() != tonic::Code::Unavailable {
+        return false;
+    }
+    let mut chain = status.message().to_lowercase();
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        chain.push(' ');
+        chain.push_str(&error.to_string().to_lowercase());
+        source = error.source();
+    }
+    [
+        "connect error",
+        "connection refused",
+        "error trying to connect",
+        "(connect)",
+    ]
+    .iter()
+    .any(|sign| chain.contains(sign))
+}
+
+/// Whether `status` is the transport failing after the request was sent.
+fn lost(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+    )
 }
 
 /// The client span of one hop to the executor (`quiver.v1.Executor/<method>`).
@@ -137,13 +205,14 @@ fn traced_request<T>(span: &tracing::Span, message: T) -> tonic::Request<T> {
     request
 }
 
-impl Dispatch for RemoteExecutor {
-    fn call_tool(
+impl RemoteExecutor {
+    /// Runs `call` on this executor; a [`HopError`] when the transport failed.
+    pub async fn try_call_tool(
         &self,
         call: ToolCall,
         options: CallOptions,
-    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
-        Box::pin(async move {
+    ) -> Result<Result<CallToolResult, UpstreamError>, HopError> {
+        {
             let server = call.server.clone();
             let request = pb::CallToolRequest {
                 tenant: call.tenant,
@@ -166,24 +235,101 @@ impl Dispatch for RemoteExecutor {
                 r = client.call_tool(request).instrument(span.clone()) => r,
                 () = options.cancel.cancelled() => {
                     spans::record_error(&span, "cancelled");
-                    return Err(UpstreamError::Cancelled { id: server });
+                    return Ok(Err(UpstreamError::Cancelled { id: server }));
                 }
             };
             if let Err(status) = &response {
                 spans::record_error(&span, &format!("{:?}", status.code()));
-            }
-            let response = response.map_err(|status| UpstreamError::Remote {
-                id: server.clone(),
-                code: -32603,
-                message: format!("executor: {}", status.message()),
-                data: None,
-            })?;
-            serde_json::from_str(&response.into_inner().result_json).map_err(|e| {
-                UpstreamError::Protocol {
-                    id: server,
-                    detail: format!("executor sent an unreadable result: {e}"),
+                if let Some(hop) = HopError::of(status) {
+                    return Err(hop);
                 }
-            })
+            }
+            let response = match response {
+                Ok(response) => response,
+                Err(status) => {
+                    return Ok(Err(UpstreamError::Remote {
+                        id: server.clone(),
+                        code: -32603,
+                        message: format!("executor: {}", status.message()),
+                        data: None,
+                    }));
+                }
+            };
+            Ok(
+                serde_json::from_str(&response.into_inner().result_json).map_err(|e| {
+                    UpstreamError::Protocol {
+                        id: server,
+                        detail: format!("executor sent an unreadable result: {e}"),
+                    }
+                }),
+            )
+        }
+    }
+
+    /// Runs `request` on this executor; a [`HopError`] when the transport failed.
+    pub async fn try_execute(
+        &self,
+        request: ExecuteRequest,
+        // The executor checks calls against its own view of the manifest.
+        _view: Arc<ToolView>,
+        cancel: CancellationToken,
+        // The unary gRPC API carries nothing back during a script (see docs/architecture.md).
+        _sink: Option<Arc<dyn CallSink>>,
+    ) -> Result<Result<ScriptOutcome, ExecuteError>, HopError> {
+        let span = hop_span("Execute");
+        let pb_request = traced_request(&span, wire::request_to_pb(&request));
+        let mut client = self.client.clone();
+        let answer = tokio::select! {
+            answer = client.execute(pb_request).instrument(span.clone()) => answer,
+            // Dropping the request resets its stream; the executor stops the script.
+            () = cancel.cancelled() => {
+                spans::record_error(&span, "cancelled");
+                return Ok(Err(ExecuteError::Failed {
+                    reason: "the script was cancelled and its worker was stopped".into(),
+                }));
+            }
+        };
+        if let Err(status) = &answer {
+            spans::record_error(&span, &format!("{:?}", status.code()));
+            if let Some(hop) = HopError::of(status) {
+                return Err(hop);
+            }
+        }
+        Ok(wire::result_from_pb(
+            answer.map(tonic::Response::into_inner),
+        ))
+    }
+}
+
+/// A call that failed in transit, as the caller is told it.
+fn hop_call_error(server: String, hop: HopError) -> UpstreamError {
+    match hop {
+        HopError::NotSent(why) => UpstreamError::Unavailable {
+            id: server,
+            reason: format!("the executor could not be reached ({why}); nothing was sent"),
+        },
+        HopError::Lost(why) => UpstreamError::Remote {
+            id: server,
+            code: -32603,
+            message: format!(
+                "executor: the connection broke during the call ({why}); it may have run"
+            ),
+            data: None,
+        },
+    }
+}
+
+impl Dispatch for RemoteExecutor {
+    fn call_tool(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
+        Box::pin(async move {
+            let server = call.server.clone();
+            self.try_call_tool(call, options)
+                .await
+                .unwrap_or_else(|hop| Err(hop_call_error(server, hop)))
         })
     }
 
@@ -208,30 +354,25 @@ impl Scripts for RemoteExecutor {
     fn execute(
         &self,
         request: ExecuteRequest,
-        // The executor checks calls against its own view of the manifest.
-        _view: Arc<ToolView>,
+        view: Arc<ToolView>,
         cancel: CancellationToken,
-        // The unary gRPC API carries nothing back during a script (see docs/architecture.md).
-        _sink: Option<Arc<dyn CallSink>>,
+        sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
         Box::pin(async move {
-            let span = hop_span("Execute");
-            let pb_request = traced_request(&span, wire::request_to_pb(&request));
-            let mut client = self.client.clone();
-            let answer = tokio::select! {
-                answer = client.execute(pb_request).instrument(span.clone()) => answer,
-                // Dropping the request resets its stream; the executor stops the script.
-                () = cancel.cancelled() => {
-                    spans::record_error(&span, "cancelled");
-                    return Err(ExecuteError::Failed {
-                        reason: "the script was cancelled and its worker was stopped".into(),
-                    });
-                }
-            };
-            if let Err(status) = &answer {
-                spans::record_error(&span, &format!("{:?}", status.code()));
-            }
-            wire::result_from_pb(answer.map(tonic::Response::into_inner))
+            self.try_execute(request, view, cancel, sink)
+                .await
+                .unwrap_or_else(|hop| {
+                    Err(match hop {
+                        HopError::NotSent(why) => ExecuteError::Unreachable {
+                            reason: format!("could not be reached ({why}); nothing ran"),
+                        },
+                        HopError::Lost(why) => ExecuteError::Unreachable {
+                            reason: format!(
+                                "the connection broke while the script ran ({why}); it was not re-run, and its tool calls may have run"
+                            ),
+                        },
+                    })
+                })
         })
     }
 }

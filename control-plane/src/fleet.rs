@@ -14,8 +14,10 @@ use crate::{
     raft::NodeId,
 };
 
-/// Reports older than this are forgotten.
-pub const REPORT_TTL: Duration = Duration::from_secs(30);
+/// Reports older than this are forgotten: a node that stopped reporting
+/// (dead, or cut off) leaves the fleet, and edges stop routing to it, this
+/// long after its last report ([`crate::watcher::REPORT_EVERY`] apart).
+pub const REPORT_TTL: Duration = Duration::from_secs(5);
 
 struct Report {
     role: NodeRole,

@@ -240,6 +240,7 @@ impl ControlPlane for ControlPlaneService {
                 ready: report.ready,
                 not_ready: report.not_ready.chars().take(1024).collect(),
                 admin: report.admin.chars().take(256).collect(),
+                grpc: report.grpc.chars().take(256).collect(),
             },
         );
         let manifest = self.shared.manifest();

@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// How often a node re-reports itself between manifest changes.
-pub const REPORT_EVERY: Duration = Duration::from_secs(5);
+pub const REPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// Called with the registry whenever it changes (secrets still by reference).
 pub type RegistrySink = Arc<dyn Fn(Vec<UpstreamConfig>) + Send + Sync>;
@@ -56,6 +56,8 @@ pub struct WatchConfig {
     pub role: NodeRole,
     /// Its readiness and admin address, once it knows them.
     pub health: ReportedHealth,
+    /// Where an executor serves `quiver.v1.Executor` (`http://host:port`).
+    pub grpc: Option<String>,
 }
 
 /// A node's readiness as its reports carry it: set once the node built its
@@ -85,6 +87,7 @@ impl ReportedHealth {
             ready: Some(readiness.ready),
             not_ready: failed.join("; "),
             admin: admin.clone().unwrap_or_default(),
+            grpc: String::new(),
         }
     }
 }
@@ -296,6 +299,7 @@ async fn send_report(
         ready: readiness.ready,
         not_ready: readiness.not_ready,
         admin: readiness.admin,
+        grpc: config.grpc.clone().unwrap_or_default(),
     };
     if let Err(e) = client.report_node(report).await {
         tracing::debug!("report to the control plane failed: {e}");

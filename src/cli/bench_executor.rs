@@ -499,15 +499,17 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     // does not share with the worker it was forked from).
     let sampler = tokio::spawn(async move {
         let (mut worker_peak, mut script_peak, mut private_peak) = (0, 0, 0);
+        let mut seen = Vec::new();
         for _ in 0..40 {
             tokio::time::sleep(Duration::from_millis(10)).await;
             worker_peak = worker_peak.max(rss_kib(pid).unwrap_or(0));
             for child in children_of(pid) {
                 script_peak = script_peak.max(rss_kib(child).unwrap_or(0));
                 private_peak = private_peak.max(private_kib(child).unwrap_or(0));
+                seen.push(child);
             }
         }
-        (worker_peak, script_peak, private_peak)
+        (worker_peak, script_peak, private_peak, seen)
     });
     let busy_script = "const rows = []; for (let i = 0; i < 100000; i++) rows.push({ id: i, name: 'row ' + i }); const end = Date.now() + 400; while (Date.now() < end) {} return rows.length;";
     worker
@@ -518,13 +520,15 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
             tokio_util::sync::CancellationToken::new(),
         )
         .await?;
-    let (worker_peak, script_peak, private_peak) = sampler.await?;
+    let (worker_peak, script_peak, private_peak, busy) = sampler.await?;
     // Once idle again, the worker forks the next execution's process ahead:
-    // what that waiting process costs on its own.
+    // what that waiting process costs on its own (not the one that ran the
+    // script, which may still be exiting).
     let mut spare_private = None;
     for _ in 0..200 {
-        if let Some(&spare) = children_of(pid).first() {
-            spare_private = private_kib(spare);
+        let spare = children_of(pid).into_iter().find(|c| !busy.contains(c));
+        if let Some(kib) = spare.and_then(private_kib) {
+            spare_private = Some(kib);
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -71,6 +71,10 @@ pub struct ExecutorArgs {
     /// computes it.
     #[arg(long, default_value = "none")]
     auth: AuthMode,
+    /// The address edges reach this executor's gRPC service at (`host:port`),
+    /// reported to the control plane; default the listen address.
+    #[arg(long)]
+    advertise: Option<String>,
     /// This executor's name in the fleet (default `executor@<listen address>`).
     #[arg(long)]
     node_name: Option<String>,
@@ -87,6 +91,10 @@ pub struct ExecutorArgs {
     #[command(flatten)]
     cluster_key: ClusterKeyArgs,
 }
+
+/// How long a stopping executor keeps serving after it reports itself not
+/// ready: two report intervals, so every edge has seen it leave.
+const DRAIN_NOTICE: Duration = Duration::from_secs(2);
 
 /// Runs the executor until SIGTERM / Ctrl-C.
 pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
@@ -147,6 +155,15 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| format!("executor@{bound}")),
         role: NodeRole::Executor,
         health: Default::default(),
+        grpc: Some(format!(
+            "{}://{}",
+            if args.tls_cert.is_some() {
+                "https"
+            } else {
+                "http"
+            },
+            args.advertise.clone().unwrap_or_else(|| bound.to_string())
+        )),
     };
     let reported_health = watch.health.clone();
     let (lease_tls, lease_name) = (watch.tls.clone(), watch.node.clone());
@@ -228,7 +245,11 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let draining = health.clone();
     tokio::spawn(async move {
         stop_requested.await;
+        // Drain: report not ready, so edges stop sending new work (they see
+        // the next report), then stop accepting; what runs finishes.
         draining.start_draining();
+        tracing::info!("draining: edges stop routing here within {DRAIN_NOTICE:?}");
+        tokio::time::sleep(DRAIN_NOTICE).await;
         stop.cancel();
     });
     if args.exit_with_stdin {

@@ -13,6 +13,7 @@ pub mod completions;
 pub mod control_plane;
 pub mod ctl;
 pub mod dev;
+pub mod edge;
 pub mod executor;
 mod leases;
 pub mod logging;

@@ -120,6 +120,17 @@ impl ExecutorProcess {
             .to_string();
         ExecutorProcess { child, addr }
     }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`, and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for ExecutorProcess {

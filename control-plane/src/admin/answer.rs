@@ -332,6 +332,9 @@ pub struct ReportedReadiness {
     /// Its admin listener (`/healthz`, `/readyz`, `/metrics`), if any.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub admin: String,
+    /// Where an executor serves `quiver.v1.Executor`, for edges to route to.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub grpc: String,
 }
 
 /// [`AdminAnswer::Verify`]: every reporting node against the canonical manifest.

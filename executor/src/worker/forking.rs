@@ -294,7 +294,7 @@ impl Forking {
                             HostMessage::Ping => self.send(&WorkerMessage::Pong)?,
                             HostMessage::Execute { limits, .. } => queued.push_back(Queued {
                                 wall_ms: limits.wall_ms,
-                                body: body.into(),
+                                body,
                             }),
                             // Routed above; the child parses it.
                             HostMessage::Reply { .. } => {}

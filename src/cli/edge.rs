@@ -1,0 +1,289 @@
+//! `quiver edge`: the edge role as its own process. It terminates MCP (and
+//! the gRPC API), follows the manifest and tenant policy from the control
+//! plane, holds no upstream connections, and routes every call and script to
+//! an executor of the fleet (see [`quiver_contract::fleet`]), whose members
+//! it learns from the control plane's fleet registry.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::Context as _;
+use clap::Args;
+use quiver_contract::{Dispatch, ExecutorFleet, ExecutorInfo, Scripts, remote::ClientTls};
+use quiver_control_plane::{
+    ManifestStore,
+    admin::{AdminAnswer, AdminRequest},
+    client::AdminClient,
+    node_role::NodeRole,
+    raft::network::{ClusterTls, TlsMaterial},
+    watcher::{ReportedHealth, WatchConfig, spawn_watcher},
+};
+use quiver_edge::{Gateway, Mode, auth::AuthMode};
+use tokio_util::sync::CancellationToken;
+
+use super::{dev::stop_signal, logging, readiness};
+use crate::config::DevConfig;
+
+/// How often the edge asks the control plane who the executors are.
+const MEMBERSHIP_EVERY: Duration = Duration::from_millis(500);
+
+/// Arguments of `quiver edge`.
+#[derive(Args, Debug)]
+pub struct EdgeArgs {
+    /// Configuration file: its `[edge]` and `[telemetry]` tables are used
+    /// (see deploy/quiver.toml); upstreams live in the control plane.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// MCP listen address (overrides `edge.listen`); port 0 picks a free one.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Control-plane endpoints (`host:port`, comma-separated).
+    #[arg(long, value_delimiter = ',', required = true)]
+    control_plane: Vec<String>,
+    /// Mode served at /mcp (overrides the config).
+    #[arg(long)]
+    mode: Option<Mode>,
+    /// `none` or `required` (overrides `edge.auth`; see `quiver dev --help`).
+    #[arg(long)]
+    auth: Option<AuthMode>,
+    /// Serve the `quiver.v1.Gateway` gRPC API here too (overrides `edge.grpc_listen`).
+    #[arg(long)]
+    grpc_listen: Option<SocketAddr>,
+    /// Serve `/healthz`, `/readyz` and `/metrics` here too (overrides `edge.admin_listen`).
+    #[arg(long)]
+    admin_listen: Option<SocketAddr>,
+    /// This edge's name in the fleet (default `edge@<listen address>`).
+    #[arg(long)]
+    node_name: Option<String>,
+    /// CA certificate (PEM) of a control plane that requires mTLS.
+    #[arg(long, requires_all = ["control_plane_tls_cert", "control_plane_tls_key"])]
+    control_plane_tls_ca: Option<PathBuf>,
+    /// This edge's client certificate for the control plane (PEM).
+    #[arg(long, requires = "control_plane_tls_ca")]
+    control_plane_tls_cert: Option<PathBuf>,
+    /// Its key (PEM).
+    #[arg(long, requires = "control_plane_tls_ca")]
+    control_plane_tls_key: Option<PathBuf>,
+    /// CA (PEM) that signed the executors' certificates: executors are then
+    /// reached over mTLS, with the client certificate below.
+    #[arg(long, requires_all = ["executor_tls_cert", "executor_tls_key"])]
+    executor_tls_ca: Option<PathBuf>,
+    /// This edge's client certificate for executors (PEM).
+    #[arg(long, requires = "executor_tls_ca")]
+    executor_tls_cert: Option<PathBuf>,
+    /// Its key (PEM).
+    #[arg(long, requires = "executor_tls_ca")]
+    executor_tls_key: Option<PathBuf>,
+    /// Name the executors' certificates are issued to.
+    #[arg(long, default_value = "localhost")]
+    executor_tls_domain: String,
+}
+
+/// Runs the edge until Ctrl-C / SIGTERM.
+pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
+    let mut config = match &args.config {
+        Some(path) => DevConfig::load(path)?,
+        None => DevConfig::default(),
+    };
+    let _telemetry = logging::init("edge", &config.telemetry, "info,rmcp=warn")?;
+    if let Some(listen) = args.listen {
+        config.edge.listen = listen;
+    }
+    if let Some(mode) = args.mode {
+        config.edge.default_mode = mode;
+    }
+    if let Some(auth) = args.auth {
+        config.edge.auth = auth;
+    }
+    if let Some(grpc) = args.grpc_listen {
+        config.edge.grpc_listen = Some(grpc);
+    }
+    if let Some(admin) = args.admin_listen {
+        config.edge.admin_listen = Some(admin);
+    }
+    if let Some(oauth) = &config.edge.oauth {
+        quiver_edge::auth::jwt::JwtValidator::new(oauth.clone())?;
+    }
+    if let Some(tls) = &config.edge.tls {
+        quiver_edge::tls::acceptor(tls)?;
+    }
+    let control_plane_tls = ClusterTls::from_flags(
+        args.control_plane_tls_ca.as_ref(),
+        args.control_plane_tls_cert.as_ref(),
+        args.control_plane_tls_key.as_ref(),
+    )
+    .map(|t| t.load())
+    .transpose()?;
+    let executor_tls = args.executor_tls_ca.clone().map(|ca| ClientTls {
+        ca,
+        cert: args.executor_tls_cert.clone().unwrap_or_default(),
+        key: args.executor_tls_key.clone().unwrap_or_default(),
+        domain: args.executor_tls_domain.clone(),
+    });
+    let listener = tokio::net::TcpListener::bind(config.edge.listen)
+        .await
+        .with_context(|| format!("edge.listen: cannot listen on {}", config.edge.listen))?;
+    let bound = listener.local_addr()?;
+
+    let shutdown = CancellationToken::new();
+    let reported_health = ReportedHealth::default();
+    let store = Arc::new(ManifestStore::new());
+    let mut first = store.subscribe();
+    spawn_watcher(
+        WatchConfig {
+            endpoints: args.control_plane.clone(),
+            tls: control_plane_tls.clone(),
+            node: args
+                .node_name
+                .clone()
+                .unwrap_or_else(|| format!("edge@{bound}")),
+            role: NodeRole::Edge,
+            health: reported_health.clone(),
+            grpc: None,
+        },
+        store.clone(),
+        None,
+        shutdown.clone(),
+    );
+    // Serve once the first manifest arrived (bounded: an unreachable control
+    // plane is retried in the background, and /readyz says so meanwhile).
+    let _ = tokio::time::timeout(Duration::from_secs(10), first.changed()).await;
+
+    let canonical = store.clone();
+    let fleet = Arc::new(ExecutorFleet::new(
+        move || canonical.current().stub_hash.to_hex(),
+        executor_tls,
+    ));
+    follow_membership(
+        fleet.clone(),
+        args.control_plane.clone(),
+        control_plane_tls,
+        shutdown.clone(),
+    );
+    let dispatch: Arc<dyn Dispatch> = fleet.clone();
+    let scripts: Arc<dyn Scripts> = fleet.clone();
+    let gateway = Gateway::with_tenants(
+        store.subscribe(),
+        store.subscribe_tenants(),
+        dispatch,
+        Some(scripts),
+        config.edge.clone(),
+    );
+    if let Some(addr) = config.edge.grpc_listen {
+        let grpc = quiver_edge::grpc::GrpcListener::bind(
+            gateway.clone(),
+            addr,
+            config.edge.grpc_tls.as_ref(),
+        )
+        .await?;
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = grpc.serve(stop).await {
+                tracing::error!("the gRPC API stopped: {:#}", anyhow::Error::from(e));
+            }
+        });
+    }
+    let routable = fleet.clone();
+    let health = quiver_telemetry::Health::new("edge")
+        .check("manifest", readiness::manifest_held(store.clone()))
+        .check("executors", move || {
+            let states = routable.states();
+            let ok = states.iter().filter(|s| s.state == "ok").count();
+            if ok > 0 {
+                Ok(format!("{ok} of {} executors take work", states.len()))
+            } else {
+                Err(format!("no executor takes work ({} known)", states.len()))
+            }
+        });
+    let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
+    reported_health.set(health.clone(), admin.clone());
+    let scheme = if config.edge.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let manifest = store.current();
+    println!(
+        "quiver edge: serving {} tools at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {}; stub hash {}{}",
+        manifest.tools.len(),
+        config.edge.default_mode,
+        args.control_plane.join(","),
+        manifest.stub_hash,
+        readiness::admin_banner(&admin)
+    );
+    let stop = stop_signal();
+    let serve_shutdown = shutdown.clone();
+    let draining = health.clone();
+    tokio::spawn(async move {
+        stop.await;
+        tracing::info!("shutting down");
+        draining.start_draining();
+        serve_shutdown.cancel();
+    });
+    let status_fleet = fleet.clone();
+    let status_store = store.clone();
+    let status: quiver_edge::http::StatusProvider = Arc::new(move || {
+        let manifest = status_store.current();
+        serde_json::json!({
+            "executors": status_fleet.states(),
+            "manifest_version": manifest.version,
+            "stub_hash": manifest.stub_hash.to_hex(),
+        })
+    });
+    let result =
+        quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status), &health).await;
+    shutdown.cancel();
+    Ok(result?)
+}
+
+/// Keeps `fleet` equal to the executors the control plane's nodes report,
+/// asking each endpoint every [`MEMBERSHIP_EVERY`]. While no endpoint
+/// answers, the last membership stays.
+fn follow_membership(
+    fleet: Arc<ExecutorFleet>,
+    endpoints: Vec<String>,
+    tls: Option<TlsMaterial>,
+    shutdown: CancellationToken,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(MEMBERSHIP_EVERY);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = shutdown.cancelled() => return,
+            }
+            let mut seen: std::collections::BTreeMap<String, (u64, ExecutorInfo)> =
+                Default::default();
+            let mut answered = false;
+            for endpoint in &endpoints {
+                let mut client = AdminClient::new(vec![endpoint.clone()], tls.clone())
+                    .with_timeout(Duration::from_secs(1));
+                let Ok(AdminAnswer::Fleet(members)) = client.call_here(&AdminRequest::Fleet).await
+                else {
+                    continue;
+                };
+                answered = true;
+                for member in members {
+                    if member.role != NodeRole::Executor || member.readiness.grpc.is_empty() {
+                        continue;
+                    }
+                    let info = ExecutorInfo {
+                        node: member.node.clone(),
+                        url: member.readiness.grpc.clone(),
+                        stub_hash: member.stub_hash.clone(),
+                        ready: member.readiness.ready != Some(false),
+                    };
+                    // The freshest report of a node wins.
+                    let fresher = seen
+                        .get(&member.node)
+                        .is_none_or(|(age, _)| member.age_ms < *age);
+                    if fresher {
+                        seen.insert(member.node, (member.age_ms, info));
+                    }
+                }
+            }
+            if answered {
+                fleet.update(seen.into_values().map(|(_, info)| info).collect());
+            }
+        }
+    });
+}

@@ -1,0 +1,249 @@
+//! The fleet on real processes over loopback: a control plane (`quiver dev`
+//! with the demo upstreams), two `quiver executor`s that join it, and a
+//! `quiver edge` that routes to them. Killing an executor in the middle of a
+//! script fails that script with an error that says its tool calls may have
+//! run, and the next script runs on the other executor.
+
+mod support;
+
+use std::{process::Command, time::Duration};
+
+use serde_json::{Value, json};
+use support::{
+    ExecutorProcess, QuiverDev, call, connect, http, quiver_bin, spawn_with_banner, text,
+};
+
+/// A running `quiver edge` (killed on drop).
+struct EdgeProcess {
+    child: std::process::Child,
+    /// `host:port` it serves MCP on.
+    authority: String,
+}
+
+impl EdgeProcess {
+    fn start(control_plane: &str) -> EdgeProcess {
+        let mut command = Command::new(quiver_bin());
+        command.args([
+            "edge",
+            "--listen",
+            "127.0.0.1:0",
+            "--control-plane",
+            control_plane,
+        ]);
+        let (child, banner) = spawn_with_banner(&mut command, "quiver edge");
+        assert!(banner.contains("quiver edge: serving"), "{banner}");
+        let authority = banner
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("no URL in: {banner}"))
+            .to_string();
+        EdgeProcess { child, authority }
+    }
+
+    fn url(&self, mode: &str) -> String {
+        format!("http://{}/{mode}/mcp", self.authority)
+    }
+
+    async fn executors(&self) -> Vec<Value> {
+        let status: Value = http()
+            .get(format!("http://{}/status", self.authority))
+            .send()
+            .await
+            .expect("GET /status")
+            .json()
+            .await
+            .expect("/status is JSON");
+        status["executors"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Polls `/status` until `done` holds for the executor list (bounded).
+    async fn until(&self, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        for _ in 0..600 {
+            let executors = self.executors().await;
+            if done(&executors) {
+                return executors;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "{what}: not within 30 s; executors: {:?}",
+            self.executors().await
+        );
+    }
+}
+
+impl Drop for EdgeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn executor(dev: &QuiverDev, data: &std::path::Path, name: &str) -> ExecutorProcess {
+    let key = data.join("cluster.key");
+    ExecutorProcess::start(&[
+        "--control-plane",
+        &dev.control_plane,
+        "--node-name",
+        name,
+        "--cluster-key-file",
+        key.to_str().unwrap(),
+    ])
+}
+
+fn ok_count(executors: &[Value]) -> usize {
+    executors.iter().filter(|e| e["state"] == "ok").count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_executor_killed_mid_script_fails_that_script_only_and_the_next_runs_elsewhere() {
+    let data = tempfile::tempdir().unwrap();
+    let dev = QuiverDev::start(&["--data", data.path().to_str().unwrap()]);
+    let mut executors = [
+        ("exec-a", executor(&dev, data.path(), "exec-a")),
+        ("exec-b", executor(&dev, data.path(), "exec-b")),
+    ];
+    let edge = EdgeProcess::start(&dev.control_plane);
+    edge.until("both executors take work", |e| ok_count(e) == 2)
+        .await;
+
+    let client = connect(&edge.url("code")).await;
+    let first = call(&client, "execute", json!({"code": "return 40 + 2;"})).await;
+    assert_eq!(first.is_error, Some(false), "{}", text(&first));
+    assert!(text(&first).contains("42"), "{}", text(&first));
+
+    eprintln!("--- a script that called a tool and waits, on whichever executor took it");
+    let slow = {
+        let url = edge.url("code");
+        tokio::spawn(async move {
+            let client = connect(&url).await;
+            call(
+                &client,
+                "execute",
+                json!({"code": "await tools.weather.get_forecast({city: 'Oslo'}); await new Promise((r) => setTimeout(r, 20000)); return 'finished';"}),
+            )
+            .await
+        })
+    };
+    let busy = edge
+        .until("the script is running", |e| {
+            e.iter().any(|x| x["outstanding"].as_u64() == Some(1))
+        })
+        .await;
+    let victim = busy
+        .iter()
+        .find(|x| x["outstanding"].as_u64() == Some(1))
+        .and_then(|x| x["node"].as_str())
+        .unwrap()
+        .to_string();
+    eprintln!("--- kill -9 {victim}");
+    let index = executors
+        .iter()
+        .position(|(name, _)| *name == victim)
+        .unwrap();
+    executors[index].1.kill();
+
+    let lost = slow.await.unwrap();
+    let message = text(&lost);
+    assert_eq!(lost.is_error, Some(true), "{message}");
+    assert!(message.contains("executor lost"), "{message}");
+    assert!(message.contains(&victim), "{message}");
+    assert!(message.contains("may have run"), "{message}");
+    assert!(message.contains("not re-run"), "{message}");
+
+    eprintln!("--- the next scripts run on the survivor, without waiting for the registry");
+    for i in 0..3 {
+        let next = call(&client, "execute", json!({"code": format!("return {i};")})).await;
+        assert_eq!(next.is_error, Some(false), "{}", text(&next));
+    }
+    let forecast = call(
+        &client,
+        "execute",
+        json!({"code": "return await tools.weather.get_forecast({city: 'Bergen'});"}),
+    )
+    .await;
+    assert_eq!(forecast.is_error, Some(false), "{}", text(&forecast));
+    assert!(text(&forecast).contains("Bergen"), "{}", text(&forecast));
+
+    eprintln!("--- the dead executor leaves the fleet once its reports stop");
+    edge.until("the dead executor is gone", |e| {
+        e.iter().all(|x| x["node"] != victim.as_str()) && ok_count(e) == 1
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_executor_with_another_catalogue_is_fenced_and_the_rest_keep_serving() {
+    let data = tempfile::tempdir().unwrap();
+    let dev = QuiverDev::start(&["--data", data.path().to_str().unwrap()]);
+    // An executor built from a catalogue of its own (the demo's, with one
+    // tool described differently): its stub hash is one the control plane
+    // never published.
+    let mut weather: Vec<Value> =
+        serde_json::from_str(include_str!("../src/demo/catalog.json")).expect("demo catalog");
+    weather[0]["tools"]["weather"]["tools"][0]["description"] =
+        json!("A forecast, described by an executor that drifted.");
+    let catalog = support::write_file(
+        data.path(),
+        "weather-only.json",
+        &serde_json::to_string(&weather).unwrap(),
+    );
+    let _odd = ExecutorProcess::start(&[
+        "--control-plane",
+        &dev.control_plane,
+        "--node-name",
+        "exec-odd",
+        "--catalog",
+        catalog.to_str().unwrap(),
+    ]);
+    let mut good = executor(&dev, data.path(), "exec-good");
+    let edge = EdgeProcess::start(&dev.control_plane);
+    let executors = edge
+        .until("both executors known, one fenced", |e| {
+            e.len() == 2 && ok_count(e) == 1
+        })
+        .await;
+    let odd = executors.iter().find(|x| x["node"] == "exec-odd").unwrap();
+    assert_eq!(odd["state"], "fenced", "{executors:?}");
+
+    eprintln!("--- every call and script goes to the executor that matches");
+    let client = connect(&edge.url("code")).await;
+    for _ in 0..4 {
+        let answer = call(
+            &client,
+            "execute",
+            json!({"code": "return await tools.github.search_repositories({query: 'quiver'});"}),
+        )
+        .await;
+        assert_eq!(answer.is_error, Some(false), "{}", text(&answer));
+    }
+    let passthrough = connect(&edge.url("passthrough")).await;
+    let forecast = call(
+        &passthrough,
+        "weather__get_forecast",
+        json!({"city": "Oslo"}),
+    )
+    .await;
+    assert_eq!(forecast.is_error, Some(false), "{}", text(&forecast));
+
+    eprintln!("--- cluster verify names the fenced executor and why");
+    let (_, verify, _) = support::ctl(&dev.control_plane, &["cluster", "verify"]);
+    let line = verify
+        .lines()
+        .find(|l| l.contains("exec-odd"))
+        .unwrap_or_else(|| panic!("exec-odd not in: {verify}"));
+    assert!(line.contains("mismatch"), "{verify}");
+
+    eprintln!("--- with the good one gone, nothing goes to the fenced one");
+    good.kill();
+    edge.until("only the fenced executor is left", |e| {
+        e.len() == 1 && e[0]["state"] == "fenced"
+    })
+    .await;
+    let still = call(&client, "execute", json!({"code": "return 1;"})).await;
+    let message = text(&still);
+    assert_eq!(still.is_error, Some(true), "{message}");
+    assert!(message.contains("exec-odd fenced"), "{message}");
+    assert!(message.contains("nothing ran"), "{message}");
+}
