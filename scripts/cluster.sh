@@ -9,20 +9,25 @@
 # State, logs and pids live in $QUIVER_CLUSTER_DIR (default .quiver/cluster).
 # $QUIVER_BIN picks the binary (default target/release/quiver, built if missing).
 # Ports: control plane 7401-7403, executors 7501-7502, edges 8081-8082 (MCP),
-# admin listeners (/healthz, /readyz, /metrics) 9501-9502 and 9601-9602.
+# admin listeners (/healthz, /readyz, /metrics) 9401-9403, 9501-9502 and
+# 9601-9602; $QUIVER_CLUSTER_PORT_OFFSET is added to every one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DIR=${QUIVER_CLUSTER_DIR:-.quiver/cluster}
 BIN=${QUIVER_BIN:-target/release/quiver}
-CP="127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403"
+OFFSET=${QUIVER_CLUSTER_PORT_OFFSET:-0}
+port() { echo $(($1 + OFFSET)); }
+CP="127.0.0.1:$(port 7401),127.0.0.1:$(port 7402),127.0.0.1:$(port 7403)"
 DEMO_SERVERS="weather github notes maps calendar"
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
-running() { # name
-  local pidfile="$DIR/$1.pid"
-  [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+running() { # name: its process exists and is not a zombie
+  local pidfile="$DIR/$1.pid" state
+  [[ -f $pidfile ]] || return 1
+  state=$(awk '/^State:/ {print $2}' "/proc/$(cat "$pidfile")/status" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
 }
 
 start() { # name, then the quiver arguments
@@ -60,13 +65,13 @@ up() {
   for id in 1 2 3; do
     local extra=()
     [[ $id == 1 ]] && extra=(--bootstrap)
-    start "cp$id" control-plane --node-id "$id" --listen "127.0.0.1:740$id" \
-      --data "$DIR/cp$id" --admin-listen "127.0.0.1:940$id" "${extra[@]}"
+    start "cp$id" control-plane --node-id "$id" --listen "127.0.0.1:$(port 740$id)" \
+      --data "$DIR/cp$id" --admin-listen "127.0.0.1:$(port 940$id)" "${extra[@]}"
   done
   for id in 1 2 3; do wait_line "cp$id" "serving on"; done
   if $fresh; then
     for id in 2 3; do
-      ctl cluster add-learner --node-id "$id" --addr "127.0.0.1:740$id" >/dev/null
+      ctl cluster add-learner --node-id "$id" --addr "127.0.0.1:$(port 740$id)" >/dev/null
       ctl cluster promote "$id" >/dev/null
     done
     echo "demo upstreams"
@@ -78,21 +83,21 @@ up() {
 
   echo "executors"
   for n in 1 2; do
-    start "executor$n" executor --listen "127.0.0.1:750$n" --control-plane "$CP" \
-      --node-name "executor-$n" --admin-listen "127.0.0.1:950$n"
+    start "executor$n" executor --listen "127.0.0.1:$(port 750$n)" --control-plane "$CP" \
+      --node-name "executor-$n" --admin-listen "127.0.0.1:$(port 950$n)"
   done
   for n in 1 2; do wait_line "executor$n" "quiver executor: serving"; done
 
   echo "edges"
   for n in 1 2; do
-    start "edge$n" edge --listen "127.0.0.1:808$n" --control-plane "$CP" \
-      --node-name "edge-$n" --admin-listen "127.0.0.1:960$n"
+    start "edge$n" edge --listen "127.0.0.1:$(port 808$n)" --control-plane "$CP" \
+      --node-name "edge-$n" --admin-listen "127.0.0.1:$(port 960$n)"
   done
   for n in 1 2; do wait_line "edge$n" "quiver edge: serving"; done
   # Ready once each edge routes to both executors.
   for n in 1 2; do
     for _ in $(seq 1 100); do
-      curl -fsS "http://127.0.0.1:808$n/status" 2>/dev/null | grep -o '"state":"ok"' | wc -l | grep -q 2 && break
+      curl -fsS "http://127.0.0.1:$(port 808$n)/status" 2>/dev/null | grep -o '"state":"ok"' | wc -l | grep -q 2 && break
       sleep 0.1
     done
   done
@@ -100,11 +105,11 @@ up() {
   cat <<EOF
 
 Quiver cluster up ($DIR):
-  MCP, either edge:   http://127.0.0.1:8081/mcp   http://127.0.0.1:8082/mcp
+  MCP, either edge:   http://127.0.0.1:$(port 8081)/mcp   http://127.0.0.1:$(port 8082)/mcp
                       (also /passthrough/mcp /search/mcp /code/mcp on each)
   control plane:      $CP    (quiver ctl --endpoints $CP …)
-  executors (gRPC):   127.0.0.1:7501 127.0.0.1:7502
-  admin (/readyz, /metrics): control plane 127.0.0.1:9401-9403, executors 127.0.0.1:9501-9502, edges 127.0.0.1:9601-9602
+  executors (gRPC):   127.0.0.1:$(port 7501) 127.0.0.1:$(port 7502)
+  admin (/readyz, /metrics): control plane 127.0.0.1:$(port 9401)-$(port 9403), executors 127.0.0.1:$(port 9501)-$(port 9502), edges 127.0.0.1:$(port 9601)-$(port 9602)
 Check it:  $BIN ctl --endpoints $CP cluster verify
 Stop it:   scripts/cluster.sh down
 EOF

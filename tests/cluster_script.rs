@@ -1,0 +1,131 @@
+//! `scripts/cluster.sh up|status|down` as a new user runs it: three
+//! control-plane nodes, two executors and two edges on loopback, with the
+//! demo upstreams. An MCP client works through either edge, `cluster
+//! verify` lists every edge and executor as `ok`, a killed edge leaves the
+//! other serving, and `down` stops everything.
+
+mod support;
+
+use std::{path::Path, process::Command};
+
+use serde_json::json;
+use support::{call, connect, ctl_until, quiver_bin, text};
+
+/// The script with this test's state directory, binary and ports.
+fn cluster(state: &Path, offset: u32, verb: &str) -> (bool, String) {
+    let output = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh"))
+        .arg(verb)
+        .env("QUIVER_CLUSTER_DIR", state)
+        .env("QUIVER_BIN", quiver_bin())
+        .env("QUIVER_CLUSTER_PORT_OFFSET", offset.to_string())
+        .output()
+        .expect("run scripts/cluster.sh");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), all)
+}
+
+/// Runs `down` however the test ends.
+struct Down<'a>(&'a Path, u32);
+
+impl Drop for Down<'_> {
+    fn drop(&mut self) {
+        let _ = cluster(self.0, self.1, "down");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
+    let state = tempfile::tempdir().unwrap();
+    // Ports away from the defaults (and from other runs of this test).
+    let offset = 20_000 + (std::process::id() % 400) * 10;
+    let _down = Down(state.path(), offset);
+    let (ok, up) = cluster(state.path(), offset, "up");
+    assert!(ok, "{up}");
+    let edges: Vec<String> = [8081, 8082]
+        .iter()
+        .map(|port| format!("http://127.0.0.1:{}", port + offset))
+        .collect();
+    for edge in &edges {
+        assert!(up.contains(&format!("{edge}/mcp")), "{up}");
+    }
+    let endpoints: String = [7401, 7402, 7403]
+        .iter()
+        .map(|port| format!("127.0.0.1:{}", port + offset))
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(up.contains(&endpoints), "{up}");
+
+    eprintln!("--- an MCP client works through either edge, in passthrough and code mode");
+    for edge in &edges {
+        let passthrough = connect(&format!("{edge}/passthrough/mcp")).await;
+        let forecast = call(
+            &passthrough,
+            "weather__get_forecast",
+            json!({"city": "Oslo"}),
+        )
+        .await;
+        assert_eq!(forecast.is_error, Some(false), "{}", text(&forecast));
+        assert!(text(&forecast).contains("Oslo"), "{}", text(&forecast));
+        let code = connect(&format!("{edge}/code/mcp")).await;
+        let script = call(
+            &code,
+            "execute",
+            json!({"code": "const [a, b] = await Promise.all([tools.weather.get_forecast({city: 'Rome'}), tools.weather.get_forecast({city: 'Oslo'})]); return [a, b].length;"}),
+        )
+        .await;
+        assert_eq!(script.is_error, Some(false), "{}", text(&script));
+    }
+
+    eprintln!("--- cluster verify lists every edge and executor as ok");
+    let verify = ctl_until(&endpoints, &["cluster", "verify"], |ok, out| {
+        ok && ["edge-1", "edge-2", "executor-1", "executor-2"]
+            .iter()
+            .all(|node| {
+                out.lines()
+                    .any(|l| l.starts_with(node) && l.split_whitespace().any(|w| w == "ok"))
+            })
+    });
+    assert!(!verify.contains("mismatch"), "{verify}");
+
+    eprintln!("--- kill -9 one edge: clients continue through the other");
+    let pid = std::fs::read_to_string(state.path().join("edge1.pid")).unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-9", pid.trim()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let survivor = connect(&format!("{}/code/mcp", edges[1])).await;
+    let after = call(
+        &survivor,
+        "execute",
+        json!({"code": "return 'still here';"}),
+    )
+    .await;
+    assert_eq!(after.is_error, Some(false), "{}", text(&after));
+    let (_, status) = cluster(state.path(), offset, "status");
+    assert!(status.contains("edge1: stopped"), "{status}");
+    assert!(status.contains("edge2: running"), "{status}");
+
+    eprintln!("--- down stops every process");
+    let (ok, down) = cluster(state.path(), offset, "down");
+    assert!(ok, "{down}");
+    let (_, status) = cluster(state.path(), offset, "status");
+    for name in [
+        "cp1",
+        "cp2",
+        "cp3",
+        "executor1",
+        "executor2",
+        "edge1",
+        "edge2",
+    ] {
+        assert!(status.contains(&format!("{name}: stopped")), "{status}");
+    }
+}
