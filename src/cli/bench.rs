@@ -29,6 +29,10 @@ pub enum BenchCommand {
     /// MCP 2026-07-28's stateless requests against a 2025-11-25 session:
     /// `tools/call` and `tools/list` latency through `quiver dev`.
     Revisions(super::bench_revisions::RevisionsBenchArgs),
+    /// The fleet on loopback: `execute` throughput through one edge with 1,
+    /// 2 and 4 executors, what the edge → executor hop adds to a call, and
+    /// how soon a dead executor stops getting work.
+    Fleet(super::bench_fleet::FleetBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -66,6 +70,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Tenants(args) => super::bench_tenants::run(args),
         BenchCommand::Telemetry(args) => super::bench_telemetry::run(args).await,
         BenchCommand::Revisions(args) => super::bench_revisions::run(args).await,
+        BenchCommand::Fleet(args) => super::bench_fleet::run(args).await,
     }
 }
 

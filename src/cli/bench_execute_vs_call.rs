@@ -109,10 +109,7 @@ impl Dev {
     }
 
     pub(crate) async fn connect(&self, mode: &str) -> anyhow::Result<Client> {
-        let url = format!("{}/{mode}/mcp", self.base);
-        ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
-            .await
-            .with_context(|| format!("connecting to {url}"))
+        connect_url(&format!("{}/{mode}/mcp", self.base)).await
     }
 
     /// Resident memory of each `quiver __worker` the dev process started, KiB.
@@ -130,6 +127,13 @@ impl Dev {
             .filter_map(rss_kib)
             .collect()
     }
+}
+
+/// An MCP session with the endpoint at `url`.
+pub(crate) async fn connect_url(url: &str) -> anyhow::Result<Client> {
+    ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+        .await
+        .with_context(|| format!("connecting to {url}"))
 }
 
 fn is_worker_of(pid: u32, parent: u32) -> bool {

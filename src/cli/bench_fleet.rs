@@ -1,0 +1,264 @@
+//! `quiver bench fleet`: the fleet on loopback. A `quiver dev` serves as the
+//! control plane (demo catalogue, mock upstreams over stdio); `quiver
+//! executor`s join it one stage at a time (1, 2, then 4) and one `quiver
+//! edge` routes to them. Per stage: trivial `execute` throughput and
+//! latency through the edge at a fixed concurrency. Then what the edge →
+//! executor hop adds to a passthrough call (the same call through `quiver
+//! dev`'s in-process executor, same run), and how long after an executor's
+//! `kill -9` the edge stops listing it as taking work with no traffic to
+//! notice (the registry's expiry; traffic opens its breaker at once).
+
+use std::{
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use clap::Args;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+use super::{
+    bench_execute_vs_call::{Client, Dev, call, execute, one_at_a_time},
+    bench_executor::{ms, percentile},
+};
+
+/// Arguments of `quiver bench fleet`.
+#[derive(Args, Debug)]
+pub struct FleetBenchArgs {
+    /// Trivial executions per stage.
+    #[arg(long, default_value_t = 400)]
+    executions: usize,
+    /// Sessions sending them at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Passthrough calls per hop measurement.
+    #[arg(long, default_value_t = 300)]
+    calls: usize,
+}
+
+/// A child `quiver` process, killed on drop, and its startup line.
+struct Role {
+    child: tokio::process::Child,
+    banner: String,
+}
+
+impl Role {
+    async fn start(args: &[&str]) -> anyhow::Result<Role> {
+        let exe = std::env::current_exe().context("locating the quiver binary")?;
+        let mut child = tokio::process::Command::new(exe)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting quiver {}", args[0]))?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let banner = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+            .await
+            .with_context(|| format!("quiver {} printed no startup line", args[0]))??
+            .with_context(|| format!("quiver {} exited before it was ready", args[0]))?;
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Role { child, banner })
+    }
+}
+
+/// `/status` of the edge at `base`: its executors.
+async fn executors(http: &reqwest::Client, base: &str) -> Vec<Value> {
+    let Ok(response) = http.get(format!("{base}/status")).send().await else {
+        return Vec::new();
+    };
+    let status: Value = response.json().await.unwrap_or_default();
+    status["executors"].as_array().cloned().unwrap_or_default()
+}
+
+fn taking_work(executors: &[Value]) -> usize {
+    executors.iter().filter(|e| e["state"] == "ok").count()
+}
+
+/// Waits until the edge routes to `n` executors (bounded).
+async fn until_routing(http: &reqwest::Client, base: &str, n: usize) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while taking_work(&executors(http, base).await) != n {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the edge did not route to {n} executors within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// `concurrency` sessions sending trivial scripts back to back: executions
+/// per second and the sorted latencies.
+async fn throughput(
+    base: &str,
+    concurrency: usize,
+    executions: usize,
+) -> anyhow::Result<(f64, Vec<Duration>)> {
+    let mut sessions: Vec<Client> = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        sessions
+            .push(super::bench_execute_vs_call::connect_url(&format!("{base}/code/mcp")).await?);
+    }
+    // Warm every route once.
+    for session in &sessions {
+        execute(session, "return 0;").await?;
+    }
+    let per_session = executions.div_ceil(sessions.len());
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for session in sessions {
+        tasks.spawn(async move {
+            let samples = one_at_a_time(per_session, || execute(&session, "return 1;")).await;
+            let _ = session.cancel().await;
+            samples
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        all.extend(done.context("a session panicked")??);
+    }
+    let wall = started.elapsed();
+    all.sort();
+    Ok((all.len() as f64 / wall.as_secs_f64(), all))
+}
+
+/// Latencies of `n` passthrough forecast calls, one after another.
+async fn forecasts(client: &Client, n: usize) -> anyhow::Result<Vec<Duration>> {
+    one_at_a_time(n, || {
+        call(client, "weather__get_forecast", json!({"city": "Rome"}))
+    })
+    .await
+}
+
+/// Runs the benchmark and prints its tables.
+pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: a debug build; numbers are only meaningful from a release build");
+    }
+    let dev = Dev::start_with(&[]).await?;
+    let control_plane = dev
+        .banner
+        .split("control plane ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .context("no control-plane address in quiver dev's startup line")?
+        .to_string();
+    let edge = Role::start(&[
+        "edge",
+        "--listen",
+        "127.0.0.1:0",
+        "--control-plane",
+        &control_plane,
+    ])
+    .await?;
+    let base = edge
+        .banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .context("no URL in the edge's startup line")?
+        .trim_end_matches("/mcp")
+        .to_string();
+    let http = reqwest::Client::new();
+
+    println!(
+        "## Through one edge: trivial `execute`, {} sessions at once, {} executions per stage\n",
+        args.concurrency, args.executions
+    );
+    println!("| executors | executions/s | p50 ms | p99 ms |");
+    println!("|---:|---:|---:|---:|");
+    let mut fleet = Vec::new();
+    for stage in [1usize, 2, 4] {
+        while fleet.len() < stage {
+            let name = format!("bench-executor-{}", fleet.len() + 1);
+            fleet.push(
+                Role::start(&[
+                    "executor",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--control-plane",
+                    &control_plane,
+                    "--node-name",
+                    &name,
+                ])
+                .await?,
+            );
+        }
+        until_routing(&http, &base, stage).await?;
+        let (rate, samples) = throughput(&base, args.concurrency, args.executions).await?;
+        println!(
+            "| {stage} | {rate:.0} | {} | {} |",
+            ms(percentile(&samples, 0.5)),
+            ms(percentile(&samples, 0.99))
+        );
+    }
+
+    // The hop: the same passthrough call through the edge (to a remote
+    // executor) and through quiver dev (its executor in-process), alternating.
+    let through_edge =
+        super::bench_execute_vs_call::connect_url(&format!("{base}/passthrough/mcp")).await?;
+    let in_process = dev.connect("passthrough").await?;
+    let (mut remote, mut local) = (Vec::new(), Vec::new());
+    let n = args.calls / 4;
+    for round in 0..4 {
+        if round % 2 == 0 {
+            remote.extend(forecasts(&through_edge, n).await?);
+            local.extend(forecasts(&in_process, n).await?);
+        } else {
+            local.extend(forecasts(&in_process, n).await?);
+            remote.extend(forecasts(&through_edge, n).await?);
+        }
+    }
+    remote.sort();
+    local.sort();
+    let p50 = |s: &[Duration]| percentile(s, 0.5);
+    println!(
+        "\n## The edge → executor hop: a passthrough call ({} each, alternating rounds)\n",
+        remote.len()
+    );
+    println!("| path | p50 ms | p99 ms |");
+    println!("|---|---:|---:|");
+    println!(
+        "| `quiver edge` → `quiver executor` over gRPC | {} | {} |",
+        ms(p50(&remote)),
+        ms(percentile(&remote, 0.99))
+    );
+    println!(
+        "| `quiver dev`, executor in-process | {} | {} |",
+        ms(p50(&local)),
+        ms(percentile(&local, 0.99))
+    );
+    let added = p50(&remote).saturating_sub(p50(&local));
+    println!(
+        "| the hop adds (p50 difference; target < 0.5 ms) | {} | |",
+        ms(added)
+    );
+
+    // Death: kill -9 one executor with no traffic; time until the edge no
+    // longer lists it as taking work.
+    let mut victim = fleet.pop().context("no executor to stop")?;
+    let before = taking_work(&executors(&http, &base).await);
+    let killed = Instant::now();
+    victim.child.start_kill().context("kill -9")?;
+    let _ = victim.child.wait().await;
+    while taking_work(&executors(&http, &base).await) >= before {
+        anyhow::ensure!(
+            killed.elapsed() < Duration::from_secs(60),
+            "the edge still routes to a dead executor after 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!("\n## An executor's death (`kill -9`, no traffic)\n");
+    println!("| measure | value |");
+    println!("|---|---:|");
+    println!(
+        "| until the edge stops routing to it (report expiry, 5 s, plus the edge's 0.5 s membership poll) | {} ms |",
+        killed.elapsed().as_millis()
+    );
+    drop(fleet);
+    drop(edge);
+    Ok(())
+}
