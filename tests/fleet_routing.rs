@@ -247,3 +247,61 @@ async fn an_executor_with_another_catalogue_is_fenced_and_the_rest_keep_serving(
     assert!(message.contains("exec-odd fenced"), "{message}");
     assert!(message.contains("nothing ran"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resources_pass_through_the_edge_to_a_remote_executor() {
+    let data = tempfile::tempdir().unwrap();
+    let dev = QuiverDev::start(&["--data", data.path().to_str().unwrap()]);
+    // An upstream with a resource (the mock's test hooks).
+    let mut add = vec!["upstream", "add", "extra"];
+    let flags = support::demo_upstream_flags("notes", &["--test-hooks"]);
+    add.extend(flags.iter().map(String::as_str));
+    let (ok, _, err) = support::ctl(&dev.control_plane, &add);
+    assert!(ok, "{err}");
+    let _executor = executor(&dev, data.path(), "exec-r");
+    let edge = EdgeProcess::start(&dev.control_plane);
+    edge.until("the executor takes work", |e| ok_count(e) == 1)
+        .await;
+
+    let client = connect(&edge.url("passthrough")).await;
+    // The edge lists resources from every server that declared them; the
+    // new upstream may take a moment to reach the manifest.
+    let mut listed = Vec::new();
+    for _ in 0..200 {
+        listed = client
+            .list_resources(None)
+            .await
+            .expect("resources/list through the edge")
+            .resources;
+        if !listed.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let uri = listed
+        .iter()
+        .map(|r| r.uri.clone())
+        .find(|u| u.contains("note"))
+        .unwrap_or_else(|| panic!("no note resource in {listed:?}"));
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(uri.clone()))
+        .await
+        .expect("resources/read through the edge");
+    let body = serde_json::to_string(&read.contents).unwrap();
+    assert!(body.contains("a note"), "{body}");
+
+    // An unknown resource is the upstream's error, not an executor failure.
+    let missing = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(format!(
+            "{uri}-missing"
+        )))
+        .await
+        .expect_err("an unknown resource is an error");
+    let message = missing.to_string();
+    assert!(!message.contains("executor lost"), "{message}");
+    assert_eq!(
+        ok_count(&edge.executors().await),
+        1,
+        "the executor stays in service"
+    );
+}

@@ -311,12 +311,53 @@ impl Dispatch for ExecutorFleet {
         options: CallOptions,
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
         Box::pin(async move {
-            let member = self.pick(&[]).map_err(|why| UpstreamError::Unavailable {
+            let mut tried = Vec::new();
+            let mut last = String::new();
+            while tried.len() < MAX_TRIES {
+                let member = match self.pick(&tried) {
+                    Ok(member) => member,
+                    Err(why) => {
+                        last = if last.is_empty() {
+                            why
+                        } else {
+                            format!("{last}; {why}")
+                        };
+                        break;
+                    }
+                };
+                tried.push(member.info.node.clone());
+                let _counted = Outstanding::new(member.clone());
+                match member
+                    .remote
+                    .try_request(server, request.clone(), options.clone())
+                    .await
+                {
+                    Ok(answer) => {
+                        record(&member, true);
+                        return answer;
+                    }
+                    Err(HopError::Lost(why)) => {
+                        record(&member, false);
+                        return Err(UpstreamError::Remote {
+                            id: server.to_string(),
+                            code: -32603,
+                            message: format!(
+                                "executor lost: `{}` stopped answering during the request ({why}); it was not retried",
+                                member.info.node
+                            ),
+                            data: None,
+                        });
+                    }
+                    Err(HopError::NotSent(why)) => {
+                        record(&member, false);
+                        last = format!("executor `{}`: {why}", member.info.node);
+                    }
+                }
+            }
+            Err(UpstreamError::Unavailable {
                 id: server.to_string(),
-                reason: why,
-            })?;
-            let _counted = Outstanding::new(member.clone());
-            member.remote.request(server, request, options).await
+                reason: format!("no executor took the request; nothing was sent ({last})"),
+            })
         })
     }
 }

@@ -1,9 +1,9 @@
 //! A remote executor reached over gRPC (mTLS when configured): the edge's
 //! [`Dispatch`] and [`Scripts`] when executors run as their own processes.
 //! Cancelling a call or a script drops its request, which the executor sees
-//! and stops on; a script's limits travel with it. Progress, logging and
-//! server-to-client requests are not carried over this unary API, and
-//! passthrough of resources and prompts needs a local executor.
+//! and stops on; a script's limits travel with it. Resources, prompts and
+//! completion go through `Request`. Progress, logging and server-to-client
+//! requests are not carried over this unary API.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -146,9 +146,15 @@ pub enum HopError {
     Lost(String),
 }
 
+/// Metadata an executor puts on every error status it answers with: a
+/// status without it comes from the transport.
+pub const ANSWERED_BY: &str = "quiver-answered-by";
+
 impl HopError {
     fn of(status: &tonic::Status) -> Option<HopError> {
-        if not_sent(status) {
+        if status.metadata().contains_key(ANSWERED_BY) {
+            None
+        } else if not_sent(status) {
             Some(HopError::NotSent(status.message().to_string()))
         } else if lost(status) {
             Some(HopError::Lost(status.message().to_string()))
@@ -336,17 +342,74 @@ impl Dispatch for RemoteExecutor {
     fn request<'a>(
         &'a self,
         server: &'a str,
-        _request: ClientRequest,
-        _options: CallOptions,
+        request: ClientRequest,
+        options: CallOptions,
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
         Box::pin(async move {
-            Err(UpstreamError::Protocol {
-                id: server.to_string(),
-                detail:
-                    "resources, prompts and completion are not forwarded through a remote executor"
-                        .into(),
-            })
+            self.try_request(server, request, options)
+                .await
+                .unwrap_or_else(|hop| Err(hop_call_error(server.to_string(), hop)))
         })
+    }
+}
+
+impl RemoteExecutor {
+    /// Sends one other MCP request (resources, prompts, completion) to
+    /// upstream `server` through this executor; a [`HopError`] when the
+    /// transport failed.
+    pub async fn try_request(
+        &self,
+        server: &str,
+        request: ClientRequest,
+        options: CallOptions,
+    ) -> Result<Result<ServerResult, UpstreamError>, HopError> {
+        let request_json = match serde_json::to_string(&request) {
+            Ok(json) => json,
+            Err(e) => {
+                return Ok(Err(UpstreamError::Protocol {
+                    id: server.to_string(),
+                    detail: format!("cannot encode the request: {e}"),
+                }));
+            }
+        };
+        let message = pb::McpRequest {
+            server: server.to_string(),
+            request_json,
+            timeout_ms: options
+                .timeout
+                .map_or(0, |t| u32::try_from(t.as_millis()).unwrap_or(u32::MAX)),
+        };
+        let span = hop_span("Request");
+        let message = traced_request(&span, message);
+        let mut client = self.client.clone();
+        let response = tokio::select! {
+            r = client.request(message).instrument(span.clone()) => r,
+            () = options.cancel.cancelled() => {
+                spans::record_error(&span, "cancelled");
+                return Ok(Err(UpstreamError::Cancelled { id: server.to_string() }));
+            }
+        };
+        let response = match response {
+            Ok(response) => response.into_inner(),
+            Err(status) => {
+                spans::record_error(&span, &format!("{:?}", status.code()));
+                if let Some(hop) = HopError::of(&status) {
+                    return Err(hop);
+                }
+                return Ok(Err(UpstreamError::Remote {
+                    id: server.to_string(),
+                    code: -32603,
+                    message: format!("executor: {}", status.message()),
+                    data: None,
+                }));
+            }
+        };
+        Ok(
+            serde_json::from_str(&response.result_json).map_err(|e| UpstreamError::Protocol {
+                id: server.to_string(),
+                detail: format!("executor sent an unreadable result: {e}"),
+            }),
+        )
     }
 }
 

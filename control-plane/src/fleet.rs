@@ -17,7 +17,7 @@ use crate::{
 /// Reports older than this are forgotten: a node that stopped reporting
 /// (dead, or cut off) leaves the fleet, and edges stop routing to it, this
 /// long after its last report ([`crate::watcher::REPORT_EVERY`] apart).
-pub const REPORT_TTL: Duration = Duration::from_secs(5);
+pub const REPORT_TTL: Duration = Duration::from_secs(4);
 
 struct Report {
     role: NodeRole,

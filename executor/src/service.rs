@@ -106,7 +106,9 @@ impl pb::executor_server::Executor for ExecutorService {
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
         let span = self.rpc_span("CallTool", &request);
-        traced(span, self.answer_call_tool(request)).await
+        traced(span, self.answer_call_tool(request))
+            .await
+            .map_err(answered)
     }
 
     async fn execute(
@@ -114,8 +116,30 @@ impl pb::executor_server::Executor for ExecutorService {
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let span = self.rpc_span("Execute", &request);
-        traced(span, self.answer_execute(request)).await
+        traced(span, self.answer_execute(request))
+            .await
+            .map_err(answered)
     }
+
+    async fn request(
+        &self,
+        request: Request<pb::McpRequest>,
+    ) -> Result<Response<pb::McpResponse>, Status> {
+        let span = self.rpc_span("Request", &request);
+        traced(span, self.answer_request(request))
+            .await
+            .map_err(answered)
+    }
+}
+
+/// Marks an error status as this service's answer, so a caller can tell it
+/// from the transport failing (see `quiver_contract::remote::ANSWERED_BY`).
+fn answered(mut status: Status) -> Status {
+    status.metadata_mut().insert(
+        quiver_contract::remote::ANSWERED_BY,
+        tonic::metadata::MetadataValue::from_static("executor"),
+    );
+    status
 }
 
 /// The answers, each run inside its RPC's span by the trait impl above.
@@ -168,6 +192,32 @@ impl ExecutorService {
         let result_json =
             serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(pb::CallToolResponse { result_json }))
+    }
+
+    async fn answer_request(
+        &self,
+        request: Request<pb::McpRequest>,
+    ) -> Result<Response<pb::McpResponse>, Status> {
+        let request = request.into_inner();
+        let mcp: rmcp::model::ClientRequest =
+            serde_json::from_str(&request.request_json).map_err(|e| {
+                Status::invalid_argument(format!("request_json is not an MCP request: {e}"))
+            })?;
+        let mut options = CallOptions::default();
+        if request.timeout_ms > 0 {
+            options.timeout = Some(std::time::Duration::from_millis(u64::from(
+                request.timeout_ms,
+            )));
+        }
+        // The caller going away drops this future, and with it the request.
+        let result = self
+            .dispatch
+            .request(&request.server, mcp, options)
+            .await
+            .map_err(|e| Status::unavailable(redact(&e.to_string())))?;
+        let result_json =
+            serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(pb::McpResponse { result_json }))
     }
 
     async fn answer_execute(

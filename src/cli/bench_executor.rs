@@ -104,14 +104,16 @@ fn children_of(pid: u32) -> Vec<u32> {
 /// `Private_Dirty` of `/proc/<pid>/smaps_rollup`): what a forked script
 /// process costs beyond the pages it shares with its worker.
 fn private_kib(pid: u32) -> Option<u64> {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        rollup
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-    };
-    Some(field("Private_Clean:")? + field("Private_Dirty:")?)
+    Some(rollup_kib(pid, "Private_Clean:")? + rollup_kib(pid, "Private_Dirty:")?)
+}
+
+/// One field of `/proc/<pid>/smaps_rollup`, KiB.
+fn rollup_kib(pid: u32, name: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// Executions per second and the p50/p99 latency of `concurrency` callers
@@ -483,12 +485,16 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     // Cold start and memory.
     let mut cold = Vec::new();
     let mut idle_rss = Vec::new();
+    let mut idle_anon = Vec::new();
     for _ in 0..10 {
         let started = Instant::now();
         let worker = WorkerProcess::spawn(&command).await?;
         cold.push(started.elapsed());
         if let Some(kib) = worker.pid().and_then(rss_kib) {
             idle_rss.push(kib);
+        }
+        if let Some(kib) = worker.pid().and_then(|p| rollup_kib(p, "Anonymous:")) {
+            idle_anon.push(kib);
         }
     }
     cold.sort();
@@ -499,17 +505,20 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     // does not share with the worker it was forked from).
     let sampler = tokio::spawn(async move {
         let (mut worker_peak, mut script_peak, mut private_peak) = (0, 0, 0);
-        let mut seen = Vec::new();
+        let mut busy = None;
         for _ in 0..40 {
             tokio::time::sleep(Duration::from_millis(10)).await;
             worker_peak = worker_peak.max(rss_kib(pid).unwrap_or(0));
             for child in children_of(pid) {
                 script_peak = script_peak.max(rss_kib(child).unwrap_or(0));
-                private_peak = private_peak.max(private_kib(child).unwrap_or(0));
-                seen.push(child);
+                let private = private_kib(child).unwrap_or(0);
+                if private > private_peak {
+                    private_peak = private;
+                    busy = Some(child);
+                }
             }
         }
-        (worker_peak, script_peak, private_peak, seen)
+        (worker_peak, script_peak, private_peak, busy)
     });
     let busy_script = "const rows = []; for (let i = 0; i < 100000; i++) rows.push({ id: i, name: 'row ' + i }); const end = Date.now() + 400; while (Date.now() < end) {} return rows.length;";
     worker
@@ -526,7 +535,7 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     // script, which may still be exiting).
     let mut spare_private = None;
     for _ in 0..200 {
-        let spare = children_of(pid).into_iter().find(|c| !busy.contains(c));
+        let spare = children_of(pid).into_iter().find(|c| Some(*c) != busy);
         if let Some(kib) = spare.and_then(private_kib) {
             spare_private = Some(kib);
             break;
@@ -560,6 +569,12 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         out,
         "| resident memory, idle worker (mean of 10) | {:.1} MiB |",
         idle_mean as f64 / 1024.0
+    );
+    let anon_mean = idle_anon.iter().sum::<u64>() / idle_anon.len().max(1) as u64;
+    let _ = writeln!(
+        out,
+        "| of which its own (anonymous: heap and prepared runtime; the rest is the quiver binary's code, shared by every quiver process) | {:.1} MiB |",
+        anon_mean as f64 / 1024.0
     );
     let _ = writeln!(
         out,

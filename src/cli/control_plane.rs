@@ -20,6 +20,11 @@ pub struct ControlPlaneArgs {
     /// This node's id: a positive integer, unique in the cluster, never reused.
     #[arg(long, env = "QUIVER_CONTROL_PLANE_NODE_ID")]
     node_id: Option<u64>,
+    /// Take the node id from this host's name, which ends in `-N` (a
+    /// StatefulSet pod such as `quiver-cp-0`): node N + 1. `--bootstrap`
+    /// then applies to node 1 only.
+    #[arg(long, conflicts_with = "node_id")]
+    node_id_from_hostname: bool,
     /// gRPC listen address (Raft between nodes, and `quiver ctl`).
     #[arg(long, env = "QUIVER_CONTROL_PLANE_LISTEN")]
     listen: Option<SocketAddr>,
@@ -59,6 +64,24 @@ pub struct ControlPlaneArgs {
     admin_listen: Option<SocketAddr>,
 }
 
+/// Node N + 1 for a host name ending in `-N`.
+fn node_id_from_hostname() -> anyhow::Result<u64> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .context("--node-id-from-hostname: reading the host name")?
+        .trim()
+        .to_string();
+    parse_ordinal(&name).with_context(|| {
+        format!("--node-id-from-hostname: the host name `{name}` does not end in `-N` (a StatefulSet pod name does)")
+    })
+}
+
+/// `quiver-cp-2` → 3.
+fn parse_ordinal(name: &str) -> Option<u64> {
+    let (_, ordinal) = name.rsplit_once('-')?;
+    ordinal.parse::<u64>().ok()?.checked_add(1)
+}
+
 /// Runs the node until Ctrl-C / SIGTERM.
 pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
     let (file, telemetry) = match &args.config {
@@ -73,9 +96,17 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
         .config
         .as_ref()
         .map_or("the command line".to_string(), |p| p.display().to_string());
-    let node_id = args.node_id.or(file.node_id).with_context(|| {
-        format!("no node id: pass --node-id N or set control_plane.node_id in {origin}")
-    })?;
+    let from_hostname = if args.node_id_from_hostname {
+        Some(node_id_from_hostname()?)
+    } else {
+        None
+    };
+    let node_id = from_hostname
+        .or(args.node_id)
+        .or(file.node_id)
+        .with_context(|| {
+            format!("no node id: pass --node-id N or set control_plane.node_id in {origin}")
+        })?;
     if node_id == 0 {
         anyhow::bail!("the node id must be a positive integer");
     }
@@ -104,7 +135,9 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
             "the heartbeat ({heartbeat_ms} ms) must be positive and shorter than the election timeout ({election_ms} ms)"
         );
     }
-    let bootstrap = args.bootstrap || file.bootstrap;
+    // With ids from host names every pod has the same flags: only node 1
+    // makes the cluster, the others are added to it.
+    let bootstrap = (args.bootstrap || file.bootstrap) && (from_hostname.is_none() || node_id == 1);
     let cluster_key = args.cluster_key.load()?;
     if cluster_key.is_none() {
         tracing::info!(
@@ -162,4 +195,18 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
     node.shutdown().await;
     admin_shutdown.cancel();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ordinal;
+
+    #[test]
+    fn a_statefulset_pod_name_gives_its_ordinal_plus_one() {
+        assert_eq!(parse_ordinal("quiver-cp-0"), Some(1));
+        assert_eq!(parse_ordinal("quiver-cp-12"), Some(13));
+        assert_eq!(parse_ordinal("quiver-cp"), None);
+        assert_eq!(parse_ordinal("host"), None);
+        assert_eq!(parse_ordinal("quiver-cp-x"), None);
+    }
 }
