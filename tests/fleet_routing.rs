@@ -113,6 +113,24 @@ async fn an_executor_killed_mid_script_fails_that_script_only_and_the_next_runs_
     assert_eq!(first.is_error, Some(false), "{}", text(&first));
     assert!(text(&first).contains("42"), "{}", text(&first));
 
+    eprintln!("--- a session's scripts stay where its stash is");
+    let stashed = call(
+        &client,
+        "execute",
+        json!({"code": "await stash.set('city', 'Lisbon'); return 'kept';"}),
+    )
+    .await;
+    assert_eq!(stashed.is_error, Some(false), "{}", text(&stashed));
+    for _ in 0..6 {
+        let again = call(
+            &client,
+            "execute",
+            json!({"code": "return await stash.get('city');"}),
+        )
+        .await;
+        assert!(text(&again).contains("Lisbon"), "{}", text(&again));
+    }
+
     eprintln!("--- a script that called a tool and waits, on whichever executor took it");
     let slow = {
         let url = edge.url("code");

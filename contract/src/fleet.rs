@@ -9,6 +9,11 @@
 //! or refused it as busy). Once sent, it is never sent again: a script whose
 //! executor is lost mid-run fails with an error saying its tool calls may
 //! have run (invariant 4).
+//!
+//! A session's scripts stay on the executor that ran its last one while that
+//! executor takes work, so the session's stash (held by the executor) is
+//! there for the next script; when it leaves, the session moves on and its
+//! stash starts empty.
 
 use std::{
     collections::BTreeMap,
@@ -34,6 +39,9 @@ use crate::{
 const BREAKER_FIRST: Duration = Duration::from_secs(1);
 /// Longest pause of an opened breaker.
 const BREAKER_LONGEST: Duration = Duration::from_secs(30);
+/// Sessions whose executor the fleet remembers; past this the oldest half
+/// is forgotten (those sessions pick afresh).
+const MAX_AFFINITIES: usize = 100_000;
 
 /// One executor as the membership source reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +122,8 @@ impl Drop for Outstanding {
 /// The executors an edge routes to.
 pub struct ExecutorFleet {
     members: Mutex<BTreeMap<String, Arc<Member>>>,
+    /// (tenant, session) → the executor that ran its last script, and when.
+    affinity: Mutex<std::collections::HashMap<(String, String), (String, Instant)>>,
     /// The stub hash of the manifest this edge serves.
     canonical: Box<dyn Fn() -> String + Send + Sync>,
     tls: Option<ClientTls>,
@@ -129,6 +139,7 @@ impl ExecutorFleet {
     ) -> ExecutorFleet {
         ExecutorFleet {
             members: Mutex::new(BTreeMap::new()),
+            affinity: Mutex::new(std::collections::HashMap::new()),
             canonical: Box::new(canonical),
             tls,
             turn: AtomicUsize::new(0),
@@ -185,6 +196,41 @@ impl ExecutorFleet {
                 stub_hash: m.info.stub_hash.clone(),
             })
             .collect()
+    }
+
+    /// The executor that ran `session`'s last script, if it still takes work.
+    fn sticky(&self, tenant: &str, session: &str, tried: &[String]) -> Option<Arc<Member>> {
+        let key = (tenant.to_string(), session.to_string());
+        let node = self
+            .affinity
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .map(|(node, _)| node.clone())?;
+        if tried.contains(&node) {
+            return None;
+        }
+        let canonical = (self.canonical)();
+        let members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+        members
+            .get(&node)
+            .filter(|m| state_of(m, &canonical) == "ok")
+            .cloned()
+    }
+
+    /// Remembers that `node` ran `session`'s script.
+    fn remember(&self, tenant: &str, session: &str, node: &str) {
+        let mut affinity = self.affinity.lock().unwrap_or_else(|p| p.into_inner());
+        if affinity.len() >= MAX_AFFINITIES {
+            let mut ages: Vec<Instant> = affinity.values().map(|(_, at)| *at).collect();
+            ages.sort();
+            let cut = ages[ages.len() / 2];
+            affinity.retain(|_, (_, at)| *at > cut);
+        }
+        affinity.insert(
+            (tenant.to_string(), session.to_string()),
+            (node.to_string(), Instant::now()),
+        );
     }
 
     /// The member with the fewest outstanding requests among those that get
@@ -374,7 +420,8 @@ impl Scripts for ExecutorFleet {
             let mut tried = Vec::new();
             let mut last = String::new();
             while tried.len() < MAX_TRIES {
-                let member = match self.pick(&tried) {
+                let sticky = self.sticky(&request.tenant, &request.session, &tried);
+                let member = match sticky.map_or_else(|| self.pick(&tried), Ok) {
                     Ok(member) => member,
                     Err(why) => {
                         last = if last.is_empty() {
@@ -386,6 +433,7 @@ impl Scripts for ExecutorFleet {
                     }
                 };
                 tried.push(member.info.node.clone());
+                self.remember(&request.tenant, &request.session, &member.info.node);
                 let _counted = Outstanding::new(member.clone());
                 let answer = member
                     .remote
