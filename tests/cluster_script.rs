@@ -41,8 +41,9 @@ impl Drop for Down<'_> {
 #[tokio::test(flavor = "multi_thread")]
 async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
     let state = tempfile::tempdir().unwrap();
-    // Ports away from the defaults (and from other runs of this test).
-    let offset = 20_000 + (std::process::id() % 400) * 10;
+    // Ports away from the defaults and from other runs of this test, and
+    // below 32768, where ephemeral ports start.
+    let offset = 10_000 + (std::process::id() % 1000) * 10;
     let _down = Down(state.path(), offset);
     let (ok, up) = cluster(state.path(), offset, "up");
     assert!(ok, "{up}");
