@@ -531,17 +531,29 @@ async fn a_waiting_script_process_killed_before_its_job_costs_nothing() {
     let pool = WorkerPool::start(config(1, 1));
     pool.warm_up().await.unwrap();
     let worker = pool.idle_pids()[0];
-    assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
     // An idle worker keeps one process forked ahead, waiting for the next
-    // execution (the one that ran has exited and been reaped by then).
+    // execution: the first one's runs this script, and the worker forks
+    // another while idle again.
     wait_for(|| children_of(worker).len() == 1).await;
-    let spare = children_of(worker)[0];
+    let first = children_of(worker)[0];
+    assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .is_ok_and(|status| !status.contains("State:\tZ"))
+    };
+    wait_for(|| children_of(worker).iter().any(|&c| c != first && alive(c))).await;
+    let spare = children_of(worker)
+        .into_iter()
+        .find(|&c| c != first && alive(c))
+        .expect("the process forked ahead");
     let status = std::process::Command::new("kill")
         .args(["-9", &spare.to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    // The next execution finds it dead, forks another and runs.
+    // Once it is dead (a zombie, or reaped), the next execution finds it so,
+    // forks another and runs.
+    wait_for(|| !alive(spare)).await;
     assert_eq!(
         ok_value(&run(&pool, "return 'after';").await),
         json!("after")

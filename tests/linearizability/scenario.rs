@@ -203,12 +203,22 @@ impl Scenario {
     pub async fn node_states(&mut self) -> Vec<(NodeId, NodeState)> {
         let mut states = Vec::new();
         for id in 1..=3 {
-            self.cluster.lead_with(id).await;
-            let mut own = AdminClient::new(vec![self.cluster.node(id).direct.clone()], None);
-            let tenants = self
-                .history
-                .read(&mut own, &format!("node {id}, read alone"), Route::HereOnly)
-                .await
+            // A read that fails is not in the history, so one that fails
+            // while leadership settles (a heartbeat round timing out on a
+            // loaded machine) is asked again, leading again first.
+            let mut tenants = None;
+            for _ in 0..5 {
+                self.cluster.lead_with(id).await;
+                let mut own = AdminClient::new(vec![self.cluster.node(id).direct.clone()], None);
+                tenants = self
+                    .history
+                    .read(&mut own, &format!("node {id}, read alone"), Route::HereOnly)
+                    .await;
+                if tenants.is_some() {
+                    break;
+                }
+            }
+            let tenants = tenants
                 .unwrap_or_else(|| panic!("node {id} does not answer a read while it leads"));
             let manifest = self.cluster.manifest_on(id).await;
             states.push((id, NodeState { tenants, manifest }));
