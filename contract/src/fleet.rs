@@ -292,6 +292,88 @@ fn record(member: &Member, healthy: bool) {
 /// Most executors one request tries before giving up (each never got it).
 const MAX_TRIES: usize = 3;
 
+/// How one executor took a request.
+enum Attempt<T> {
+    /// It answered (an error included): done.
+    Answer(T),
+    /// It refused before running anything: another may take it.
+    Busy(String),
+    /// It never got the request: another may take it.
+    NotSent(String),
+    /// The connection broke after the request was sent: it may have run.
+    Lost(String),
+}
+
+impl<T> From<Result<T, HopError>> for Attempt<T> {
+    fn from(hop: Result<T, HopError>) -> Attempt<T> {
+        match hop {
+            Ok(answer) => Attempt::Answer(answer),
+            Err(HopError::NotSent(why)) => Attempt::NotSent(why),
+            Err(HopError::Lost(why)) => Attempt::Lost(why),
+        }
+    }
+}
+
+/// How a routed request ended.
+enum Routed<T> {
+    Answer(T),
+    /// Its executor (named) was lost after it was sent.
+    Lost(String, String),
+    /// No executor took it; why each did not.
+    NoneTook(String),
+}
+
+impl ExecutorFleet {
+    /// Sends a request to one executor after another until one answers or
+    /// loses it, trying the next only when the last never got it (at most
+    /// [`MAX_TRIES`]). With `session`, it goes to that session's executor
+    /// first and the one that takes it is remembered.
+    async fn route<T, F, Fut>(&self, session: Option<(&str, &str)>, mut attempt: F) -> Routed<T>
+    where
+        F: FnMut(Arc<Member>) -> Fut,
+        Fut: std::future::Future<Output = Attempt<T>>,
+    {
+        let mut tried = Vec::new();
+        let mut last = String::new();
+        while tried.len() < MAX_TRIES {
+            let sticky = session.and_then(|(tenant, id)| self.sticky(tenant, id, &tried));
+            let member = match sticky.map_or_else(|| self.pick(&tried), Ok) {
+                Ok(member) => member,
+                Err(why) => {
+                    last = if last.is_empty() {
+                        why
+                    } else {
+                        format!("{last}; {why}")
+                    };
+                    break;
+                }
+            };
+            let node = member.info.node.clone();
+            tried.push(node.clone());
+            if let Some((tenant, id)) = session {
+                self.remember(tenant, id, &node);
+            }
+            let _counted = Outstanding::new(member.clone());
+            match attempt(member.clone()).await {
+                Attempt::Answer(answer) => {
+                    record(&member, true);
+                    return Routed::Answer(answer);
+                }
+                Attempt::Busy(why) => last = format!("executor `{node}` is busy: {why}"),
+                Attempt::NotSent(why) => {
+                    record(&member, false);
+                    last = format!("executor `{node}`: {why}");
+                }
+                Attempt::Lost(why) => {
+                    record(&member, false);
+                    return Routed::Lost(node, why);
+                }
+            }
+        }
+        Routed::NoneTook(last)
+    }
+}
+
 impl Dispatch for ExecutorFleet {
     fn call_tool(
         &self,
@@ -299,54 +381,27 @@ impl Dispatch for ExecutorFleet {
         options: CallOptions,
     ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move {
-            let server = call.server.clone();
-            let mut tried = Vec::new();
-            let mut last = String::new();
-            while tried.len() < MAX_TRIES {
-                let member = match self.pick(&tried) {
-                    Ok(member) => member,
-                    Err(why) => {
-                        last = if last.is_empty() {
-                            why
-                        } else {
-                            format!("{last}; {why}")
-                        };
-                        break;
-                    }
-                };
-                tried.push(member.info.node.clone());
-                let _counted = Outstanding::new(member.clone());
-                match member
-                    .remote
-                    .try_call_tool(call.clone(), options.clone())
-                    .await
-                {
-                    Err(HopError::Lost(why)) => {
-                        record(&member, false);
-                        return Err(UpstreamError::Remote {
-                            id: server,
-                            code: -32603,
-                            message: format!(
-                                "executor lost: `{}` stopped answering during the call ({why}); it was not retried, and it may have run",
-                                member.info.node
-                            ),
-                            data: None,
-                        });
-                    }
-                    Ok(answer) => {
-                        record(&member, true);
-                        return answer;
-                    }
-                    Err(HopError::NotSent(why)) => {
-                        record(&member, false);
-                        last = format!("executor `{}`: {why}", member.info.node);
-                    }
-                }
+            let routed = self
+                .route(None, |member| {
+                    let (call, options) = (call.clone(), options.clone());
+                    async move { member.remote.try_call_tool(call, options).await.into() }
+                })
+                .await;
+            match routed {
+                Routed::Answer(answer) => answer,
+                Routed::Lost(node, why) => Err(UpstreamError::Remote {
+                    id: call.server,
+                    code: -32603,
+                    message: format!(
+                        "executor lost: `{node}` stopped answering during the call ({why}); it was not retried, and it may have run"
+                    ),
+                    data: None,
+                }),
+                Routed::NoneTook(last) => Err(UpstreamError::Unavailable {
+                    id: call.server,
+                    reason: format!("no executor took the call; nothing was sent ({last})"),
+                }),
             }
-            Err(UpstreamError::Unavailable {
-                id: server,
-                reason: format!("no executor took the call; nothing was sent ({last})"),
-            })
         })
     }
 
@@ -357,53 +412,33 @@ impl Dispatch for ExecutorFleet {
         options: CallOptions,
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
         Box::pin(async move {
-            let mut tried = Vec::new();
-            let mut last = String::new();
-            while tried.len() < MAX_TRIES {
-                let member = match self.pick(&tried) {
-                    Ok(member) => member,
-                    Err(why) => {
-                        last = if last.is_empty() {
-                            why
-                        } else {
-                            format!("{last}; {why}")
-                        };
-                        break;
+            let routed = self
+                .route(None, |member| {
+                    let (request, options) = (request.clone(), options.clone());
+                    async move {
+                        member
+                            .remote
+                            .try_request(server, request, options)
+                            .await
+                            .into()
                     }
-                };
-                tried.push(member.info.node.clone());
-                let _counted = Outstanding::new(member.clone());
-                match member
-                    .remote
-                    .try_request(server, request.clone(), options.clone())
-                    .await
-                {
-                    Ok(answer) => {
-                        record(&member, true);
-                        return answer;
-                    }
-                    Err(HopError::Lost(why)) => {
-                        record(&member, false);
-                        return Err(UpstreamError::Remote {
-                            id: server.to_string(),
-                            code: -32603,
-                            message: format!(
-                                "executor lost: `{}` stopped answering during the request ({why}); it was not retried",
-                                member.info.node
-                            ),
-                            data: None,
-                        });
-                    }
-                    Err(HopError::NotSent(why)) => {
-                        record(&member, false);
-                        last = format!("executor `{}`: {why}", member.info.node);
-                    }
-                }
+                })
+                .await;
+            match routed {
+                Routed::Answer(answer) => answer,
+                Routed::Lost(node, why) => Err(UpstreamError::Remote {
+                    id: server.to_string(),
+                    code: -32603,
+                    message: format!(
+                        "executor lost: `{node}` stopped answering during the request ({why}); it was not retried"
+                    ),
+                    data: None,
+                }),
+                Routed::NoneTook(last) => Err(UpstreamError::Unavailable {
+                    id: server.to_string(),
+                    reason: format!("no executor took the request; nothing was sent ({last})"),
+                }),
             }
-            Err(UpstreamError::Unavailable {
-                id: server.to_string(),
-                reason: format!("no executor took the request; nothing was sent ({last})"),
-            })
         })
     }
 }
@@ -417,55 +452,31 @@ impl Scripts for ExecutorFleet {
         sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
         Box::pin(async move {
-            let mut tried = Vec::new();
-            let mut last = String::new();
-            while tried.len() < MAX_TRIES {
-                let sticky = self.sticky(&request.tenant, &request.session, &tried);
-                let member = match sticky.map_or_else(|| self.pick(&tried), Ok) {
-                    Ok(member) => member,
-                    Err(why) => {
-                        last = if last.is_empty() {
-                            why
-                        } else {
-                            format!("{last}; {why}")
-                        };
-                        break;
+            let session = (request.tenant.as_str(), request.session.as_str());
+            let routed = self
+                .route(Some(session), |member| {
+                    let (request, view, cancel, sink) =
+                        (request.clone(), view.clone(), cancel.clone(), sink.clone());
+                    async move {
+                        match member.remote.try_execute(request, view, cancel, sink).await {
+                            // Refused before running: another executor may take it.
+                            Ok(Err(ExecuteError::Busy { reason })) => Attempt::Busy(reason),
+                            other => other.into(),
+                        }
                     }
-                };
-                tried.push(member.info.node.clone());
-                self.remember(&request.tenant, &request.session, &member.info.node);
-                let _counted = Outstanding::new(member.clone());
-                let answer = member
-                    .remote
-                    .try_execute(request.clone(), view.clone(), cancel.clone(), sink.clone())
-                    .await;
-                match answer {
-                    // Refused before running: another executor may take it.
-                    Ok(Err(ExecuteError::Busy { reason })) => {
-                        last = format!("executor `{}` is busy: {reason}", member.info.node);
-                    }
-                    Err(HopError::Lost(reason)) => {
-                        record(&member, false);
-                        return Err(ExecuteError::Failed {
-                            reason: format!(
-                                "executor lost: `{}` stopped answering while the script ran ({reason}); the script was not re-run, and the tool calls it made before that may have run",
-                                member.info.node
-                            ),
-                        });
-                    }
-                    Ok(answer) => {
-                        record(&member, true);
-                        return answer;
-                    }
-                    Err(HopError::NotSent(why)) => {
-                        record(&member, false);
-                        last = format!("executor `{}`: {why}", member.info.node);
-                    }
-                }
+                })
+                .await;
+            match routed {
+                Routed::Answer(answer) => answer,
+                Routed::Lost(node, reason) => Err(ExecuteError::Failed {
+                    reason: format!(
+                        "executor lost: `{node}` stopped answering while the script ran ({reason}); the script was not re-run, and the tool calls it made before that may have run"
+                    ),
+                }),
+                Routed::NoneTook(last) => Err(ExecuteError::Unreachable {
+                    reason: format!("no executor took the script; nothing ran ({last})"),
+                }),
             }
-            Err(ExecuteError::Unreachable {
-                reason: format!("no executor took the script; nothing ran ({last})"),
-            })
         })
     }
 }
