@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing Quiver needs, only when it is missing:
-# cmake, the SIMDe headers, protoc and Prometheus (the telemetry test scrapes
-# every role with a real one) from Debian's packages. Idempotent; safe
+# cmake, the SIMDe headers, protoc, Prometheus (the telemetry test scrapes
+# every role with a real one) and etcd (the fleet's membership tests start a
+# real one) from Debian's packages. Idempotent; safe
 # to run on every build. (Node.js 22 and the MCP conformance suite are installed
 # by scripts/install-node-tools.sh, which the test script calls.)
 set -euo pipefail
@@ -10,9 +11,12 @@ need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 [ -d /usr/include/simde ] || need+=(libsimde-dev)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+# protoc's well-known types (descriptor.proto, …), which etcd-client's protos import.
+[ -f /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

@@ -6,79 +6,10 @@
 
 mod support;
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{
-    ExecutorProcess, QuiverDev, call, connect, http, quiver_bin, spawn_with_banner, text,
-};
-
-/// A running `quiver edge` (killed on drop).
-struct EdgeProcess {
-    child: std::process::Child,
-    /// `host:port` it serves MCP on.
-    authority: String,
-}
-
-impl EdgeProcess {
-    fn start(control_plane: &str) -> EdgeProcess {
-        let mut command = Command::new(quiver_bin());
-        command.args([
-            "edge",
-            "--listen",
-            "127.0.0.1:0",
-            "--control-plane",
-            control_plane,
-        ]);
-        let (child, banner) = spawn_with_banner(&mut command, "quiver edge");
-        assert!(banner.contains("quiver edge: serving"), "{banner}");
-        let authority = banner
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("no URL in: {banner}"))
-            .to_string();
-        EdgeProcess { child, authority }
-    }
-
-    fn url(&self, mode: &str) -> String {
-        format!("http://{}/{mode}/mcp", self.authority)
-    }
-
-    async fn executors(&self) -> Vec<Value> {
-        let status: Value = http()
-            .get(format!("http://{}/status", self.authority))
-            .send()
-            .await
-            .expect("GET /status")
-            .json()
-            .await
-            .expect("/status is JSON");
-        status["executors"].as_array().cloned().unwrap_or_default()
-    }
-
-    /// Polls `/status` until `done` holds for the executor list (bounded).
-    async fn until(&self, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        for _ in 0..600 {
-            let executors = self.executors().await;
-            if done(&executors) {
-                return executors;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "{what}: not within 30 s; executors: {:?}",
-            self.executors().await
-        );
-    }
-}
-
-impl Drop for EdgeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::{EdgeProcess, ExecutorProcess, QuiverDev, call, connect, text};
 
 fn executor(dev: &QuiverDev, data: &std::path::Path, name: &str) -> ExecutorProcess {
     let key = data.join("cluster.key");

@@ -56,6 +56,22 @@ pub struct ExecutorInfo {
     pub ready: bool,
 }
 
+impl ExecutorInfo {
+    /// The executors among members' records in etcd.
+    pub fn from_records(records: &[crate::membership::MemberRecord]) -> Vec<ExecutorInfo> {
+        records
+            .iter()
+            .filter(|r| r.role == "executor" && !r.address.is_empty())
+            .map(|r| ExecutorInfo {
+                node: r.node.clone(),
+                url: r.address.clone(),
+                stub_hash: r.stub_hash.clone(),
+                ready: r.ready,
+            })
+            .collect()
+    }
+}
+
 /// Why an executor gets no work, as `quiver ctl` and `/status` show it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MemberState {

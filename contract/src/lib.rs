@@ -11,6 +11,7 @@ mod dispatch;
 mod execute_error;
 pub mod fleet;
 mod limits;
+pub mod membership;
 mod outcome;
 pub mod remote;
 mod scripts;

@@ -8,7 +8,11 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
-use quiver_contract::{Dispatch, ExecutorFleet, ExecutorInfo, Scripts, remote::ClientTls};
+use quiver_contract::{
+    Dispatch, ExecutorFleet, ExecutorInfo, Scripts,
+    membership::{self, MemberRecord},
+    remote::ClientTls,
+};
 use quiver_control_plane::{
     ManifestStore,
     admin::{AdminAnswer, AdminRequest},
@@ -51,6 +55,11 @@ pub struct EdgeArgs {
     /// Serve `/healthz`, `/readyz` and `/metrics` here too (overrides `edge.admin_listen`).
     #[arg(long)]
     admin_listen: Option<SocketAddr>,
+    /// etcd endpoints (`host:port`, comma-separated): learn the executors
+    /// from their records there (see `quiver executor --etcd`), and register
+    /// this edge too; without it, the control plane's registry is asked.
+    #[arg(long, value_delimiter = ',', env = "QUIVER_ETCD")]
+    etcd: Vec<String>,
     /// This edge's name in the fleet (default `edge@<listen address>`).
     #[arg(long)]
     node_name: Option<String>,
@@ -128,14 +137,15 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let reported_health = ReportedHealth::default();
     let store = Arc::new(ManifestStore::new());
     let mut first = store.subscribe();
+    let node_name = args
+        .node_name
+        .clone()
+        .unwrap_or_else(|| format!("edge@{bound}"));
     spawn_watcher(
         WatchConfig {
             endpoints: args.control_plane.clone(),
             tls: control_plane_tls.clone(),
-            node: args
-                .node_name
-                .clone()
-                .unwrap_or_else(|| format!("edge@{bound}")),
+            node: node_name.clone(),
             role: NodeRole::Edge,
             health: reported_health.clone(),
             grpc: None,
@@ -153,12 +163,22 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         move || canonical.current().stub_hash.to_hex(),
         executor_tls,
     ));
-    follow_membership(
-        fleet.clone(),
-        args.control_plane.clone(),
-        control_plane_tls,
-        shutdown.clone(),
-    );
+    let etcd_follower = if args.etcd.is_empty() {
+        follow_membership(
+            fleet.clone(),
+            args.control_plane.clone(),
+            control_plane_tls,
+            shutdown.clone(),
+        );
+        None
+    } else {
+        let members = fleet.clone();
+        Some(membership::follow(
+            args.etcd.clone(),
+            move |records| members.update(ExecutorInfo::from_records(&records)),
+            shutdown.clone(),
+        ))
+    };
     let dispatch: Arc<dyn Dispatch> = fleet.clone();
     let scripts: Arc<dyn Scripts> = fleet.clone();
     let gateway = Gateway::with_tenants(
@@ -201,6 +221,24 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     } else {
         "http"
     };
+    let registration = (!args.etcd.is_empty()).then(|| {
+        let (store, fleet, health) = (store.clone(), fleet.clone(), health.clone());
+        let (node, address) = (node_name.clone(), format!("{scheme}://{bound}/mcp"));
+        membership::register(args.etcd.clone(), move || {
+            let manifest = store.current();
+            let load: usize = fleet.states().iter().map(|s| s.outstanding).sum();
+            MemberRecord {
+                node: node.clone(),
+                role: NodeRole::Edge.to_string(),
+                address: address.clone(),
+                capacity: 0,
+                load: u32::try_from(load).unwrap_or(u32::MAX),
+                manifest_version: manifest.version,
+                stub_hash: manifest.stub_hash.to_hex(),
+                ready: health.readiness().ready,
+            }
+        })
+    });
     let manifest = store.current();
     println!(
         "quiver edge: serving {} tools at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {}; stub hash {}{}",
@@ -223,7 +261,12 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let status_store = store.clone();
     let status: quiver_edge::http::StatusProvider = Arc::new(move || {
         let manifest = status_store.current();
+        let membership = match &etcd_follower {
+            Some(follower) => serde_json::json!({"source": "etcd", "etcd": follower.status()}),
+            None => serde_json::json!({"source": "control-plane"}),
+        };
         serde_json::json!({
+            "membership": membership,
             "executors": status_fleet.states(),
             "manifest_version": manifest.version,
             "stub_hash": manifest.stub_hash.to_hex(),
@@ -232,6 +275,9 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let result =
         quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status), &health).await;
     shutdown.cancel();
+    if let Some(registration) = registration {
+        registration.deregister().await;
+    }
     Ok(result?)
 }
 

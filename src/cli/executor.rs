@@ -71,6 +71,11 @@ pub struct ExecutorArgs {
     /// computes it.
     #[arg(long, default_value = "none")]
     auth: AuthMode,
+    /// etcd endpoints (`host:port`, comma-separated): register this executor
+    /// there under a lease (see `quiver edge --etcd`); without it, edges
+    /// learn of it from the control plane's registry.
+    #[arg(long, value_delimiter = ',', env = "QUIVER_ETCD")]
+    etcd: Vec<String>,
     /// The address edges reach this executor's gRPC service at (`host:port`),
     /// reported to the control plane; default the listen address.
     #[arg(long)]
@@ -166,6 +171,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         )),
     };
     let reported_health = watch.health.clone();
+    let advertised = watch.grpc.clone().unwrap_or_default();
     let (lease_tls, lease_name) = (watch.tls.clone(), watch.node.clone());
     let (upstreams, store) = if from_control_plane {
         let upstreams = Arc::new(UpstreamSet::default());
@@ -232,6 +238,28 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         .check("workers", readiness::workers_warm(pool.clone()));
     let admin = readiness::open_admin(args.admin_listen, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
+    let registration = (!args.etcd.is_empty()).then(|| {
+        let (store, pool, health, node) = (
+            store.clone(),
+            pool.clone(),
+            health.clone(),
+            lease_name.clone(),
+        );
+        quiver_contract::membership::register(args.etcd.clone(), move || {
+            let manifest = store.current();
+            let stats = pool.stats();
+            quiver_contract::membership::MemberRecord {
+                node: node.clone(),
+                role: NodeRole::Executor.to_string(),
+                address: advertised.clone(),
+                capacity: u32::try_from(pool.capacity()).unwrap_or(u32::MAX),
+                load: u32::try_from(stats.running + stats.waiting).unwrap_or(u32::MAX),
+                manifest_version: manifest.version,
+                stub_hash: manifest.stub_hash.to_hex(),
+                ready: health.readiness().ready,
+            }
+        })
+    });
     let manifest = store.current();
     let stop_requested = super::dev::stop_signal();
     println!(
@@ -270,6 +298,11 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         .await
         .context("serving gRPC");
     shutdown.cancel();
+    // What ran has finished: leave the membership now, not when the lease
+    // runs out.
+    if let Some(registration) = registration {
+        registration.deregister().await;
+    }
     // Unspent allowances go back to the tenants' budgets; buffered audit
     // records are shipped.
     metered.finish().await;

@@ -2,6 +2,7 @@
 //! loopback and talk to them with real rmcp clients.
 #![allow(dead_code)]
 
+pub mod etcd;
 pub mod node_tools;
 pub mod otlp;
 pub mod partial_run;
@@ -130,6 +131,23 @@ impl ExecutorProcess {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits (up to 30 s) for it to exit.
+    pub fn stop_gracefully(&mut self) -> std::process::ExitStatus {
+        let pid = i32::try_from(self.pid()).expect("pid fits");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .expect("SIGTERM");
+        for _ in 0..1500 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the executor ignored SIGTERM for 30 s");
     }
 }
 
@@ -261,6 +279,90 @@ impl QuiverDev {
             self.wait_exit(Duration::from_secs(30)).is_some(),
             "quiver dev ignored SIGTERM"
         );
+    }
+}
+
+/// A running `quiver edge` (killed on drop).
+pub struct EdgeProcess {
+    child: Child,
+    /// `host:port` it serves MCP on.
+    pub authority: String,
+}
+
+impl EdgeProcess {
+    /// `quiver edge --listen 127.0.0.1:0 --control-plane <control_plane>`.
+    pub fn start(control_plane: &str) -> EdgeProcess {
+        EdgeProcess::start_with(control_plane, &[])
+    }
+
+    /// The same with `extra` arguments.
+    pub fn start_with(control_plane: &str, extra: &[&str]) -> EdgeProcess {
+        let mut command = Command::new(quiver_bin());
+        command
+            .args([
+                "edge",
+                "--listen",
+                "127.0.0.1:0",
+                "--control-plane",
+                control_plane,
+            ])
+            .args(extra);
+        let (child, banner) = spawn_with_banner(&mut command, "quiver edge");
+        assert!(banner.contains("quiver edge: serving"), "{banner}");
+        let authority = banner
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("no URL in: {banner}"))
+            .to_string();
+        EdgeProcess { child, authority }
+    }
+
+    /// The MCP URL of `mode`.
+    pub fn url(&self, mode: &str) -> String {
+        format!("http://{}/{mode}/mcp", self.authority)
+    }
+
+    /// Its `/status`.
+    pub async fn status(&self) -> Value {
+        http()
+            .get(format!("http://{}/status", self.authority))
+            .send()
+            .await
+            .expect("GET /status")
+            .json()
+            .await
+            .expect("/status is JSON")
+    }
+
+    /// The executors its `/status` lists.
+    pub async fn executors(&self) -> Vec<Value> {
+        self.status().await["executors"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Polls `/status` until `done` holds for the executor list (bounded).
+    pub async fn until(&self, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        for _ in 0..600 {
+            let executors = self.executors().await;
+            if done(&executors) {
+                return executors;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "{what}: not within 30 s; executors: {:?}",
+            self.executors().await
+        );
+    }
+}
+
+impl Drop for EdgeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -230,6 +230,11 @@ impl WorkerPool {
             .build();
     }
 
+    /// Most scripts it runs at once.
+    pub fn capacity(&self) -> usize {
+        self.config.max_workers.max(1)
+    }
+
     /// Counters.
     pub fn stats(&self) -> PoolStats {
         PoolStats {
