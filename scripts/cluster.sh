@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A whole Quiver fleet on this machine, on loopback:
-#   3 control-plane nodes (Raft), 2 executors, 2 edges, and the demo upstreams.
+#   3 control-plane nodes (Raft), etcd (the fleet's membership), 2 executors,
+#   2 edges, and the demo upstreams.
 #
 #   scripts/cluster.sh up       build if needed, start everything, print the endpoints
 #   scripts/cluster.sh status   which processes run, and `quiver ctl cluster status`
@@ -8,7 +9,7 @@
 #
 # State, logs and pids live in $QUIVER_CLUSTER_DIR (default .quiver/cluster).
 # $QUIVER_BIN picks the binary (default target/release/quiver, built if missing).
-# Ports: control plane 7401-7403, executors 7501-7502, edges 8081-8082 (MCP),
+# Ports: etcd 2379 (clients) and 2380 (peers), control plane 7401-7403, executors 7501-7502, edges 8081-8082 (MCP),
 # admin listeners (/healthz, /readyz, /metrics) 9401-9403, 9501-9502 and
 # 9601-9602; $QUIVER_CLUSTER_PORT_OFFSET is added to every one.
 set -euo pipefail
@@ -19,6 +20,7 @@ BIN=${QUIVER_BIN:-target/release/quiver}
 OFFSET=${QUIVER_CLUSTER_PORT_OFFSET:-0}
 port() { echo $(($1 + OFFSET)); }
 CP="127.0.0.1:$(port 7401),127.0.0.1:$(port 7402),127.0.0.1:$(port 7403)"
+ETCD="127.0.0.1:$(port 2379)"
 DEMO_SERVERS="weather github notes maps calendar"
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -32,11 +34,16 @@ running() { # name: its process exists and is not a zombie
 
 start() { # name, then the quiver arguments
   local name=$1; shift
+  run "$name" "$BIN" "$@"
+}
+
+run() { # name, then the program and its arguments
+  local name=$1; shift
   if running "$name"; then
     echo "  $name already runs (pid $(cat "$DIR/$name.pid"))"
     return
   fi
-  "$BIN" "$@" >"$DIR/$name.out" 2>"$DIR/$name.log" &
+  "$@" >"$DIR/$name.out" 2>"$DIR/$name.log" &
   echo $! >"$DIR/$name.pid"
 }
 
@@ -58,8 +65,21 @@ up() {
     scripts/install-deps.sh
     cargo build --release --bin quiver
   fi
+  command -v etcd >/dev/null 2>&1 || scripts/install-deps.sh
   local fresh=false
   [[ -d $DIR/cp1 ]] || fresh=true
+
+  echo "etcd"
+  local peer="http://127.0.0.1:$(port 2380)"
+  run etcd etcd --name quiver --data-dir "$DIR/etcd" \
+    --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
+    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+    --initial-cluster "quiver=$peer"
+  for _ in $(seq 1 300); do
+    curl -fsS "http://$ETCD/health" 2>/dev/null | grep -q '"health":"true"' && break
+    running etcd || die "etcd stopped; see $DIR/etcd.log"
+    sleep 0.1
+  done
 
   echo "control plane"
   for id in 1 2 3; do
@@ -84,14 +104,14 @@ up() {
   echo "executors"
   for n in 1 2; do
     start "executor$n" executor --listen "127.0.0.1:$(port 750$n)" --control-plane "$CP" \
-      --node-name "executor-$n" --admin-listen "127.0.0.1:$(port 950$n)"
+      --etcd "$ETCD" --node-name "executor-$n" --admin-listen "127.0.0.1:$(port 950$n)"
   done
   for n in 1 2; do wait_line "executor$n" "quiver executor: serving"; done
 
   echo "edges"
   for n in 1 2; do
     start "edge$n" edge --listen "127.0.0.1:$(port 808$n)" --control-plane "$CP" \
-      --node-name "edge-$n" --admin-listen "127.0.0.1:$(port 960$n)"
+      --etcd "$ETCD" --node-name "edge-$n" --admin-listen "127.0.0.1:$(port 960$n)"
   done
   for n in 1 2; do wait_line "edge$n" "quiver edge: serving"; done
   # Ready once each edge routes to both executors.
@@ -108,6 +128,7 @@ Quiver cluster up ($DIR):
   MCP, either edge:   http://127.0.0.1:$(port 8081)/mcp   http://127.0.0.1:$(port 8082)/mcp
                       (also /passthrough/mcp /search/mcp /code/mcp on each)
   control plane:      $CP    (quiver ctl --endpoints $CP …)
+  etcd (membership):  http://$ETCD   (members under /quiver/members/)
   executors (gRPC):   127.0.0.1:$(port 7501) 127.0.0.1:$(port 7502)
   admin (/readyz, /metrics): control plane 127.0.0.1:$(port 9401)-$(port 9403), executors 127.0.0.1:$(port 9501)-$(port 9502), edges 127.0.0.1:$(port 9601)-$(port 9602)
 Check it:  $BIN ctl --endpoints $CP cluster verify
@@ -116,7 +137,7 @@ EOF
 }
 
 status() {
-  for name in cp1 cp2 cp3 executor1 executor2 edge1 edge2; do
+  for name in etcd cp1 cp2 cp3 executor1 executor2 edge1 edge2; do
     if running "$name"; then
       echo "$name: running (pid $(cat "$DIR/$name.pid"))"
     else
@@ -127,9 +148,9 @@ status() {
 }
 
 down() {
-  # Edges first (clients move on), then executors (they drain), then the
-  # control plane.
-  for group in "edge1 edge2" "executor1 executor2" "cp1 cp2 cp3"; do
+  # Edges first (clients move on), then executors (they drain and
+  # deregister), then the control plane and etcd.
+  for group in "edge1 edge2" "executor1 executor2" "cp1 cp2 cp3" "etcd"; do
     for name in $group; do
       running "$name" && kill -TERM "$(cat "$DIR/$name.pid")"
     done

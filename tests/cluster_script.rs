@@ -1,5 +1,5 @@
 //! `scripts/cluster.sh up|status|down` as a new user runs it: three
-//! control-plane nodes, two executors and two edges on loopback, with the
+//! control-plane nodes, etcd, two executors and two edges on loopback, with the
 //! demo upstreams. An MCP client works through either edge, `cluster
 //! verify` lists every edge and executor as `ok`, a killed edge leaves the
 //! other serving, and `down` stops everything.
@@ -82,6 +82,41 @@ async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
         assert_eq!(script.is_error, Some(false), "{}", text(&script));
     }
 
+    eprintln!("--- every edge and executor registered in etcd, and edges route by it");
+    let etcd = format!("127.0.0.1:{}", 2379 + offset);
+    assert!(up.contains(&format!("http://{etcd}")), "{up}");
+    let expected = [
+        "/quiver/members/edge/edge-1",
+        "/quiver/members/edge/edge-2",
+        "/quiver/members/executor/executor-1",
+        "/quiver/members/executor/executor-2",
+    ];
+    let mut members = Vec::new();
+    // Registration runs beside serving: poll (bounded) until all four are in.
+    for _ in 0..100 {
+        members = support::etcd::read_prefix(&etcd, "/quiver/members/")
+            .await
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect();
+        if members == expected {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(members, expected);
+    for edge in &edges {
+        let status: serde_json::Value = support::http()
+            .get(format!("{edge}/status"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(status["membership"]["source"], "etcd", "{status}");
+    }
+
     eprintln!("--- cluster verify lists every edge and executor as ok");
     let verify = ctl_until(&endpoints, &["cluster", "verify"], |ok, out| {
         ok && ["edge-1", "edge-2", "executor-1", "executor-2"]
@@ -119,6 +154,7 @@ async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
     assert!(ok, "{down}");
     let (_, status) = cluster(state.path(), offset, "status");
     for name in [
+        "etcd",
         "cp1",
         "cp2",
         "cp3",

@@ -119,11 +119,18 @@ impl Etcd {
 
     /// The values under `prefix`, by key.
     pub async fn read_prefix(&self, prefix: &str) -> Vec<(String, Value)> {
+        read_prefix(&self.endpoint(), prefix).await
+    }
+}
+
+/// The values under `prefix` in the etcd at `endpoint` (`host:port`), by key.
+pub async fn read_prefix(endpoint: &str, prefix: &str) -> Vec<(String, Value)> {
+    {
         let b64 = base64::engine::general_purpose::STANDARD;
         let mut end = prefix.as_bytes().to_vec();
         *end.last_mut().expect("a prefix") += 1;
         let answer: Value = super::http()
-            .post(format!("http://{}/v3/kv/range", self.endpoint()))
+            .post(format!("http://{endpoint}/v3/kv/range"))
             .json(&json!({"key": b64.encode(prefix), "range_end": b64.encode(&end)}))
             .send()
             .await
