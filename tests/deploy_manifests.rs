@@ -79,7 +79,9 @@ fn invocations(text: &str) -> Vec<Vec<String>> {
                 let items: Vec<String> =
                     serde_json::from_str(&array).unwrap_or_else(|e| panic!("{line}: {e}"));
                 let items = match items.first().map(String::as_str) {
-                    Some("/bin/sh") => continue,
+                    // A shell (its script's lines are read below), or
+                    // another image's program (the compose file's etcd).
+                    Some("/bin/sh" | "etcd") => continue,
                     Some("quiver") => items[1..].to_vec(),
                     _ => items,
                 };
