@@ -58,6 +58,97 @@ pub struct WatchConfig {
     pub health: ReportedHealth,
     /// Where an executor serves `quiver.v1.Executor` (`http://host:port`).
     pub grpc: Option<String>,
+    /// Whether the control plane answers, as the watcher and reporter see it.
+    pub contact: ControlPlaneContact,
+}
+
+/// Whether this node's control plane answers, for `/status` and `/readyz`:
+/// a node cut off from it keeps serving the last manifest it holds, and
+/// says since when.
+#[derive(Clone, Default)]
+pub struct ControlPlaneContact(Arc<std::sync::Mutex<Contact>>);
+
+#[derive(Default)]
+struct Contact {
+    /// Set at the first attempt.
+    tried: bool,
+    connected: bool,
+    last_answer: Option<std::time::Instant>,
+    error: Option<String>,
+}
+
+/// [`ControlPlaneContact`] as `/status` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ContactStatus {
+    /// Whether the last exchange with the control plane succeeded.
+    pub connected: bool,
+    /// Milliseconds since it last answered (absent: never).
+    pub last_answer_ms: Option<u64>,
+    /// What failed, while it does not answer.
+    pub error: Option<String>,
+}
+
+impl ControlPlaneContact {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Contact> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn answered(&self) {
+        let mut contact = self.lock();
+        if contact.tried && !contact.connected {
+            tracing::info!("the control plane answers again");
+        }
+        *contact = Contact {
+            tried: true,
+            connected: true,
+            last_answer: Some(std::time::Instant::now()),
+            error: None,
+        };
+    }
+
+    fn failed(&self, error: String) {
+        let mut contact = self.lock();
+        contact.tried = true;
+        contact.connected = false;
+        contact.error = Some(error);
+    }
+
+    /// The current state.
+    pub fn status(&self) -> ContactStatus {
+        let contact = self.lock();
+        ContactStatus {
+            connected: contact.connected,
+            last_answer_ms: contact
+                .last_answer
+                .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            error: contact.error.clone(),
+        }
+    }
+
+    /// A readiness check that never fails (a node cut off from the control
+    /// plane still serves) but says how stale `store`'s manifest may be.
+    pub fn check(
+        &self,
+        store: Arc<ManifestStore>,
+    ) -> impl Fn() -> Result<String, String> + Send + Sync + 'static {
+        let contact = self.clone();
+        move || {
+            let status = contact.status();
+            let version = store.current().version;
+            Ok(match (status.connected, status.last_answer_ms) {
+                (true, _) => format!("connected; manifest version {version}"),
+                (false, Some(ms)) => format!(
+                    "unreachable for {:.1} s ({}); serving the last manifest held, version {version}",
+                    ms as f64 / 1000.0,
+                    status.error.unwrap_or_default()
+                ),
+                (false, None) => format!(
+                    "not reached yet ({})",
+                    status.error.unwrap_or_else(|| "connecting".into())
+                ),
+            })
+        }
+    }
 }
 
 /// A node's readiness as its reports carry it: set once the node built its
@@ -164,6 +255,9 @@ async fn watch_loop(config: &WatchConfig, store: &Arc<ManifestStore>, sinks: &Wa
         match watch_once(config, addr, store, sinks, &mut held).await {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
+                config
+                    .contact
+                    .failed(format!("{addr}: {}", with_causes(&e)));
                 tracing::warn!(
                     endpoint = %addr,
                     "manifest watch: {}; retrying in {backoff:?}",
@@ -213,6 +307,7 @@ async fn watch_once(
                 let Some(update) = message? else {
                     return Err(WatchError::Closed);
                 };
+                config.contact.answered();
                 apply_update(config, store, sinks, held, update)?;
                 send_report(&mut client, config, store).await;
             }
@@ -301,8 +396,12 @@ async fn send_report(
         admin: readiness.admin,
         grpc: config.grpc.clone().unwrap_or_default(),
     };
-    if let Err(e) = client.report_node(report).await {
-        tracing::debug!("report to the control plane failed: {e}");
+    match client.report_node(report).await {
+        Ok(_) => config.contact.answered(),
+        Err(e) => {
+            tracing::debug!("report to the control plane failed: {e}");
+            config.contact.failed(format!("reporting: {}", e.message()));
+        }
     }
 }
 
@@ -330,6 +429,9 @@ pub fn spawn_reporter(config: WatchConfig, store: Arc<ManifestStore>, shutdown: 
                     }
                 }
                 Err(e) => {
+                    config
+                        .contact
+                        .failed(format!("{addr}: {}", with_causes(&e)));
                     tracing::warn!(
                         endpoint = %addr,
                         "reporting to the control plane: {}",

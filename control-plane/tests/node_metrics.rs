@@ -87,6 +87,7 @@ async fn a_one_node_cluster_reports_its_raft_state_and_its_fleet() {
             node: "metrics-executor".into(),
             role: NodeRole::Executor,
             health: Default::default(),
+            contact: Default::default(),
             grpc: None,
         },
         store,

@@ -175,6 +175,7 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
                 node: format!("bench-watcher-{w}"),
                 role: NodeRole::Edge,
                 health: Default::default(),
+                contact: Default::default(),
                 grpc: None,
             },
             store.clone(),

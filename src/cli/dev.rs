@@ -372,6 +372,7 @@ async fn start_control_plane(
             node: format!("dev-{}@{}", std::process::id(), addr),
             role: NodeRole::Dev,
             health: reported_health.clone(),
+            contact: Default::default(),
             grpc: None,
         },
         store.clone(),

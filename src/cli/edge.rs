@@ -137,6 +137,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let reported_health = ReportedHealth::default();
     let store = Arc::new(ManifestStore::new());
     let mut first = store.subscribe();
+    let contact = quiver_control_plane::watcher::ControlPlaneContact::default();
     let node_name = args
         .node_name
         .clone()
@@ -148,6 +149,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             node: node_name.clone(),
             role: NodeRole::Edge,
             health: reported_health.clone(),
+            contact: contact.clone(),
             grpc: None,
         },
         store.clone(),
@@ -205,6 +207,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let routable = fleet.clone();
     let health = quiver_telemetry::Health::new("edge")
         .check("manifest", readiness::manifest_held(store.clone()))
+        .check("control-plane", contact.check(store.clone()))
         .check("executors", move || {
             let states = routable.states();
             let ok = states.iter().filter(|s| s.state == "ok").count();
@@ -266,6 +269,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             None => serde_json::json!({"source": "control-plane"}),
         };
         serde_json::json!({
+            "control_plane": contact.status(),
             "membership": membership,
             "executors": status_fleet.states(),
             "manifest_version": manifest.version,

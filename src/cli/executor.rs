@@ -160,6 +160,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| format!("executor@{bound}")),
         role: NodeRole::Executor,
         health: Default::default(),
+        contact: Default::default(),
         grpc: Some(format!(
             "{}://{}",
             if args.tls_cert.is_some() {
@@ -171,6 +172,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         )),
     };
     let reported_health = watch.health.clone();
+    let contact = watch.contact.clone();
     let advertised = watch.grpc.clone().unwrap_or_default();
     let (lease_tls, lease_name) = (watch.tls.clone(), watch.node.clone());
     let (upstreams, store) = if from_control_plane {
@@ -233,9 +235,12 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         scripts,
     )
     .named(lease_name.clone());
-    let health = quiver_telemetry::Health::new("executor")
+    let mut health = quiver_telemetry::Health::new("executor")
         .check("manifest", readiness::manifest_held(store.clone()))
         .check("workers", readiness::workers_warm(pool.clone()));
+    if !args.control_plane.is_empty() {
+        health = health.check("control-plane", contact.check(store.clone()));
+    }
     let admin = readiness::open_admin(args.admin_listen, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
     let registration = (!args.etcd.is_empty()).then(|| {

@@ -102,6 +102,8 @@ pub struct ExecutorProcess {
     child: Child,
     /// Its gRPC address.
     pub addr: String,
+    /// Its admin listener's URL, when started with `--admin-listen`.
+    pub admin: Option<String>,
 }
 
 impl ExecutorProcess {
@@ -119,7 +121,12 @@ impl ExecutorProcess {
             .nth(1)
             .unwrap_or_else(|| panic!("no address in: {banner}"))
             .to_string();
-        ExecutorProcess { child, addr }
+        let admin = banner
+            .split("; admin ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_string);
+        ExecutorProcess { child, addr, admin }
     }
 
     /// Its process id.

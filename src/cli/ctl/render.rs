@@ -127,10 +127,12 @@ fn verdicts(verification: &FleetVerification) {
     );
 }
 
-/// The edges and executors in `cluster status`: manifest, verdict, readiness.
+/// The edges and executors in `cluster status`: manifest, verdict, readiness,
+/// and how old its last report is (a node that stops reporting, cut off from
+/// the control plane or dead, ages here until it leaves the list).
 fn fleet(nodes: &[NodeVerdict]) {
     table(
-        &["node", "role", "manifest", "verdict", "ready", "admin"],
+        &["node", "role", "manifest", "verdict", "ready", "reported", "admin"],
         nodes
             .iter()
             .map(|n| {
@@ -140,6 +142,7 @@ fn fleet(nodes: &[NodeVerdict]) {
                     format!("v{}", n.manifest_version),
                     n.verdict.as_str().into(),
                     readiness(n),
+                    format!("{:.1} s ago", n.age_ms as f64 / 1000.0),
                     if n.readiness.admin.is_empty() {
                         "-".into()
                     } else {
