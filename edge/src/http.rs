@@ -40,7 +40,7 @@ pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 pub fn router(
     gateway: Arc<Gateway>,
     bound: SocketAddr,
-    shutdown: CancellationToken,
+    sessions: CancellationToken,
     status: Option<StatusProvider>,
     health: &quiver_telemetry::Health,
 ) -> Router {
@@ -57,7 +57,7 @@ pub fn router(
         .with_allowed_hosts(hosts)
         .with_allowed_origins(config.effective_allowed_origins())
         .with_max_request_body_bytes(config.max_body_bytes)
-        .with_cancellation_token(shutdown.child_token());
+        .with_cancellation_token(sessions.child_token());
     let sessions = Arc::new(LocalSessionManager::default());
     // `/mcp` serves each tenant its own mode (the edge's default when it names none).
     let service_for = |mode: Option<Mode>| {
@@ -219,7 +219,10 @@ fn refuse_unless_operator(request: &Request, hosts: &[String]) -> Option<Respons
     None
 }
 
-/// Serves every mode on `listener` (TLS when configured) until `shutdown`.
+/// Serves every mode on `listener` (TLS when configured) until `shutdown`,
+/// then drains: no new connection is accepted, requests in flight finish
+/// (up to [`crate::drain::DRAIN_LIMIT`]), and only then are the sessions
+/// ended.
 pub async fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
@@ -228,7 +231,27 @@ pub async fn serve(
     health: &quiver_telemetry::Health,
 ) -> Result<(), ServeError> {
     let address = listener.local_addr().map_err(ServeError::ListenerAddress)?;
-    let app = router(gateway.clone(), address, shutdown.clone(), status, health);
+    let sessions = CancellationToken::new();
+    let in_flight = crate::drain::InFlight::default();
+    let app = router(gateway.clone(), address, sessions.clone(), status, health).layer(
+        middleware::from_fn_with_state(in_flight.clone(), crate::drain::count),
+    );
+    let ending = sessions.clone();
+    let stopping = shutdown.clone();
+    tokio::spawn(async move {
+        stopping.cancelled().await;
+        let waiting = in_flight.count();
+        if !in_flight.drained(crate::drain::DRAIN_LIMIT).await {
+            tracing::warn!(
+                "{} requests still in flight after {:?}: ending them",
+                in_flight.count(),
+                crate::drain::DRAIN_LIMIT
+            );
+        } else if waiting > 0 {
+            tracing::info!("drained: {waiting} requests in flight finished");
+        }
+        ending.cancel();
+    });
     let served = match &gateway.config().tls {
         None => axum::serve(
             listener,
@@ -239,12 +262,13 @@ pub async fn serve(
         .map_err(|source| ServeError::Http { address, source }),
         Some(tls_config) => match tls::acceptor(tls_config) {
             Ok(acceptor) => {
-                tls::serve(listener, acceptor, app, shutdown).await;
+                tls::serve(listener, acceptor, app, shutdown, sessions.clone()).await;
                 Ok(())
             }
             Err(source) => Err(ServeError::Tls { address, source }),
         },
     };
+    sessions.cancel();
     // What searches learned since the last periodic write.
     quiver_view::search::signals::flush_installed();
     served

@@ -141,13 +141,18 @@ pub fn acceptor(config: &TlsConfig) -> Result<TlsAcceptor, TlsError> {
     Ok(TlsAcceptor::from(Arc::new(server)))
 }
 
-/// Accepts TLS connections until `shutdown`; a failed handshake only drops that connection.
+/// Accepts TLS connections until `shutdown`; a failed handshake only drops
+/// that connection. Then each connection finishes the requests it carries
+/// (long-lived streams end with `sessions`), and this returns once all have
+/// closed.
 pub async fn serve(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     app: Router,
     shutdown: CancellationToken,
+    sessions: CancellationToken,
 ) {
+    let connections = tokio_util::task::TaskTracker::new();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -157,12 +162,13 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = shutdown.cancelled() => return,
+            () = shutdown.cancelled() => break,
         };
         let acceptor = acceptor.clone();
         let app = app.clone();
         let shutdown = shutdown.clone();
-        tokio::spawn(async move {
+        let sessions = sessions.clone();
+        connections.spawn(async move {
             let tls = match acceptor.accept(stream).await {
                 Ok(tls) => tls,
                 Err(e) => {
@@ -175,10 +181,24 @@ pub async fn serve(
             let service = TowerToHyperService::new(app);
             let builder = auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+            tokio::pin!(conn);
             tokio::select! {
-                result = conn => if let Err(e) = result { tracing::debug!(%peer, "connection ended: {e}") },
-                () = shutdown.cancelled() => {}
+                result = conn.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, "connection ended: {e}");
+                    }
+                    return;
+                }
+                () = shutdown.cancelled() => conn.as_mut().graceful_shutdown(),
+            }
+            // Finish what it carries; a stream still open when the sessions
+            // end is cut.
+            tokio::select! {
+                _ = conn => {}
+                () = sessions.cancelled() => {}
             }
         });
     }
+    connections.close();
+    connections.wait().await;
 }

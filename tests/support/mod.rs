@@ -25,6 +25,23 @@ use rmcp::{
 };
 use serde_json::Value;
 
+/// SIGTERM to `child`, then waits (up to 30 s) for it to exit.
+pub fn terminate(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let pid = i32::try_from(child.id()).expect("pid fits");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    for _ in 0..1500 {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{what} ignored SIGTERM for 30 s");
+}
+
 /// The `quiver` binary under test.
 pub fn quiver_bin() -> &'static str {
     env!("CARGO_BIN_EXE_quiver")
@@ -142,19 +159,7 @@ impl ExecutorProcess {
 
     /// SIGTERM, then waits (up to 30 s) for it to exit.
     pub fn stop_gracefully(&mut self) -> std::process::ExitStatus {
-        let pid = i32::try_from(self.pid()).expect("pid fits");
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .expect("SIGTERM");
-        for _ in 0..1500 {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("the executor ignored SIGTERM for 30 s");
+        terminate(&mut self.child, "the executor")
     }
 }
 
@@ -294,6 +299,8 @@ pub struct EdgeProcess {
     child: Child,
     /// `host:port` it serves MCP on.
     pub authority: String,
+    control_plane: String,
+    extra: Vec<String>,
 }
 
 impl EdgeProcess {
@@ -304,15 +311,23 @@ impl EdgeProcess {
 
     /// The same with `extra` arguments.
     pub fn start_with(control_plane: &str, extra: &[&str]) -> EdgeProcess {
+        EdgeProcess::spawn("127.0.0.1:0", control_plane, extra)
+    }
+
+    /// SIGTERM, waits for it to exit, and starts it again on the same
+    /// address with the same arguments.
+    pub fn restart_gracefully(&mut self) {
+        let status = terminate(&mut self.child, "the edge");
+        assert!(status.success(), "the edge exited with {status}");
+        let (control_plane, extra) = (self.control_plane.clone(), self.extra.clone());
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        *self = EdgeProcess::spawn(&self.authority.clone(), &control_plane, &extra);
+    }
+
+    fn spawn(listen: &str, control_plane: &str, extra: &[&str]) -> EdgeProcess {
         let mut command = Command::new(quiver_bin());
         command
-            .args([
-                "edge",
-                "--listen",
-                "127.0.0.1:0",
-                "--control-plane",
-                control_plane,
-            ])
+            .args(["edge", "--listen", listen, "--control-plane", control_plane])
             .args(extra);
         let (child, banner) = spawn_with_banner(&mut command, "quiver edge");
         assert!(banner.contains("quiver edge: serving"), "{banner}");
@@ -322,7 +337,12 @@ impl EdgeProcess {
             .and_then(|rest| rest.strip_suffix("/mcp"))
             .unwrap_or_else(|| panic!("no URL in: {banner}"))
             .to_string();
-        EdgeProcess { child, authority }
+        EdgeProcess {
+            child,
+            authority,
+            control_plane: control_plane.to_string(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     /// The MCP URL of `mode`.
@@ -635,6 +655,12 @@ impl ControlPlaneProcess {
     /// The process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
+    }
+
+    /// SIGTERM, and waits for it to exit.
+    pub fn stop_gracefully(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("the node runs");
+        terminate(&mut child, "the control-plane node")
     }
 
     /// `kill -9`.

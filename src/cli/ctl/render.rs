@@ -132,7 +132,9 @@ fn verdicts(verification: &FleetVerification) {
 /// the control plane or dead, ages here until it leaves the list).
 fn fleet(nodes: &[NodeVerdict]) {
     table(
-        &["node", "role", "manifest", "verdict", "ready", "reported", "admin"],
+        &[
+            "node", "role", "manifest", "verdict", "ready", "reported", "admin",
+        ],
         nodes
             .iter()
             .map(|n| {

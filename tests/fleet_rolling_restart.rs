@@ -1,0 +1,267 @@
+//! A rolling restart of every role under steady load, on real processes over
+//! loopback: a three-node control plane, etcd, two executors and two edges.
+//! Clients keep sending idempotent requests (a passthrough read and a
+//! read-only script, as stateless MCP 2026-07-28 requests) to both edges
+//! while each control-plane node, each executor and each edge in turn is
+//! stopped with SIGTERM and started again. Not one request may fail.
+//!
+//! What a client does, as any client behind a load balancer would: a request
+//! whose connection to an edge could not be made, or broke before an answer,
+//! goes to the other edge. Any answer that is an error (a JSON-RPC error, a
+//! tool result with `isError`) counts as a failure and is not retried, so the
+//! executors' drain and the edges' routing get no help from the client.
+
+mod support;
+
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+use support::{
+    EdgeProcess, ExecutorProcess, ctl_until, demo_upstream_flags, etcd::Etcd, http,
+    start_three_node_cluster,
+};
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "rolling", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// One stateless `tools/call`; `Err` only when no answer came back (the
+/// connection failed or broke), `Ok` with the JSON-RPC message otherwise.
+async fn post(url: &str, tool: &str, arguments: Value) -> Result<(u16, Value), String> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": meta()}});
+    let response = http()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .timeout(Duration::from_secs(30))
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    let status = response.status().as_u16();
+    let text = response.text().await.map_err(|e| format!("{e:?}"))?;
+    let message = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .unwrap_or(&text)
+        .trim()
+        .to_string();
+    Ok((
+        status,
+        serde_json::from_str(&message).unwrap_or(Value::Null),
+    ))
+}
+
+#[derive(Default)]
+struct Tally {
+    ok: u64,
+    /// Requests that went to the other edge because the first gave no answer.
+    moved: u64,
+    failures: Vec<String>,
+}
+
+/// Sends requests in a loop, alternating edges, until `stop`.
+async fn client(
+    edges: Arc<Vec<String>>,
+    turn: usize,
+    stop: Arc<AtomicBool>,
+    tally: Arc<Mutex<Tally>>,
+) {
+    let mut n = turn;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let (path, tool, arguments) = if n % 2 == 0 {
+            (
+                "passthrough",
+                "weather__get_forecast",
+                json!({"city": format!("City{n}")}),
+            )
+        } else {
+            (
+                "code",
+                "execute",
+                json!({"code": format!("const f = await tools.weather.get_forecast({{city: 'Town{n}'}}); return f;")}),
+            )
+        };
+        let first = n % edges.len();
+        let mut outcome = Err(String::new());
+        for attempt in 0..edges.len() {
+            let edge = &edges[(first + attempt) % edges.len()];
+            outcome = post(&format!("{edge}/{path}/mcp"), tool, arguments.clone()).await;
+            if outcome.is_ok() {
+                if attempt > 0 {
+                    tally.lock().unwrap().moved += 1;
+                }
+                break;
+            }
+        }
+        let mut tally = tally.lock().unwrap();
+        match outcome {
+            Ok((200, message)) if message["result"]["isError"] == false => tally.ok += 1,
+            Ok((status, message)) => tally
+                .failures
+                .push(format!("{path} {n}: HTTP {status}: {message}")),
+            Err(e) => tally
+                .failures
+                .push(format!("{path} {n}: no edge answered: {e}")),
+        }
+    }
+}
+
+/// Whether a `cluster status` answer has a leader, two followers, and node
+/// `id` holding the leader's last log index.
+fn caught_up(ok: bool, out: &str, id: u64) -> bool {
+    let Some(status) = ok
+        .then(|| serde_json::from_str::<Value>(out).ok())
+        .flatten()
+    else {
+        return false;
+    };
+    let members = status["members"].as_array().cloned().unwrap_or_default();
+    let count = |role: &str| members.iter().filter(|m| m["role"] == role).count();
+    count("leader") == 1
+        && count("follower") == 2
+        && members
+            .iter()
+            .any(|m| m["id"].as_u64() == Some(id) && m["matched_index"] == status["last_log_index"])
+}
+
+/// Waits until `tally` counts `more` successes beyond what it had.
+async fn progress(tally: &Mutex<Tally>, more: u64, what: &str) {
+    let start = tally.lock().unwrap().ok;
+    for _ in 0..600 {
+        if tally.lock().unwrap().ok >= start + more {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let t = tally.lock().unwrap();
+    panic!(
+        "{what}: no progress in 30 s ({} ok, failures {:?})",
+        t.ok, t.failures
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rolling_restart_of_every_role_under_load_fails_no_idempotent_request() {
+    let Some(etcd_binary) = Etcd::binary() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&etcd_binary, &dir.path().join("etcd")).await;
+    let (mut nodes, endpoints) = start_three_node_cluster(dir.path());
+    let flags = demo_upstream_flags("weather", &[]);
+    let mut add = vec!["upstream", "add", "weather"];
+    add.extend(flags.iter().map(String::as_str));
+    ctl_until(&endpoints, &add, |ok, out| {
+        ok || out.contains("upstream `weather` already exists")
+    });
+    let member = |name: &str| {
+        ExecutorProcess::start(&[
+            "--control-plane",
+            &endpoints,
+            "--etcd",
+            &etcd.endpoint(),
+            "--node-name",
+            name,
+        ])
+    };
+    let mut executors = vec![member("exec-1"), member("exec-2")];
+    let mut edges = vec![
+        EdgeProcess::start_with(&endpoints, &["--etcd", &etcd.endpoint()]),
+        EdgeProcess::start_with(&endpoints, &["--etcd", &etcd.endpoint()]),
+    ];
+    for edge in &edges {
+        edge.until("both executors take work", |e| {
+            e.iter().filter(|x| x["state"] == "ok").count() == 2
+        })
+        .await;
+    }
+
+    let urls: Arc<Vec<String>> = Arc::new(
+        edges
+            .iter()
+            .map(|e| format!("http://{}", e.authority))
+            .collect(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let clients: Vec<_> = (0..4)
+        .map(|turn| tokio::spawn(client(urls.clone(), turn, stop.clone(), tally.clone())))
+        .collect();
+    progress(&tally, 20, "the load starts").await;
+
+    for node in nodes.iter_mut() {
+        eprintln!("--- restart control-plane node {}", node.id);
+        let status = node.stop_gracefully();
+        assert!(status.success(), "node {} exited with {status}", node.id);
+        progress(&tally, 10, "serving while a control-plane node is down").await;
+        node.restart();
+        let id = node.id;
+        ctl_until(
+            &endpoints,
+            &["-o", "json", "cluster", "status"],
+            |ok, out| caught_up(ok, out, id),
+        );
+        progress(&tally, 10, "serving after it returned").await;
+    }
+    for i in 0..executors.len() {
+        let name = format!("exec-{}", i + 1);
+        eprintln!("--- restart executor {name}");
+        let status = executors[i].stop_gracefully();
+        assert!(status.success(), "{name} exited with {status}");
+        progress(&tally, 10, "serving on the other executor").await;
+        executors[i] = member(&name);
+        for edge in &edges {
+            edge.until("the restarted executor takes work", |e| {
+                e.iter().filter(|x| x["state"] == "ok").count() == 2
+            })
+            .await;
+        }
+        progress(&tally, 10, "serving after it returned").await;
+    }
+    for (i, edge) in edges.iter_mut().enumerate() {
+        eprintln!("--- restart edge {}", i + 1);
+        edge.restart_gracefully();
+        edge.until("the restarted edge routes", |e| {
+            e.iter().filter(|x| x["state"] == "ok").count() == 2
+        })
+        .await;
+        progress(&tally, 10, "serving after the edge returned").await;
+    }
+
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.await.unwrap();
+    }
+    let tally = tally.lock().unwrap();
+    eprintln!(
+        "{} requests succeeded, {} of them through the other edge after the first gave no answer",
+        tally.ok, tally.moved
+    );
+    assert!(
+        tally.failures.is_empty(),
+        "{} failed of {}: {:#?}",
+        tally.failures.len(),
+        tally.ok + tally.failures.len() as u64,
+        tally.failures
+    );
+    assert!(
+        tally.ok >= 100,
+        "too little load to prove anything: {}",
+        tally.ok
+    );
+}
