@@ -138,7 +138,8 @@ impl ControlPlane for ControlPlaneService {
         &self,
         request: Request<pb::WatchManifestRequest>,
     ) -> Result<Response<Self::WatchManifestStream>, Status> {
-        let after = request.into_inner().after_version;
+        let request = request.into_inner();
+        let (after, deltas) = (request.after_version, request.accepts_deltas);
         let shared = self.shared.clone();
         let mut applied = shared.subscribe_applied();
         let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -146,7 +147,7 @@ impl ControlPlane for ControlPlaneService {
             // The first state newer than `after`, then every change of the
             // manifest, the upstream registry, the tenants (a revoked key
             // reaches every edge with the next update) or their sealed secrets.
-            let mut sent: Option<(u64, String, String, String)> = None;
+            let mut stream = WatchStreamState::default();
             loop {
                 let (manifest, upstreams_json, tenants_json, secrets_json) = {
                     let mut state = shared.lock();
@@ -161,31 +162,11 @@ impl ControlPlane for ControlPlaneService {
                         serde_json::to_string(&state.secrets).unwrap_or_default(),
                     )
                 };
-                let key = (
-                    manifest.version,
-                    upstreams_json.clone(),
-                    tenants_json.clone(),
-                    secrets_json.clone(),
-                );
-                // The manifest travels when the consumer lacks it; the
-                // registry and tenants whenever they differ from what it was
-                // last sent (a reconnecting consumer holding the current
-                // version still gets them once).
-                let manifest_wanted = match &sent {
-                    None => manifest.version > after || after == 0,
-                    Some((version, ..)) => *version != manifest.version,
-                };
-                if sent.as_ref() != Some(&key) {
-                    let update = pb::ManifestUpdate {
-                        manifest: manifest_wanted.then(|| manifest.to_pb()),
-                        upstreams_json,
-                        tenants_json,
-                        secrets_json,
-                    };
-                    if tx.send(Ok(update)).await.is_err() {
-                        return;
-                    }
-                    sent = Some(key);
+                let parts = (upstreams_json, tenants_json, secrets_json);
+                if let Some(update) = stream.next(after, deltas, manifest, parts)
+                    && tx.send(Ok(update)).await.is_err()
+                {
+                    return;
                 }
                 tokio::select! {
                     changed = applied.changed() => if changed.is_err() { return },
@@ -248,5 +229,165 @@ impl ControlPlane for ControlPlaneService {
             current_version: manifest.version,
             current_stub_hash: manifest.stub_hash.to_hex(),
         }))
+    }
+}
+
+/// What one `WatchManifest` stream has sent its consumer.
+#[derive(Default)]
+struct WatchStreamState {
+    /// The manifest the consumer holds, as this stream sent it.
+    manifest: Option<Arc<quiver_proto::Manifest>>,
+    /// The registry, tenants and secrets last sent.
+    parts: Option<(String, String, String)>,
+}
+
+impl WatchStreamState {
+    /// The update to send for the current state, if the consumer lacks
+    /// anything of it. The manifest travels when the consumer lacks its
+    /// version: as a delta on the version this stream sent, to a consumer
+    /// that accepts them (when smaller), else whole. The registry, tenants
+    /// and secrets travel when they differ from what was last sent (all of
+    /// them to a consumer that does not accept deltas; the first update
+    /// always carries them, so a reconnecting consumer holding the current
+    /// version still gets them once).
+    fn next(
+        &mut self,
+        after: u64,
+        deltas: bool,
+        manifest: Arc<quiver_proto::Manifest>,
+        parts: (String, String, String),
+    ) -> Option<pb::ManifestUpdate> {
+        let manifest_wanted = match &self.manifest {
+            None => manifest.version > after || after == 0,
+            Some(held) => held.version != manifest.version,
+        };
+        let first = self.parts.is_none();
+        let parts_changed = self.parts.as_ref() != Some(&parts);
+        if !manifest_wanted && !parts_changed {
+            return None;
+        }
+        let delta = match (&self.manifest, manifest_wanted && deltas) {
+            (Some(held), true) => quiver_proto::delta::between(held, &manifest),
+            _ => None,
+        };
+        let whole = (manifest_wanted && delta.is_none()).then(|| manifest.to_pb());
+        let was = self.parts.clone().unwrap_or_default();
+        let send = |now: &String, before: &String| {
+            if first || !deltas || now != before {
+                now.clone()
+            } else {
+                String::new()
+            }
+        };
+        let update = pb::ManifestUpdate {
+            manifest: whole,
+            upstreams_json: send(&parts.0, &was.0),
+            tenants_json: send(&parts.1, &was.1),
+            secrets_json: send(&parts.2, &was.2),
+            delta,
+        };
+        // A consumer that asked for versions after the current one holds it.
+        if manifest_wanted || manifest.version == after {
+            self.manifest = Some(manifest);
+        }
+        self.parts = Some(parts);
+        Some(update)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_proto::{Manifest, manifest::ServerEntry, tool::ToolDef};
+
+    use super::*;
+
+    fn manifest(version: u64, description: &str) -> Arc<Manifest> {
+        let tools = (0..30)
+            .map(|t| {
+                serde_json::from_value::<ToolDef>(serde_json::json!({
+                    "name": format!("tool_{t:02}"),
+                    "description": if t == 3 { description.to_string() } else { format!("tool {t}") },
+                }))
+                .unwrap()
+            })
+            .collect();
+        Arc::new(Manifest::build(
+            version,
+            vec![ServerEntry {
+                id: "s".into(),
+                description: String::new(),
+                namespace: "s".into(),
+                tags: vec![],
+                group: String::new(),
+                validation: Default::default(),
+                features: vec![],
+                tools,
+            }],
+        ))
+    }
+
+    fn parts(upstreams: &str) -> (String, String, String) {
+        (upstreams.into(), "[]".into(), "{}".into())
+    }
+
+    #[test]
+    fn a_consumer_that_accepts_deltas_gets_what_changed_and_nothing_twice() {
+        let mut stream = WatchStreamState::default();
+        let first = stream
+            .next(0, true, manifest(1, "a"), parts("[1]"))
+            .unwrap();
+        assert!(first.manifest.is_some() && first.delta.is_none());
+        assert_eq!(
+            (first.upstreams_json.as_str(), first.tenants_json.as_str()),
+            ("[1]", "[]")
+        );
+        assert!(
+            stream
+                .next(0, true, manifest(1, "a"), parts("[1]"))
+                .is_none()
+        );
+
+        let changed = stream
+            .next(0, true, manifest(2, "b"), parts("[1]"))
+            .unwrap();
+        let delta = changed.delta.expect("a delta");
+        assert!(changed.manifest.is_none());
+        assert_eq!((delta.base_version, delta.version), (1, 2));
+        assert_eq!(delta.upserted.len(), 1);
+        assert_eq!(changed.upstreams_json, "", "unchanged parts do not travel");
+
+        let registry = stream
+            .next(0, true, manifest(2, "b"), parts("[1,2]"))
+            .unwrap();
+        assert!(registry.manifest.is_none() && registry.delta.is_none());
+        assert_eq!(registry.upstreams_json, "[1,2]");
+        assert_eq!(registry.tenants_json, "");
+    }
+
+    #[test]
+    fn a_consumer_without_deltas_gets_everything_whole() {
+        let mut stream = WatchStreamState::default();
+        stream
+            .next(0, false, manifest(1, "a"), parts("[1]"))
+            .unwrap();
+        let changed = stream
+            .next(0, false, manifest(2, "b"), parts("[1]"))
+            .unwrap();
+        assert!(changed.delta.is_none());
+        assert_eq!(changed.manifest.unwrap().version, 2);
+        assert_eq!(changed.upstreams_json, "[1]");
+    }
+
+    #[test]
+    fn a_reconnecting_consumer_that_holds_the_current_version_gets_deltas_after() {
+        let mut stream = WatchStreamState::default();
+        let first = stream
+            .next(1, true, manifest(1, "a"), parts("[1]"))
+            .unwrap();
+        assert!(first.manifest.is_none(), "it holds version 1 already");
+        let next = stream
+            .next(1, true, manifest(2, "b"), parts("[1]"))
+            .unwrap();
+        assert_eq!(next.delta.unwrap().base_version, 1);
     }
 }

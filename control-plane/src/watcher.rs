@@ -204,6 +204,10 @@ enum WatchError {
     /// The sealed secrets in an update do not decode.
     #[error("unreadable tenant secrets")]
     Secrets(#[source] serde_json::Error),
+    /// A manifest delta does not apply (the stream resumes, sending the
+    /// whole manifest).
+    #[error("manifest delta")]
+    Delta(#[from] quiver_proto::delta::DeltaError),
     /// The manifest in an update does not decode.
     #[error("unreadable manifest version {version}")]
     Manifest {
@@ -298,6 +302,7 @@ async fn watch_once(
     // connection asks for the current state.
     let request = pb::WatchManifestRequest {
         after_version: if held.registry.is_some() { after } else { 0 },
+        accepts_deltas: true,
     };
     let mut stream = client.watch_manifest(request).await?.into_inner();
     let mut report = tokio::time::interval(REPORT_EVERY);
@@ -323,7 +328,10 @@ fn apply_update(
     held: &mut Held,
     update: pb::ManifestUpdate,
 ) -> Result<(), WatchError> {
-    if held.registry.as_deref() != Some(update.upstreams_json.as_str()) {
+    // Empty: unchanged since the last update of this stream.
+    if !update.upstreams_json.is_empty()
+        && held.registry.as_deref() != Some(update.upstreams_json.as_str())
+    {
         let upstreams: Vec<UpstreamConfig> =
             serde_json::from_str(&update.upstreams_json).map_err(WatchError::Registry)?;
         if let Some(sink) = &sinks.registry {
@@ -351,20 +359,25 @@ fn apply_update(
         store.install_tenants(TenantDirectory::new(tenants));
         held.tenants = Some(update.tenants_json);
     }
-    let Some(message) = update.manifest else {
+    let (manifest, claimed) = if let Some(message) = update.manifest {
+        let manifest = Manifest::from_pb(&message).map_err(|source| WatchError::Manifest {
+            version: message.version,
+            source,
+        })?;
+        (manifest, message.stub_hash)
+    } else if let Some(delta) = update.delta {
+        let manifest = quiver_proto::delta::apply(&store.current(), &delta)?;
+        (manifest, delta.stub_hash)
+    } else {
         return Ok(());
     };
-    let manifest = Manifest::from_pb(&message).map_err(|source| WatchError::Manifest {
-        version: message.version,
-        source,
-    })?;
     let local = manifest.stub_hash.to_hex();
-    if local != message.stub_hash {
+    if local != claimed {
         // Reported as is: `cluster verify` names this node.
         tracing::error!(
             node = %config.node,
             version = manifest.version,
-            claimed = %message.stub_hash,
+            claimed = %claimed,
             computed = %local,
             "stub hash of the manifest differs from the control plane's"
         );
@@ -372,10 +385,11 @@ fn apply_update(
     // The first update is installed even at version 0, so a consumer waiting
     // for "the control plane answered" is not left waiting for a change.
     let first = held.version.is_none();
-    if first || manifest.version != store.current().version {
+    let version = manifest.version;
+    if first || version != store.current().version {
         store.install(Arc::new(manifest));
     }
-    held.version = Some(message.version);
+    held.version = Some(version);
     Ok(())
 }
 

@@ -15,6 +15,7 @@
 pub mod audit;
 pub mod canonical;
 pub mod catalog;
+pub mod delta;
 pub mod hash;
 pub mod manifest;
 pub mod naming;

@@ -33,6 +33,10 @@ pub enum BenchCommand {
     /// 2 and 4 executors, what the edge → executor hop adds to a call, and
     /// how soon a dead executor stops getting work.
     Fleet(super::bench_fleet::FleetBenchArgs),
+    /// Manifest distribution: bytes per change at 10,000 tools, whole
+    /// against the delta `WatchManifest` sends, and the time to compute and
+    /// apply a delta.
+    Manifest(super::bench_manifest::ManifestBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -71,6 +75,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Telemetry(args) => super::bench_telemetry::run(args).await,
         BenchCommand::Revisions(args) => super::bench_revisions::run(args).await,
         BenchCommand::Fleet(args) => super::bench_fleet::run(args).await,
+        BenchCommand::Manifest(args) => super::bench_manifest::run(args),
     }
 }
 

@@ -78,7 +78,7 @@ pub fn run(args: TenantsBenchArgs) -> anyhow::Result<()> {
     memory(&args, catalog.tool_count())
 }
 
-fn load_catalog(path: &Path) -> anyhow::Result<Catalog> {
+pub(crate) fn load_catalog(path: &Path) -> anyhow::Result<Catalog> {
     if !path.exists() {
         anyhow::bail!(
             "no tool catalogue at {}: pass --catalog PATH (the LiveMCPBench catalogue is \
@@ -99,7 +99,7 @@ fn load_catalog(path: &Path) -> anyhow::Result<Catalog> {
 /// The catalogue's servers copied under ids `<server>-r<k>` until `tools`
 /// tools are reached (the last copy cut short). Every server is tagged
 /// `team-<n>`, five servers to a tag, so that policies can select by tag.
-fn replicated_entries(catalog: &Catalog, tools: usize) -> Vec<ServerEntry> {
+pub(crate) fn replicated_entries(catalog: &Catalog, tools: usize) -> Vec<ServerEntry> {
     let mut entries = Vec::new();
     let mut left = tools;
     let mut replica = 0;
