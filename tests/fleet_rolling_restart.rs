@@ -83,7 +83,7 @@ async fn client(
     let mut n = turn;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
-        let (path, tool, arguments) = if n % 2 == 0 {
+        let (path, tool, arguments) = if n.is_multiple_of(2) {
             (
                 "passthrough",
                 "weather__get_forecast",
@@ -179,7 +179,7 @@ async fn a_rolling_restart_of_every_role_under_load_fails_no_idempotent_request(
             name,
         ])
     };
-    let mut executors = vec![member("exec-1"), member("exec-2")];
+    let mut executors = [member("exec-1"), member("exec-2")];
     let mut edges = vec![
         EdgeProcess::start_with(&endpoints, &["--etcd", &etcd.endpoint()]),
         EdgeProcess::start_with(&endpoints, &["--etcd", &etcd.endpoint()]),
@@ -218,13 +218,13 @@ async fn a_rolling_restart_of_every_role_under_load_fails_no_idempotent_request(
         );
         progress(&tally, 10, "serving after it returned").await;
     }
-    for i in 0..executors.len() {
+    for (i, executor) in executors.iter_mut().enumerate() {
         let name = format!("exec-{}", i + 1);
         eprintln!("--- restart executor {name}");
-        let status = executors[i].stop_gracefully();
+        let status = executor.stop_gracefully();
         assert!(status.success(), "{name} exited with {status}");
         progress(&tally, 10, "serving on the other executor").await;
-        executors[i] = member(&name);
+        *executor = member(&name);
         for edge in &edges {
             edge.until("the restarted executor takes work", |e| {
                 e.iter().filter(|x| x["state"] == "ok").count() == 2

@@ -64,7 +64,7 @@ pub fn run(args: ManifestBenchArgs) -> anyhow::Result<()> {
             let mut n = 0usize;
             for server in &mut next {
                 for tool in &mut server.tools {
-                    if n % 10 == 0 {
+                    if n.is_multiple_of(10) {
                         tool.description.push_str(" (revised)");
                     }
                     n += 1;
