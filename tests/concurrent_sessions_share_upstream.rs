@@ -17,116 +17,17 @@ mod support;
 
 use std::time::Duration;
 
-use rmcp::{
-    ClientHandler, ErrorData, RoleClient, ServiceExt,
-    model::{
-        CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-        ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-        ElicitResult, Implementation, ProgressNotificationParam, ProgressToken, ServerResult,
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ProgressToken};
+use rmcp::service::PeerRequestOptions;
+use serde_json::json;
+use support::{
+    call, quiver_bin,
+    session_client::{
+        Seen, Session, answer, call_with_token, first_items, open, rendezvous, via_script,
     },
-    service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService},
-    transport::StreamableHttpClientTransport,
+    start_with_config, text,
 };
-use serde_json::{Value, json};
-use support::{call, quiver_bin, start_with_config, text};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-
-/// What one session's client saw from the gateway.
-#[derive(Debug)]
-enum Seen {
-    Progress(ProgressToken, String),
-    Sampling(String),
-    Elicitation(String),
-}
-
-/// A client that records what reaches it and answers sampling and
-/// elicitation with its own name.
-#[derive(Clone)]
-struct SessionClient {
-    name: &'static str,
-    seen: UnboundedSender<Seen>,
-}
-
-impl ClientHandler for SessionClient {
-    fn get_info(&self) -> ClientConfig {
-        let capabilities = serde_json::from_value::<ClientCapabilities>(
-            json!({"sampling": {}, "elicitation": {}}),
-        )
-        .expect("capabilities");
-        ClientConfig::new(capabilities, Implementation::new(self.name, "0"))
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let message = params.message.unwrap_or_default();
-        let _ = self
-            .seen
-            .send(Seen::Progress(params.progress_token, message));
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        let asked = serde_json::to_string(&params.messages).unwrap_or_default();
-        let _ = self.seen.send(Seen::Sampling(asked));
-        serde_json::from_value(json!({
-            "model": "test-model", "stopReason": "endTurn", "role": "assistant",
-            "content": {"type": "text", "text": format!("sampled by {}", self.name)}
-        }))
-        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let asked = serde_json::to_string(&request).unwrap_or_default();
-        let _ = self.seen.send(Seen::Elicitation(asked));
-        serde_json::from_value(json!({"action": "accept", "content": {"name": self.name}}))
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-    }
-}
-
-type Session = RunningService<RoleClient, SessionClient>;
-
-async fn open(url: &str, name: &'static str) -> (Session, UnboundedReceiver<Seen>) {
-    quiver_upstream::install_crypto_provider();
-    let (tx, rx) = unbounded_channel();
-    let client = SessionClient { name, seen: tx }
-        .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
-        .await
-        .expect("MCP client connects");
-    (client, rx)
-}
-
-/// Calls `tool` and returns the progress token the client put on the call
-/// with the result.
-async fn call_with_token(
-    session: &Session,
-    tool: &str,
-    arguments: Value,
-) -> (ProgressToken, CallToolResult) {
-    let mut params = CallToolRequestParams::new(tool.to_string());
-    params.arguments = arguments.as_object().cloned();
-    let handle = session
-        .send_request_with_option(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("sending tools/call {tool}: {e}"));
-    let token = handle.progress_token.clone();
-    match handle.await_response().await {
-        Ok(ServerResult::CallToolResult(result)) => (token, result),
-        other => panic!("tools/call {tool}: {other:?}"),
-    }
-}
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// One stdio upstream `w` (the weather mock with the test hooks).
 fn config() -> String {
@@ -134,44 +35,6 @@ fn config() -> String {
         "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
         quiver_bin()
     )
-}
-
-/// The arguments of `quiver_test_rendezvous`: meet `parties` calls of
-/// `group`, report `steps` progress notifications tagged `tag`, ask once.
-fn rendezvous(group: &str, parties: u64, tag: &str, steps: u64, ask: Option<&str>) -> Value {
-    let mut arguments = json!({"group": group, "parties": parties, "steps": steps, "tag": tag});
-    if let Some(ask) = ask {
-        arguments["ask"] = json!(ask);
-        arguments["asks"] = json!(1);
-    }
-    arguments
-}
-
-/// The `execute` arguments of a script making the rendezvous call.
-fn via_script(arguments: &Value) -> Value {
-    json!({ "code": format!("return await tools.w.quiver_test_rendezvous({arguments});") })
-}
-
-/// What the mock answered, from a passthrough result or a script's.
-fn answer(result: &CallToolResult, who: &str) -> Value {
-    assert_ne!(result.is_error, Some(true), "{who}: {}", text(result));
-    match &result.structured_content {
-        Some(structured) => structured["result"].clone(),
-        None => serde_json::from_str(&text(result)).expect("the mock's JSON answer"),
-    }
-}
-
-/// Waits (up to 20 s each) for `count` items to reach `name`: progress may
-/// trail the call's answer.
-async fn first_items(seen: &mut UnboundedReceiver<Seen>, name: &str, count: usize) -> Vec<Seen> {
-    let mut got = Vec::new();
-    while got.len() < count {
-        match tokio::time::timeout(Duration::from_secs(20), seen.recv()).await {
-            Ok(Some(item)) => got.push(item),
-            _ => panic!("{name} received {} of {count} items: {got:?}", got.len()),
-        }
-    }
-    got
 }
 
 /// Makes a round trip on every session, then takes whatever else reached

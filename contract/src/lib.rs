@@ -13,6 +13,7 @@ pub mod fleet;
 mod limits;
 pub mod membership;
 mod outcome;
+pub mod relay;
 pub mod remote;
 mod scripts;
 mod validation;

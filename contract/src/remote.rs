@@ -2,13 +2,14 @@
 //! [`Dispatch`] and [`Scripts`] when executors run as their own processes.
 //! Cancelling a call or a script drops its request, which the executor sees
 //! and stops on; a script's limits travel with it. Resources, prompts and
-//! completion go through `Request`. Progress, logging and server-to-client
-//! requests are not carried over this unary API.
+//! completion go through `Request`. A call or script whose caller has a
+//! sink (a session to tell progress, logs and the upstream's requests to)
+//! goes over the streaming RPCs instead (see [`crate::relay`]).
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;
-use quiver_proto::pb;
+use quiver_proto::pb::{self, hop_down, hop_up};
 use quiver_telemetry::{propagation, quiver_span, spans};
 use quiver_upstream::{CallOptions, CallSink, UpstreamError};
 use quiver_view::{ToolCall, ToolView};
@@ -234,6 +235,11 @@ impl RemoteExecutor {
                 edge: call.origin.edge,
                 script_sha256: call.origin.script_sha256.unwrap_or_default(),
             };
+            if let Some(sink) = options.sink.clone() {
+                return self
+                    .stream_call_tool(server, request, sink, options.cancel)
+                    .await;
+            }
             let span = hop_span("CallTool");
             let request = traced_request(&span, request);
             let mut client = self.client.clone();
@@ -279,9 +285,11 @@ impl RemoteExecutor {
         // The executor checks calls against its own view of the manifest.
         _view: Arc<ToolView>,
         cancel: CancellationToken,
-        // The unary gRPC API carries nothing back during a script (see docs/architecture.md).
-        _sink: Option<Arc<dyn CallSink>>,
+        sink: Option<Arc<dyn CallSink>>,
     ) -> Result<Result<ScriptOutcome, ExecuteError>, HopError> {
+        if let Some(sink) = sink {
+            return self.stream_execute(request, sink, cancel).await;
+        }
         let span = hop_span("Execute");
         let pb_request = traced_request(&span, wire::request_to_pb(&request));
         let mut client = self.client.clone();
@@ -304,6 +312,98 @@ impl RemoteExecutor {
         Ok(wire::result_from_pb(
             answer.map(tonic::Response::into_inner),
         ))
+    }
+}
+
+impl RemoteExecutor {
+    /// [`Self::try_call_tool`] over `CallToolStream`, relaying to `sink`.
+    async fn stream_call_tool(
+        &self,
+        server: String,
+        request: pb::CallToolRequest,
+        sink: Arc<dyn CallSink>,
+        cancel: CancellationToken,
+    ) -> Result<Result<CallToolResult, UpstreamError>, HopError> {
+        let span = hop_span("CallToolStream");
+        let mut client = self.client.clone();
+        let traced = span.clone();
+        let driven = crate::relay::drive(hop_up::Message::Call(request), sink, |mut up| {
+            traced.in_scope(|| propagation::inject_into_metadata(up.metadata_mut()));
+            async move { client.call_tool_stream(up).await }
+        });
+        let answer = tokio::select! {
+            answer = driven.instrument(span.clone()) => answer,
+            // Dropping the stream cancels the call on the executor.
+            () = cancel.cancelled() => {
+                spans::record_error(&span, "cancelled");
+                return Ok(Err(UpstreamError::Cancelled { id: server }));
+            }
+        };
+        match answer {
+            Ok(hop_down::Message::CallResult(result)) => Ok(serde_json::from_str(
+                &result.result_json,
+            )
+            .map_err(|e| UpstreamError::Protocol {
+                id: server,
+                detail: format!("executor sent an unreadable result: {e}"),
+            })),
+            Ok(_) => Ok(Err(UpstreamError::Protocol {
+                id: server,
+                detail: "executor ended the call with a script's result".into(),
+            })),
+            Err(status) => {
+                spans::record_error(&span, &format!("{:?}", status.code()));
+                if let Some(hop) = HopError::of(&status) {
+                    return Err(hop);
+                }
+                Ok(Err(UpstreamError::Remote {
+                    id: server,
+                    code: -32603,
+                    message: format!("executor: {}", status.message()),
+                    data: None,
+                }))
+            }
+        }
+    }
+
+    /// [`Self::try_execute`] over `ExecuteStream`, relaying to `sink`.
+    async fn stream_execute(
+        &self,
+        request: ExecuteRequest,
+        sink: Arc<dyn CallSink>,
+        cancel: CancellationToken,
+    ) -> Result<Result<ScriptOutcome, ExecuteError>, HopError> {
+        let span = hop_span("ExecuteStream");
+        let mut client = self.client.clone();
+        let traced = span.clone();
+        let first = hop_up::Message::Execute(wire::request_to_pb(&request));
+        let driven = crate::relay::drive(first, sink, |mut up| {
+            traced.in_scope(|| propagation::inject_into_metadata(up.metadata_mut()));
+            async move { client.execute_stream(up).await }
+        });
+        let answer = tokio::select! {
+            answer = driven.instrument(span.clone()) => answer,
+            // Dropping the stream stops the script on the executor.
+            () = cancel.cancelled() => {
+                spans::record_error(&span, "cancelled");
+                return Ok(Err(ExecuteError::Failed {
+                    reason: "the script was cancelled and its worker was stopped".into(),
+                }));
+            }
+        };
+        match answer {
+            Ok(hop_down::Message::ExecuteResult(result)) => Ok(wire::result_from_pb(Ok(result))),
+            Ok(_) => Ok(Err(ExecuteError::Failed {
+                reason: "the executor ended the script with a call's result".into(),
+            })),
+            Err(status) => {
+                spans::record_error(&span, &format!("{:?}", status.code()));
+                if let Some(hop) = HopError::of(&status) {
+                    return Err(hop);
+                }
+                Ok(wire::result_from_pb(Err(status)))
+            }
+        }
     }
 }
 

@@ -4,8 +4,16 @@
 
 use std::sync::Arc;
 
-use quiver_contract::{CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts, wire};
-use quiver_proto::{Manifest, pb, tenant::TenantDirectory};
+use quiver_contract::{
+    CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts,
+    relay::{HopDownStream, RelaySink},
+    wire,
+};
+use quiver_proto::{
+    Manifest,
+    pb::{self, hop_down, hop_up},
+    tenant::TenantDirectory,
+};
 use quiver_telemetry::{propagation, quiver_span, spans::traced_rpc as traced};
 use quiver_view::{LiveViews, ToolView, redact::redact};
 use tokio::sync::watch;
@@ -13,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 /// Serves `quiver.v1.Executor`.
+#[derive(Clone)]
 pub struct ExecutorService {
     views: Arc<LiveViews>,
     anonymous: bool,
@@ -130,6 +139,91 @@ impl pb::executor_server::Executor for ExecutorService {
             .await
             .map_err(answered)
     }
+
+    type CallToolStreamStream = HopDownStream;
+
+    async fn call_tool_stream(
+        &self,
+        request: Request<tonic::Streaming<pb::HopUp>>,
+    ) -> Result<Response<HopDownStream>, Status> {
+        let span = self.rpc_span("CallToolStream", &request);
+        let mut up = request.into_inner();
+        let Some(hop_up::Message::Call(call)) = first_message(&mut up).await? else {
+            return Err(answered(Status::invalid_argument(
+                "the first message of CallToolStream must be the call",
+            )));
+        };
+        let this = self.clone();
+        Ok(self.stream(up, span, move |sink| async move {
+            this.run_call_tool(call, Some(sink))
+                .await
+                .map(hop_down::Message::CallResult)
+        }))
+    }
+
+    type ExecuteStreamStream = HopDownStream;
+
+    async fn execute_stream(
+        &self,
+        request: Request<tonic::Streaming<pb::HopUp>>,
+    ) -> Result<Response<HopDownStream>, Status> {
+        let span = self.rpc_span("ExecuteStream", &request);
+        let mut up = request.into_inner();
+        let Some(hop_up::Message::Execute(execute)) = first_message(&mut up).await? else {
+            return Err(answered(Status::invalid_argument(
+                "the first message of ExecuteStream must be the script",
+            )));
+        };
+        let this = self.clone();
+        Ok(self.stream(up, span, move |sink| async move {
+            this.run_execute(execute, Some(sink))
+                .await
+                .map(hop_down::Message::ExecuteResult)
+        }))
+    }
+}
+
+/// The first message of a streamed hop.
+async fn first_message(
+    up: &mut tonic::Streaming<pb::HopUp>,
+) -> Result<Option<hop_up::Message>, Status> {
+    Ok(up
+        .message()
+        .await
+        .map_err(answered)?
+        .and_then(|m| m.message))
+}
+
+impl ExecutorService {
+    /// Runs `work` with a [`RelaySink`] over the hop's streams; its answer
+    /// is the last message down. The caller closing its stream drops `work`
+    /// (the call, or the script and its worker, stop).
+    fn stream<W, Fut>(
+        &self,
+        up: tonic::Streaming<pb::HopUp>,
+        span: tracing::Span,
+        work: W,
+    ) -> Response<HopDownStream>
+    where
+        W: FnOnce(Arc<dyn quiver_contract::CallSink>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<hop_down::Message, Status>> + Send + 'static,
+    {
+        let (down, rx) = tokio::sync::mpsc::channel(32);
+        let sink = RelaySink::start(down.clone(), up);
+        tokio::spawn(async move {
+            let answer = tokio::select! {
+                answer = tracing::Instrument::instrument(work(sink), span) => answer,
+                () = down.closed() => return,
+            };
+            let last = answer
+                .map(|message| pb::HopDown {
+                    message: Some(message),
+                })
+                .map_err(answered);
+            let _ = down.send(last).await;
+        });
+        Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    }
 }
 
 /// Marks an error status as this service's answer, so a caller can tell it
@@ -148,7 +242,16 @@ impl ExecutorService {
         &self,
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
-        let mut request = request.into_inner();
+        self.run_call_tool(request.into_inner(), None)
+            .await
+            .map(Response::new)
+    }
+
+    async fn run_call_tool(
+        &self,
+        mut request: pb::CallToolRequest,
+        sink: Option<Arc<dyn quiver_contract::CallSink>>,
+    ) -> Result<pb::CallToolResponse, Status> {
         if request.tenant.is_empty() {
             request.tenant = DEFAULT_TENANT.into();
         }
@@ -178,7 +281,10 @@ impl ExecutorService {
             script_sha256: (!request.script_sha256.is_empty()).then_some(request.script_sha256),
         };
         // The caller going away drops this future, and with it the call.
-        let mut options = CallOptions::default();
+        let mut options = CallOptions {
+            sink,
+            ..CallOptions::default()
+        };
         if request.timeout_ms > 0 {
             options.timeout = Some(std::time::Duration::from_millis(u64::from(
                 request.timeout_ms,
@@ -191,7 +297,7 @@ impl ExecutorService {
             .map_err(|e| Status::unavailable(redact(&e.to_string())))?;
         let result_json =
             serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Response::new(pb::CallToolResponse { result_json }))
+        Ok(pb::CallToolResponse { result_json })
     }
 
     async fn answer_request(
@@ -224,7 +330,17 @@ impl ExecutorService {
         &self,
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
-        let mut request = wire::request_from_pb(request.into_inner());
+        self.run_execute(request.into_inner(), None)
+            .await
+            .map(Response::new)
+    }
+
+    async fn run_execute(
+        &self,
+        request: pb::ExecuteRequest,
+        sink: Option<Arc<dyn quiver_contract::CallSink>>,
+    ) -> Result<pb::ExecuteResponse, Status> {
+        let mut request = wire::request_from_pb(request);
         if request.tenant.is_empty() {
             request.tenant = DEFAULT_TENANT.into();
         }
@@ -236,8 +352,7 @@ impl ExecutorService {
         // future: the guard then stops the script and frees its worker.
         let cancel = CancellationToken::new();
         let _stop_when_dropped = cancel.clone().drop_guard();
-        let result = self.scripts.execute(request, view, cancel, None).await;
-        let response = wire::result_to_pb(result)?;
-        Ok(Response::new(response))
+        let result = self.scripts.execute(request, view, cancel, sink).await;
+        wire::result_to_pb(result)
     }
 }

@@ -6,6 +6,7 @@ pub mod etcd;
 pub mod node_tools;
 pub mod otlp;
 pub mod partial_run;
+pub mod session_client;
 
 use std::{
     io::{BufRead, BufReader},
