@@ -35,6 +35,11 @@ pub struct FleetBenchArgs {
     /// Passthrough calls per hop measurement.
     #[arg(long, default_value_t = 300)]
     calls: usize,
+    /// etcd endpoints (`host:port`): the edge and the executors find each
+    /// other there (`--etcd`) instead of through the control plane's
+    /// registry. Start one with Debian's `etcd` first.
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
 }
 
 /// A child `quiver` process, killed on drop, and its startup line.
@@ -147,14 +152,21 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
         .and_then(|rest| rest.split_whitespace().next())
         .context("no control-plane address in quiver dev's startup line")?
         .to_string();
-    let edge = Role::start(&[
+    let etcd = args.etcd.join(",");
+    let membership: Vec<&str> = if etcd.is_empty() {
+        Vec::new()
+    } else {
+        vec!["--etcd", &etcd]
+    };
+    let mut edge_args = vec![
         "edge",
         "--listen",
         "127.0.0.1:0",
         "--control-plane",
         &control_plane,
-    ])
-    .await?;
+    ];
+    edge_args.extend(&membership);
+    let edge = Role::start(&edge_args).await?;
     let base = edge
         .banner
         .split_whitespace()
@@ -174,18 +186,17 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     for stage in [1usize, 2, 4] {
         while fleet.len() < stage {
             let name = format!("bench-executor-{}", fleet.len() + 1);
-            fleet.push(
-                Role::start(&[
-                    "executor",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--control-plane",
-                    &control_plane,
-                    "--node-name",
-                    &name,
-                ])
-                .await?,
-            );
+            let mut executor_args = vec![
+                "executor",
+                "--listen",
+                "127.0.0.1:0",
+                "--control-plane",
+                &control_plane,
+                "--node-name",
+                &name,
+            ];
+            executor_args.extend(&membership);
+            fleet.push(Role::start(&executor_args).await?);
         }
         until_routing(&http, &base, stage).await?;
         let (rate, samples) = throughput(&base, args.concurrency, args.executions).await?;
@@ -254,8 +265,13 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     println!("\n## An executor's death (`kill -9`, no traffic)\n");
     println!("| measure | value |");
     println!("|---|---:|");
+    let how = if etcd.is_empty() {
+        "report expiry, 4 s after its last report, plus the edge's 0.5 s membership poll"
+    } else {
+        "its etcd lease running out, 3 s after its last keep-alive, then the edge's watch"
+    };
     println!(
-        "| until the edge stops routing to it (report expiry, 4 s after its last report, plus the edge's 0.5 s membership poll) | {} ms |",
+        "| until the edge stops routing to it ({how}) | {} ms |",
         killed.elapsed().as_millis()
     );
     drop(fleet);
