@@ -140,8 +140,8 @@ async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_tracepar
     let spans = collector
         .wait_for(EXPORT_LIMIT, "the spans of the traced execute", |spans| {
             has(spans, "quiver-dev", "tools/call execute")
-                && has(spans, "quiver-dev", "quiver.v1.Executor/Execute")
-                && has(spans, "quiver-executor", "quiver.v1.Executor/Execute")
+                && has(spans, "quiver-dev", "quiver.v1.Executor/ExecuteStream")
+                && has(spans, "quiver-executor", "quiver.v1.Executor/ExecuteStream")
                 && has(spans, "quiver-executor", "quiver.script.run")
                 && has(spans, "quiver-executor", "quiver.script.call_tool")
                 && has(spans, "quiver-executor", "tools/call get_forecast")
@@ -170,11 +170,11 @@ async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_tracepar
     }
     assert_eq!(edge.attr("error.type"), None, "{edge:#?}");
 
-    let hop = one(&trace, "quiver-dev", "quiver.v1.Executor/Execute");
+    let hop = one(&trace, "quiver-dev", "quiver.v1.Executor/ExecuteStream");
     assert_eq!(hop.kind, kind::CLIENT);
     assert_eq!(hop.parent_span_id, edge.span_id);
 
-    let executor = one(&trace, "quiver-executor", "quiver.v1.Executor/Execute");
+    let executor = one(&trace, "quiver-executor", "quiver.v1.Executor/ExecuteStream");
     assert_eq!(executor.kind, kind::SERVER);
     assert_eq!(
         executor.parent_span_id, hop.span_id,
