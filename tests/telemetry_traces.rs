@@ -174,7 +174,11 @@ async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_tracepar
     assert_eq!(hop.kind, kind::CLIENT);
     assert_eq!(hop.parent_span_id, edge.span_id);
 
-    let executor = one(&trace, "quiver-executor", "quiver.v1.Executor/ExecuteStream");
+    let executor = one(
+        &trace,
+        "quiver-executor",
+        "quiver.v1.Executor/ExecuteStream",
+    );
     assert_eq!(executor.kind, kind::SERVER);
     assert_eq!(
         executor.parent_span_id, hop.span_id,
