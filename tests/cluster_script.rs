@@ -94,11 +94,7 @@ async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
     let mut members = Vec::new();
     // Registration runs beside serving: poll (bounded) until all four are in.
     for _ in 0..100 {
-        members = support::etcd::read_prefix(&etcd, "/quiver/members/")
-            .await
-            .into_iter()
-            .map(|(key, _)| key)
-            .collect();
+        members = support::etcd::keys(&etcd, "/quiver/members/").await;
         if members == expected {
             break;
         }

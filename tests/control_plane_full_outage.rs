@@ -9,20 +9,8 @@ use std::time::{Duration, Instant};
 
 use quiver_proto::pb::{self, executor_client::ExecutorClient};
 use serde_json::Value;
-use support::{ExecutorProcess, ctl, ctl_until, demo_upstream_flags, start_three_node_cluster};
+use support::{ExecutorProcess, add_demo_upstream, ctl, ctl_until, start_three_node_cluster};
 use tonic::{Code, transport::Channel};
-
-/// `ctl upstream add <server>` of a demo mock upstream, repeated while the
-/// cluster cannot take it yet (a cluster just restarted may still be electing;
-/// an attempt that committed but lost its answer leaves it existing).
-fn add_demo_upstream(endpoints: &str, server: &str) {
-    let flags = demo_upstream_flags(server, &[]);
-    let mut args = vec!["upstream", "add", server];
-    args.extend(flags.iter().map(String::as_str));
-    ctl_until(endpoints, &args, |ok, out| {
-        ok || out.contains(&format!("upstream `{server}` already exists"))
-    });
-}
 
 /// Calls `server`'s `tool` on the executor with `arguments` (JSON).
 async fn call(
@@ -105,7 +93,7 @@ async fn a_watching_executor_survives_a_full_control_plane_outage_and_follows_it
     let mut client = ExecutorClient::connect(format!("http://{}", executor.addr))
         .await
         .expect("connect to the executor");
-    add_demo_upstream(&endpoints, "weather");
+    add_demo_upstream(&endpoints, "weather", "weather", &[]);
     let forecast = r#"{"city":"Oslo"}"#;
     let before = served_eventually(&mut client, "weather", "get_forecast", forecast).await;
     assert!(text_of(&before).contains("Oslo"), "{before}");
@@ -132,7 +120,7 @@ async fn a_watching_executor_survives_a_full_control_plane_outage_and_follows_it
     for node in &mut nodes {
         node.restart();
     }
-    add_demo_upstream(&endpoints, "maps");
+    add_demo_upstream(&endpoints, "maps", "maps", &[]);
     let geocoded =
         served_eventually(&mut client, "maps", "geocode", r#"{"address":"1 Main St"}"#).await;
     assert!(text_of(&geocoded).contains("1 Main St"), "{geocoded}");

@@ -12,18 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{
-    ControlPlaneProcess, EdgeProcess, ExecutorProcess, call, connect, ctl_until,
-    demo_upstream_flags, http, text,
+    ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_demo_upstream, call, connect, http, text,
 };
-
-fn add_demo_upstream(endpoints: &str, server: &str) {
-    let flags = demo_upstream_flags(server, &[]);
-    let mut args = vec!["upstream", "add", server];
-    args.extend(flags.iter().map(String::as_str));
-    ctl_until(endpoints, &args, |ok, out| {
-        ok || out.contains(&format!("upstream `{server}` already exists"))
-    });
-}
 
 /// The edge's `/status` once `done` holds for it (bounded).
 async fn status_until(edge: &EdgeProcess, what: &str, done: impl Fn(&Value) -> bool) -> Value {
@@ -69,7 +59,7 @@ async fn edges_and_executors_serve_the_last_manifest_while_the_control_plane_is_
 {
     let dir = tempfile::tempdir().unwrap();
     let mut cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
-    add_demo_upstream(&cp.addr, "weather");
+    add_demo_upstream(&cp.addr, "weather", "weather", &[]);
     let executor = ExecutorProcess::start(&[
         "--control-plane",
         &cp.addr,
@@ -123,7 +113,7 @@ async fn edges_and_executors_serve_the_last_manifest_while_the_control_plane_is_
         s["control_plane"]["connected"] == true
     })
     .await;
-    add_demo_upstream(&cp.addr, "notes");
+    add_demo_upstream(&cp.addr, "notes", "notes", &[]);
     let after = status_until(&edge, "the edge catches up", |s| {
         s["manifest_version"].as_u64() > before["manifest_version"].as_u64()
     })

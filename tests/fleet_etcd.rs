@@ -42,12 +42,7 @@ fn ok_nodes(executors: &[Value]) -> Vec<String> {
 /// Polls etcd until `done` holds for the executors' keys (bounded).
 async fn keys_until(etcd: &Etcd, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     for _ in 0..300 {
-        let keys: Vec<String> = etcd
-            .read_prefix(EXECUTORS)
-            .await
-            .into_iter()
-            .map(|(key, _)| key)
-            .collect();
+        let keys = etcd.keys(EXECUTORS).await;
         if done(&keys) {
             return keys;
         }
@@ -163,13 +158,7 @@ async fn members_register_in_etcd_leave_on_death_or_stop_and_outlive_an_etcd_out
     assert!(status.success(), "exec-c exited with {status}");
     // Its lease was kept alive until the end, so only a revoke removes the
     // record this soon: an expiry would leave it for seconds more.
-    let keys: Vec<String> = etcd
-        .read_prefix(EXECUTORS)
-        .await
-        .into_iter()
-        .map(|(key, _)| key)
-        .collect();
-    assert_eq!(keys, [format!("{EXECUTORS}exec-a")]);
+    assert_eq!(etcd.keys(EXECUTORS).await, [format!("{EXECUTORS}exec-a")]);
     edge.until("the edge forgets exec-c", |e| {
         e.iter().all(|x| x["node"] != "exec-c")
     })

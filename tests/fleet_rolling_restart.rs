@@ -23,7 +23,7 @@ use std::{
 
 use serde_json::{Value, json};
 use support::{
-    EdgeProcess, ExecutorProcess, ctl_until, demo_upstream_flags, etcd::Etcd, http,
+    EdgeProcess, ExecutorProcess, add_demo_upstream, ctl_until, etcd::Etcd, http,
     start_three_node_cluster,
 };
 
@@ -163,12 +163,7 @@ async fn a_rolling_restart_of_every_role_under_load_fails_no_idempotent_request(
     let dir = tempfile::tempdir().unwrap();
     let etcd = Etcd::start(&etcd_binary, &dir.path().join("etcd")).await;
     let (mut nodes, endpoints) = start_three_node_cluster(dir.path());
-    let flags = demo_upstream_flags("weather", &[]);
-    let mut add = vec!["upstream", "add", "weather"];
-    add.extend(flags.iter().map(String::as_str));
-    ctl_until(&endpoints, &add, |ok, out| {
-        ok || out.contains("upstream `weather` already exists")
-    });
+    add_demo_upstream(&endpoints, "weather", "weather", &[]);
     let member = |name: &str| {
         ExecutorProcess::start(&[
             "--control-plane",

@@ -10,7 +10,7 @@
 mod support;
 
 use support::{
-    ControlPlaneProcess, EdgeProcess, ExecutorProcess, ctl_until, demo_upstream_flags,
+    ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_demo_upstream,
     session_client::{Seen, answer, call_with_token, first_items, open, rendezvous, via_script},
 };
 
@@ -18,12 +18,7 @@ use support::{
 async fn progress_sampling_and_elicitation_cross_the_hop_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
-    let flags = demo_upstream_flags("weather", &["--test-hooks"]);
-    let mut add = vec!["upstream", "add", "w"];
-    add.extend(flags.iter().map(String::as_str));
-    ctl_until(&cp.addr, &add, |ok, out| {
-        ok || out.contains("upstream `w` already exists")
-    });
+    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
     let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
     let edge = EdgeProcess::start(&cp.addr);
     edge.until("the executor takes work", |e| {

@@ -117,10 +117,24 @@ impl Etcd {
         self.run().await;
     }
 
+    /// The keys under `prefix`, sorted.
+    pub async fn keys(&self, prefix: &str) -> Vec<String> {
+        keys(&self.endpoint(), prefix).await
+    }
+
     /// The values under `prefix`, by key.
     pub async fn read_prefix(&self, prefix: &str) -> Vec<(String, Value)> {
         read_prefix(&self.endpoint(), prefix).await
     }
+}
+
+/// The keys under `prefix` in the etcd at `endpoint` (`host:port`), sorted.
+pub async fn keys(endpoint: &str, prefix: &str) -> Vec<String> {
+    read_prefix(endpoint, prefix)
+        .await
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect()
 }
 
 /// The values under `prefix` in the etcd at `endpoint` (`host:port`), by key.

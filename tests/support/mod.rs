@@ -727,6 +727,19 @@ pub fn demo_upstream_flags(server: &str, extra: &[&str]) -> Vec<String> {
     flags
 }
 
+/// `ctl upstream add <id>` of the demo mock upstream `server` (`extra` go to
+/// `mock-upstream`), repeated while the cluster cannot take it yet (a
+/// cluster just started or restarted may still be electing; an attempt that
+/// committed but lost its answer leaves it existing).
+pub fn add_demo_upstream(endpoints: &str, id: &str, server: &str, extra: &[&str]) {
+    let flags = demo_upstream_flags(server, extra);
+    let mut args = vec!["upstream", "add", id];
+    args.extend(flags.iter().map(String::as_str));
+    ctl_until(endpoints, &args, |ok, out| {
+        ok || out.contains(&format!("upstream `{id}` already exists"))
+    });
+}
+
 /// `quiver ctl -o json <args>`, parsed; panics with stderr on failure.
 pub fn ctl_json(endpoints: &str, args: &[&str]) -> Value {
     let mut all = vec!["-o", "json"];
