@@ -2,7 +2,7 @@
 //! required`, keys issued and revoked through the operator API) and reports
 //! the rounds it was asked for; its timings are not checked here.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

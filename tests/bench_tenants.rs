@@ -2,7 +2,7 @@
 //! it still runs, prints its tables, and the counts in them follow the flags
 //! (the timings themselves are not checked: benchmarks are not assertions).
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

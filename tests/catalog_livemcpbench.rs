@@ -3,7 +3,7 @@
 //! and code mode (including a script over the real catalogue), and the token
 //! budget of each mode.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

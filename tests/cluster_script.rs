@@ -4,7 +4,7 @@
 //! verify` lists every edge and executor as `ok`, a killed edge leaves the
 //! other serving, and `down` stops everything.
 
-mod support;
+use crate::support;
 
 use std::{path::Path, process::Command};
 

@@ -2,7 +2,7 @@
 //! with its own readiness verdict and admin address, and `cluster verify`
 //! adds a readiness column: what an operator checks before sending traffic.
 
-mod support;
+use crate::support;
 
 use support::{QuiverDev, ctl_json, ctl_until};
 

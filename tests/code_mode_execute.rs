@@ -2,7 +2,7 @@
 //! `quiver dev`, which validates them, runs them in sandboxed worker processes
 //! and answers their tool calls from real upstreams.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{QuiverDev, call, connect, text, tool_names};

@@ -1,7 +1,7 @@
 //! `quiver completions <shell>` prints a completion script that knows the
 //! subcommands and their flags; an unknown shell is refused with the choices.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -13,7 +13,7 @@
 // Sampling is deprecated by SEP-2577 in rmcp's types; Quiver still relays it.
 #![allow(deprecated)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

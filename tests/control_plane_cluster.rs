@@ -4,7 +4,7 @@
 //! checked afterwards: no acknowledged write is lost and reads are
 //! linearizable. Also: a node added late catches up by snapshot.
 
-mod support;
+use crate::support;
 
 use std::{
     collections::BTreeSet,

@@ -2,7 +2,7 @@
 //! tenants, upstreams, `cluster verify` (green for dev and a synced executor,
 //! naming an executor whose manifest differs), and state surviving a restart.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

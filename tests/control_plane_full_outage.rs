@@ -3,7 +3,7 @@
 //! manifest it holds; once the nodes restart from disk, the next manifest
 //! change reaches it without a restart of its own.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -19,7 +19,7 @@
 //!
 //! ```text
 //! QUIVER_LINEARIZABILITY_SECS=600 QUIVER_LINEARIZABILITY_SEED=12345 \
-//!   cargo nextest run --test control_plane_linearizability --no-capture
+//!   cargo nextest run --test integration -E "test(/^control_plane_linearizability::/)" --no-capture
 //! ```
 //!
 //! `QUIVER_LINEARIZABILITY_SECS` is how long faults are injected (default 20;
@@ -27,8 +27,8 @@
 //! fixes the fault schedule and the clients' choices (default: from the clock).
 #![cfg(target_os = "linux")]
 
+#[path = "linearizability/mod.rs"]
 mod linearizability;
-mod support;
 
 use std::time::{Duration, Instant};
 

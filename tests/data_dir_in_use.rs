@@ -3,7 +3,7 @@
 //! `--data`; never that its data is damaged or should be removed. The first
 //! process keeps serving. Both for `quiver dev` and `quiver control-plane`.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! uses subcommands and flags the binary has: each is checked against
 //! `quiver … --help`, so a renamed flag cannot leave `deploy/` behind.
 
-mod support;
+use crate::support;
 
 use std::{
     collections::{BTreeMap, BTreeSet},

@@ -1,7 +1,7 @@
 //! `quiver dev` with no upstreams serves the built-in demo catalog in all three
 //! modes, to a real rmcp client over Streamable HTTP.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{QuiverDev, call, connect, text};

@@ -3,7 +3,7 @@
 //! the last start goes, and the start-up line says what was kept, added,
 //! replaced or removed. `--reset-upstreams` makes the registry the config's.
 
-mod support;
+use crate::support;
 
 use support::{QuiverDev, connect, ctl, ctl_json, demo_upstream_flags, quiver_bin, tool_names};
 

@@ -13,7 +13,7 @@
 //!   directory) and change nothing: the script returns its own answer, not the
 //!   forged one.
 
-mod support;
+use crate::support;
 
 use std::{
     collections::BTreeMap,
@@ -259,7 +259,7 @@ async fn bytecode_planted_where_the_engine_would_look_is_never_read() {
         .args([
             "--ignored",
             "--exact",
-            "bytecode_probe_child",
+            "engine_no_disk::bytecode_probe_child",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -399,7 +399,12 @@ fn a_runtime_is_refused_while_the_cache_is_on() {
     let scratch = tempfile::tempdir().expect("scratch dir");
     let cache = scratch.path().join("cache");
     let child = Command::new(std::env::current_exe().expect("this test binary"))
-        .args(["--ignored", "--exact", "cache_on_child", "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            "engine_no_disk::cache_on_child",
+            "--nocapture",
+        ])
         .env_remove("V82JSC_NO_BC_CACHE")
         .env("V82JSC_BC_CACHE_DIR", &cache)
         .env("QUIVER_TEST_CACHE_ON_CHILD", "1")

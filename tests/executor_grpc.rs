@@ -2,7 +2,7 @@
 //! re-checks every call against its own view, runs scripts, requires client
 //! certificates under mTLS, and `quiver dev --executor child` drives it end to end.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

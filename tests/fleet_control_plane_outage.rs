@@ -6,7 +6,7 @@
 //! answer and since when; once it is back they say so, and a change made
 //! after its return reaches them.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! membership it had and keeps serving, and everything registers again when
 //! etcd returns.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@
 //! tool result with `isError`) counts as a failure and is not retried, so the
 //! executors' drain and the edges' routing get no help from the client.
 
-mod support;
+use crate::support;
 
 use std::{
     sync::{

@@ -4,7 +4,7 @@
 //! script fails that script with an error that says its tool calls may have
 //! run, and the next script runs on the other executor.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

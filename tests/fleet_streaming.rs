@@ -7,7 +7,7 @@
 //! call in passthrough and for a tool call inside a code-mode script.
 #![allow(deprecated)] // sampling: current in the protocol versions Quiver serves
 
-mod support;
+use crate::support;
 
 use support::{
     ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_demo_upstream,

@@ -7,7 +7,7 @@
 //! cancelled script stops, reflection names the service, and with mTLS a
 //! client without a certificate is refused at the handshake.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

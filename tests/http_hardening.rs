@@ -2,7 +2,7 @@
 //! JSON-RPC, oversized bodies, DNS-rebinding Host/Origin values. The edge keeps
 //! serving real clients afterwards.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{QuiverDev, call, connect, text};

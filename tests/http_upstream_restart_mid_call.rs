@@ -4,7 +4,7 @@
 //! fails (not a success, not a hang) and is not sent again; the calls after it
 //! reach the new process.
 
-mod support;
+use crate::support;
 
 use std::{
     net::TcpListener,

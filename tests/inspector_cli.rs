@@ -4,7 +4,7 @@
 //! Inspector picks Streamable HTTP only for paths that end in `/mcp`, which is
 //! why the modes live there. The older `/mcp/{mode}` paths keep serving.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{QuiverDev, connect, node_tools, tool_names};

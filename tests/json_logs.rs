@@ -2,7 +2,7 @@
 //! object (time, level, message); a bad value stops the start and names the
 //! variable.
 
-mod support;
+use crate::support;
 
 use std::{
     io::{BufRead, BufReader},

@@ -3,7 +3,7 @@
 //! whole, and a code-mode script gets what fits its reply limit whole and what
 //! does not as an error it can catch, naming the limit; the worker keeps serving.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{MockHttpUpstream, call, connect, quiver_bin, start_with_config, text};

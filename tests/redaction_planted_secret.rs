@@ -3,7 +3,7 @@
 //! gets the reason and its own path back, and none of the rest, through
 //! passthrough and through a script.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{call, connect, quiver_bin, start_with_config, text};

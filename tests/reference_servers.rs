@@ -9,7 +9,7 @@
 // clients still use it, and Quiver relays it.
 #![allow(deprecated)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

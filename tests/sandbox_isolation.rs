@@ -6,7 +6,7 @@
 //! and namespaces of its own.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::{
     os::unix::process::ExitStatusExt,

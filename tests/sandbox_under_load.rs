@@ -9,7 +9,7 @@
 //!   another session succeeds,
 //! - no worker's peak resident memory (VmHWM, from `/proc`) passed its limit.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! mid-script, a hung upstream, and the circuit breaker opening and recovering.
 //! Each failure reaches the script as a catchable error; the executor keeps serving.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

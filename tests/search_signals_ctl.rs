@@ -5,7 +5,7 @@
 //! describe or call after them); `quiver ctl search reset` forgets them for
 //! good; the routes answer no browser and no foreign `Host`.
 
-mod support;
+use crate::support;
 
 use std::{
     path::Path,

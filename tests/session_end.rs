@@ -2,7 +2,7 @@
 //! 204 No Content (the Python `mcp` SDK warns "Session termination failed" on
 //! anything but 200/204), and the session is gone afterwards.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::QuiverDev;

@@ -4,7 +4,7 @@
 
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

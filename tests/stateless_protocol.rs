@@ -9,7 +9,7 @@
 //! mode's stash has a scope without sessions.
 #![allow(deprecated)] // elicitation and logging are current in the revisions served
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ use support::{QuiverDev, call, connect, ctl, http, quiver_bin, start_with_config
 
 /// A client of MCP 2026-07-28 that declares `capabilities`.
 #[derive(Clone)]
-struct Stateless {
+pub(crate) struct Stateless {
     capabilities: Value,
 }
 
@@ -40,7 +40,7 @@ impl ClientHandler for Stateless {
 }
 
 /// Connects to `url` with `server/discover` (no session), declaring `capabilities`.
-async fn connect_stateless(
+pub(crate) async fn connect_stateless(
     url: &str,
     capabilities: Value,
 ) -> RunningService<RoleClient, Stateless> {
@@ -351,7 +351,7 @@ fn dev_with_mock(extra: &[&str]) -> (QuiverDev, tempfile::TempDir) {
 }
 
 /// `quiver_test_rendezvous` arguments: one call that asks the client once.
-fn asking(group: &str, ask: &str) -> Value {
+pub(crate) fn asking(group: &str, ask: &str) -> Value {
     json!({"group": group, "parties": 1, "steps": 0, "tag": group, "ask": ask, "asks": 1})
 }
 

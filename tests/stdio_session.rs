@@ -1,6 +1,6 @@
 //! `quiver dev --stdio` serves one MCP session on stdin/stdout to a real rmcp client.
 
-mod support;
+use crate::support;
 
 use rmcp::{ServiceExt, transport::TokioChildProcess};
 use serde_json::json;

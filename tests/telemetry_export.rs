@@ -3,7 +3,7 @@
 //! audit record, as an OTel log record named `quiver.audit` carrying the
 //! tenant and tool but no argument values, to the collector.
 
-mod support;
+use crate::support;
 
 use std::{path::Path, time::Duration};
 

@@ -7,7 +7,7 @@
 //! `/healthz` + `/readyz` answer on every role (503 naming the failed check
 //! for an executor whose control plane is unreachable).
 
-mod support;
+use crate::support;
 
 use std::{
     collections::BTreeSet,

@@ -8,7 +8,7 @@
 //! (in `_meta`; HTTP upstreams also in headers). No argument or result value
 //! appears on any span.
 
-mod support;
+use crate::support;
 
 use std::{path::Path, time::Duration};
 

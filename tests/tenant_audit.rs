@@ -6,7 +6,7 @@
 //! outcome and the script's hash; `quiver ctl audit` filters them, the
 //! retention setting bounds them, and they survive a restart.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

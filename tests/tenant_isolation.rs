@@ -6,7 +6,7 @@
 //! the other tenant may be observed. Requests without a key, with a bad or a
 //! revoked key get the spec's 401 and the metadata pointer.
 
-mod support;
+use crate::support;
 
 use rmcp::{RoleClient, model::CallToolRequestParams, service::RunningService};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! to retry; budgets hold across executors and restarts; `quiver ctl tenant
 //! usage` shows what was leased and spent.
 
-mod support;
+use crate::support;
 
 use rmcp::{RoleClient, service::RunningService};
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@
 //! nothing of it, and the plaintext is nowhere: not in quiver's output, not
 //! in `ctl` answers, not in any file of the data directory.
 
-mod support;
+use crate::support;
 
 use std::{
     collections::BTreeSet,

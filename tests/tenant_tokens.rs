@@ -5,7 +5,7 @@
 //! required scope gets 403 `insufficient_scope`; the protected-resource
 //! metadata names the issuer and the scopes.
 
-mod support;
+use crate::support;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -5,7 +5,7 @@
 //! goes on serving a client that is right. (A foreign CA and a missing client
 //! certificate are covered in `executor_grpc.rs` and `control_plane_cluster.rs`.)
 
-mod support;
+use crate::support;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 

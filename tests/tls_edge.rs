@@ -1,7 +1,7 @@
 //! The edge over HTTPS (rustls): a real rmcp client that trusts the test CA lists
 //! and calls tools; a bad TLS configuration is refused at start with the key named.
 
-mod support;
+use crate::support;
 
 use rmcp::{
     ServiceExt,

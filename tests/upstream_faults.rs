@@ -2,7 +2,7 @@
 //! start (and comes up later), one that dies mid-call, one that hangs, and one
 //! that changes its tool list. The edge keeps serving through all of them.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -44,7 +44,7 @@
 //! `QUIVER_SIM_TRACE=1` prints what it recorded;
 //! `QUIVER_SIM_STEPS=<n>` runs longer (default 300 steps, a few seconds),
 //! e.g. `QUIVER_SIM_STEPS=5000 cargo test -p quiver-control-plane --release
-//! --test simulated_network`.
+//! --test integration simulated_network::`.
 
 #[path = "simulated_network/driver.rs"]
 mod driver;
@@ -219,7 +219,11 @@ fn reads_that_skip_the_leadership_check_are_caught() {
     let mut seen = Vec::new();
     for seed in FAULT_SEEDS {
         let child = std::process::Command::new(std::env::current_exe().expect("this test binary"))
-            .args(["--exact", "simulation_in_a_child_process", "--ignored"])
+            .args([
+                "--exact",
+                "simulated_network::simulation_in_a_child_process",
+                "--ignored",
+            ])
             .args(["--nocapture", "--test-threads", "1"])
             .env(UNSAFE_STALE_READS_ENV, "1")
             .env("QUIVER_SIM_SEED", seed.to_string())

@@ -1,7 +1,7 @@
 //! Code mode's `describe` answers a tool's full TypeScript declaration, by
 //! exposed name or `server.tool`, and names the tools it does not know.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

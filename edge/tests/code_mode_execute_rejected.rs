@@ -2,7 +2,7 @@
 //! error listing every violation (rule, message, line, column), so the model
 //! can fix them all at once.
 
-mod support;
+use crate::support;
 
 use std::{borrow::Cow, sync::Arc};
 

@@ -1,7 +1,7 @@
 //! A script that ran and failed comes back as a tool error coded
 //! `script_<kind>`, with the line and the console output so far.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! executor's script runner, and renders a successful outcome: the value as
 //! JSON, then the console output.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

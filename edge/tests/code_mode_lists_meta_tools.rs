@@ -1,7 +1,7 @@
 //! Code mode lists `list`, `search` and `describe`, and `execute` only when
 //! the edge has somewhere to run scripts; without one, `execute` is not a tool.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

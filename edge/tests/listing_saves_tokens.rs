@@ -3,7 +3,7 @@
 //! passthrough does) minus the estimate of what the mode listed. Passthrough
 //! saves nothing and counts nothing. One test, so only its sessions count.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! by a tool name a client made up), and a session that ends is timed in
 //! `mcp.server.session.duration`. One test, so only its sessions count.
 
-mod support;
+use crate::support;
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 

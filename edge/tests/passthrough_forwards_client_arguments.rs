@@ -2,7 +2,7 @@
 //! tool's own name and with exactly the arguments the client sent, and
 //! returns the upstream's answer.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Passthrough lists every tool of the view under `<server>__<tool>`, with the
 //! description and input schema the upstream published.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

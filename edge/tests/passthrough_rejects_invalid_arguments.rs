@@ -1,7 +1,7 @@
 //! Arguments that do not fit the tool's schema are refused at the edge with
 //! a tool error naming the field; the upstream never sees the call.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

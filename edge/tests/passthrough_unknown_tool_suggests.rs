@@ -1,7 +1,7 @@
 //! Calling a tool the view does not have is a protocol error (invalid
 //! params) that names the closest tools; nothing is dispatched.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Search mode's `call_tool {name, arguments}` forwards the named tool's call
 //! to its upstream with the arguments given, and returns the upstream's answer.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! answers the best-matching tools with everything needed to call one:
 //! name, server, tool, signature, summary, score, description and input schema.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

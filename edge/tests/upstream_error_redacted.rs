@@ -2,7 +2,7 @@
 //! text never does, a location the upstream leaked is replaced, and what the
 //! caller itself sent (here a path) stays so the model sees which value failed.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

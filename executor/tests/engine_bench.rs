@@ -1,5 +1,5 @@
 //! Engine timings, printed as a table (no assertions on time). Run with
-//! `cargo test --release -p quiver-executor --test engine_bench -- --ignored --nocapture`.
+//! `cargo test --release -p quiver-executor --test integration engine_bench -- --ignored --nocapture`.
 
 use std::{
     collections::BTreeMap,

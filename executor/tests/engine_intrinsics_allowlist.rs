@@ -7,7 +7,7 @@
 //! the only setters are the bootstrap's own and the language's poison pills.
 //!
 //! After a reviewed change: `QUIVER_BLESS=1 cargo test -p quiver-executor
-//! --test engine_intrinsics_allowlist` rewrites the file.
+//! --test integration engine_intrinsics_allowlist` rewrites the file.
 
 use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
 

@@ -74,7 +74,7 @@ async fn a_worker_process_serves_executions_over_stdio() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "worker_child",
+            "worker_process::worker_child",
             "--nocapture",
             "--test-threads",
             "1",

@@ -1,7 +1,7 @@
 //! Canonical JSON is a function of the value alone: key order, whitespace and
 //! number spelling in the input never change the bytes.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use quiver_proto::canonical::to_canonical_json;

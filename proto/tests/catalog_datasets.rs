@@ -2,7 +2,7 @@
 //! servers and tools. Without the datasets these tests fail, unless
 //! `QUIVER_PARTIAL_TESTS=1` marks a local partial run.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -1,8 +1,6 @@
 //! Exposed names and JavaScript identifiers are always valid, unique where they
 //! must be, and deterministic, whatever the tool and server names are.
 
-mod common;
-
 use std::collections::HashSet;
 
 use proptest::{collection::vec, prelude::*};

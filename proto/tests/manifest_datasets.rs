@@ -3,7 +3,7 @@
 //! datasets these tests fail, unless `QUIVER_PARTIAL_TESTS=1` marks a local
 //! partial run.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -1,7 +1,7 @@
 //! Stubs render from any JSON without panicking, stay within their bounds, and
 //! depend on the definition's value only (not on key order or spelling).
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use quiver_proto::{

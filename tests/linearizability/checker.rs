@@ -443,7 +443,7 @@ fn abbreviate(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linearizability::seeded_rng::SeededRng;
+    use crate::control_plane_linearizability::linearizability::seeded_rng::SeededRng;
 
     const BUDGET: u64 = 1_000_000;
 

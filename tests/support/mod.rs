@@ -346,6 +346,12 @@ impl EdgeProcess {
         }
     }
 
+    /// `kill -9`, and waits for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The MCP URL of `mode`.
     pub fn url(&self, mode: &str) -> String {
         format!("http://{}/{mode}/mcp", self.authority)

@@ -2,7 +2,7 @@
 //! for the caller with an error saying so, and the server is told
 //! (`notifications/cancelled`) so that it can stop the work too.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

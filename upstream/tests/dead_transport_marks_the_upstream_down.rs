@@ -3,7 +3,7 @@
 //! may or may not have run, later calls fail without sending anything, and
 //! repeated failures open the circuit breaker so calls are refused at once.
 
-mod support;
+use crate::support;
 
 use quiver_upstream::{
     BreakerState, CallOptions, UpstreamConfig, UpstreamError, UpstreamEvent, UpstreamState,

@@ -1,7 +1,7 @@
 //! Listing an upstream's tools connects on first use, follows `tools/list`
 //! pagination to the end, and shows in the upstream's status and events.
 
-mod support;
+use crate::support;
 
 use quiver_upstream::{UpstreamEvent, UpstreamState};
 use support::{Fixture, PAGE_SIZE, TOOLS, phase};

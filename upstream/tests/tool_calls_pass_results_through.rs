@@ -2,7 +2,7 @@
 //! gave it: a result, a result flagged `isError`, or a JSON-RPC error. None of
 //! them counts against the upstream's circuit breaker: the upstream answered.
 
-mod support;
+use crate::support;
 
 use quiver_upstream::{BreakerState, CallOptions, UpstreamConfig, UpstreamError};
 use support::{ECHO, FAILS, Fixture, REFUSES, Seen, first_text, phase, text_argument};

@@ -122,7 +122,7 @@ fn hybrid_beats_each_side_on_the_public_test_splits() -> anyhow::Result<()> {
 }
 
 /// Prints the tune-split metrics of a grid of blends; how [`Blend::DEFAULT`]
-/// was chosen. `cargo test --release -p quiver-view --test semantic_search tune_blend -- --ignored --nocapture`
+/// was chosen. `cargo test --release -p quiver-view --test integration semantic_search::tune_blend -- --ignored --nocapture`
 #[test]
 #[ignore = "prints a grid; run in release"]
 fn tune_blend() -> anyhow::Result<()> {

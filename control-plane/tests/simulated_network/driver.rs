@@ -14,7 +14,7 @@ use rand::{RngExt as _, SeedableRng, rngs::StdRng};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
-use crate::{
+use super::{
     election_checker::LeaderIds,
     history::{History, PanicWatch, Tally},
     read_checker::items_of,

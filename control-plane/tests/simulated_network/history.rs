@@ -13,7 +13,7 @@ use openraft::Vote;
 use quiver_control_plane::raft::NodeId;
 use tokio::{sync::watch, time::Instant};
 
-use crate::{
+use super::{
     election_checker::{ElectionChecker, LeaderIds},
     read_checker::{ReadChecker, ReadFloor},
     state_checker::{AppliedState, StateChecker},

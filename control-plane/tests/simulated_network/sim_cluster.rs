@@ -27,7 +27,7 @@ use quiver_control_plane::{
 use rand::{RngExt as _, SeedableRng, rngs::StdRng};
 use tokio::task::JoinHandle;
 
-use crate::{
+use super::{
     history::History,
     sim_disk::{SimDisk, Syncs},
     sim_network::{SimNetwork, Switch},

@@ -26,7 +26,7 @@ use rand::{RngExt as _, SeedableRng, rngs::StdRng};
 use serde::{Serialize, de::DeserializeOwned};
 use tokio::time::Instant;
 
-use crate::{history::History, sim_disk::SimDisk};
+use super::{history::History, sim_disk::SimDisk};
 
 /// A node that is up: its Raft, and the disk power cycle it lives in (when
 /// the disk loses power, the node is down, whatever its tasks still do).

@@ -12,7 +12,7 @@ use openraft::{
 };
 use quiver_control_plane::raft::{NodeId, TypeConfig, log_store::LogStore, typ};
 
-use crate::history::History;
+use super::history::History;
 
 /// A node's [`LogStore`], reporting its votes.
 #[derive(Clone)]

@@ -3,7 +3,9 @@
 
 use serde_json::json;
 
-use crate::adversarial::case::{Case, FullPath::Runs, MARK, rejected, returns, throws};
+use crate::sandbox_adversarial::adversarial::case::{
+    Case, FullPath::Runs, MARK, rejected, returns, throws,
+};
 
 pub fn cases() -> Vec<Case> {
     let mut list: Vec<Case> = [

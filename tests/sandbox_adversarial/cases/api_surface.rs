@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::adversarial::{
+use crate::sandbox_adversarial::adversarial::{
     case::{Case, FullPath::Runs, rejected, returns, throws},
     recording_context::HostCall,
 };

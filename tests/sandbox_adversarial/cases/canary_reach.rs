@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::adversarial::{
+use crate::sandbox_adversarial::adversarial::{
     canaries::{Canaries, ENV_NAME},
     case::{Case, FullPath::Runs, rejected, returns, throws},
     recording_context::HostCall,

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::adversarial::{
+use crate::sandbox_adversarial::adversarial::{
     case::{Case, rejected, returns, throws},
     recording_context::HostCall,
 };

@@ -6,7 +6,7 @@
 use quiver_contract::ScriptErrorKind::Timeout;
 use serde_json::{Value, json};
 
-use crate::adversarial::{
+use crate::sandbox_adversarial::adversarial::{
     case::{Case, Expected, FullPath::Runs, MARK, fails, rejected, returns},
     recording_context::HostCall,
 };

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::adversarial::{
+use crate::sandbox_adversarial::adversarial::{
     case::{Case, FullPath::Runs, MARK, rejected, returns},
     recording_context::HostCall,
 };

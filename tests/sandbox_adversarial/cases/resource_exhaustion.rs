@@ -5,7 +5,7 @@
 use quiver_contract::ScriptErrorKind::{HostCalls, Memory, Output, Timeout, ToolCalls};
 use serde_json::json;
 
-use crate::adversarial::{
+use crate::sandbox_adversarial::adversarial::{
     case::{Case, FullPath::Runs, fails, throws},
     recording_context::HostCall,
 };

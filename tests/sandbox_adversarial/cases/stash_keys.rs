@@ -6,7 +6,7 @@
 use quiver_executor::script::StashOp;
 use serde_json::json;
 
-use crate::adversarial::{
+use crate::sandbox_adversarial::adversarial::{
     case::{Case, FullPath::Runs, rejected, returns},
     recording_context::{HostCall, VICTIM_KEY, VICTIM_SESSION},
 };

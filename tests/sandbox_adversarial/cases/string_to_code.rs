@@ -1,7 +1,7 @@
 //! Every way to turn a string into running code. The string's code would
 //! yield 7331; the script returns the marker if it ever sees that number.
 
-use crate::adversarial::case::{Case, MARK, rejected, throws};
+use crate::sandbox_adversarial::adversarial::case::{Case, MARK, rejected, throws};
 
 pub fn cases() -> Vec<Case> {
     const DISABLED: &str = "code generation from strings is disabled in Quiver scripts";

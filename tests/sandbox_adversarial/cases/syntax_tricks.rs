@@ -5,7 +5,9 @@
 
 use serde_json::json;
 
-use crate::adversarial::case::{Case, FullPath::Runs, rejected, returns, throws};
+use crate::sandbox_adversarial::adversarial::case::{
+    Case, FullPath::Runs, rejected, returns, throws,
+};
 
 pub fn cases() -> Vec<Case> {
     vec![
