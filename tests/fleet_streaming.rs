@@ -85,3 +85,91 @@ async fn progress_sampling_and_elicitation_cross_the_hop_both_ways() {
         .count();
     assert_eq!((sampled, progressed), (1, 2), "{items:?}");
 }
+
+/// The tool names `client` lists (stateless clients too).
+async fn tool_names<S: rmcp::Service<rmcp::RoleClient>>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, S>,
+) -> Vec<String> {
+    client
+        .list_all_tools()
+        .await
+        .map(|tools| tools.iter().map(|t| t.name.to_string()).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stateless_client_answers_input_required_through_a_remote_executor() {
+    use crate::stateless_protocol::{asking, connect_stateless};
+    use rmcp::model::{CallToolRequestParams, CallToolResponse};
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
+    // `w` speaks 2025-11-25 (it asks with a server-to-client request); `s`
+    // speaks 2026-07-28 (it answers `input_required` itself).
+    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+    add_demo_upstream(&cp.addr, "s", "weather", &["--test-hooks", "--stateless"]);
+    let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
+    let edge = EdgeProcess::start(&cp.addr);
+    edge.until("the executor takes work", |e| {
+        e.iter().filter(|x| x["state"] == "ok").count() == 1
+    })
+    .await;
+    let client = connect_stateless(&edge.url("passthrough"), json!({"elicitation": {}})).await;
+    let mut names = Vec::new();
+    for _ in 0..300 {
+        names = tool_names(&client).await;
+        if ["w__quiver_test_rendezvous", "s__quiver_test_rendezvous"]
+            .iter()
+            .all(|n| names.iter().any(|have| have == n))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        names.iter().any(|n| n == "s__quiver_test_rendezvous"),
+        "{names:?}"
+    );
+    let accept = |name: &str| json!({"action": "accept", "content": {"name": name}});
+
+    for upstream in ["w", "s"] {
+        eprintln!("--- {upstream}: the question comes back as input_required; the answer goes up");
+        let mut params = CallToolRequestParams::new(format!("{upstream}__quiver_test_rendezvous"));
+        params.arguments = asking(upstream, "elicitation").as_object().cloned();
+        let CallToolResponse::InputRequired(asked) = client
+            .call_tool_once(params.clone())
+            .await
+            .expect("round 1")
+        else {
+            panic!("{upstream}: expected input_required");
+        };
+        let requests = asked.input_requests.clone().expect("input requests");
+        assert_eq!(requests.len(), 1, "{requests:?}");
+        let key = requests.keys().next().unwrap().clone();
+        params.request_state = asked.request_state.clone();
+        params.input_responses = Some([(key, accept("through the fleet"))].into());
+        let CallToolResponse::Complete(done) =
+            client.call_tool_once(params).await.expect("round 2")
+        else {
+            panic!("{upstream}: expected the final result");
+        };
+        let said = support::text(&done);
+        assert_ne!(done.is_error, Some(true), "{said}");
+        assert!(said.contains("through the fleet"), "{upstream}: {said}");
+    }
+
+    eprintln!("--- answers sent with the first request reach a 2026 upstream across the hop");
+    let mut params = CallToolRequestParams::new("s__quiver_test_rendezvous");
+    params.arguments = asking("given", "elicitation").as_object().cloned();
+    params.input_responses = Some([("ask-1".to_string(), accept("given up front"))].into());
+    let CallToolResponse::Complete(done) = client.call_tool_once(params).await.expect("one round")
+    else {
+        panic!("the upstream had its answer: expected the final result");
+    };
+    assert!(
+        support::text(&done).contains("given up front"),
+        "{}",
+        support::text(&done)
+    );
+}

@@ -28,6 +28,7 @@ mod fleet_control_plane_outage;
 mod fleet_etcd;
 mod fleet_rolling_restart;
 mod fleet_routing;
+mod fleet_stash;
 mod fleet_streaming;
 mod gateway_grpc;
 mod http_hardening;

@@ -11,9 +11,9 @@
 //! have run (invariant 4).
 //!
 //! A session's scripts stay on the executor that ran its last one while that
-//! executor takes work, so the session's stash (held by the executor) is
-//! there for the next script; when it leaves, the session moves on and its
-//! stash starts empty.
+//! executor takes work, so the session's stash is at hand for the next
+//! script; when it leaves, the session moves on, and its stash comes along
+//! only if the executors keep stashes in etcd (`quiver executor --etcd`).
 
 use std::{
     collections::BTreeMap,

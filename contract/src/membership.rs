@@ -137,7 +137,9 @@ impl ContactLog {
     }
 }
 
-async fn connect(endpoints: &[String]) -> Result<Client, String> {
+/// A client of the etcd at `endpoints` (`host:port` or URLs), with this
+/// module's timeouts: 2 s to connect and per request.
+pub async fn connect(endpoints: &[String]) -> Result<Client, String> {
     let options = ConnectOptions::new()
         .with_connect_timeout(REQUEST_TIMEOUT)
         .with_timeout(REQUEST_TIMEOUT)

@@ -234,6 +234,11 @@ impl RemoteExecutor {
                 caller: call.origin.caller,
                 edge: call.origin.edge,
                 script_sha256: call.origin.script_sha256.unwrap_or_default(),
+                input_responses_json: options
+                    .input_responses
+                    .as_ref()
+                    .and_then(|given| serde_json::to_string(given).ok())
+                    .unwrap_or_default(),
             };
             if let Some(sink) = options.sink.clone() {
                 return self

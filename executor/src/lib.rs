@@ -15,6 +15,7 @@ pub mod sandbox;
 pub mod script;
 pub mod service;
 pub mod stash;
+pub mod stash_etcd;
 pub mod worker;
 
 pub use local_executor::LocalExecutor;

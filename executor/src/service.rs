@@ -283,6 +283,7 @@ impl ExecutorService {
         // The caller going away drops this future, and with it the call.
         let mut options = CallOptions {
             sink,
+            input_responses: serde_json::from_str(&request.input_responses_json).ok(),
             ..CallOptions::default()
         };
         if request.timeout_ms > 0 {

@@ -3,6 +3,15 @@
 //! cap on sessions per tenant and on the bytes of all sessions together;
 //! sessions that go quiet are dropped. An operation locks only its own
 //! session (the map of sessions only long enough to find it).
+//!
+//! Given a [`StashReplica`] (etcd, with `quiver executor --etcd`), the store is
+//! this executor's copy of stashes that live in the replica: an execution
+//! loads its stash from the replica at its first stash operation, and every
+//! write goes to the replica before the script hears it succeeded, so another
+//! executor (after this one is lost, or for another edge's client) finds the
+//! stash as it was. Each session's copy remembers the replica revision it
+//! reflects; a load older than that (a concurrent execution's write landed
+//! after it was read) changes nothing.
 
 use std::{
     collections::HashMap,
@@ -13,6 +22,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 /// Stash limits.
@@ -68,6 +78,45 @@ struct SessionStash {
     entries: HashMap<String, Entry>,
     bytes: usize,
     touched: Option<Instant>,
+    /// The replica's revision these entries reflect (0: none yet).
+    revision: i64,
+}
+
+/// One live entry of a stash, as a replica holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaEntry {
+    /// Its key.
+    pub key: String,
+    /// Its value.
+    pub value: Value,
+    /// How long it has left.
+    pub ttl: Duration,
+}
+
+/// A session's stash as the replica held it at `revision`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplicaSnapshot {
+    /// Its live entries.
+    pub entries: Vec<ReplicaEntry>,
+    /// The replica's revision when they were read.
+    pub revision: i64,
+}
+
+/// Where stashes are kept beyond this process, so they outlive it. Writes
+/// return the replica's revision after them.
+pub trait StashReplica: Send + Sync {
+    /// Every live entry of `session`'s stash.
+    fn load<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<ReplicaSnapshot, String>>;
+    /// Stores `value` under `key` for `ttl`.
+    fn put<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+        value: &'a Value,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<i64, String>>;
+    /// Removes `key`.
+    fn delete<'a>(&'a self, session: &'a str, key: &'a str) -> BoxFuture<'a, Result<i64, String>>;
 }
 
 impl SessionStash {
@@ -152,6 +201,7 @@ pub enum StashError {
 /// Every session's stash.
 pub struct StashStore {
     limits: StashLimits,
+    replica: Option<std::sync::Arc<dyn StashReplica>>,
     sessions: Mutex<Sessions>,
     /// Bytes of every session together (kept outside the map's lock, so an
     /// operation never takes the map's lock while holding its session's).
@@ -173,8 +223,76 @@ impl StashStore {
     pub fn new(limits: StashLimits) -> StashStore {
         StashStore {
             limits,
+            replica: None,
             sessions: Mutex::new(Sessions::default()),
             total_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The same store, its stashes kept in `replica` too.
+    pub fn replicated(mut self, replica: Arc<dyn StashReplica>) -> StashStore {
+        self.replica = Some(replica);
+        self
+    }
+
+    /// The replica stashes are kept in, if any.
+    pub fn replica(&self) -> Option<&Arc<dyn StashReplica>> {
+        self.replica.as_ref()
+    }
+
+    /// The TTL a write asking for `ttl_secs` gets.
+    pub fn ttl(&self, ttl_secs: Option<u64>) -> Duration {
+        ttl_secs
+            .map_or(self.limits.default_ttl, Duration::from_secs)
+            .min(self.limits.max_ttl)
+    }
+
+    /// Makes `session`'s copy what the replica held at `snapshot.revision`,
+    /// unless the copy already reflects a later revision.
+    pub fn install(&self, session: &str, snapshot: ReplicaSnapshot) -> Result<(), StashError> {
+        let create = !snapshot.entries.is_empty();
+        self.with_session(session, create, |s, _, _| {
+            if snapshot.revision <= s.revision {
+                return;
+            }
+            let now = Instant::now();
+            s.entries.clear();
+            s.bytes = 0;
+            for e in snapshot.entries {
+                let bytes = e.key.len() + e.value.to_string().len();
+                s.bytes += bytes;
+                s.entries.insert(
+                    e.key,
+                    Entry {
+                        value: e.value,
+                        bytes,
+                        expires: now + e.ttl,
+                    },
+                );
+            }
+            s.revision = snapshot.revision;
+        })?;
+        Ok(())
+    }
+
+    /// Notes that `session`'s copy reflects the replica at `revision` (after
+    /// a write this copy made too).
+    pub fn note_revision(&self, session: &str, revision: i64) {
+        let _ = self.with_session(session, false, |s, _, _| {
+            s.revision = s.revision.max(revision);
+        });
+    }
+
+    /// Drops this process's copy of `session` (the replica could not take a
+    /// write, so the copy may hold what the replica does not).
+    pub fn forget(&self, session: &str) {
+        let mut sessions = lock(&self.sessions);
+        if let Some(stash) = sessions.by_id.remove(session) {
+            let bytes = lock(&stash).bytes;
+            self.total_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            if let Some(n) = sessions.per_tenant.get_mut(tenant_of(session)) {
+                *n -= 1;
+            }
         }
     }
 
@@ -310,9 +428,7 @@ impl StashStore {
                 max: self.limits.max_value_bytes,
             });
         }
-        let ttl = ttl_secs
-            .map_or(self.limits.default_ttl, Duration::from_secs)
-            .min(self.limits.max_ttl);
+        let ttl = self.ttl(ttl_secs);
         self.with_session(session, true, |s, limits, room| {
             let old = s.entries.get(key).map_or(0, |e| e.bytes);
             if bytes > old && bytes - old > room {
@@ -456,6 +572,57 @@ mod tests {
         store.set("b", "k", json!("x".repeat(600)), None).unwrap();
         // Overwriting with something smaller always fits.
         store.set("b", "k", json!(1), None).unwrap();
+    }
+
+    fn snapshot(revision: i64, entries: &[(&str, Value)]) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            entries: entries
+                .iter()
+                .map(|(key, value)| ReplicaEntry {
+                    key: key.to_string(),
+                    value: value.clone(),
+                    ttl: Duration::from_secs(60),
+                })
+                .collect(),
+            revision,
+        }
+    }
+
+    #[test]
+    fn a_load_replaces_the_copy_unless_the_copy_is_newer() {
+        let store = StashStore::default();
+        store.set("s", "local", json!(0), None).unwrap();
+        store
+            .install("s", snapshot(5, &[("a", json!(1)), ("b", json!(2))]))
+            .unwrap();
+        assert_eq!(store.keys("s"), json!(["a", "b"]), "the replica wins");
+        // A write of this copy landed at revision 9; a load read at 7 is older.
+        store.set("s", "c", json!(3), None).unwrap();
+        store.note_revision("s", 9);
+        store.install("s", snapshot(7, &[("a", json!(1))])).unwrap();
+        assert_eq!(store.keys("s"), json!(["a", "b", "c"]));
+        store
+            .install("s", snapshot(10, &[("c", json!(4))]))
+            .unwrap();
+        assert_eq!(store.keys("s"), json!(["c"]));
+        assert_eq!(store.get("s", "c").unwrap(), json!(4));
+    }
+
+    #[test]
+    fn a_forgotten_session_frees_its_bytes_and_its_place() {
+        let store = StashStore::new(StashLimits {
+            max_total_bytes: 1_000,
+            max_sessions_per_tenant: 1,
+            ..StashLimits::default()
+        });
+        store
+            .set("acme/1", "k", json!("x".repeat(900)), None)
+            .unwrap();
+        store.forget("acme/1");
+        assert_eq!(store.get("acme/1", "k").unwrap(), Value::Null);
+        store
+            .set("acme/2", "k", json!("x".repeat(900)), None)
+            .unwrap();
     }
 
     #[test]

@@ -22,6 +22,7 @@ use quiver_executor::{
     metering::{LeaseSource, Metered},
     pool::{PoolConfig, WorkerCommand, WorkerPool},
     script::{LocalScripts, ScriptRunner},
+    stash::StashStore,
 };
 use quiver_proto::{catalog::Catalog, tenant::TenantDirectory};
 use quiver_upstream::{UpstreamConfig, UpstreamSet};
@@ -176,8 +177,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             node: control_plane.clone(),
             name: name.clone(),
         });
-        let (executor, scripts, pool) =
-            local_executor(upstreams.clone(), store.subscribe_tenants(), link, &name).await?;
+        let (executor, scripts, pool) = local_executor(
+            upstreams.clone(),
+            store.subscribe_tenants(),
+            link,
+            &name,
+            Default::default(),
+        )
+        .await?;
         metered = Some(executor.clone());
         (executor, scripts, Some(pool))
     };
@@ -554,12 +561,13 @@ pub(crate) async fn start_discovery(
 
 /// The in-process executor's parts: calls (metered: rate limits and budgets of the
 /// tenants in `tenants`, allowances leased from `leases`), scripts whose calls
-/// pass the same meter, and the worker pool.
+/// pass the same meter and keep their stashes in `stash`, and the worker pool.
 pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
     upstreams: Arc<UpstreamSet>,
     tenants: tokio::sync::watch::Receiver<Arc<TenantDirectory>>,
     link: Arc<L>,
     node: &str,
+    stash: Arc<StashStore>,
 ) -> anyhow::Result<(Arc<Metered>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
     let auditor = Auditor::new(node, Some(link.clone() as Arc<dyn AuditShipper>));
     let metered = Metered::audited(
@@ -577,7 +585,7 @@ pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
     }
     let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
     let scripts: Arc<dyn Scripts> = Arc::new(AuditedScripts::new(
-        Arc::new(LocalScripts::new(runner, executor)),
+        Arc::new(LocalScripts::with_stash(runner, executor, stash)),
         auditor,
     ));
     Ok((metered, scripts, pool))

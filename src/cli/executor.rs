@@ -16,7 +16,7 @@ use quiver_control_plane::{
     },
 };
 use quiver_edge::auth::AuthMode;
-use quiver_executor::service::ExecutorService;
+use quiver_executor::{service::ExecutorService, stash::StashStore, stash_etcd::EtcdStash};
 use quiver_upstream::UpstreamSet;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
@@ -219,11 +219,17 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         lease_tls,
         lease_name.clone(),
     ));
+    // With etcd, stashes live there too: they outlive this executor.
+    let mut stash = StashStore::default();
+    if !args.etcd.is_empty() {
+        stash = stash.replicated(Arc::new(EtcdStash::new(args.etcd.clone())));
+    }
     let (metered, scripts, pool) = local_executor(
         upstreams.clone(),
         store.subscribe_tenants(),
         link,
         &lease_name,
+        Arc::new(stash),
     )
     .await?;
     let dispatch: Arc<dyn quiver_contract::Dispatch> = metered.clone();

@@ -29,10 +29,20 @@ pub struct LocalScripts {
 impl LocalScripts {
     /// Local execution with its own session stash store.
     pub fn new(runner: Arc<ScriptRunner>, dispatch: Arc<dyn Dispatch>) -> LocalScripts {
+        LocalScripts::with_stash(runner, dispatch, Arc::new(StashStore::default()))
+    }
+
+    /// Local execution whose scripts keep their stashes in `stash` (a
+    /// replicated one, say).
+    pub fn with_stash(
+        runner: Arc<ScriptRunner>,
+        dispatch: Arc<dyn Dispatch>,
+        stash: Arc<StashStore>,
+    ) -> LocalScripts {
         LocalScripts {
             runner,
             dispatch,
-            stash: Arc::new(StashStore::default()),
+            stash,
         }
     }
 

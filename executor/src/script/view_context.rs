@@ -39,6 +39,8 @@ pub struct ViewScriptContext {
     origin: CallOrigin,
     /// The execution's span, the parent of each tool call's span.
     span: tracing::Span,
+    /// Set once the stash was loaded from the replica (the store has one).
+    stash_loaded: tokio::sync::OnceCell<()>,
 }
 
 impl ViewScriptContext {
@@ -60,6 +62,7 @@ impl ViewScriptContext {
             sink: None,
             origin: CallOrigin::default(),
             span: tracing::Span::none(),
+            stash_loaded: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -224,13 +227,61 @@ impl ScriptContext for ViewScriptContext {
     fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             let stash = &self.stash;
-            let answer = match op {
-                StashOp::Get(key) => stash.get(&self.stash_key, &key),
-                StashOp::Set(key, value, ttl) => stash.set(&self.stash_key, &key, value, ttl),
-                StashOp::Delete(key) => stash.delete(&self.stash_key, &key),
-                StashOp::Keys => Ok(stash.keys(&self.stash_key)),
+            let Some(replica) = stash.replica() else {
+                let answer = match op {
+                    StashOp::Get(key) => stash.get(&self.stash_key, &key),
+                    StashOp::Set(key, value, ttl) => stash.set(&self.stash_key, &key, value, ttl),
+                    StashOp::Delete(key) => stash.delete(&self.stash_key, &key),
+                    StashOp::Keys => Ok(stash.keys(&self.stash_key)),
+                };
+                return answer.map_err(|e| HostError::from(e.to_string()));
             };
-            answer.map_err(|e| HostError::from(e.to_string()))
+            // The stash as the replica holds it, once per execution.
+            self.stash_loaded
+                .get_or_try_init(|| async {
+                    let snapshot = replica.load(&self.stash_key).await.map_err(|e| {
+                        HostError::from(format!("the stash is unavailable for now ({e})"))
+                    })?;
+                    stash
+                        .install(&self.stash_key, snapshot)
+                        .map_err(|e| HostError::from(e.to_string()))
+                })
+                .await?;
+            let session = self.stash_key.as_str();
+            let lost = |e: String| {
+                // This process's copy may now hold what the replica does
+                // not: the next execution reads the replica again.
+                stash.forget(session);
+                HostError::from(format!(
+                    "the stash could not be saved ({e}); the change was not kept"
+                ))
+            };
+            match op {
+                StashOp::Get(key) => stash.get(session, &key),
+                StashOp::Keys => Ok(stash.keys(session)),
+                StashOp::Set(key, value, ttl) => {
+                    let stored = stash
+                        .set(session, &key, value.clone(), ttl)
+                        .map_err(|e| HostError::from(e.to_string()))?;
+                    let revision = replica
+                        .put(session, &key, &value, stash.ttl(ttl))
+                        .await
+                        .map_err(lost)?;
+                    stash.note_revision(session, revision);
+                    return Ok(stored);
+                }
+                StashOp::Delete(key) => {
+                    let existed = stash
+                        .delete(session, &key)
+                        .map_err(|e| HostError::from(e.to_string()))?;
+                    if existed == Value::Bool(true) {
+                        let revision = replica.delete(session, &key).await.map_err(lost)?;
+                        stash.note_revision(session, revision);
+                    }
+                    return Ok(existed);
+                }
+            }
+            .map_err(|e| HostError::from(e.to_string()))
         })
     }
 }
