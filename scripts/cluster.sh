@@ -4,7 +4,7 @@
 #   2 edges, and the demo upstreams.
 #
 #   scripts/cluster.sh up       build if needed, start everything, print the endpoints
-#   scripts/cluster.sh status   which processes run, and `quiver ctl cluster status`
+#   scripts/cluster.sh status   which processes run, and `quiver ctl cluster status --etcd`
 #   scripts/cluster.sh down     stop everything (executors drain first)
 #
 # State, logs and pids live in $QUIVER_CLUSTER_DIR (default .quiver/cluster).
@@ -144,7 +144,7 @@ status() {
       echo "$name: stopped"
     fi
   done
-  ctl cluster status || true
+  ctl cluster status --etcd "$ETCD" || true
 }
 
 down() {

@@ -124,6 +124,26 @@ async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
     });
     assert!(!verify.contains("mismatch"), "{verify}");
 
+    eprintln!("--- cluster status --etcd lists what etcd holds beside the control plane");
+    let both = support::ctl_json(&endpoints, &["cluster", "status", "--etcd", &etcd]);
+    let canonical = both["control_plane"]["stub_hash"].as_str().unwrap();
+    let mut registered: Vec<&str> = both["etcd_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            assert_eq!(m["stub_hash"], canonical, "{m}");
+            assert_eq!(m["ready"], true, "{m}");
+            m["node"].as_str().unwrap()
+        })
+        .collect();
+    registered.sort_unstable();
+    assert_eq!(
+        registered,
+        ["edge-1", "edge-2", "executor-1", "executor-2"],
+        "{both}"
+    );
+
     eprintln!("--- kill -9 one edge: clients continue through the other");
     let pid = std::fs::read_to_string(state.path().join("edge1.pid")).unwrap();
     assert!(
@@ -144,6 +164,13 @@ async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
     let (_, status) = cluster(state.path(), offset, "status");
     assert!(status.contains("edge1: stopped"), "{status}");
     assert!(status.contains("edge2: running"), "{status}");
+    assert!(status.contains("registered in etcd:"), "{status}");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("executor-1") && l.contains("canonical")),
+        "{status}"
+    );
 
     eprintln!("--- down stops every process");
     let (ok, down) = cluster(state.path(), offset, "down");

@@ -340,6 +340,20 @@ pub fn follow(
     Follower { contact }
 }
 
+/// Every member's record in the etcd at `endpoints` now (one read).
+pub async fn members(endpoints: &[String]) -> Result<Vec<MemberRecord>, String> {
+    let mut client = connect(endpoints).await?;
+    let all = client
+        .get(PREFIX, Some(GetOptions::new().with_prefix()))
+        .await
+        .map_err(|e| format!("reading {PREFIX}: {e}"))?;
+    Ok(all
+        .kvs()
+        .iter()
+        .filter_map(|kv| parse(kv.key(), kv.value()))
+        .collect())
+}
+
 async fn followed_once(
     endpoints: &[String],
     on_change: &(dyn Fn(Vec<MemberRecord>) + Send + Sync),

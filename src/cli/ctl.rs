@@ -53,6 +53,8 @@ pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
         CtlCommand::Cluster(ClusterCommand::Members) => Shown::Members,
         _ => Shown::Whole,
     };
+    let etcd_members =
+        matches!(command, CtlCommand::Cluster(ClusterCommand::Status)) && !args.etcd.is_empty();
     let mut client = AdminClient::new(endpoints, tls);
     let request = request::request_of(command)?;
     let answer = if matches!(request, AdminRequest::ClusterInit) {
@@ -60,6 +62,25 @@ pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
     } else {
         client.call(&request).await?
     };
+    if etcd_members {
+        // What etcd lists, beside what the control plane heard: a member
+        // cut off from the control plane still shows here, and the reverse.
+        let members = quiver_contract::membership::members(&args.etcd)
+            .await
+            .map_err(|e| anyhow::anyhow!("etcd at {}: {e}", args.etcd.join(",")))?;
+        let canonical = match &answer {
+            AdminAnswer::ClusterStatus(status) => status.stub_hash.clone(),
+            _ => String::new(),
+        };
+        match args.output {
+            Output::Json => render::print_json_with_etcd(&answer, &members)?,
+            Output::Table => {
+                render::print_table(&answer, shown);
+                render::etcd_members(&members, &canonical);
+            }
+        }
+        return Ok(());
+    }
     match args.output {
         Output::Json => render::print_json(&answer, shown)?,
         Output::Table => render::print_table(&answer, shown),

@@ -17,6 +17,10 @@ pub struct CtlArgs {
         value_delimiter = ','
     )]
     pub(crate) endpoints: Vec<String>,
+    /// etcd endpoints (`host:port`, comma-separated): `cluster status` also
+    /// lists the members registered there (see `quiver executor --etcd`).
+    #[arg(long, global = true, env = "QUIVER_CTL_ETCD", value_delimiter = ',')]
+    pub(crate) etcd: Vec<String>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
     pub(crate) output: Output,

@@ -3,6 +3,7 @@
 //! members, upstreams, tenants or verdicts, a new key), and anything else
 //! prints as aligned `key  value` lines.
 
+use quiver_contract::membership::MemberRecord;
 use quiver_control_plane::admin::{
     AdminAnswer, ClusterStatus, Committed, FleetVerification, IssuedKey, NodeVerdict, PublicTenant,
     SecretList, UpstreamSummary,
@@ -29,6 +30,60 @@ pub(crate) fn print_json(answer: &AdminAnswer, shown: Shown) -> anyhow::Result<(
     };
     say!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
+}
+
+/// `-o json` of `cluster status --etcd`: the control plane's answer under
+/// `control_plane`, the records etcd holds under `etcd_members`.
+pub(crate) fn print_json_with_etcd(
+    answer: &AdminAnswer,
+    members: &[MemberRecord],
+) -> anyhow::Result<()> {
+    let value = serde_json::json!({
+        "control_plane": answer.to_json(),
+        "etcd_members": members,
+    });
+    say!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
+
+/// The members registered in etcd, each stub hash checked against
+/// `canonical` (the control plane's), in `cluster status --etcd`.
+pub(crate) fn etcd_members(members: &[MemberRecord], canonical: &str) {
+    if members.is_empty() {
+        say!("no edge or executor is registered in etcd");
+        return;
+    }
+    say!("registered in etcd:");
+    table(
+        &[
+            "node",
+            "role",
+            "address",
+            "load",
+            "manifest",
+            "stub hash",
+            "ready",
+        ],
+        members
+            .iter()
+            .map(|m| {
+                let hash = if canonical.is_empty() || m.stub_hash == canonical {
+                    "canonical".to_string()
+                } else {
+                    format!("differs ({})", m.stub_hash)
+                };
+                vec![
+                    m.node.clone(),
+                    m.role.clone(),
+                    m.address.clone(),
+                    format!("{}/{}", m.load, m.capacity),
+                    format!("v{}", m.manifest_version),
+                    hash,
+                    if m.ready { "yes" } else { "no" }.into(),
+                ]
+            })
+            .collect(),
+    );
 }
 
 /// `-o table`.
