@@ -173,3 +173,60 @@ async fn a_stateless_client_answers_input_required_through_a_remote_executor() {
         support::text(&done)
     );
 }
+
+/// A session client that declares no capabilities and records the log
+/// messages that reach it.
+#[derive(Clone)]
+struct LogListener(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for LogListener {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.data.to_string());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_hears_nothing_live_still_gets_the_calls_log_messages() {
+    use rmcp::ServiceExt as _;
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
+    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+    let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
+    let edge = EdgeProcess::start(&cp.addr);
+    edge.until("the executor takes work", |e| {
+        e.iter().filter(|x| x["state"] == "ok").count() == 1
+    })
+    .await;
+    quiver_upstream::install_crypto_provider();
+    let (heard, mut logs) = tokio::sync::mpsc::unbounded_channel();
+    let client = LogListener(heard)
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            edge.url("passthrough"),
+        ))
+        .await
+        .expect("session client");
+
+    // No progress token and no sampling or elicitation: the edge takes the
+    // unary hop, and the upstream's log messages come back with the result.
+    let result = support::call(
+        &client,
+        "w__quiver_test_rendezvous",
+        json!({"group": "quiet", "parties": 1, "steps": 0, "tag": "quiet", "logs": 2}),
+    )
+    .await;
+    assert_ne!(result.is_error, Some(true), "{}", support::text(&result));
+    let mut said = Vec::new();
+    while said.len() < 2 {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), logs.recv()).await {
+            Ok(Some(log)) => said.push(log),
+            _ => panic!("the call's log messages did not arrive; got {said:?}"),
+        }
+    }
+    assert_eq!(said, [r#""quiet log #1""#, r#""quiet log #2""#]);
+}

@@ -21,7 +21,7 @@ use rmcp::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::{
     MockHttpUpstream, QuiverDev, connect,
@@ -170,6 +170,8 @@ async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_tracepar
     }
     assert_eq!(edge.attr("error.type"), None, "{edge:#?}");
 
+    // rmcp's client puts a progress token on every request: the client
+    // hears the script while it runs, over the streamed hop.
     let hop = one(&trace, "quiver-dev", "quiver.v1.Executor/ExecuteStream");
     assert_eq!(hop.kind, kind::CLIENT);
     assert_eq!(hop.parent_span_id, edge.span_id);
@@ -216,6 +218,47 @@ async fn a_script_run_by_a_child_executor_is_one_trace_from_the_callers_tracepar
         &spans,
         &["Argcity-5d1e", "Resultval-c9a4", "get_forecast({"],
     );
+
+    tracing::info!("--- a client with nothing to hear (no progress token): the unary hop");
+    let answer: Value = support::http()
+        .post(&dev.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "execute")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "execute", "arguments": {"code": "return 'plain';"},
+            "_meta": {
+                "traceparent": traceparent(),
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "plain", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }}}),
+        )
+        .send()
+        .await
+        .expect("POST tools/call")
+        .text()
+        .await
+        .map(|body| {
+            let message = body
+                .lines()
+                .find_map(|l| l.strip_prefix("data:"))
+                .unwrap_or(&body);
+            serde_json::from_str(message.trim()).unwrap_or(Value::Null)
+        })
+        .expect("an answer");
+    assert!(
+        answer["result"]["content"].to_string().contains("plain"),
+        "{answer}"
+    );
+    collector
+        .wait_for(EXPORT_LIMIT, "the spans of the unary hop", |spans| {
+            has(spans, "quiver-dev", "quiver.v1.Executor/Execute")
+                && has(spans, "quiver-executor", "quiver.v1.Executor/Execute")
+        })
+        .await;
     client.cancel().await.expect("client closes");
 }
 

@@ -29,8 +29,8 @@ use quiver_upstream::{CallSink, SinkFuture};
 use rmcp::{
     ErrorData,
     model::{
-        CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-        LoggingMessageNotificationParam,
+        ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+        ElicitResult, LoggingMessageNotificationParam,
     },
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -163,6 +163,80 @@ impl CallSink for RelaySink {
         params: ElicitRequestParams,
     ) -> SinkFuture<'_, Result<ElicitResult, ErrorData>> {
         Box::pin(async move { self.ask("elicitation", &params).await })
+    }
+}
+
+/// Most log messages a unary hop carries back with its result.
+const MOST_COLLECTED_LOGS: usize = 256;
+/// Most bytes of them.
+const MOST_COLLECTED_LOG_BYTES: usize = 256 * 1024;
+
+/// The executor's sink for a unary hop, whose caller hears nothing while
+/// the call runs: it keeps the log messages (at most 256, 256 KiB; later
+/// ones are dropped) to return with the result, drops progress (nobody
+/// asked for it), and refuses sampling and elicitation as requests the
+/// client did not say it can answer (the edge streams when it can).
+#[derive(Default)]
+pub struct CollectedLogs {
+    logs: Mutex<(Vec<String>, usize)>,
+}
+
+impl CollectedLogs {
+    /// The log messages kept so far, as JSON, oldest first.
+    pub fn take(&self) -> Vec<String> {
+        let mut held = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        held.1 = 0;
+        std::mem::take(&mut held.0)
+    }
+}
+
+impl CallSink for CollectedLogs {
+    fn progress(&self, _: f64, _: Option<f64>, _: Option<String>) -> SinkFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    fn log(&self, params: LoggingMessageNotificationParam) -> SinkFuture<'_, ()> {
+        if let Ok(json) = serde_json::to_string(&params) {
+            let mut held = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+            if held.0.len() < MOST_COLLECTED_LOGS && held.1 + json.len() <= MOST_COLLECTED_LOG_BYTES
+            {
+                held.1 += json.len();
+                held.0.push(json);
+            }
+        }
+        Box::pin(async {})
+    }
+
+    fn create_message(
+        &self,
+        _: CreateMessageRequestParams,
+    ) -> SinkFuture<'_, Result<CreateMessageResult, ErrorData>> {
+        Box::pin(async {
+            let mut missing = ClientCapabilities::default();
+            missing.sampling = Some(Default::default());
+            Err(ErrorData::missing_required_client_capability(missing))
+        })
+    }
+
+    fn elicit(&self, _: ElicitRequestParams) -> SinkFuture<'_, Result<ElicitResult, ErrorData>> {
+        Box::pin(async {
+            let mut missing = ClientCapabilities::default();
+            missing.elicitation = Some(Default::default());
+            Err(ErrorData::missing_required_client_capability(missing))
+        })
+    }
+
+    fn live(&self) -> bool {
+        false
+    }
+}
+
+/// Hands the log messages a unary hop brought back to `sink`, in order.
+pub async fn replay_logs(sink: &dyn CallSink, logs: &[String]) {
+    for log in logs {
+        if let Ok(params) = serde_json::from_str(log) {
+            sink.log(params).await;
+        }
     }
 }
 

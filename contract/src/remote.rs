@@ -240,7 +240,9 @@ impl RemoteExecutor {
                     .and_then(|given| serde_json::to_string(given).ok())
                     .unwrap_or_default(),
             };
-            if let Some(sink) = options.sink.clone() {
+            // Streamed only when the client hears the call while it runs;
+            // the unary hop is cheaper, and brings the logs back with the result.
+            if let Some(sink) = options.sink.clone().filter(|s| s.live()) {
                 return self
                     .stream_call_tool(server, request, sink, options.cancel)
                     .await;
@@ -272,12 +274,14 @@ impl RemoteExecutor {
                     }));
                 }
             };
+            let response = response.into_inner();
+            if let Some(sink) = &options.sink {
+                crate::relay::replay_logs(sink.as_ref(), &response.upstream_logs_json).await;
+            }
             Ok(
-                serde_json::from_str(&response.into_inner().result_json).map_err(|e| {
-                    UpstreamError::Protocol {
-                        id: server,
-                        detail: format!("executor sent an unreadable result: {e}"),
-                    }
+                serde_json::from_str(&response.result_json).map_err(|e| UpstreamError::Protocol {
+                    id: server,
+                    detail: format!("executor sent an unreadable result: {e}"),
                 }),
             )
         }
@@ -292,7 +296,7 @@ impl RemoteExecutor {
         cancel: CancellationToken,
         sink: Option<Arc<dyn CallSink>>,
     ) -> Result<Result<ScriptOutcome, ExecuteError>, HopError> {
-        if let Some(sink) = sink {
+        if let Some(sink) = sink.clone().filter(|s| s.live()) {
             return self.stream_execute(request, sink, cancel).await;
         }
         let span = hop_span("Execute");
@@ -314,9 +318,11 @@ impl RemoteExecutor {
                 return Err(hop);
             }
         }
-        Ok(wire::result_from_pb(
-            answer.map(tonic::Response::into_inner),
-        ))
+        let answer = answer.map(tonic::Response::into_inner);
+        if let (Some(sink), Ok(response)) = (&sink, &answer) {
+            crate::relay::replay_logs(sink.as_ref(), &response.upstream_logs_json).await;
+        }
+        Ok(wire::result_from_pb(answer))
     }
 }
 

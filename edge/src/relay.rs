@@ -226,4 +226,10 @@ impl CallSink for SessionRelay {
     fn log_level(&self) -> Option<LoggingLevel> {
         self.log_level
     }
+
+    fn live(&self) -> bool {
+        let caps = self.capabilities.as_ref();
+        self.progress_token.is_some()
+            || caps.is_some_and(|c| c.sampling.is_some() || c.elicitation.is_some())
+    }
 }

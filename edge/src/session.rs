@@ -696,8 +696,12 @@ impl ServerHandler for SessionHandler {
                     call_context.extensions.insert(GivenInput(given));
                 }
                 let this = self.clone();
-                let task =
-                    tokio::spawn(async move { this.call_tool_now(request, call_context).await });
+                // In the request's span, so the call's spans (the hop, the
+                // executor's) stay in the caller's trace.
+                let task = tokio::spawn(tracing::Instrument::instrument(
+                    async move { this.call_tool_now(request, call_context).await },
+                    tracing::Span::current(),
+                ));
                 parked
                     .drive(RunningCall::new(&tenant, &tool, task, asked, cancel))
                     .await

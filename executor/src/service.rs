@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use quiver_contract::{
     CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts,
-    relay::{HopDownStream, RelaySink},
+    relay::{CollectedLogs, HopDownStream, RelaySink},
     wire,
 };
 use quiver_proto::{
@@ -242,9 +242,14 @@ impl ExecutorService {
         &self,
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
-        self.run_call_tool(request.into_inner(), None)
-            .await
-            .map(Response::new)
+        // Nobody hears the call while it runs: its log messages come back
+        // with the result.
+        let logs = Arc::new(CollectedLogs::default());
+        let mut response = self
+            .run_call_tool(request.into_inner(), Some(logs.clone()))
+            .await?;
+        response.upstream_logs_json = logs.take();
+        Ok(Response::new(response))
     }
 
     async fn run_call_tool(
@@ -298,7 +303,10 @@ impl ExecutorService {
             .map_err(|e| Status::unavailable(redact(&e.to_string())))?;
         let result_json =
             serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
-        Ok(pb::CallToolResponse { result_json })
+        Ok(pb::CallToolResponse {
+            result_json,
+            upstream_logs_json: Vec::new(),
+        })
     }
 
     async fn answer_request(
@@ -331,9 +339,12 @@ impl ExecutorService {
         &self,
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
-        self.run_execute(request.into_inner(), None)
-            .await
-            .map(Response::new)
+        let logs = Arc::new(CollectedLogs::default());
+        let mut response = self
+            .run_execute(request.into_inner(), Some(logs.clone()))
+            .await?;
+        response.upstream_logs_json = logs.take();
+        Ok(Response::new(response))
     }
 
     async fn run_execute(

@@ -109,7 +109,12 @@ impl Dev {
     }
 
     pub(crate) async fn connect(&self, mode: &str) -> anyhow::Result<Client> {
-        connect_url(&format!("{}/{mode}/mcp", self.base)).await
+        connect_url(&self.mode_url(mode)).await
+    }
+
+    /// The MCP URL of `mode`.
+    pub(crate) fn mode_url(&self, mode: &str) -> String {
+        format!("{}/{mode}/mcp", self.base)
     }
 
     /// Resident memory of each `quiver __worker` the dev process started, KiB.

@@ -264,10 +264,11 @@ fn test_hook_tools() -> Vec<Tool> {
         ),
         tool(
             "quiver_test_rendezvous",
-            "Wait until `parties` calls of `group` are in flight, report `steps` progress notifications tagged `tag`, make `asks` sampling or elicitation requests (`ask`), wait until every call of the group got that far, then answer with what the client said (tests only).",
+            "Wait until `parties` calls of `group` are in flight, send `logs` log messages, report `steps` progress notifications tagged `tag`, make `asks` sampling or elicitation requests (`ask`), wait until every call of the group got that far, then answer with what the client said (tests only).",
             json!({"type": "object", "properties": {
                 "group": {"type": "string"}, "parties": {"type": "integer"}, "steps": {"type": "integer"},
-                "tag": {"type": "string"}, "ask": {"enum": ["sampling", "elicitation"]}, "asks": {"type": "integer"}
+                "tag": {"type": "string"}, "ask": {"enum": ["sampling", "elicitation"]}, "asks": {"type": "integer"},
+                "logs": {"type": "integer"}
             }, "required": ["group", "parties", "steps", "tag"]}),
         ),
         tool(
@@ -644,6 +645,7 @@ impl MockServer {
     /// `quiver_test_rendezvous`: meets the other calls of its group, so the
     /// calls are in flight together while each reports progress and asks its
     /// client; answers with what the asks returned.
+    #[allow(deprecated)] // logging: current in the protocol versions Quiver serves
     async fn rendezvous(
         &self,
         arguments: &serde_json::Map<String, Value>,
@@ -659,6 +661,14 @@ impl MockServer {
         let (group, tag, ask) = (text("group"), text("tag"), text("ask"));
         let (parties, steps, asks) = (number("parties"), number("steps"), number("asks"));
         self.meet(&format!("{group}/start"), parties).await?;
+        for n in 1..=number("logs") {
+            let log = rmcp::model::LoggingMessageNotificationParam::new(
+                rmcp::model::LoggingLevel::Info,
+                json!(format!("{tag} log #{n}")),
+            )
+            .with_logger("rendezvous");
+            let _ = context.peer.notify_logging_message(log).await;
+        }
         if let Some(token) = context.meta.get_progress_token() {
             for step in 1..=steps {
                 let mut progress =

@@ -79,6 +79,15 @@ pub trait CallSink: Send + Sync {
         })
     }
 
+    /// Whether what the upstream sends during the call must reach the
+    /// client while the call runs: progress it asked for, or requests
+    /// (sampling, elicitation) it can answer. When it need not, a remote
+    /// executor takes the cheaper unary hop and returns the call's log
+    /// messages with its result.
+    fn live(&self) -> bool {
+        true
+    }
+
     /// The capabilities of the client the call is made for, when known:
     /// an upstream of MCP 2026-07-28 gets them in the request's `_meta`, so
     /// it asks only for what that client can give.
