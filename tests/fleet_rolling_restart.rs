@@ -260,3 +260,54 @@ async fn a_rolling_restart_of_every_role_under_load_fails_no_idempotent_request(
         tally.ok
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopping_edge_turns_unready_and_keeps_serving_through_its_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let cp = support::ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
+    add_demo_upstream(&cp.addr, "weather", "weather", &[]);
+    let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
+    let mut edge = EdgeProcess::start_with(
+        &cp.addr,
+        &["--drain-notice", "10", "--admin-listen", "127.0.0.1:0"],
+    );
+    edge.until("the executor takes work", |e| {
+        e.iter().filter(|x| x["state"] == "ok").count() == 1
+    })
+    .await;
+    let readyz = format!("{}/readyz", edge.admin.clone().expect("the admin URL"));
+    let ready = || async {
+        http()
+            .get(&readyz)
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    };
+    assert_eq!(ready().await.ok(), Some(200));
+
+    eprintln!("--- SIGTERM: /readyz turns 503 at once, so a load balancer takes it out");
+    edge.ask_to_stop();
+    let mut seen = None;
+    for _ in 0..100 {
+        seen = ready().await.ok();
+        if seen == Some(503) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen, Some(503), "/readyz while draining");
+
+    eprintln!("--- but through its notice it still takes new requests");
+    let url = format!("http://{}/passthrough/mcp", edge.authority);
+    let (status, answer) = post(&url, "weather__get_forecast", json!({"city": "Oslo"}))
+        .await
+        .expect("an answer during the notice");
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["result"]["content"].to_string().contains("Oslo"),
+        "{answer}"
+    );
+
+    eprintln!("--- then it stops cleanly");
+    assert!(edge.exit_status().success());
+}

@@ -254,7 +254,12 @@ pub async fn serve(
     });
     let served = match &gateway.config().tls {
         None => axum::serve(
-            listener,
+            // Responses go out in several writes (headers, SSE events): with
+            // Nagle's algorithm on, each later one waits for the client's
+            // delayed ACK, ~40 ms.
+            axum::serve::ListenerExt::tap_io(listener, |stream| {
+                let _ = stream.set_nodelay(true);
+            }),
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(async move { shutdown.cancelled().await })

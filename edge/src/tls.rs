@@ -168,6 +168,8 @@ pub async fn serve(
         let app = app.clone();
         let shutdown = shutdown.clone();
         let sessions = sessions.clone();
+        // See `http::serve`: no Nagle delay between a response's writes.
+        let _ = stream.set_nodelay(true);
         connections.spawn(async move {
             let tls = match acceptor.accept(stream).await {
                 Ok(tls) => tls,

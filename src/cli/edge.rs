@@ -52,6 +52,12 @@ pub struct EdgeArgs {
     /// Serve the `quiver.v1.Gateway` gRPC API here too (overrides `edge.grpc_listen`).
     #[arg(long)]
     grpc_listen: Option<SocketAddr>,
+    /// Seconds a stopping edge keeps serving after its `/readyz` turned 503
+    /// `draining`, so that load balancers polling it take it out of
+    /// rotation before it stops accepting connections (then it finishes
+    /// the requests in flight).
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    drain_notice: u64,
     /// Serve `/healthz`, `/readyz` and `/metrics` here too (overrides `edge.admin_listen`).
     #[arg(long)]
     admin_listen: Option<SocketAddr>,
@@ -254,10 +260,15 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let stop = stop_signal();
     let serve_shutdown = shutdown.clone();
     let draining = health.clone();
+    let notice = Duration::from_secs(args.drain_notice);
     tokio::spawn(async move {
         stop.await;
-        tracing::info!("shutting down");
         draining.start_draining();
+        if !notice.is_zero() {
+            tracing::info!("draining: /readyz says so; still accepting for {notice:?}");
+            tokio::time::sleep(notice).await;
+        }
+        tracing::info!("shutting down");
         serve_shutdown.cancel();
     });
     let status_fleet = fleet.clone();

@@ -117,6 +117,9 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
                 ));
             }
             println!("mock-upstream listening on http://{bound}/mcp");
+            let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+                let _ = stream.set_nodelay(true);
+            });
             axum::serve(listener, app).await.context("serving HTTP")?;
         }
     }

@@ -139,11 +139,7 @@ impl ExecutorProcess {
             .nth(1)
             .unwrap_or_else(|| panic!("no address in: {banner}"))
             .to_string();
-        let admin = banner
-            .split("; admin ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .map(str::to_string);
+        let admin = admin_of(&banner);
         ExecutorProcess { child, addr, admin }
     }
 
@@ -295,11 +291,22 @@ impl QuiverDev {
     }
 }
 
+/// The admin listener's URL a startup line names (`…; admin URL`).
+fn admin_of(banner: &str) -> Option<String> {
+    banner
+        .split("; admin ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+}
+
 /// A running `quiver edge` (killed on drop).
 pub struct EdgeProcess {
     child: Child,
     /// `host:port` it serves MCP on.
     pub authority: String,
+    /// Its admin listener's URL, when started with `--admin-listen`.
+    pub admin: Option<String>,
     control_plane: String,
     extra: Vec<String>,
 }
@@ -340,10 +347,32 @@ impl EdgeProcess {
             .to_string();
         EdgeProcess {
             child,
+            admin: admin_of(&banner),
             authority,
             control_plane: control_plane.to_string(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    /// SIGTERM, without waiting for it to exit.
+    pub fn ask_to_stop(&self) {
+        let pid = i32::try_from(self.child.id()).expect("pid fits");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .expect("SIGTERM");
+    }
+
+    /// Waits (bounded) for it to exit after [`Self::ask_to_stop`].
+    pub fn exit_status(&mut self) -> std::process::ExitStatus {
+        for _ in 0..1500 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the edge did not exit within 30 s of SIGTERM");
     }
 
     /// `kill -9`, and waits for it to be gone.
