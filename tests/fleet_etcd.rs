@@ -11,33 +11,13 @@ use crate::support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{EdgeProcess, ExecutorProcess, QuiverDev, call, connect, etcd::Etcd, text};
+use support::{
+    EdgeProcess, QuiverDev, call, connect,
+    etcd::{Etcd, executor, ok_nodes},
+    text,
+};
 
 const EXECUTORS: &str = "/quiver/members/executor/";
-
-fn executor(dev: &QuiverDev, data: &std::path::Path, etcd: &Etcd, name: &str) -> ExecutorProcess {
-    let key = data.join("cluster.key");
-    ExecutorProcess::start(&[
-        "--control-plane",
-        &dev.control_plane,
-        "--etcd",
-        &etcd.endpoint(),
-        "--node-name",
-        name,
-        "--cluster-key-file",
-        key.to_str().unwrap(),
-    ])
-}
-
-fn ok_nodes(executors: &[Value]) -> Vec<String> {
-    let mut nodes: Vec<String> = executors
-        .iter()
-        .filter(|e| e["state"] == "ok")
-        .filter_map(|e| e["node"].as_str().map(str::to_string))
-        .collect();
-    nodes.sort();
-    nodes
-}
 
 /// Polls etcd until `done` holds for the executors' keys (bounded).
 async fn keys_until(etcd: &Etcd, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {

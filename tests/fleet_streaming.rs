@@ -14,17 +14,44 @@ use support::{
     session_client::{Seen, answer, call_with_token, first_items, open, rendezvous, via_script},
 };
 
+/// A control plane holding the weather mock `w` (with its test hooks) and
+/// the `extra` upstreams, one `quiver executor`, and a `quiver edge` that
+/// routes to it.
+struct Fleet {
+    _dir: tempfile::TempDir,
+    _cp: ControlPlaneProcess,
+    _executor: ExecutorProcess,
+    edge: EdgeProcess,
+}
+
+impl Fleet {
+    async fn start(extra: &[(&str, &[&str])]) -> Fleet {
+        let dir = tempfile::tempdir().unwrap();
+        let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
+        add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+        for (id, flags) in extra {
+            add_demo_upstream(&cp.addr, id, "weather", flags);
+        }
+        let executor =
+            ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
+        let edge = EdgeProcess::start(&cp.addr);
+        edge.until("the executor takes work", |e| {
+            e.iter().filter(|x| x["state"] == "ok").count() == 1
+        })
+        .await;
+        Fleet {
+            _dir: dir,
+            _cp: cp,
+            _executor: executor,
+            edge,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_sampling_and_elicitation_cross_the_hop_both_ways() {
-    let dir = tempfile::tempdir().unwrap();
-    let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
-    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
-    let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
-    let edge = EdgeProcess::start(&cp.addr);
-    edge.until("the executor takes work", |e| {
-        e.iter().filter(|x| x["state"] == "ok").count() == 1
-    })
-    .await;
+    let fleet = Fleet::start(&[]).await;
+    let edge = &fleet.edge;
 
     eprintln!("--- passthrough: progress and an elicitation come back; the answer goes up");
     let (direct, mut seen) = open(&edge.url("passthrough"), "direct-client").await;
@@ -103,18 +130,10 @@ async fn a_stateless_client_answers_input_required_through_a_remote_executor() {
     use rmcp::model::{CallToolRequestParams, CallToolResponse};
     use serde_json::json;
 
-    let dir = tempfile::tempdir().unwrap();
-    let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
     // `w` speaks 2025-11-25 (it asks with a server-to-client request); `s`
     // speaks 2026-07-28 (it answers `input_required` itself).
-    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
-    add_demo_upstream(&cp.addr, "s", "weather", &["--test-hooks", "--stateless"]);
-    let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
-    let edge = EdgeProcess::start(&cp.addr);
-    edge.until("the executor takes work", |e| {
-        e.iter().filter(|x| x["state"] == "ok").count() == 1
-    })
-    .await;
+    let fleet = Fleet::start(&[("s", &["--test-hooks", "--stateless"])]).await;
+    let edge = &fleet.edge;
     let client = connect_stateless(&edge.url("passthrough"), json!({"elicitation": {}})).await;
     let mut names = Vec::new();
     for _ in 0..300 {
@@ -194,15 +213,8 @@ async fn a_client_that_hears_nothing_live_still_gets_the_calls_log_messages() {
     use rmcp::ServiceExt as _;
     use serde_json::json;
 
-    let dir = tempfile::tempdir().unwrap();
-    let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
-    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
-    let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
-    let edge = EdgeProcess::start(&cp.addr);
-    edge.until("the executor takes work", |e| {
-        e.iter().filter(|x| x["state"] == "ok").count() == 1
-    })
-    .await;
+    let fleet = Fleet::start(&[]).await;
+    let edge = &fleet.edge;
     quiver_upstream::install_crypto_provider();
     let (heard, mut logs) = tokio::sync::mpsc::unbounded_channel();
     let client = LogListener(heard)

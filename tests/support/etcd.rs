@@ -176,3 +176,35 @@ impl Drop for Etcd {
         self.kill();
     }
 }
+
+/// `quiver executor` named `name`, following `dev`'s control plane (its
+/// cluster key in `data`) and registering in `etcd`.
+pub fn executor(
+    dev: &super::QuiverDev,
+    data: &Path,
+    etcd: &Etcd,
+    name: &str,
+) -> super::ExecutorProcess {
+    let key = data.join("cluster.key");
+    super::ExecutorProcess::start(&[
+        "--control-plane",
+        &dev.control_plane,
+        "--etcd",
+        &etcd.endpoint(),
+        "--node-name",
+        name,
+        "--cluster-key-file",
+        key.to_str().unwrap(),
+    ])
+}
+
+/// The sorted names of the executors an edge's `/status` lists as `ok`.
+pub fn ok_nodes(executors: &[Value]) -> Vec<String> {
+    let mut nodes: Vec<String> = executors
+        .iter()
+        .filter(|e| e["state"] == "ok")
+        .filter_map(|e| e["node"].as_str().map(str::to_string))
+        .collect();
+    nodes.sort();
+    nodes
+}
