@@ -19,7 +19,7 @@ use support::{
 /// routes to it.
 struct Fleet {
     _dir: tempfile::TempDir,
-    _cp: ControlPlaneProcess,
+    cp: ControlPlaneProcess,
     _executor: ExecutorProcess,
     edge: EdgeProcess,
 }
@@ -41,7 +41,7 @@ impl Fleet {
         .await;
         Fleet {
             _dir: dir,
-            _cp: cp,
+            cp,
             _executor: executor,
             edge,
         }
@@ -124,6 +124,29 @@ async fn tool_names<S: rmcp::Service<rmcp::RoleClient>>(
         .unwrap_or_default()
 }
 
+/// Waits until `client` lists both rendezvous tools (`w`'s and `s`'s).
+async fn until_both_upstreams_listed<S: rmcp::Service<rmcp::RoleClient>>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, S>,
+) {
+    let mut names = Vec::new();
+    for _ in 0..300 {
+        names = tool_names(client).await;
+        if ["w__quiver_test_rendezvous", "s__quiver_test_rendezvous"]
+            .iter()
+            .all(|n| names.iter().any(|have| have == n))
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the rendezvous tools were never listed: {names:?}");
+}
+
+/// Accepting an elicitation that asks for a name, with `name`.
+fn accept(name: &str) -> serde_json::Value {
+    serde_json::json!({"action": "accept", "content": {"name": name}})
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stateless_client_answers_input_required_through_a_remote_executor() {
     use crate::stateless_protocol::{asking, connect_stateless};
@@ -135,22 +158,7 @@ async fn a_stateless_client_answers_input_required_through_a_remote_executor() {
     let fleet = Fleet::start(&[("s", &["--test-hooks", "--stateless"])]).await;
     let edge = &fleet.edge;
     let client = connect_stateless(&edge.url("passthrough"), json!({"elicitation": {}})).await;
-    let mut names = Vec::new();
-    for _ in 0..300 {
-        names = tool_names(&client).await;
-        if ["w__quiver_test_rendezvous", "s__quiver_test_rendezvous"]
-            .iter()
-            .all(|n| names.iter().any(|have| have == n))
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(
-        names.iter().any(|n| n == "s__quiver_test_rendezvous"),
-        "{names:?}"
-    );
-    let accept = |name: &str| json!({"action": "accept", "content": {"name": name}});
+    until_both_upstreams_listed(&client).await;
 
     for upstream in ["w", "s"] {
         eprintln!("--- {upstream}: the question comes back as input_required; the answer goes up");
@@ -240,5 +248,109 @@ async fn a_client_that_hears_nothing_live_still_gets_the_calls_log_messages() {
             _ => panic!("the call's log messages did not arrive; got {said:?}"),
         }
     }
+    // rmcp hands each notification to a task of its own, so an upstream's
+    // log messages may be relayed out of order.
+    said.sort();
     assert_eq!(said, [r#""quiet log #1""#, r#""quiet log #2""#]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_to_input_required_may_land_on_another_edge() {
+    use crate::stateless_protocol::{asking, connect_stateless};
+    use rmcp::model::{CallToolRequestParams, CallToolResponse};
+    use serde_json::json;
+
+    let fleet = Fleet::start(&[("s", &["--test-hooks", "--stateless"])]).await;
+    let mut other = EdgeProcess::start(&fleet.cp.addr);
+    other
+        .until("the executor takes work", |e| {
+            e.iter().filter(|x| x["state"] == "ok").count() == 1
+        })
+        .await;
+    let one = connect_stateless(&fleet.edge.url("passthrough"), json!({"elicitation": {}})).await;
+    let two = connect_stateless(&other.url("passthrough"), json!({"elicitation": {}})).await;
+    until_both_upstreams_listed(&one).await;
+    until_both_upstreams_listed(&two).await;
+
+    // The edges learn each other from the registry.
+    for (edge, peer) in [(&fleet.edge, &other), (&other, &fleet.edge)] {
+        let mut status = edge.status().await;
+        for _ in 0..300 {
+            let listed = status["peer_edges"].as_array().is_some_and(|peers| {
+                peers.iter().any(|p| {
+                    p["url"]
+                        .as_str()
+                        .is_some_and(|url| url.ends_with(&peer.authority))
+                })
+            });
+            if listed {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            status = edge.status().await;
+        }
+        assert_eq!(
+            status["peer_edges"].as_array().map(Vec::len),
+            Some(1),
+            "each edge knows the other: {status}"
+        );
+    }
+
+    for upstream in ["w", "s"] {
+        eprintln!("--- {upstream}: asked through edge one, answered through edge two");
+        let mut params = CallToolRequestParams::new(format!("{upstream}__quiver_test_rendezvous"));
+        params.arguments = asking(upstream, "elicitation").as_object().cloned();
+        let CallToolResponse::InputRequired(asked) =
+            one.call_tool_once(params.clone()).await.expect("round 1")
+        else {
+            panic!("{upstream}: expected input_required");
+        };
+        let key = asked
+            .input_requests
+            .clone()
+            .expect("requests")
+            .into_keys()
+            .next();
+        params.request_state = asked.request_state.clone();
+        params.input_responses = Some([(key.unwrap(), accept("across edges"))].into());
+        let CallToolResponse::Complete(done) = two.call_tool_once(params).await.expect("round 2")
+        else {
+            panic!("{upstream}: expected the final result through edge two");
+        };
+        let said = support::text(&done);
+        assert_ne!(done.is_error, Some(true), "{said}");
+        assert!(said.contains("across edges"), "{upstream}: {said}");
+    }
+
+    eprintln!("--- the edge holding a call is killed: the other refuses its resume clearly");
+    let mut params = CallToolRequestParams::new("w__quiver_test_rendezvous");
+    params.arguments = asking("lost", "elicitation").as_object().cloned();
+    let CallToolResponse::InputRequired(asked) =
+        two.call_tool_once(params.clone()).await.expect("round 1")
+    else {
+        panic!("expected input_required");
+    };
+    other.kill();
+    let key = asked
+        .input_requests
+        .clone()
+        .expect("requests")
+        .into_keys()
+        .next();
+    params.request_state = asked.request_state.clone();
+    params.input_responses = Some([(key.unwrap(), accept("too late"))].into());
+    match one.call_tool_once(params).await {
+        Err(rmcp::ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32602, "{e:?}");
+            assert!(e.message.contains("without requestState"), "{e:?}");
+        }
+        other => panic!("expected -32602, got {other:?}"),
+    }
+    eprintln!("--- and serves the next call");
+    let mut params = CallToolRequestParams::new("w__quiver_test_rendezvous");
+    params.arguments = asking("again", "elicitation").as_object().cloned();
+    assert!(matches!(
+        one.call_tool_once(params).await.expect("a new call"),
+        CallToolResponse::InputRequired(_)
+    ));
 }

@@ -222,6 +222,7 @@ impl ControlPlane for ControlPlaneService {
                 not_ready: report.not_ready.chars().take(1024).collect(),
                 admin: report.admin.chars().take(256).collect(),
                 grpc: report.grpc.chars().take(256).collect(),
+                mcp: report.mcp.chars().take(256).collect(),
             },
         );
         let manifest = self.shared.manifest();

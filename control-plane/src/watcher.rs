@@ -58,6 +58,8 @@ pub struct WatchConfig {
     pub health: ReportedHealth,
     /// Where an executor serves `quiver.v1.Executor` (`http://host:port`).
     pub grpc: Option<String>,
+    /// Where an edge serves MCP (`http://host:port`), for its peers.
+    pub mcp: Option<String>,
     /// Whether the control plane answers, as the watcher and reporter see it.
     pub contact: ControlPlaneContact,
 }
@@ -179,6 +181,7 @@ impl ReportedHealth {
             not_ready: failed.join("; "),
             admin: admin.clone().unwrap_or_default(),
             grpc: String::new(),
+            mcp: String::new(),
         }
     }
 }
@@ -409,6 +412,7 @@ async fn send_report(
         not_ready: readiness.not_ready,
         admin: readiness.admin,
         grpc: config.grpc.clone().unwrap_or_default(),
+        mcp: config.mcp.clone().unwrap_or_default(),
     };
     match client.report_node(report).await {
         Ok(_) => config.contact.answered(),

@@ -89,6 +89,7 @@ async fn a_one_node_cluster_reports_its_raft_state_and_its_fleet() {
             health: Default::default(),
             contact: Default::default(),
             grpc: None,
+            mcp: None,
         },
         store,
         shutdown.clone(),

@@ -36,6 +36,8 @@ pub struct Gateway {
     scripts: Option<Arc<dyn Scripts>>,
     /// Calls of stateless clients waiting for their `input_required` answers.
     parked: ParkedCalls,
+    /// The other edges of the fleet, to hand them resumes of calls they hold.
+    peers: std::sync::OnceLock<Arc<crate::peers::EdgePeers>>,
     /// Who subscribed to which upstream resource (`resources/subscribe` of a
     /// session, `resourceSubscriptions` of a stateless listener).
     subscribers: Mutex<Vec<Subscriber>>,
@@ -112,6 +114,7 @@ impl Gateway {
             listeners: Mutex::new(Vec::new()),
             scripts,
             parked: ParkedCalls::default(),
+            peers: std::sync::OnceLock::new(),
             subscribers: Mutex::new(Vec::new()),
             updated: tokio::sync::broadcast::channel(256).0,
         });
@@ -347,6 +350,19 @@ impl Gateway {
     /// The calls of stateless clients waiting for them.
     pub(crate) fn parked_calls(&self) -> &ParkedCalls {
         &self.parked
+    }
+
+    /// Makes this edge one of `peers`' fleet: the calls it parks are named as
+    /// its own, and a resume of a call another edge holds is handed to it.
+    /// Set once, before serving.
+    pub fn join_peers(&self, peers: Arc<crate::peers::EdgePeers>) {
+        self.parked.tag_states(peers.tag());
+        let _ = self.peers.set(peers);
+    }
+
+    /// The other edges of the fleet, once joined.
+    pub(crate) fn peers(&self) -> Option<&Arc<crate::peers::EdgePeers>> {
+        self.peers.get()
     }
 
     /// Ticks every time the views change (a new manifest or tenant policy):

@@ -81,7 +81,7 @@ pub fn router(
     }
     let router = router
         .layer(middleware::from_fn_with_state(
-            config.max_body_bytes,
+            gateway.clone(),
             check_json_rpc,
         ))
         .layer(middleware::from_fn_with_state(
@@ -280,14 +280,21 @@ pub async fn serve(
 }
 
 /// A JSON-RPC error response with HTTP status `status`.
-fn json_rpc_error(status: StatusCode, code: i64, message: String) -> Response {
+pub(crate) fn json_rpc_error(status: StatusCode, code: i64, message: String) -> Response {
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     (status, Json(body)).into_response()
 }
 
 /// Refuses, before any session sees them, POST bodies that are too large, not
 /// JSON, or not JSON-RPC 2.0 messages, with a JSON-RPC error that says why.
-async fn check_json_rpc(State(limit): State<usize>, request: Request, next: Next) -> Response {
+/// A resumed call (`requestState`) another edge of the fleet holds is
+/// handed to that edge (see `peers`).
+async fn check_json_rpc(
+    State(gateway): State<Arc<Gateway>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let limit = gateway.config().max_body_bytes;
     if request.method() != Method::POST {
         return next.run(request).await;
     }
@@ -317,10 +324,29 @@ async fn check_json_rpc(State(limit): State<usize>, request: Request, next: Next
                 "invalid request: expected a JSON-RPC 2.0 message such as {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{…}}".into(),
             );
         }
-        Ok(_) => {}
+        Ok(message) => {
+            let holder = gateway
+                .peers()
+                .zip(resumed_state(&message))
+                .and_then(|(peers, state)| Some((peers, peers.holder(state)?)));
+            // A resume forwarded once is answered where it landed.
+            let forwarded = parts.headers.contains_key(crate::peers::FORWARDED_BY);
+            if let (Some((peers, holder)), false) = (holder, forwarded) {
+                let id = message.get("id").cloned().unwrap_or_default();
+                return peers.forward(&holder, parts, bytes, id).await;
+            }
+        }
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The `requestState` of a `tools/call` that resumes a parked call.
+fn resumed_state(message: &serde_json::Value) -> Option<&str> {
+    if message.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    message.get("params")?.get("requestState")?.as_str()
 }
 
 /// Answers a successful session `DELETE` with 204 No Content. rmcp answers

@@ -12,11 +12,12 @@
 //! The state is an unguessable name of a call parked on this edge, bound to
 //! the tenant and tool that started it; anything else (altered, expired, of
 //! another tenant) is refused with `-32602`. A parked call nobody resumes is
-//! cancelled after [`PARKED_FOR`].
+//! cancelled after [`PARKED_FOR`]. In a fleet, the state starts with this
+//! edge's tag, so that another edge can hand the resume here (see `peers`).
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    sync::{Mutex, OnceLock},
     time::{Duration, Instant},
 };
 
@@ -112,6 +113,8 @@ pub(crate) struct ParkedCalls {
     calls: Mutex<HashMap<String, Parked>>,
     /// How long a call waits.
     wait: Duration,
+    /// This edge's tag in the fleet, the prefix of the states it hands out.
+    tag: OnceLock<String>,
 }
 
 impl Default for ParkedCalls {
@@ -126,7 +129,14 @@ impl ParkedCalls {
         ParkedCalls {
             calls: Mutex::default(),
             wait,
+            tag: OnceLock::new(),
         }
+    }
+
+    /// Prefixes the states handed out from now on with `tag` (this edge's,
+    /// see `peers`); set once.
+    pub(crate) fn tag_states(&self, tag: &str) {
+        let _ = self.tag.set(tag.to_string());
     }
 
     /// Runs `call` until it finishes or asks the client something; then it
@@ -192,7 +202,11 @@ impl ParkedCalls {
             .filter(|(key, _)| !given.contains_key(*key))
             .map(|(key, request)| (key.clone(), request.clone()))
             .collect();
-        let state = uuid::Uuid::new_v4().simple().to_string();
+        let id = uuid::Uuid::new_v4().simple();
+        let state = match self.tag.get() {
+            Some(tag) => format!("{tag}.{id}"),
+            None => id.to_string(),
+        };
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
         self.expire(&mut calls);
         calls.insert(
@@ -224,7 +238,8 @@ impl ParkedCalls {
 fn unknown_state() -> ErrorData {
     ErrorData::invalid_params(
         "requestState names no call waiting for this client (it was altered, or expired, or \
-         answered already); call the tool again without requestState",
+         answered already, or the edge holding it left); call the tool again without \
+         requestState",
         None,
     )
 }

@@ -13,6 +13,7 @@ pub mod http;
 mod input_required;
 pub mod mode;
 mod modes;
+pub mod peers;
 mod relay;
 mod revision;
 pub mod serve_error;

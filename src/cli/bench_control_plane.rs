@@ -177,6 +177,7 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
                 health: Default::default(),
                 contact: Default::default(),
                 grpc: None,
+                mcp: None,
             },
             store.clone(),
             None,

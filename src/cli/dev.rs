@@ -381,6 +381,7 @@ async fn start_control_plane(
             health: reported_health.clone(),
             contact: Default::default(),
             grpc: None,
+            mcp: None,
         },
         store.clone(),
         None,

@@ -21,7 +21,7 @@ use quiver_control_plane::{
     raft::network::{ClusterTls, TlsMaterial},
     watcher::{ReportedHealth, WatchConfig, spawn_watcher},
 };
-use quiver_edge::{Gateway, Mode, auth::AuthMode};
+use quiver_edge::{Gateway, Mode, auth::AuthMode, peers::EdgePeers};
 use tokio_util::sync::CancellationToken;
 
 use super::{dev::stop_signal, logging, readiness};
@@ -69,6 +69,12 @@ pub struct EdgeArgs {
     /// This edge's name in the fleet (default `edge@<listen address>`).
     #[arg(long)]
     node_name: Option<String>,
+    /// The address the other edges reach this one's MCP listener at
+    /// (`host:port`; default the listen address). A stateless client's
+    /// answer to `input_required` may land on any edge; the edge holding
+    /// the call gets it through this address.
+    #[arg(long, env = "QUIVER_ADVERTISE")]
+    advertise: Option<String>,
     /// CA certificate (PEM) of a control plane that requires mTLS.
     #[arg(long, requires_all = ["control_plane_tls_cert", "control_plane_tls_key"])]
     control_plane_tls_ca: Option<PathBuf>,
@@ -148,6 +154,25 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         .node_name
         .clone()
         .unwrap_or_else(|| format!("edge@{bound}"));
+    let scheme = if config.edge.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let advertised = format!(
+        "{scheme}://{}",
+        args.advertise.clone().unwrap_or_else(|| bound.to_string())
+    );
+    // Peers serving TLS are trusted when they present this edge's own chain
+    // (the edges of one fleet share a certificate).
+    let peer_roots = match &config.edge.tls {
+        Some(tls) => vec![
+            std::fs::read(&tls.cert)
+                .with_context(|| format!("edge.tls.cert: reading {}", tls.cert.display()))?,
+        ],
+        None => Vec::new(),
+    };
+    let peers = EdgePeers::new(&node_name, &peer_roots).context("the client for peer edges")?;
     spawn_watcher(
         WatchConfig {
             endpoints: args.control_plane.clone(),
@@ -157,6 +182,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             health: reported_health.clone(),
             contact: contact.clone(),
             grpc: None,
+            mcp: Some(advertised.clone()),
         },
         store.clone(),
         None,
@@ -174,16 +200,28 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let etcd_follower = if args.etcd.is_empty() {
         follow_membership(
             fleet.clone(),
+            peers.clone(),
             args.control_plane.clone(),
             control_plane_tls,
             shutdown.clone(),
         );
         None
     } else {
-        let members = fleet.clone();
+        let (members, peer_edges) = (fleet.clone(), peers.clone());
         Some(membership::follow(
             args.etcd.clone(),
-            move |records| members.update(ExecutorInfo::from_records(&records)),
+            move |records| {
+                members.update(ExecutorInfo::from_records(&records));
+                peer_edges.update(
+                    records
+                        .iter()
+                        .filter(|r| r.role == NodeRole::Edge.as_str())
+                        .map(|r| {
+                            let base = r.address.trim_end_matches("/mcp");
+                            (r.node.clone(), base.to_string())
+                        }),
+                );
+            },
             shutdown.clone(),
         ))
     };
@@ -196,6 +234,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         Some(scripts),
         config.edge.clone(),
     );
+    gateway.join_peers(peers.clone());
     if let Some(addr) = config.edge.grpc_listen {
         let grpc = quiver_edge::grpc::GrpcListener::bind(
             gateway.clone(),
@@ -225,14 +264,9 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         });
     let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
-    let scheme = if config.edge.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
     let registration = (!args.etcd.is_empty()).then(|| {
         let (store, fleet, health) = (store.clone(), fleet.clone(), health.clone());
-        let (node, address) = (node_name.clone(), format!("{scheme}://{bound}/mcp"));
+        let (node, address) = (node_name.clone(), format!("{advertised}/mcp"));
         membership::register(args.etcd.clone(), move || {
             let manifest = store.current();
             let load: usize = fleet.states().iter().map(|s| s.outstanding).sum();
@@ -283,6 +317,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             "control_plane": contact.status(),
             "membership": membership,
             "executors": status_fleet.states(),
+            "peer_edges": peers.status(),
             "manifest_version": manifest.version,
             "stub_hash": manifest.stub_hash.to_hex(),
         })
@@ -301,6 +336,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
 /// answers, the last membership stays.
 fn follow_membership(
     fleet: Arc<ExecutorFleet>,
+    peers: Arc<EdgePeers>,
     endpoints: Vec<String>,
     tls: Option<TlsMaterial>,
     shutdown: CancellationToken,
@@ -314,6 +350,7 @@ fn follow_membership(
             }
             let mut seen: std::collections::BTreeMap<String, (u64, ExecutorInfo)> =
                 Default::default();
+            let mut edges: std::collections::BTreeMap<String, (u64, String)> = Default::default();
             let mut answered = false;
             for endpoint in &endpoints {
                 let mut client = AdminClient::new(vec![endpoint.clone()], tls.clone())
@@ -324,6 +361,17 @@ fn follow_membership(
                 };
                 answered = true;
                 for member in members {
+                    if member.role == NodeRole::Edge && !member.readiness.mcp.is_empty() {
+                        let fresher = edges
+                            .get(&member.node)
+                            .is_none_or(|(age, _)| member.age_ms < *age);
+                        if fresher {
+                            edges.insert(
+                                member.node.clone(),
+                                (member.age_ms, member.readiness.mcp.clone()),
+                            );
+                        }
+                    }
                     if member.role != NodeRole::Executor || member.readiness.grpc.is_empty() {
                         continue;
                     }
@@ -344,6 +392,7 @@ fn follow_membership(
             }
             if answered {
                 fleet.update(seen.into_values().map(|(_, info)| info).collect());
+                peers.update(edges.into_iter().map(|(node, (_, url))| (node, url)));
             }
         }
     });

@@ -170,6 +170,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             },
             args.advertise.clone().unwrap_or_else(|| bound.to_string())
         )),
+        mcp: None,
     };
     let reported_health = watch.health.clone();
     let contact = watch.contact.clone();

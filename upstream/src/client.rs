@@ -117,7 +117,16 @@ pub(crate) struct InFlight {
     /// live and it is the only one that just finished; sampling and
     /// elicitation never do.
     finished: std::sync::Mutex<HashMap<ProgressToken, Lingering>>,
+    /// Log messages read from the connection, and handed on by the handler:
+    /// a call that ends waits until every log message read before its
+    /// response was handed on (see [`InFlight::logs_settled`]).
+    logs_read: std::sync::atomic::AtomicU64,
+    logs_handled: std::sync::atomic::AtomicU64,
+    log_handled: tokio::sync::Notify,
 }
+
+/// The longest a finished call waits for its log messages to be handed on.
+const LOGS_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A finished call's sink and until when it is still reachable.
 type Lingering = (Arc<dyn CallSink>, std::time::Instant);
@@ -148,6 +157,46 @@ impl InFlight {
             .get(token)
             .filter(|(_, until)| *until > std::time::Instant::now())
             .map(|(sink, _)| sink.clone())
+    }
+
+    /// A log message was read from the connection (before rmcp hands it to
+    /// a task of its own).
+    pub(crate) fn log_read(&self) {
+        self.logs_read
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn log_handed_on(&self) {
+        self.logs_handled
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.log_handled.notify_waiters();
+    }
+
+    /// Returns once every log message read so far was handed on (bounded by
+    /// [`LOGS_SETTLE_LIMIT`]). rmcp reads a call's log messages before its
+    /// response but hands each to a task of its own, while the response goes
+    /// straight to the caller: a caller that collects the logs to return
+    /// with the result waits here first, or would miss the last ones.
+    pub(crate) async fn logs_settled(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let target = self.logs_read.load(SeqCst);
+        let settled = async {
+            loop {
+                let handled = self.log_handled.notified();
+                tokio::pin!(handled);
+                handled.as_mut().enable();
+                if self.logs_handled.load(SeqCst) >= target {
+                    return;
+                }
+                handled.await;
+            }
+        };
+        if tokio::time::timeout(LOGS_SETTLE_LIMIT, settled)
+            .await
+            .is_err()
+        {
+            tracing::debug!("an upstream's log messages were not all handed on in time");
+        }
     }
 
     /// Moves a finished call from the live calls to the lingering ones.
@@ -312,6 +361,7 @@ impl ClientHandler for UpstreamClient {
                 tracing::debug!(logger = ?params.logger, "upstream log message not attributable to one caller")
             }
         }
+        self.in_flight.log_handed_on();
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -324,5 +374,49 @@ impl ClientHandler for UpstreamClient {
         _context: NotificationContext<RoleClient>,
     ) {
         let _ = self.signals.send(ClientSignal::ResourceUpdated(params.uri));
+    }
+}
+
+/// An upstream connection's transport that counts the log messages it reads
+/// (see [`InFlight::logs_settled`]).
+pub(crate) struct CountingLogs<T> {
+    inner: T,
+    in_flight: Arc<InFlight>,
+}
+
+impl<T> CountingLogs<T> {
+    /// `inner`, counting into `in_flight`.
+    pub(crate) fn new(inner: T, in_flight: Arc<InFlight>) -> CountingLogs<T> {
+        CountingLogs { inner, in_flight }
+    }
+}
+
+impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleClient>
+    for CountingLogs<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(rmcp::model::JsonRpcMessage::Notification(notification)) = &message
+            && matches!(
+                notification.notification,
+                rmcp::model::ServerNotification::LoggingMessageNotification(_)
+            )
+        {
+            self.in_flight.log_read();
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }

@@ -667,6 +667,7 @@ impl Upstream {
                     "the in-process stream has ended and cannot be reopened".into(),
                 ));
             };
+            let stream = counting(stream, &handler);
             let service = handler.serve_with_lifecycle(stream, lifecycle).await?;
             return Ok((service, None));
         }
@@ -680,12 +681,14 @@ impl Upstream {
                 let (transport, process_group) =
                     stdio::spawn(&self.config.id, command, args, env, cwd.as_deref(), secrets)
                         .map_err(ServeFailure::Other)?;
+                let transport = counting(transport, &handler);
                 let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
                 Ok((service, process_group))
             }
             Transport::Http { url, headers } => {
                 let transport = streamable_http::transport(url, headers, secrets)
                     .map_err(ServeFailure::Other)?;
+                let transport = counting(transport, &handler);
                 let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
                 Ok((service, None))
             }
@@ -1002,6 +1005,10 @@ impl Upstream {
             }
         };
         abandoned.disarm();
+        if guard.is_some() {
+            // Its log messages read before the response reach its sink first.
+            self.in_flight.logs_settled().await;
+        }
         drop(guard);
         match response {
             Err(_) => {
@@ -1111,4 +1118,16 @@ impl Drop for CancelOnDrop {
                 .await;
         });
     }
+}
+
+/// `transport`, counting the log messages read for `handler`'s calls.
+fn counting<T, E, A>(
+    transport: T,
+    handler: &UpstreamClient,
+) -> crate::client::CountingLogs<impl rmcp::transport::Transport<RoleClient, Error = E> + 'static>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    crate::client::CountingLogs::new(transport.into_transport(), handler.in_flight.clone())
 }

@@ -335,6 +335,9 @@ pub struct ReportedReadiness {
     /// Where an executor serves `quiver.v1.Executor`, for edges to route to.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub grpc: String,
+    /// Where an edge serves MCP, for the other edges to reach it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mcp: String,
 }
 
 /// [`AdminAnswer::Verify`]: every reporting node against the canonical manifest.
