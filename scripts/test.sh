@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # The search model (semantic tests need it; they fail without it in CI).
 scripts/install-model.sh >/dev/null
+# The offline checkers of deploy/'s Kubernetes manifests and compose file.
+scripts/install-deploy-checkers.sh >/dev/null
 
 # CI builds once from scratch: incremental caches would only take disk.
 if [ -n "${CI:-}" ]; then

@@ -1,6 +1,11 @@
 //! Every `quiver` invocation in the Kubernetes manifests and the compose file
 //! uses subcommands and flags the binary has: each is checked against
-//! `quiver … --help`, so a renamed flag cannot leave `deploy/` behind.
+//! `quiver … --help`, so a renamed flag cannot leave `deploy/` behind. And
+//! the files themselves are valid: the Kubernetes objects against the API
+//! schemas of Kubernetes 1.37 (`kubernetes-validate --strict`: unknown
+//! fields are errors), the compose file against the Compose specification's
+//! JSON schema. Both checkers run offline; `scripts/install-deploy-checkers.sh`
+//! installs them.
 
 use crate::support;
 
@@ -210,4 +215,129 @@ fn a_misspelt_flag_is_caught() {
         .map(|m| *m)
         .unwrap_or_default();
     assert!(message.contains("--control-plain"), "{message}");
+}
+
+/// Where `scripts/install-deploy-checkers.sh` put the checkers (`None`: a
+/// partial run without them; skip).
+fn deploy_checkers() -> Option<PathBuf> {
+    let dir = match std::env::var_os("QUIVER_DEPLOY_CHECK_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+            cache.join("quiver/deploy-check")
+        }
+    };
+    support::partial_run::required_input(
+        &dir.join("compose_spec.json"),
+        "run scripts/install-deploy-checkers.sh",
+    )?;
+    Some(dir)
+}
+
+/// `kubernetes-validate --strict` on `files`: whether it passed, and what it said.
+fn kubernetes_validate(checkers: &Path, files: &[PathBuf]) -> (bool, String) {
+    let output = Command::new(checkers.join("venv/bin/kubernetes-validate"))
+        .args(["--strict", "--kubernetes-version", "1.37.0", "--no-warn"])
+        .args(files)
+        .output()
+        .expect("run kubernetes-validate");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), said)
+}
+
+/// The Compose schema's complaints about `file` (none: valid).
+fn compose_errors(checkers: &Path, file: &Path) -> Vec<String> {
+    let check = r#"
+import json, sys, yaml, jsonschema
+schema = json.load(open(sys.argv[1]))
+document = yaml.safe_load(open(sys.argv[2]))
+for error in jsonschema.Draft7Validator(schema).iter_errors(document):
+    print("/".join(str(p) for p in error.path) + ": " + error.message)
+"#;
+    let output = Command::new(checkers.join("venv/bin/python"))
+        .args(["-c", check])
+        .arg(checkers.join("compose_spec.json"))
+        .arg(file)
+        .output()
+        .expect("run the compose schema check");
+    assert!(
+        output.status.success(),
+        "the compose check itself failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_kubernetes_manifests_are_valid_kubernetes_objects() {
+    let Some(checkers) = deploy_checkers() else {
+        return;
+    };
+    let files: Vec<PathBuf> = manifests()
+        .into_iter()
+        .filter(|f| f.parent().is_some_and(|p| p.ends_with("kubernetes")))
+        .collect();
+    assert!(files.len() >= 4, "{files:?}");
+    let (passed, said) = kubernetes_validate(&checkers, &files);
+    assert!(passed, "{said}");
+    for kind in [
+        "statefulset/",
+        "deployment/quiver-edge",
+        "deployment/quiver-executor",
+        "horizontalpodautoscaler/",
+        "poddisruptionbudget/",
+        "service/",
+    ] {
+        assert!(said.contains(kind), "no {kind} was checked: {said}");
+    }
+
+    // The checker can fail: a misspelt field in a copy of the edge's.
+    let dir = tempfile::tempdir().unwrap();
+    let edge =
+        std::fs::read_to_string(files.iter().find(|f| f.ends_with("edge.yaml")).unwrap()).unwrap();
+    assert!(edge.contains("containerPort:"));
+    let broken = dir.path().join("edge.yaml");
+    std::fs::write(
+        &broken,
+        edge.replacen("containerPort:", "containerPorts:", 1),
+    )
+    .unwrap();
+    let (passed, said) = kubernetes_validate(&checkers, &[broken]);
+    assert!(!passed, "a misspelt field passed: {said}");
+    assert!(
+        said.contains("did not validate for resource deployment/quiver-edge")
+            && said.contains("containerPort"),
+        "{said}"
+    );
+}
+
+#[test]
+fn the_compose_file_matches_the_compose_specification() {
+    let Some(checkers) = deploy_checkers() else {
+        return;
+    };
+    let compose = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/compose.yaml");
+    let errors = compose_errors(&checkers, &compose);
+    assert!(errors.is_empty(), "{errors:#?}");
+
+    // The check can fail: a misspelt service key in a copy.
+    let text = std::fs::read_to_string(&compose).unwrap();
+    assert!(text.contains("depends_on:"));
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("compose.yaml");
+    std::fs::write(&broken, text.replacen("depends_on:", "depend_on:", 1)).unwrap();
+    let errors = compose_errors(&checkers, &broken);
+    assert!(
+        errors.iter().any(|e| e.contains("depend_on")),
+        "a misspelt key passed: {errors:#?}"
+    );
 }

@@ -354,3 +354,87 @@ async fn an_answer_to_input_required_may_land_on_another_edge() {
         CallToolResponse::InputRequired(_)
     ));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_updates_cross_the_hop_to_sessions_and_listeners() {
+    use crate::stateless_protocol::{UpdateWatcher, connect_stateless};
+    use rmcp::{ServiceExt as _, model::ServerNotification};
+    use serde_json::json;
+
+    let fleet = Fleet::start(&[]).await;
+    let edge = &fleet.edge;
+    edge.until("the edge hears the executor's resource updates", |e| {
+        e.iter().any(|x| x["watching_updates"] == true)
+    })
+    .await;
+    let url = edge.url("passthrough");
+    let uri = "quiver-test://note";
+
+    quiver_upstream::install_crypto_provider();
+    let (heard_tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let session = UpdateWatcher { heard: heard_tx }
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url.clone(),
+        ))
+        .await
+        .expect("session client");
+    session
+        .subscribe(rmcp::model::SubscribeRequestParams::new(uri))
+        .await
+        .expect("resources/subscribe through the edge");
+    let listener = connect_stateless(&url, json!({})).await;
+    let mut subscription = listener
+        .listen(
+            rmcp::model::SubscriptionFilter::builder()
+                .resource_subscription(uri)
+                .build(),
+        )
+        .await
+        .expect("subscriptions/listen");
+
+    // The upstream, behind the remote executor, says the resource changed.
+    let told = support::call(
+        &session,
+        "w__quiver_test_touch_resource",
+        json!({"uri": uri}),
+    )
+    .await;
+    assert_ne!(told.is_error, Some(true), "{}", support::text(&told));
+    let to_session = tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv()).await;
+    assert_eq!(to_session.ok().flatten().as_deref(), Some(uri));
+    let to_listener = tokio::time::timeout(std::time::Duration::from_secs(20), subscription.next())
+        .await
+        .expect("an update within 20 s")
+        .expect("the stream is open");
+    match to_listener {
+        Some(ServerNotification::ResourceUpdatedNotification(update)) => {
+            assert_eq!(update.params.uri, uri)
+        }
+        other => panic!("expected resources/updated, got {other:?}"),
+    }
+
+    // Unsubscribed, the session hears no more (the listener still does).
+    session
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri))
+        .await
+        .expect("resources/unsubscribe");
+    let told = support::call(
+        &session,
+        "w__quiver_test_touch_resource",
+        json!({"uri": uri}),
+    )
+    .await;
+    assert_ne!(told.is_error, Some(true), "{}", support::text(&told));
+    let again = tokio::time::timeout(std::time::Duration::from_secs(20), subscription.next())
+        .await
+        .expect("a second update within 20 s")
+        .expect("the stream is open");
+    assert!(
+        matches!(
+            again,
+            Some(ServerNotification::ResourceUpdatedNotification(_))
+        ),
+        "{again:?}"
+    );
+    assert!(heard.try_recv().is_err(), "the session unsubscribed");
+}

@@ -531,8 +531,8 @@ async fn without_sessions_the_stash_is_the_tenants_named_one() {
 
 /// A session client that reports the resource updates it hears.
 #[derive(Clone)]
-struct UpdateWatcher {
-    heard: tokio::sync::mpsc::UnboundedSender<String>,
+pub(crate) struct UpdateWatcher {
+    pub(crate) heard: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 impl ClientHandler for UpdateWatcher {

@@ -25,8 +25,7 @@ pub trait Dispatch: Send + Sync {
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>>;
 
     /// The resource updates (`notifications/resources/updated`) of the
-    /// upstreams it reaches, from now on; `None` when it cannot report them
-    /// (a remote executor: the hop carries no notifications yet).
+    /// upstreams it reaches, from now on; `None` when it cannot report them.
     fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<ResourceUpdate>> {
         None
     }

@@ -25,7 +25,7 @@ use std::{
 };
 
 use futures::future::BoxFuture;
-use quiver_upstream::{CallOptions, CallSink, UpstreamError};
+use quiver_upstream::{CallOptions, CallSink, ResourceUpdate, UpstreamError};
 use quiver_view::{ToolCall, ToolView};
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio_util::sync::CancellationToken;
@@ -39,6 +39,12 @@ use crate::{
 const BREAKER_FIRST: Duration = Duration::from_secs(1);
 /// Longest pause of an opened breaker.
 const BREAKER_LONGEST: Duration = Duration::from_secs(30);
+/// The affinity "tenant" under which a server's resource subscriptions stay
+/// on one executor (no tenant is named with a NUL).
+const SUBSCRIPTIONS: &str = "\u{0}subscriptions";
+/// The pause before a broken watch of an executor's resource updates is
+/// opened again.
+const REWATCH_AFTER: Duration = Duration::from_secs(1);
 /// Sessions whose executor the fleet remembers; past this the oldest half
 /// is forgotten (those sessions pick afresh).
 const MAX_AFFINITIES: usize = 100_000;
@@ -85,6 +91,9 @@ pub struct MemberState {
     pub outstanding: usize,
     /// Its stub hash.
     pub stub_hash: String,
+    /// Whether this edge hears its upstreams' resource updates now (its
+    /// watch of them is open).
+    pub watching_updates: bool,
 }
 
 struct Member {
@@ -144,6 +153,27 @@ pub struct ExecutorFleet {
     canonical: Box<dyn Fn() -> String + Send + Sync>,
     tls: Option<ClientTls>,
     turn: AtomicUsize,
+    /// The resource updates every member's upstream connections hear.
+    updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
+    /// Node → the address its updates are watched at, what stops that, and
+    /// whether the watch is open.
+    watching: Mutex<std::collections::HashMap<String, Watch>>,
+}
+
+/// The watch of one member's resource updates.
+struct Watch {
+    url: String,
+    stop: CancellationToken,
+    open: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for ExecutorFleet {
+    fn drop(&mut self) {
+        let watching = self.watching.get_mut().unwrap_or_else(|p| p.into_inner());
+        for watch in watching.values() {
+            watch.stop.cancel();
+        }
+    }
 }
 
 impl ExecutorFleet {
@@ -159,6 +189,8 @@ impl ExecutorFleet {
             canonical: Box::new(canonical),
             tls,
             turn: AtomicUsize::new(0),
+            updates: tokio::sync::broadcast::channel(256).0,
+            watching: Mutex::default(),
         }
     }
 
@@ -195,13 +227,52 @@ impl ExecutorFleet {
             };
             next.insert(member.info.node.clone(), member);
         }
+        self.watch_updates(&next);
         *members = next;
+    }
+
+    /// Keeps one watch of resource updates open to each of `members` (a
+    /// new address gets a new one; a member that left, none), feeding
+    /// [`Dispatch::resource_updates`]. Outside a Tokio runtime, none.
+    fn watch_updates(&self, members: &BTreeMap<String, Arc<Member>>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
+        watching.retain(|node, watch| {
+            let keep = members.get(node).is_some_and(|m| m.info.url == watch.url);
+            if !keep {
+                watch.stop.cancel();
+            }
+            keep
+        });
+        for (node, member) in members {
+            if watching.contains_key(node) {
+                continue;
+            }
+            let watch = Watch {
+                url: member.info.url.clone(),
+                stop: CancellationToken::new(),
+                open: Arc::default(),
+            };
+            let (stop, open) = (watch.stop.clone(), watch.open.clone());
+            watching.insert(node.clone(), watch);
+            let (remote, updates, node) =
+                (member.remote.clone(), self.updates.clone(), node.clone());
+            runtime.spawn(async move {
+                tokio::select! {
+                    () = relay_updates(&remote, &updates, &node, &open) => {}
+                    () = stop.cancelled() => {}
+                }
+            });
+        }
     }
 
     /// Every member and whether it gets work.
     pub fn states(&self) -> Vec<MemberState> {
         let canonical = (self.canonical)();
         let members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+        let watching = self.watching.lock().unwrap_or_else(|p| p.into_inner());
         members
             .values()
             .map(|m| MemberState {
@@ -210,6 +281,9 @@ impl ExecutorFleet {
                 state: state_of(m, &canonical),
                 outstanding: m.outstanding.load(Ordering::Relaxed),
                 stub_hash: m.info.stub_hash.clone(),
+                watching_updates: watching
+                    .get(&m.info.node)
+                    .is_some_and(|w| w.open.load(Ordering::Relaxed)),
             })
             .collect()
     }
@@ -421,15 +495,26 @@ impl Dispatch for ExecutorFleet {
         })
     }
 
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<ResourceUpdate>> {
+        Some(self.updates.subscribe())
+    }
+
     fn request<'a>(
         &'a self,
         server: &'a str,
         request: ClientRequest,
         options: CallOptions,
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
+        // A server's subscriptions are kept on one executor, whose upstream
+        // connection then holds them all (and is asked to let go of them).
+        let subscription = matches!(
+            request,
+            ClientRequest::SubscribeRequest(_) | ClientRequest::UnsubscribeRequest(_)
+        )
+        .then_some((SUBSCRIPTIONS, server));
         Box::pin(async move {
             let routed = self
-                .route(None, |member| {
+                .route(subscription, |member| {
                     let (request, options) = (request.clone(), options.clone());
                     async move {
                         member
@@ -456,6 +541,37 @@ impl Dispatch for ExecutorFleet {
                 }),
             }
         })
+    }
+}
+
+/// Relays the resource updates `remote` hears into `updates`, watching
+/// again after the stream breaks, until an executor that cannot report them
+/// says so.
+async fn relay_updates(
+    remote: &RemoteExecutor,
+    updates: &tokio::sync::broadcast::Sender<ResourceUpdate>,
+    node: &str,
+    open: &std::sync::atomic::AtomicBool,
+) {
+    loop {
+        match remote.watch_resource_updates().await {
+            Ok(mut stream) => {
+                open.store(true, Ordering::Relaxed);
+                while let Ok(Some(update)) = stream.message().await {
+                    let _ = updates.send(ResourceUpdate {
+                        server: update.server,
+                        uri: update.uri,
+                    });
+                }
+                open.store(false, Ordering::Relaxed);
+            }
+            Err(status) if status.code() == tonic::Code::Unimplemented => {
+                tracing::debug!(node, "the executor reports no resource updates");
+                return;
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(REWATCH_AFTER).await;
     }
 }
 

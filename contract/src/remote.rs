@@ -465,6 +465,18 @@ impl Dispatch for RemoteExecutor {
 }
 
 impl RemoteExecutor {
+    /// The resource updates this executor's upstream connections hear, from
+    /// now on, until the stream breaks.
+    pub async fn watch_resource_updates(
+        &self,
+    ) -> Result<tonic::Streaming<pb::ResourceUpdated>, tonic::Status> {
+        let mut client = self.client.clone();
+        Ok(client
+            .watch_resource_updates(pb::WatchResourceUpdatesRequest {})
+            .await?
+            .into_inner())
+    }
+
     /// Sends one other MCP request (resources, prompts, completion) to
     /// upstream `server` through this executor; a [`HopError`] when the
     /// transport failed.

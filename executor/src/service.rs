@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt as _;
 use quiver_contract::{
     CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts,
     relay::{CollectedLogs, HopDownStream, RelaySink},
@@ -29,6 +30,9 @@ pub struct ExecutorService {
     scripts: Arc<dyn Scripts>,
     /// This executor's name in the fleet, on its spans.
     node: Option<String>,
+    /// Cancelled when the executor stops: the streams that would otherwise
+    /// never end (resource updates) end then, so shutdown does not wait on them.
+    stopping: CancellationToken,
 }
 
 impl ExecutorService {
@@ -62,7 +66,15 @@ impl ExecutorService {
             dispatch,
             scripts,
             node: None,
+            stopping: CancellationToken::new(),
         }
+    }
+
+    /// The same service, ending its endless streams when `stopping` is
+    /// cancelled (the executor's shutdown waits for every open stream).
+    pub fn stopping_on(mut self, stopping: CancellationToken) -> ExecutorService {
+        self.stopping = stopping;
+        self
     }
 
     /// The same service, naming itself `node` on its spans (`quiver.executor`).
@@ -180,6 +192,34 @@ impl pb::executor_server::Executor for ExecutorService {
                 .await
                 .map(hop_down::Message::ExecuteResult)
         }))
+    }
+
+    type WatchResourceUpdatesStream = std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<pb::ResourceUpdated, Status>> + Send + 'static>,
+    >;
+
+    async fn watch_resource_updates(
+        &self,
+        _request: Request<pb::WatchResourceUpdatesRequest>,
+    ) -> Result<Response<Self::WatchResourceUpdatesStream>, Status> {
+        let Some(updates) = self.dispatch.resource_updates() else {
+            return Err(answered(Status::unimplemented(
+                "this executor does not hear its upstreams' resource updates",
+            )));
+        };
+        // A watcher that fell behind misses updates (as a session would),
+        // and goes on with the next.
+        let stream = tokio_stream::wrappers::BroadcastStream::new(updates)
+            .filter_map(|update| {
+                std::future::ready(update.ok().map(|update| {
+                    Ok(pb::ResourceUpdated {
+                        server: update.server,
+                        uri: update.uri,
+                    })
+                }))
+            })
+            .take_until(self.stopping.clone().cancelled_owned());
+        Ok(Response::new(Box::pin(stream)))
     }
 }
 

@@ -241,7 +241,8 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         dispatch,
         scripts,
     )
-    .named(lease_name.clone());
+    .named(lease_name.clone())
+    .stopping_on(shutdown.clone());
     let mut health = quiver_telemetry::Health::new("executor")
         .check("manifest", readiness::manifest_held(store.clone()))
         .check("workers", readiness::workers_warm(pool.clone()));
