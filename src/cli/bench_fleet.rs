@@ -35,6 +35,10 @@ pub struct FleetBenchArgs {
     /// Passthrough calls per hop measurement.
     #[arg(long, default_value_t = 300)]
     calls: usize,
+    /// The fleet sizes measured, in order (comma-separated); the hop is
+    /// measured on the last.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    executors: Vec<usize>,
     /// etcd endpoints (`host:port`): the edge and the executors find each
     /// other there (`--etcd`) instead of through the control plane's
     /// registry. Start one with Debian's `etcd` first.
@@ -248,7 +252,7 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     println!("| executors | executions/s | p50 ms | p99 ms |");
     println!("|---:|---:|---:|---:|");
     let mut fleet = Vec::new();
-    for stage in [1usize, 2, 4] {
+    for &stage in &args.executors {
         while fleet.len() < stage {
             let name = format!("bench-executor-{}", fleet.len() + 1);
             let mut executor_args = vec![
