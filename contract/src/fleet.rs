@@ -170,6 +170,8 @@ pub struct ExecutorFleet {
     /// Node → the address its updates are watched at, what stops that, and
     /// whether the watch is open.
     watching: Mutex<std::collections::HashMap<String, Watch>>,
+    /// Set once the membership source has answered.
+    known: tokio::sync::watch::Sender<bool>,
 }
 
 /// The watch of one member's resource updates.
@@ -197,6 +199,7 @@ impl ExecutorFleet {
     ) -> ExecutorFleet {
         ExecutorFleet {
             members: Mutex::new(BTreeMap::new()),
+            known: tokio::sync::watch::channel(false).0,
             affinity: Mutex::new(std::collections::HashMap::new()),
             canonical: Box::new(canonical),
             tls,
@@ -242,6 +245,15 @@ impl ExecutorFleet {
         }
         self.watch_updates(&next);
         *members = next;
+        self.known.send_replace(true);
+    }
+
+    /// Returns once the membership source has answered (the first
+    /// [`ExecutorFleet::update`]): an edge waits for it before serving, or
+    /// its first requests would find no executor.
+    pub async fn membership_known(&self) {
+        let mut known = self.known.subscribe();
+        let _ = known.wait_for(|known| *known).await;
     }
 
     /// Keeps one watch of resource updates open to each of `members` (a

@@ -225,6 +225,9 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             shutdown.clone(),
         ))
     };
+    // Serve once the executors are known (bounded, as for the manifest: with
+    // no answer, /readyz says no executor takes work meanwhile).
+    let _ = tokio::time::timeout(Duration::from_secs(10), fleet.membership_known()).await;
     let dispatch: Arc<dyn Dispatch> = fleet.clone();
     let scripts: Arc<dyn Scripts> = fleet.clone();
     let gateway = Gateway::with_tenants(
