@@ -98,7 +98,7 @@ fn token_budgets_hold_on_livemcpbench() {
     let search = mode("search");
     let passthrough = mode("passthrough");
     assert!(
-        code["up_front"]["cl100k"].as_u64().unwrap() <= 600,
+        code["up_front"]["cl100k"].as_u64().unwrap() <= 450,
         "{code}"
     );
     assert!(

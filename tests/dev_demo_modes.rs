@@ -239,7 +239,7 @@ fn tokens_measures_a_running_edge() {
     );
     let code = modes.iter().find(|m| m["mode"] == "code").unwrap();
     assert!(
-        code["up_front"]["cl100k"].as_u64().unwrap() <= 600,
+        code["up_front"]["cl100k"].as_u64().unwrap() <= 450,
         "{code}"
     );
     assert!(

@@ -27,8 +27,8 @@ use serde_json::Value;
 struct NoTools;
 
 impl ScriptContext for NoTools {
-    fn tool_names(&self) -> std::collections::BTreeMap<String, Vec<String>> {
-        Default::default()
+    fn tool_names(&self, server: Option<&str>) -> Option<Vec<String>> {
+        server.is_none().then(Vec::new)
     }
     fn call_tool(&self, _: String, _: Value) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async { Err("no tools".into()) })

@@ -31,8 +31,11 @@ struct CountingContext {
 }
 
 impl ScriptContext for CountingContext {
-    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
-        BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])])
+    fn tool_names(&self, server: Option<&str>) -> Option<Vec<String>> {
+        quiver_executor::script::names_in(
+            &BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])]),
+            server,
+        )
     }
 
     fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {
@@ -391,8 +394,11 @@ struct SignallingContext {
 }
 
 impl ScriptContext for SignallingContext {
-    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
-        BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])])
+    fn tool_names(&self, server: Option<&str>) -> Option<Vec<String>> {
+        quiver_executor::script::names_in(
+            &BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])]),
+            server,
+        )
     }
 
     fn call_tool(&self, _name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {

@@ -45,8 +45,11 @@ impl UnansweredContext {
 }
 
 impl ScriptContext for UnansweredContext {
-    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
-        BTreeMap::from([("demo".to_string(), vec!["wait".to_string()])])
+    fn tool_names(&self, server: Option<&str>) -> Option<Vec<String>> {
+        quiver_executor::script::names_in(
+            &BTreeMap::from([("demo".to_string(), vec!["wait".to_string()])]),
+            server,
+        )
     }
 
     fn call_tool(&self, _name: String, _args: Value) -> BoxFuture<'_, Result<Value, HostError>> {

@@ -11,7 +11,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::Limits;
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::{HostError, HostRequest},
+    ipc::{HostError, HostRequest, ToolNames},
 };
 use serde_json::Value;
 
@@ -69,8 +69,12 @@ fn time_executions(code: &'static str, runs: usize) -> Samples {
             .map(|_| {
                 let mut runtime = ScriptRuntime::new(limits.heap_bytes).unwrap();
                 let started = Instant::now();
-                let outcome =
-                    tokio.block_on(runtime.execute(code, &limits, &tools, Arc::new(NoopHost)));
+                let outcome = tokio.block_on(runtime.execute(
+                    code,
+                    &limits,
+                    &ToolNames::complete(tools.clone()),
+                    Arc::new(NoopHost),
+                ));
                 let took = started.elapsed();
                 assert_eq!(outcome.error, None, "{outcome:?}");
                 took

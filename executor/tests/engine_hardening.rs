@@ -8,7 +8,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::{HostError, HostRequest},
+    ipc::{HostError, HostRequest, ToolNames},
 };
 use serde_json::{Value, json};
 
@@ -26,7 +26,12 @@ async fn run(code: &str) -> ScriptOutcome {
     let tools: BTreeMap<_, _> = [("github".to_string(), vec!["search_issues".to_string()])].into();
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     runtime
-        .execute(code, &limits, &tools, Arc::new(EchoHost))
+        .execute(
+            code,
+            &limits,
+            &ToolNames::complete(tools),
+            Arc::new(EchoHost),
+        )
         .await
 }
 

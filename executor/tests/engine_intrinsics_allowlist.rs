@@ -15,7 +15,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::Limits;
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::{HostError, HostRequest},
+    ipc::{HostError, HostRequest, ToolNames},
 };
 use serde_json::Value;
 
@@ -85,7 +85,12 @@ async fn everything_reachable_is_known_frozen_and_without_foreign_setters() {
     let tools: BTreeMap<_, _> = [("demo".to_string(), vec!["echo".to_string()])].into();
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     let outcome = runtime
-        .execute(ENUMERATE, &limits, &tools, Arc::new(NoHost))
+        .execute(
+            ENUMERATE,
+            &limits,
+            &ToolNames::complete(tools),
+            Arc::new(NoHost),
+        )
         .await;
     assert_eq!(outcome.error, None, "{outcome:?}");
     assert!(!outcome.truncated, "the enumeration was cut");

@@ -15,7 +15,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::{HostError, HostRequest},
+    ipc::{HostError, HostRequest, ToolNames},
 };
 use serde_json::{Value, json};
 
@@ -58,7 +58,9 @@ fn tools() -> BTreeMap<String, Vec<String>> {
 
 async fn run(code: &str, limits: Limits, host: Arc<dyn HostBridge>) -> ScriptOutcome {
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
-    runtime.execute(code, &limits, &tools(), host).await
+    runtime
+        .execute(code, &limits, &ToolNames::complete(tools()), host)
+        .await
 }
 
 fn kind(outcome: &ScriptOutcome) -> Option<&str> {

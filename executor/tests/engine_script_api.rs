@@ -11,7 +11,7 @@ use futures::future::{BoxFuture, FutureExt};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::{HostBridge, ScriptRuntime},
-    ipc::{HostError, HostRequest},
+    ipc::{HostError, HostRequest, ToolNames},
 };
 use serde_json::{Value, json};
 
@@ -39,6 +39,14 @@ impl HostBridge for RecordingHost {
                 HostRequest::StashGet { key } => Ok(json!({ "key": key })),
                 HostRequest::StashSet { .. } | HostRequest::StashDelete { .. } => Ok(Value::Null),
                 HostRequest::StashKeys => Ok(json!(["a", "b"])),
+                HostRequest::HasName { server, tool } => Ok(json!(
+                    quiver_executor::script::names_in(&tools(), Some(&server))
+                        .is_some_and(|names| tool.is_none_or(|t| names.contains(&t)))
+                )),
+                HostRequest::Names { server } => Ok(json!(quiver_executor::script::names_in(
+                    &tools(),
+                    server.as_deref()
+                ))),
             }
         }
         .boxed()
@@ -59,12 +67,31 @@ fn tools() -> BTreeMap<String, Vec<String>> {
 async fn run_with(code: &str, limits: Limits, host: RecordingHost) -> ScriptOutcome {
     let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
     runtime
-        .execute(code, &limits, &tools(), Arc::new(host))
+        .execute(code, &limits, &ToolNames::complete(tools()), Arc::new(host))
         .await
 }
 
 async fn run(code: &str) -> ScriptOutcome {
     run_with(code, Limits::default(), RecordingHost::default()).await
+}
+
+/// Runs `code` knowing nothing of the names under `tools` up front: every
+/// name the script reaches is looked up through the host.
+async fn run_looking_up(code: &str, limits: Limits, host: RecordingHost) -> ScriptOutcome {
+    let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    runtime
+        .execute(code, &limits, &ToolNames::default(), Arc::new(host))
+        .await
+}
+
+fn lookups(host: &RecordingHost) -> Vec<HostRequest> {
+    host.seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.is_lookup())
+        .cloned()
+        .collect()
 }
 
 fn kind(outcome: &ScriptOutcome) -> Option<&str> {
@@ -355,7 +382,12 @@ async fn servers_named_like_api_members_do_not_shadow_them() {
     let code =
         "return [typeof tools.call, Object.keys(tools), await tools['__proto__'].constructor({})];";
     let outcome = runtime
-        .execute(code, &limits, &tools, Arc::new(RecordingHost::default()))
+        .execute(
+            code,
+            &limits,
+            &ToolNames::complete(tools),
+            Arc::new(RecordingHost::default()),
+        )
         .await;
     assert_eq!(
         outcome.result,
@@ -371,13 +403,20 @@ async fn a_runtime_serves_one_execution_only() {
     let host = Arc::new(RecordingHost::default());
     assert_eq!(
         runtime
-            .execute("return 1;", &limits, &tools(), host.clone())
+            .execute(
+                "return 1;",
+                &limits,
+                &ToolNames::complete(tools()),
+                host.clone()
+            )
             .await
             .result,
         Some(json!(1))
     );
     assert!(!runtime.fits(&limits));
-    let again = runtime.execute("return 2;", &limits, &tools(), host).await;
+    let again = runtime
+        .execute("return 2;", &limits, &ToolNames::complete(tools()), host)
+        .await;
     assert_eq!(kind(&again), Some("internal"));
 }
 
@@ -389,4 +428,105 @@ async fn a_tiny_heap_limit_is_raised_to_the_minimum() {
     };
     let outcome = run_with("return 'fits';", limits, RecordingHost::default()).await;
     assert_eq!(outcome.result, Some(json!("fits")));
+}
+
+#[tokio::test]
+async fn names_are_looked_up_when_reached_once_each_and_behave_as_a_frozen_namespace() {
+    let host = RecordingHost::default();
+    let code = r#"
+        const name = ["git", "hub"].join("");
+        const a = tools[name].search_issues;
+        const b = tools.github.search_issues;
+        const missing = [tools.nope, tools.nope, tools.github.nope];
+        const keys = Object.keys(tools);
+        const inner = Object.keys(tools.github);
+        let refused = 0;
+        for (const attempt of [
+            () => { tools.github.extra = 1; },
+            () => { delete tools.github.search_issues; },
+            () => { Object.defineProperty(tools, "x", { value: 1 }); },
+            () => { Object.setPrototypeOf(tools.github, {}); },
+        ]) { try { attempt(); } catch { refused++; } }
+        return [a === b, typeof a, missing, keys, inner, Object.isFrozen(tools),
+                Object.isFrozen(tools.github), "github" in tools, "nope" in tools,
+                refused, (await a({ q: 1 })).called];
+    "#;
+    let outcome = run_looking_up(code, Limits::default(), host.clone()).await;
+    assert_eq!(outcome.error, None, "{outcome:?}");
+    assert_eq!(
+        outcome.result,
+        Some(json!([
+            true,
+            "function",
+            [null, null, null],
+            ["broken", "github"],
+            ["search_issues", "get_issue"],
+            true,
+            true,
+            true,
+            false,
+            4,
+            "github.search_issues"
+        ]))
+    );
+    let has = |server: &str, tool: Option<&str>| HostRequest::HasName {
+        server: server.into(),
+        tool: tool.map(Into::into),
+    };
+    assert_eq!(
+        lookups(&host),
+        vec![
+            has("github", None),
+            has("github", Some("search_issues")),
+            has("nope", None),
+            has("github", Some("nope")),
+            HostRequest::Names { server: None },
+            HostRequest::Names {
+                server: Some("github".into())
+            },
+        ],
+        "each name once, whatever the script does with it afterwards"
+    );
+}
+
+#[tokio::test]
+async fn names_the_source_mentions_need_no_lookup() {
+    let host = RecordingHost::default();
+    let code = "const r = await tools.github.get_issue({ id: 1 }); return [r.called, typeof tools.broken.nope];";
+    let known = ToolNames::mentioned_in(code, |server, tool| {
+        quiver_executor::script::names_in(&tools(), Some(server))
+            .is_some_and(|names| tool.is_none_or(|t| names.iter().any(|n| n == t)))
+    });
+    let limits = Limits::default();
+    let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    let outcome = runtime
+        .execute(code, &limits, &known, Arc::new(host.clone()))
+        .await;
+    assert_eq!(
+        outcome.result,
+        Some(json!(["github.get_issue", "undefined"]))
+    );
+    assert_eq!(
+        lookups(&host),
+        vec![],
+        "everything it reached was resolved up front"
+    );
+}
+
+#[tokio::test]
+async fn name_lookups_count_against_the_host_call_budget() {
+    let host = RecordingHost::default();
+    let limits = Limits {
+        host_calls: 3,
+        ..Limits::default()
+    };
+    // Catching the refusal does not help: the execution is over budget.
+    let code = "let found = 0; try { for (let i = 0; i < 10; i++) if (tools['s' + i]) found++; } catch (e) { return e.message; } return found;";
+    let outcome = run_looking_up(code, limits, host.clone()).await;
+    assert_eq!(kind(&outcome), Some("host_calls"), "{outcome:?}");
+    assert_eq!(
+        lookups(&host).len(),
+        3,
+        "no lookup past the budget reaches the host"
+    );
 }

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
-    ipc::{FrameReader, FrameWriter, HostMessage, HostRequest, WorkerMessage},
+    ipc::{FrameReader, FrameWriter, HostMessage, HostRequest, ToolNames, WorkerMessage},
     worker::run_worker_on,
 };
 use serde_json::json;
@@ -60,7 +60,7 @@ impl Host {
         self.send(HostMessage::Execute {
             code: code.into(),
             limits,
-            tools,
+            names: ToolNames::complete(tools),
         })
         .await;
     }

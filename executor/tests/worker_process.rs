@@ -10,7 +10,7 @@ use std::{collections::BTreeMap, process::Stdio, time::Duration};
 use quiver_contract::{Limits, ScriptOutcome};
 use quiver_executor::{
     engine::BYTECODE_CACHE_OFF,
-    ipc::{FrameReader, FrameWriter, HostMessage, HostRequest, WorkerMessage},
+    ipc::{FrameReader, FrameWriter, HostMessage, HostRequest, ToolNames, WorkerMessage},
     worker::run_worker,
 };
 use serde_json::json;
@@ -125,7 +125,7 @@ async fn a_worker_process_serves_executions_over_stdio() {
     let execute = |code: &str, limits: Limits| HostMessage::Execute {
         code: code.into(),
         limits,
-        tools: tools.clone(),
+        names: ToolNames::complete(tools.clone()),
     };
     writer
         .write_message(&execute(

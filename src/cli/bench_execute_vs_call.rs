@@ -5,6 +5,7 @@
 //! clients, as an agent would; every figure comes from that one run.
 
 use std::{
+    path::PathBuf,
     process::Stdio,
     time::{Duration, Instant},
 };
@@ -25,6 +26,13 @@ use super::bench_executor::{ms, percentile, rss_kib};
 /// Arguments of `quiver bench execute-vs-call`.
 #[derive(Args, Debug)]
 pub struct ExecuteVsCallArgs {
+    /// Visible tools of each run, comma-separated: the demo catalogue's 16,
+    /// then the real catalogue's tools copied as needed (see `--catalog`).
+    #[arg(long, value_delimiter = ',', default_value = "16,527,2000,10000")]
+    tools: Vec<usize>,
+    /// The real catalogue the larger sizes are made of.
+    #[arg(long, default_value = super::bench_catalog::DEFAULT_SOURCE)]
+    catalog: PathBuf,
     /// Requests per latency measurement.
     #[arg(long, default_value_t = 200)]
     iterations: usize,
@@ -34,10 +42,6 @@ pub struct ExecuteVsCallArgs {
     /// Sessions sending at once in the throughput measurement.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
-    /// Pause between requests in the paced measurement, milliseconds (an
-    /// agent thinks between calls; the pause is not timed).
-    #[arg(long, default_value_t = 20)]
-    pace_ms: u64,
 }
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
@@ -60,10 +64,6 @@ pub(crate) struct Dev {
 }
 
 impl Dev {
-    async fn start() -> anyhow::Result<Dev> {
-        Dev::start_with(&[]).await
-    }
-
     /// `quiver dev` with `extra` arguments, once it printed its startup line.
     pub(crate) async fn start_with(extra: &[&str]) -> anyhow::Result<Dev> {
         Dev::start_with_env(extra, &[]).await
@@ -119,19 +119,86 @@ impl Dev {
 
     /// Resident memory of each `quiver __worker` the dev process started, KiB.
     fn worker_rss(&self) -> Vec<u64> {
+        self.worker_pids().into_iter().filter_map(rss_kib).collect()
+    }
+
+    /// Private memory (MiB) of the process a script runs in, read while a
+    /// script that waits 400 ms runs (`None` when none was seen: a worker
+    /// that does not fork runs scripts on a thread of its own).
+    async fn script_process_private_mib(&self, code: &Client) -> Option<f64> {
+        let workers: Vec<u32> = self.worker_pids();
+        let waiting = execute(
+            code,
+            "await new Promise((resolve) => setTimeout(resolve, 400)); return 1;",
+        );
+        tokio::pin!(waiting);
+        let mut largest: Option<u64> = None;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            tokio::select! {
+                _ = &mut waiting => break,
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            for pid in children_of(&workers) {
+                // A spare waiting for its job has not run anything: only a
+                // process that has grown past it is running the script.
+                if let Some(kib) = private_kib(pid) {
+                    largest = Some(largest.map_or(kib, |l| l.max(kib)));
+                }
+            }
+            if tokio::time::Instant::now() > deadline {
+                break;
+            }
+        }
+        largest.map(|kib| kib as f64 / 1024.0)
+    }
+
+    /// Process ids of the dev process's workers.
+    fn worker_pids(&self) -> Vec<u32> {
         let Some(parent) = self.child.id() else {
             return Vec::new();
         };
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        processes()
             .filter(|pid| is_worker_of(*pid, parent))
-            .filter_map(rss_kib)
             .collect()
     }
+}
+
+/// Every process id on the machine.
+fn processes() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+}
+
+/// Children of any of `parents`.
+fn children_of(parents: &[u32]) -> Vec<u32> {
+    processes()
+        .filter(|pid| parent_of(*pid).is_some_and(|p| parents.contains(&p)))
+        .collect()
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse::<u32>().ok())
+}
+
+/// Private (clean and dirty) memory of `pid`, KiB: what a forked process
+/// costs beyond the pages it still shares with its parent.
+fn private_kib(pid: u32) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let field = |name: &str| {
+        rollup
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some(field("Private_Clean:")? + field("Private_Dirty:")?)
 }
 
 /// An MCP session with the endpoint at `url`.
@@ -142,14 +209,8 @@ pub(crate) async fn connect_url(url: &str) -> anyhow::Result<Client> {
 }
 
 fn is_worker_of(pid: u32, parent: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
     // Fields after the command name (which may hold spaces) start at the last `)`.
-    let ppid = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-        .and_then(|p| p.parse::<u32>().ok());
+    let ppid = parent_of(pid);
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     ppid == Some(parent) && cmdline.split(|b| *b == 0).any(|arg| arg == b"__worker")
 }
@@ -204,7 +265,22 @@ where
     Ok(samples)
 }
 
-/// Runs the comparison and prints its tables.
+/// What one run (one catalogue size) measured.
+struct SizeRun {
+    tools: usize,
+    direct: Vec<Duration>,
+    one: Vec<Duration>,
+    parallel: Vec<Duration>,
+    sequential: Vec<Duration>,
+    trivial: Vec<Duration>,
+    rate: f64,
+    burst: Vec<Duration>,
+    worker_mib: f64,
+    workers: usize,
+    script_private_mib: Option<f64>,
+}
+
+/// Runs the comparison at every size and prints its tables.
 pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
@@ -212,12 +288,129 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
         );
     }
     quiver_upstream::install_crypto_provider();
-    let dev = Dev::start().await?;
+    let dir = tempfile::tempdir().context("a directory for the catalogues")?;
+    let mut runs = Vec::new();
+    for &tools in &args.tools {
+        let catalog = super::bench_catalog::scaled_catalog(&args.catalog, tools, dir.path())?;
+        eprintln!("bench execute-vs-call: {tools} visible tools");
+        runs.push(run_size(&args, tools, catalog.as_deref()).await?);
+    }
+    let n = args.iterations.max(1);
+    println!(
+        "## `execute` against the passthrough call it replaces, by visible tools (`quiver dev`, Streamable HTTP, p50 of {n} requests one at a time; throughput: trivial scripts from {} sessions at once)\n",
+        args.concurrency
+    );
+    println!(
+        "| visible tools | passthrough call | `execute`, 1 call | × | `execute`, 10 parallel | × | per call in a script | trivial `execute` | trivial executions/s | p99 at that rate | idle worker RSS | script process (private) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let p50 = |s: &[Duration]| percentile(s, 0.5);
+    for r in &runs {
+        let ratio = |s: &[Duration]| p50(s).as_secs_f64() / p50(&r.direct).as_secs_f64().max(1e-9);
+        let per_call = p50(&r.sequential).saturating_sub(p50(&r.one)) / 9;
+        println!(
+            "| {} | {} ms | {} ms | {:.1}× | {} ms | {:.1}× | {} ms | {} ms | {:.0} | {} ms | {:.1} MiB (×{}) | {} |",
+            r.tools,
+            ms(p50(&r.direct)),
+            ms(p50(&r.one)),
+            ratio(&r.one),
+            ms(p50(&r.parallel)),
+            ratio(&r.parallel),
+            ms(per_call),
+            ms(p50(&r.trivial)),
+            r.rate,
+            ms(percentile(&r.burst, 0.99)),
+            r.worker_mib,
+            r.workers,
+            r.script_private_mib
+                .map_or("-".to_string(), |m| format!("{m:.1} MiB")),
+        );
+    }
+    if let Some(base) = runs.first() {
+        println!(
+            "\n## Against the smallest catalogue ({} tools) in the same run: within 10 %\n",
+            base.tools
+        );
+        println!(
+            "| visible tools | `execute`, 1 call | `execute`, 10 parallel | trivial executions/s | within 10 % |"
+        );
+        println!("|---:|---:|---:|---:|---|");
+        let change = |now: f64, then: f64| (now / then.max(1e-12) - 1.0) * 100.0;
+        for r in &runs {
+            let one = change(p50(&r.one).as_secs_f64(), p50(&base.one).as_secs_f64());
+            let parallel = change(
+                p50(&r.parallel).as_secs_f64(),
+                p50(&base.parallel).as_secs_f64(),
+            );
+            let rate = change(r.rate, base.rate);
+            let met = one <= 10.0 && parallel <= 10.0 && rate >= -10.0;
+            println!(
+                "| {} | {one:+.1} % | {parallel:+.1} % | {rate:+.1} % | {} |",
+                r.tools,
+                if met { "yes" } else { "no" }
+            );
+        }
+    }
+    println!("\n## The fixed-cost targets\n");
+    println!(
+        "| visible tools | 1 call ≤ 2× passthrough | 10 parallel ≤ 3× | ≥ 500 trivial/s | p99 < 20 ms |"
+    );
+    println!("|---:|---|---|---|---|");
+    let yes = |met: bool| if met { "yes" } else { "no" };
+    for r in &runs {
+        let ratio = |s: &[Duration]| p50(s).as_secs_f64() / p50(&r.direct).as_secs_f64().max(1e-9);
+        println!(
+            "| {} | {} ({:.1}×) | {} ({:.1}×) | {} ({:.0}/s) | {} ({} ms) |",
+            r.tools,
+            yes(ratio(&r.one) <= 2.0),
+            ratio(&r.one),
+            yes(ratio(&r.parallel) <= 3.0),
+            ratio(&r.parallel),
+            yes(r.rate >= 500.0),
+            r.rate,
+            yes(percentile(&r.burst, 0.99) < Duration::from_millis(20)),
+            ms(percentile(&r.burst, 0.99)),
+        );
+    }
+    Ok(())
+}
+
+/// Waits until every upstream was discovered (passthrough lists `tools`
+/// tools), so no measurement runs while the manifest is still changing.
+pub(crate) async fn wait_for_tools(passthrough: &Client, tools: usize) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let listed = passthrough.list_all_tools().await.map_or(0, |t| t.len());
+        if listed >= tools {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("quiver dev listed {listed} of {tools} tools after 300 s");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// One `quiver dev` over `catalog` (the demo when `None`), measured.
+async fn run_size(
+    args: &ExecuteVsCallArgs,
+    tools: usize,
+    catalog: Option<&std::path::Path>,
+) -> anyhow::Result<SizeRun> {
+    let mut extra: Vec<String> = Vec::new();
+    if let Some(catalog) = catalog {
+        extra.push("--catalog".into());
+        extra.push(catalog.display().to_string());
+    }
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let dev = Dev::start_with(&extra).await?;
     let passthrough = dev.connect("passthrough").await?;
+    wait_for_tools(&passthrough, tools).await?;
     let code = dev.connect("code").await?;
     let n = args.iterations.max(1);
 
-    // Warm both paths (connections, the worker pool, the upstream's process).
+    // Warm both paths (connections, the worker pool, the upstream's process,
+    // the view's indexes).
     for _ in 0..20 {
         call(&passthrough, TOOL, json!({ "city": "Rome" })).await?;
         execute(&code, ONE_CALL).await?;
@@ -228,15 +421,8 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     let parallel = one_at_a_time(n, || execute(&code, TEN_PARALLEL)).await?;
     let sequential = one_at_a_time(n, || execute(&code, TEN_SEQUENTIAL)).await?;
     let trivial = one_at_a_time(n, || execute(&code, TRIVIAL)).await?;
-    let pause = Duration::from_millis(args.pace_ms);
-    let paced_direct = paced(n, pause, || {
-        call(&passthrough, TOOL, json!({ "city": "Rome" }))
-    })
-    .await?;
-    let paced_one = paced(n, pause, || execute(&code, ONE_CALL)).await?;
-    let paced_parallel = paced(n, pause, || execute(&code, TEN_PARALLEL)).await?;
-    let paced_trivial = paced(n, pause, || execute(&code, TRIVIAL)).await?;
     let idle_rss = dev.worker_rss();
+    let script_private_mib = dev.script_process_private_mib(&code).await;
 
     // Throughput: `concurrency` sessions, each sending trivial scripts back to back.
     let mut sessions = Vec::with_capacity(args.concurrency);
@@ -260,111 +446,22 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     let wall = started.elapsed();
     burst.sort();
     let rate = burst.len() as f64 / wall.as_secs_f64();
-
-    let p50 = |s: &[Duration]| percentile(s, 0.5);
-    let ratio = |s: &[Duration]| p50(s).as_secs_f64() / p50(&direct).as_secs_f64().max(1e-9);
-    let per_call = p50(&sequential).saturating_sub(p50(&one)) / 9;
-
-    println!(
-        "## `execute` against the passthrough call it replaces (`quiver dev`, Streamable HTTP, {n} requests each, one at a time)\n"
-    );
-    latency_table(&[
-        ("passthrough call `weather__get_forecast`", &direct),
-        ("`execute`: one tool call", &one),
-        ("`execute`: ten parallel tool calls", &parallel),
-        ("`execute`: ten sequential tool calls", &sequential),
-        ("`execute`: trivial (`return 1`)", &trivial),
-    ]);
-    println!(
-        "\n## At an agent's pace: {} ms between an answer and the next request ({n} requests each)\n",
-        args.pace_ms
-    );
-    latency_table(&[
-        ("passthrough call `weather__get_forecast`", &paced_direct),
-        ("`execute`: one tool call", &paced_one),
-        ("`execute`: ten parallel tool calls", &paced_parallel),
-        ("`execute`: trivial (`return 1`)", &paced_trivial),
-    ]);
-    println!(
-        "\n## Throughput: trivial `execute`, {} sessions at once, {} executions\n",
-        args.concurrency,
-        burst.len()
-    );
-    println!("| executions/s | p50 ms | p99 ms |");
-    println!("|---:|---:|---:|");
-    println!(
-        "| {rate:.0} | {} | {} |",
-        ms(p50(&burst)),
-        ms(percentile(&burst, 0.99))
-    );
-
-    let idle_mib = mean_mib(&idle_rss);
-    println!("\n## Against the targets\n");
-    println!("| target | measured | met |");
-    println!("|---|---:|---|");
-    let target = |what: &str, measured: String, met: bool| {
-        println!(
-            "| {what} | {measured} | {} |",
-            if met { "yes" } else { "no" }
-        );
-    };
-    target(
-        "`execute` with one tool call ≤ 2× a passthrough call (p50)",
-        format!("{:.1}×", ratio(&one)),
-        ratio(&one) <= 2.0,
-    );
-    target(
-        "`execute` with ten parallel calls ≤ 3× a passthrough call (p50)",
-        format!("{:.1}×", ratio(&parallel)),
-        ratio(&parallel) <= 3.0,
-    );
-    target(
-        "trivial script < 2 ms p50 at the edge",
-        format!("{} ms", ms(p50(&trivial))),
-        p50(&trivial) < Duration::from_millis(2),
-    );
-    target(
-        "≥ 500 trivial executions/s at concurrency 8",
-        format!("{rate:.0}/s"),
-        rate >= 500.0,
-    );
-    target(
-        "p99 < 20 ms at that load",
-        format!("{} ms", ms(percentile(&burst, 0.99))),
-        percentile(&burst, 0.99) < Duration::from_millis(20),
-    );
-    target(
-        "idle worker < 16 MiB resident",
-        format!("{idle_mib:.1} MiB (mean of {})", idle_rss.len()),
-        !idle_rss.is_empty() && idle_mib < 16.0,
-    );
-    target(
-        "per tool call inside a script ≤ 0.3 ms (ten sequential − one, ÷ 9)",
-        format!("{} ms", ms(per_call)),
-        per_call <= Duration::from_micros(300),
-    );
     let _ = passthrough.cancel().await;
     let _ = code.cancel().await;
     drop(dev);
-    Ok(())
-}
-
-/// One latency row per request kind, each against the first row's p50.
-fn latency_table(rows: &[(&str, &Vec<Duration>)]) {
-    let baseline = rows
-        .first()
-        .map_or(0.0, |(_, s)| percentile(s, 0.5).as_secs_f64());
-    println!("| request | p50 ms | p99 ms | × passthrough call (p50) |");
-    println!("|---|---:|---:|---:|");
-    for (name, samples) in rows {
-        let p50 = percentile(samples, 0.5);
-        println!(
-            "| {name} | {} | {} | {:.1} |",
-            ms(p50),
-            ms(percentile(samples, 0.99)),
-            p50.as_secs_f64() / baseline.max(1e-9)
-        );
-    }
+    Ok(SizeRun {
+        tools,
+        direct,
+        one,
+        parallel,
+        sequential,
+        trivial,
+        rate,
+        burst,
+        worker_mib: mean_mib(&idle_rss),
+        workers: idle_rss.len(),
+        script_private_mib,
+    })
 }
 
 fn mean_mib(kib: &[u64]) -> f64 {

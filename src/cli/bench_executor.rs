@@ -42,8 +42,11 @@ struct DirectContext {
 }
 
 impl ScriptContext for DirectContext {
-    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
-        BTreeMap::from([("weather".to_string(), vec!["get_forecast".to_string()])])
+    fn tool_names(&self, server: Option<&str>) -> Option<Vec<String>> {
+        quiver_executor::script::names_in(
+            &BTreeMap::from([("weather".to_string(), vec!["get_forecast".to_string()])]),
+            server,
+        )
     }
     fn call_tool(&self, _name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {

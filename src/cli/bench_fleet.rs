@@ -44,6 +44,13 @@ pub struct FleetBenchArgs {
     /// registry. Start one with Debian's `etcd` first.
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
+    /// Visible tools: the demo catalogue's 16, or more made of the real
+    /// catalogue's tools (see `quiver bench execute-vs-call --tools`).
+    #[arg(long, default_value_t = 16)]
+    tools: usize,
+    /// The real catalogue larger sizes are made of.
+    #[arg(long, default_value = super::bench_catalog::DEFAULT_SOURCE)]
+    catalog: std::path::PathBuf,
 }
 
 /// A child `quiver` process, killed on drop, and its startup line.
@@ -213,7 +220,17 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!("warning: a debug build; numbers are only meaningful from a release build");
     }
-    let dev = Dev::start_with(&[]).await?;
+    let catalogs = tempfile::tempdir().context("a directory for the catalogue")?;
+    let catalog = super::bench_catalog::scaled_catalog(&args.catalog, args.tools, catalogs.path())?;
+    let catalog_args: Vec<String> = catalog
+        .iter()
+        .flat_map(|path| ["--catalog".to_string(), path.display().to_string()])
+        .collect();
+    let catalog_args: Vec<&str> = catalog_args.iter().map(String::as_str).collect();
+    eprintln!("bench fleet: {} visible tools", args.tools);
+    let dev = Dev::start_with(&catalog_args).await?;
+    super::bench_execute_vs_call::wait_for_tools(&dev.connect("passthrough").await?, args.tools)
+        .await?;
     let control_plane = dev
         .banner
         .split("control plane ")
@@ -246,8 +263,8 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
 
     println!(
-        "## Through one edge: trivial `execute`, {} sessions at once, {} executions per stage\n",
-        args.concurrency, args.executions
+        "## Through one edge: trivial `execute`, {} sessions at once, {} executions per stage, {} visible tools\n",
+        args.concurrency, args.executions, args.tools
     );
     println!("| executors | executions/s | p50 ms | p99 ms |");
     println!("|---:|---:|---:|---:|");

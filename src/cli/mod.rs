@@ -1,6 +1,7 @@
 //! The subcommands of `quiver`.
 
 pub mod bench;
+mod bench_catalog;
 pub mod bench_control_plane;
 pub mod bench_execute_vs_call;
 pub mod bench_executor;

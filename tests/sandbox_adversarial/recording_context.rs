@@ -121,8 +121,11 @@ impl RecordingContext {
 }
 
 impl ScriptContext for RecordingContext {
-    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
-        BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])])
+    fn tool_names(&self, server: Option<&str>) -> Option<Vec<String>> {
+        quiver_executor::script::names_in(
+            &BTreeMap::from([("demo".to_string(), vec!["echo".to_string()])]),
+            server,
+        )
     }
 
     fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {

@@ -16,9 +16,11 @@ pub mod tenant_views;
 pub mod token_estimate;
 pub mod tool_call;
 pub mod view;
+pub mod view_names;
 
 pub use live_views::LiveViews;
 pub use search_result::{MAX_SEARCH_RESULTS, SearchResult};
 pub use tenant_views::TenantViews;
 pub use tool_call::{CallOrigin, ToolCall};
 pub use view::{ToolView, ViewTool};
+pub use view_names::ViewNames;

@@ -3,8 +3,9 @@
 //! search result, description or error built from a view can mention them.
 
 use std::{
+    any::{Any, TypeId},
     collections::HashMap,
-    sync::{Arc, OnceLock},
+    sync::{Arc, Mutex, OnceLock},
 };
 
 use quiver_proto::{
@@ -16,6 +17,7 @@ use crate::{
     argument_check::ArgumentCheck,
     search::{HybridIndex, SearchDoc, SearchParam, semantic, signals},
     token_estimate::estimate_tokens,
+    view_names::ViewNames,
 };
 
 /// The tools one tenant may see in one manifest version. Immutable; rebuilt per version.
@@ -32,6 +34,11 @@ pub struct ToolView {
     /// Estimated tokens of listing every visible tool (see
     /// [`ToolView::listing_tokens`]).
     listing_tokens: u64,
+    /// Name indexes, built on first use.
+    names: OnceLock<ViewNames>,
+    /// What other crates derive from this view, one of each type (see
+    /// [`ToolView::derived`]).
+    derived: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 /// A tool as seen through a view.
@@ -83,6 +90,8 @@ impl ToolView {
             checks,
             validation: None,
             listing_tokens: estimate_tokens(listing_bytes),
+            names: OnceLock::new(),
+            derived: Mutex::new(HashMap::new()),
         }
     }
 
@@ -142,8 +151,42 @@ impl ToolView {
 
     /// The visible tool `tool` of upstream `server` (upstream ids, not exposed names).
     pub fn by_id(&self, server: &str, tool: &str) -> Option<ViewTool<'_>> {
-        self.iter()
-            .find(|t| t.tool.id.server == server && t.tool.id.tool == tool)
+        self.names().by_id(server, tool).map(|i| self.get(i))
+    }
+
+    /// The view's name indexes (built on first use, then shared): what
+    /// resolves a name without scanning the view.
+    pub fn names(&self) -> &ViewNames {
+        self.names
+            .get_or_init(|| ViewNames::build(&self.manifest, &self.tools, &self.servers))
+    }
+
+    /// A structure derived from this view (the edge's passthrough tool list,
+    /// say), built by `build` the first time it is asked for and shared by
+    /// every later request for the view's lifetime, so per-request work does
+    /// not repeat what depends only on the view. One value per type.
+    pub fn derived<T: Any + Send + Sync>(&self, build: impl FnOnce(&ToolView) -> T) -> Arc<T> {
+        let key = TypeId::of::<T>();
+        let held = self
+            .derived
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some(value) = held.and_then(|v| v.downcast::<T>().ok()) {
+            return value;
+        }
+        // Built outside the lock; two first requests may both build, and the
+        // first stored wins.
+        let built = Arc::new(build(self));
+        let stored = self
+            .derived
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key)
+            .or_insert_with(|| built.clone())
+            .clone();
+        stored.downcast::<T>().unwrap_or(built)
     }
 
     /// Servers with at least one visible tool, in id order.
@@ -153,7 +196,8 @@ impl ToolView {
 
     /// A visible server by id or JavaScript name.
     pub fn server(&self, name: &str) -> Option<&ManifestServer> {
-        self.servers().find(|s| s.id == name || s.js == name)
+        let position = self.names().server(name)?;
+        Some(&self.manifest.servers[self.servers[position]])
     }
 
     /// Visible tools of one server.
@@ -161,7 +205,11 @@ impl ToolView {
         &'a self,
         server: &'a ManifestServer,
     ) -> impl Iterator<Item = ViewTool<'a>> + 'a {
-        self.iter().filter(move |t| t.server.id == server.id)
+        let positions = self
+            .names()
+            .server_with_id(&server.id)
+            .map_or(&[][..], |p| self.names().tools_of(p));
+        positions.iter().map(|&i| self.get(i))
     }
 
     /// A visible tool by exposed name, `server.tool` (JS names) or `server/tool`.
@@ -171,9 +219,9 @@ impl ToolView {
             return Some(t);
         }
         let (server, tool) = name.split_once('.').or_else(|| name.split_once('/'))?;
-        let server = self.server(server)?;
-        self.tools_of(server)
-            .find(|t| t.tool.js == tool || t.tool.def.name == tool)
+        let names = self.names();
+        let position = names.server(server)?;
+        names.tool(position, tool).map(|i| self.get(i))
     }
 
     /// Ranked matches for `query`.

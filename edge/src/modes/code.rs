@@ -89,11 +89,11 @@ impl CodeTool {
             CodeTool::Execute => meta_tool(
                 self.name(),
                 &format!(
-                    "Run JavaScript that calls tools; only what it returns comes back. The code is the body of an async function (use await and return). In scope:\n{API_DECLARATION}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel. The stash keeps values between runs: those of one MCP session, or, given stash_id (and always for MCP 2026-07-28 clients, which have no sessions: stash_id \"default\" when none is given), those every run naming that stash_id for your tenant shares; keys expire after their TTL (1 hour unless set) and a stash nobody uses is dropped."
+                    "Run JavaScript that calls tools: the body of an async function (use await; return the result, the only thing that comes back besides console.log). In scope:\n{API_DECLARATION}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel. stash keeps values between runs of this session, or of every run naming the same stash_id (TTL 1 h unless set)."
                 ),
                 json!({"type": "object", "properties": {
-                    "code": {"type": "string", "description": "JavaScript: the body of an async function"},
-                    "stash_id": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "Which stash the script uses: shared by every run of your tenant naming it (default: this MCP session's own; \"default\" without sessions)"}
+                    "code": {"type": "string"},
+                    "stash_id": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "A stash your tenant's runs share (default: this session's; \"default\" without sessions)"}
                 }, "required": ["code"]}),
             ),
         }

@@ -31,10 +31,16 @@ impl PassthroughMode {
     }
 }
 
-/// The view's tools as MCP tool definitions.
+/// The view's tools as MCP tool definitions: built once per view, then
+/// copied (a `Tool` shares its schema) for each `tools/list`.
 pub fn list(view: &ToolView) -> Vec<Tool> {
-    view.iter().filter_map(listed).collect()
+    view.derived(|view| PassthroughList(view.iter().filter_map(listed).collect()))
+        .0
+        .clone()
 }
+
+/// The passthrough listing of one view.
+struct PassthroughList(Vec<Tool>);
 
 /// The tool `name` as passthrough lists it, when the view has it.
 pub fn listed_tool(view: &ToolView, name: &str) -> Option<Tool> {

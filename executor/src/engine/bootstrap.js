@@ -8,8 +8,13 @@
   "use strict";
 
   // --- capture what we need while it is still reachable -------------------
-  const { op_quiver_request, op_quiver_sleep, op_quiver_log } =
-    globalThis.Deno.core.ops;
+  const {
+    op_quiver_request,
+    op_quiver_sleep,
+    op_quiver_log,
+    op_quiver_has_name,
+    op_quiver_names,
+  } = globalThis.Deno.core.ops;
 
   const {
     Array,
@@ -19,6 +24,7 @@
     Number,
     Object,
     Promise,
+    Proxy,
     RangeError,
     Reflect,
     Set,
@@ -44,10 +50,15 @@
   const ObjectKeys = Object.keys;
   const ObjectIsFrozen = Object.isFrozen;
   const ReflectApply = Reflect.apply;
+  const ReflectDefineProperty = Reflect.defineProperty;
+  const ReflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
   const ReflectDeleteProperty = Reflect.deleteProperty;
   const ReflectOwnKeys = Reflect.ownKeys;
   const uncurry = (fn) => (self, ...args) => ReflectApply(fn, self, args);
   const MapPrototypeEntries = uncurry(Map.prototype.entries);
+  const MapPrototypeGet = uncurry(Map.prototype.get);
+  const MapPrototypeHas = uncurry(Map.prototype.has);
+  const MapPrototypeSet = uncurry(Map.prototype.set);
   const PromisePrototypeThen = uncurry(Promise.prototype.then);
   const PromiseResolve = (value) => ReflectApply(Promise.resolve, Promise, [value]);
   const PromiseReject = (value) => ReflectApply(Promise.reject, Promise, [value]);
@@ -713,9 +724,113 @@
     fail("freeze the intrinsics");
   }
 
+  // --- the `tools` namespace ------------------------------------------------
+  // A tenant may see 10,000 tools and a script calls a few, so nothing here
+  // is built per visible tool. `tools` and each `tools.<server>` are proxies
+  // that resolve a name when the script first reaches it: the host already
+  // resolved the names the script's source mentions, and is asked for the
+  // rest (`op_quiver_has_name`, `op_quiver_names`). Each behaves as the
+  // frozen object it stands for: a name resolves to one value for the whole
+  // run, nothing can be added, changed or deleted, and reflection (keys,
+  // descriptors, `Object.isFrozen`) first fills the hidden target with every
+  // name, then freezes it and answers from it, which the proxy invariants
+  // then guarantee.
+  function lookupFailed(reply) {
+    return scrub(new Error(StringPrototypeSlice(reply, 1)));
+  }
+
+  function hostHasName(server, tool) {
+    const reply = op_quiver_has_name(server, tool);
+    if (reply === "1") return true;
+    if (reply === "0") return false;
+    throw lookupFailed(reply);
+  }
+
+  function hostNames(server) {
+    const reply = op_quiver_names(server);
+    if (StringPrototypeCharAt(reply, 0) !== "o") throw lookupFailed(reply);
+    const names = JSONParse(StringPrototypeSlice(reply, 1));
+    return ArrayIsArray(names) ? names : [];
+  }
+
+  // `exists(name)` and `make(name)` resolve one name; `names()` lists them
+  // all, in order; `fixed` are own properties from the start (`tools.call`).
+  function lazyNamespace(exists, make, names, fixed) {
+    const target = ObjectCreate(null);
+    for (const key of ObjectKeys(fixed)) defineFixed(target, key, fixed[key]);
+    const resolved = new Map();
+    let whole = false;
+
+    function lookup(key) {
+      if (typeof key !== "string") return undefined;
+      if (ObjectHasOwn(target, key)) return target[key];
+      if (whole) return undefined;
+      if (MapPrototypeHas(resolved, key)) return MapPrototypeGet(resolved, key);
+      const value = exists(key) ? make(key) : undefined;
+      MapPrototypeSet(resolved, key, value);
+      return value;
+    }
+
+    function fill() {
+      if (whole) return;
+      const listed = names();
+      for (let i = 0; i < listed.length; i++) {
+        const key = listed[i];
+        if (typeof key !== "string" || ObjectHasOwn(target, key)) continue;
+        let value = MapPrototypeGet(resolved, key);
+        if (value === undefined) value = make(key);
+        ObjectDefineProperty(target, key, { value, enumerable: true });
+      }
+      ObjectFreeze(target);
+      whole = true;
+    }
+
+    return new Proxy(target, {
+      get: (_target, key) => lookup(key),
+      has: (_target, key) => lookup(key) !== undefined,
+      set: () => false,
+      deleteProperty: (_target, key) => lookup(key) === undefined,
+      defineProperty: (_target, key, descriptor) => {
+        fill();
+        return ReflectDefineProperty(target, key, descriptor);
+      },
+      getOwnPropertyDescriptor: (_target, key) => {
+        fill();
+        return ReflectGetOwnPropertyDescriptor(target, key);
+      },
+      ownKeys: () => {
+        fill();
+        return ReflectOwnKeys(target);
+      },
+      isExtensible: () => {
+        fill();
+        return false;
+      },
+      preventExtensions: () => {
+        fill();
+        return true;
+      },
+      getPrototypeOf: () => null,
+      setPrototypeOf: (_target, prototype) => prototype === null,
+    });
+  }
+
+  function serverNamespace(server) {
+    return lazyNamespace(
+      (tool) => hostHasName(server, tool),
+      (tool) => {
+        const fn = toolFunction(server, tool);
+        harden(fn);
+        return fn;
+      },
+      () => hostNames(server),
+      {},
+    );
+  }
+
   // --- the Rust side ----------------------------------------------------------
   // Called once, right before the user code: `config` is
-  // `{"tools": {server: [tool, ...]}, "wallMs": n, "logBytes": n}` as JSON.
+  // `{"wallMs": n, "logBytes": n, ...}` as JSON.
   function install(config) {
     const parsed = JSONParse(config);
     wallMs = parsed.wallMs;
@@ -727,21 +842,12 @@
     if ((randomState[0] | randomState[1] | randomState[2] | randomState[3]) === 0) {
       randomState[0] = 1; // the all-zero state would only ever yield zeros
     }
-    const tools = ObjectCreate(null);
-    defineFixed(tools, "call", callTool);
-    for (const [server, names] of ObjectEntries(parsed.tools)) {
-      if (ObjectHasOwn(tools, server) || !ArrayIsArray(names)) continue;
-      const namespace = ObjectCreate(null);
-      for (const tool of names) {
-        if (typeof tool !== "string" || ObjectHasOwn(namespace, tool)) continue;
-        ObjectDefineProperty(namespace, tool, {
-          value: toolFunction(server, tool),
-          enumerable: true,
-        });
-      }
-      ObjectDefineProperty(tools, server, { value: namespace, enumerable: true });
-    }
-    harden(tools);
+    const tools = lazyNamespace(
+      (server) => hostHasName(server, ""),
+      serverNamespace,
+      () => hostNames(""),
+      { call: callTool },
+    );
     defineFixed(globalThis, "tools", tools);
     ObjectFreeze(globalThis);
   }

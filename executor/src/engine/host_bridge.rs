@@ -2,7 +2,7 @@
 //! [`HostBridge`], so the engine runs the same in a worker process (requests
 //! become IPC frames) and in-process under test (a fake bridge).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -33,10 +33,32 @@ use crate::ipc::{HostError, HostRequest};
 pub trait HostBridge: Send + Sync {
     /// Sends `request` to the host and resolves with its reply.
     fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>>;
+
+    /// Sends `request` and waits for the reply on this thread, for at most
+    /// `timeout`: the name lookups a script's property reads make (see
+    /// [`HostRequest::is_lookup`]), which cannot wait asynchronously. The
+    /// default polls [`HostBridge::request`] to completion, which suits
+    /// bridges whose replies do not need this thread's event loop.
+    fn request_blocking(
+        &self,
+        request: HostRequest,
+        timeout: Duration,
+    ) -> Result<Value, HostError> {
+        let _ = timeout;
+        futures::executor::block_on(self.request(request))
+    }
 }
 
 impl<T: HostBridge + ?Sized> HostBridge for Arc<T> {
     fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         (**self).request(request)
+    }
+
+    fn request_blocking(
+        &self,
+        request: HostRequest,
+        timeout: Duration,
+    ) -> Result<Value, HostError> {
+        (**self).request_blocking(request, timeout)
     }
 }

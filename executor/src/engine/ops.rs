@@ -6,7 +6,7 @@ use std::{
     cell::{Cell, RefCell},
     rc::Rc,
     sync::Arc,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use deno_core::{OpState, op2};
@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use super::{HostBridge, log_buffer::LogBuffer};
 use quiver_contract::Limits;
 
-use crate::ipc::HostRequest;
+use crate::ipc::{HostRequest, ToolNames};
 
 /// What the ops of one execution share.
 pub(crate) struct ExecutionState {
@@ -29,10 +29,14 @@ pub(crate) struct ExecutionState {
     host_limit_hit: Cell<bool>,
     request_bytes: usize,
     logs: RefCell<LogBuffer>,
+    /// What is known up front of the names under `tools`.
+    names: ToolNames,
+    /// When the execution's wall time ends: a name lookup waits no longer.
+    deadline: Instant,
 }
 
 impl ExecutionState {
-    pub(crate) fn new(bridge: Arc<dyn HostBridge>, limits: &Limits) -> Self {
+    pub(crate) fn new(bridge: Arc<dyn HostBridge>, limits: &Limits, names: ToolNames) -> Self {
         ExecutionState {
             bridge,
             in_flight: Semaphore::new(limits.parallel_calls.max(1) as usize),
@@ -46,7 +50,24 @@ impl ExecutionState {
             logs: RefCell::new(LogBuffer::new(
                 usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
             )),
+            names,
+            deadline: Instant::now() + Duration::from_millis(limits.wall_ms),
         }
+    }
+
+    /// Asks the host a name lookup and waits for it (at most until the
+    /// deadline), counted as a host call.
+    fn look_up(&self, request: HostRequest) -> Result<serde_json::Value, String> {
+        if !spend(&self.host_calls, self.host_call_limit, &self.host_limit_hit) {
+            return Err(format!(
+                "host call limit reached: at most {} calls (tools, search, describe, stash, name lookups) per execution",
+                self.host_call_limit
+            ));
+        }
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        self.bridge
+            .request_blocking(request, left)
+            .map_err(|e| e.message)
     }
 
     /// Whether the script tried more tool calls than allowed.
@@ -68,7 +89,13 @@ impl ExecutionState {
 
 deno_core::extension!(
     quiver_script,
-    ops = [op_quiver_request, op_quiver_sleep, op_quiver_log]
+    ops = [
+        op_quiver_request,
+        op_quiver_sleep,
+        op_quiver_log,
+        op_quiver_has_name,
+        op_quiver_names
+    ]
 );
 
 /// Replies travel as one string: `o<json>` for a value, `e<message>` for an
@@ -164,5 +191,53 @@ fn op_quiver_log(state: &mut OpState, #[string] line: &str) -> bool {
     match state.try_borrow::<Rc<ExecutionState>>() {
         Some(execution) => execution.logs.borrow_mut().push(line),
         None => false,
+    }
+}
+
+/// Whether `tools.<server>` (`tool` empty) or `tools.<server>.<tool>`
+/// exists: `"1"` or `"0"`, or `e<message>` when it could not be found out.
+/// Known names are answered here; others are asked of the host, which the
+/// engine thread waits for (the script is reading a property).
+#[op2]
+#[string]
+fn op_quiver_has_name(state: &mut OpState, #[string] server: &str, #[string] tool: &str) -> String {
+    let Some(execution) = state.try_borrow::<Rc<ExecutionState>>().cloned() else {
+        return error_reply("no execution is running");
+    };
+    let tool = (!tool.is_empty()).then_some(tool);
+    let known = match execution.names.knows(server, tool) {
+        Some(known) => Ok(known),
+        None => execution
+            .look_up(HostRequest::HasName {
+                server: server.to_string(),
+                tool: tool.map(str::to_string),
+            })
+            .map(|answer| answer == serde_json::Value::Bool(true)),
+    };
+    match known {
+        Ok(true) => "1".into(),
+        Ok(false) => "0".into(),
+        Err(message) => error_reply(message),
+    }
+}
+
+/// The names under `tools` (`server` empty) or `tools.<server>`: `o<json
+/// array or null>`, or `e<message>`.
+#[op2]
+#[string]
+fn op_quiver_names(state: &mut OpState, #[string] server: &str) -> String {
+    let Some(execution) = state.try_borrow::<Rc<ExecutionState>>().cloned() else {
+        return error_reply("no execution is running");
+    };
+    let server = (!server.is_empty()).then_some(server);
+    let names = match execution.names.listing(server) {
+        Some(listing) => Ok(serde_json::to_value(listing).unwrap_or_default()),
+        None => execution.look_up(HostRequest::Names {
+            server: server.map(str::to_string),
+        }),
+    };
+    match names {
+        Ok(names) => format!("o{names}"),
+        Err(message) => error_reply(message),
     }
 }

@@ -3,7 +3,6 @@
 //! so no script can see another's state. It must not be shared or reused.
 
 use std::{
-    collections::BTreeMap,
     rc::Rc,
     sync::Arc,
     time::{Duration, Instant},
@@ -26,6 +25,8 @@ use super::{
     watchdog::{Cause, TerminationCause, Watchdog},
 };
 use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
+
+use crate::ipc::ToolNames;
 
 const BOOTSTRAP: &str = include_str!("bootstrap.js");
 const BOOTSTRAP_NAME: &str = "quiver:bootstrap";
@@ -198,9 +199,11 @@ impl ScriptRuntime {
         !self.used && self.heap_bytes == limits.heap_bytes.max(MIN_HEAP_BYTES)
     }
 
-    /// Runs `code` as the body of an async function, with `tools`
-    /// (`server -> tool names`) exposed as `tools.<server>.<tool>(args)`, every
-    /// host request sent through `bridge`, and `limits` enforced.
+    /// Runs `code` as the body of an async function, with the tenant's tools
+    /// exposed as `tools.<server>.<tool>(args)` (`names` is what is known of
+    /// them up front; the rest is looked up through `bridge` when the script
+    /// reaches it), every host request sent through `bridge`, and `limits`
+    /// enforced.
     ///
     /// A runtime serves one execution: a second call returns an `internal`
     /// error without running anything. Drop the runtime after reporting the
@@ -209,7 +212,7 @@ impl ScriptRuntime {
         &mut self,
         code: &str,
         limits: &Limits,
-        tools: &BTreeMap<String, Vec<String>>,
+        names: &ToolNames,
         bridge: Arc<dyn HostBridge>,
     ) -> ScriptOutcome {
         if std::mem::replace(&mut self.used, true) {
@@ -230,10 +233,10 @@ impl ScriptRuntime {
                 None,
             );
         }
-        let execution = Rc::new(ExecutionState::new(bridge, limits));
+        let execution = Rc::new(ExecutionState::new(bridge, limits, names.clone()));
         self.js.op_state().borrow_mut().put(execution.clone());
 
-        let ending = self.run(code, limits, tools).await;
+        let ending = self.run(code, limits).await;
         let (logs, logs_cut) = execution.take_logs();
         let mut outcome = match ending {
             Ending::Reported(report) => self.reported(&report, limits),
@@ -276,14 +279,8 @@ impl ScriptRuntime {
         outcome
     }
 
-    async fn run(
-        &mut self,
-        code: &str,
-        limits: &Limits,
-        tools: &BTreeMap<String, Vec<String>>,
-    ) -> Ending {
+    async fn run(&mut self, code: &str, limits: &Limits) -> Ending {
         let config = serde_json::json!({
-            "tools": tools,
             "wallMs": limits.wall_ms,
             "logBytes": limits.log_bytes,
             "parallelCalls": limits.parallel_calls.max(1),
@@ -292,7 +289,7 @@ impl ScriptRuntime {
         })
         .to_string();
         let Some(config) = self.string(&config) else {
-            return Ending::Internal("the tool list is too large".into());
+            return Ending::Internal("the script's settings could not be handed over".into());
         };
         match self
             .js

@@ -264,7 +264,9 @@ mod tests {
         let sent = HostMessage::Execute {
             code: "return 1 + 1".into(),
             limits: Limits::default(),
-            tools: [("github".to_string(), vec!["search_issues".to_string()])].into(),
+            names: crate::ipc::ToolNames::complete(
+                [("github".to_string(), vec!["search_issues".to_string()])].into(),
+            ),
         };
         let send = {
             let sent = sent.clone();

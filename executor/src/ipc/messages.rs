@@ -5,6 +5,8 @@ use quiver_contract::{Limits, ScriptOutcome};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ToolNames;
+
 /// Host → worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -15,8 +17,10 @@ pub enum HostMessage {
         code: String,
         /// Limits for this run.
         limits: Limits,
-        /// `server -> [tool names]` visible to the script, for `tools.<server>.<tool>(…)`.
-        tools: std::collections::BTreeMap<String, Vec<String>>,
+        /// What is known up front of the names under `tools` (those the
+        /// script's source mentions); the rest is asked with
+        /// [`HostRequest::HasName`] and [`HostRequest::Names`].
+        names: ToolNames,
     },
     /// The answer to a [`WorkerMessage::Request`].
     Reply {
@@ -73,6 +77,35 @@ pub enum HostRequest {
     },
     /// Session stash: list keys.
     StashKeys,
+    /// Whether `tools.<server>` (with `tool`: `tools.<server>.<tool>`)
+    /// exists for this script: answered with a boolean. The script waits
+    /// for it (a property read cannot), so the host answers it at once.
+    HasName {
+        /// JavaScript server name.
+        server: String,
+        /// JavaScript tool name, for a tool.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+    },
+    /// The names under `tools` (no `server`: the servers) or under
+    /// `tools.<server>`: answered with an array of strings, or null when
+    /// there is no such server.
+    Names {
+        /// JavaScript server name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+    },
+}
+
+impl HostRequest {
+    /// Whether the script waits synchronously for the answer (a name
+    /// lookup): the host answers these at once, never behind tool calls.
+    pub fn is_lookup(&self) -> bool {
+        matches!(
+            self,
+            HostRequest::HasName { .. } | HostRequest::Names { .. }
+        )
+    }
 }
 
 /// Worker → host.

@@ -24,7 +24,8 @@ use quiver_contract::{Limits, ScriptOutcome};
 use crate::{
     engine::{BYTECODE_CACHE_OFF, startup_snapshot},
     ipc::{
-        FrameError, FrameReader, FrameWriter, HostError, HostMessage, HostRequest, WorkerMessage,
+        FrameError, FrameReader, FrameWriter, HostError, HostMessage, HostRequest, ToolNames,
+        WorkerMessage,
     },
     pool::script_context::{ScriptContext, StashOp},
 };
@@ -226,7 +227,9 @@ impl WorkerProcess {
         let execute = HostMessage::Execute {
             code: code.to_string(),
             limits,
-            tools: context.tool_names(),
+            names: ToolNames::mentioned_in(code, |server, tool| {
+                context.has_tool_name(server, tool)
+            }),
         };
         // What a worker may send: its largest request, or its outcome.
         self.reader.set_max_frame(worker_frame_limit(&limits));
@@ -254,6 +257,13 @@ impl WorkerProcess {
                     Ok(Some(WorkerMessage::Request { id, request })) => {
                         if let Err(refusal) = budget.admit(&request) {
                             let _ = replies.send(HostMessage::Reply { id, result: Err(refusal.into()) });
+                            continue;
+                        }
+                        if request.is_lookup() {
+                            // The script is blocked on it: answer now, never
+                            // behind tool calls waiting for a parallel slot.
+                            let result = lookup(context.as_ref(), request);
+                            let _ = replies.send(HostMessage::Reply { id, result });
                             continue;
                         }
                         let context = context.clone();
@@ -345,6 +355,24 @@ async fn answer(context: &dyn ScriptContext, request: HostRequest) -> Result<Val
         } => context.stash(StashOp::Set(key, value, ttl_secs)).await,
         HostRequest::StashDelete { key } => context.stash(StashOp::Delete(key)).await,
         HostRequest::StashKeys => context.stash(StashOp::Keys).await,
+        lookup_request @ (HostRequest::HasName { .. } | HostRequest::Names { .. }) => {
+            lookup(context, lookup_request)
+        }
+    }
+}
+
+/// A name lookup, answered from the context without waiting.
+fn lookup(context: &dyn ScriptContext, request: HostRequest) -> Result<Value, HostError> {
+    match request {
+        HostRequest::HasName { server, tool } => {
+            Ok(Value::Bool(context.has_tool_name(&server, tool.as_deref())))
+        }
+        HostRequest::Names { server } => Ok(context
+            .tool_names(server.as_deref())
+            .map_or(Value::Null, |names| {
+                Value::Array(names.into_iter().map(Value::String).collect())
+            })),
+        _ => Err("not a name lookup".into()),
     }
 }
 

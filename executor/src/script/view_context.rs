@@ -3,7 +3,7 @@
 //! exist here either), dispatched once, and its result turned into the value
 //! the script sees. Errors are redacted before the script sees them.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use quiver_contract::{CallOptions, CallOrigin, CallSink, Dispatch};
@@ -142,15 +142,12 @@ pub fn script_value(result: &CallToolResult, arguments: &Value) -> Result<Value,
 }
 
 impl ScriptContext for ViewScriptContext {
-    fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
-        let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for tool in self.view.iter() {
-            names
-                .entry(tool.server.js.clone())
-                .or_default()
-                .push(tool.tool.js.clone());
-        }
-        names
+    fn tool_names(&self, server: Option<&str>) -> Option<Vec<String>> {
+        self.view.names().script_names(server)
+    }
+
+    fn has_tool_name(&self, server: &str, tool: Option<&str>) -> bool {
+        self.view.names().script_has(server, tool)
     }
 
     fn call_tool(&self, name: String, args: Value) -> BoxFuture<'_, Result<Value, HostError>> {

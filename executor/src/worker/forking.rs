@@ -569,11 +569,11 @@ fn read_job(replies: &mut File, buffered: &mut BytesMut) -> Option<Job> {
                 HostMessage::Execute {
                     code,
                     limits,
-                    tools,
+                    names,
                 } => Some(Job {
                     code,
                     limits,
-                    tools,
+                    names,
                 }),
                 _ => None,
             };
@@ -730,13 +730,13 @@ fn run_child(
     let outcome = if runtime.fits(&job.limits) {
         local.block_on(
             tokio,
-            runtime.execute(&job.code, &job.limits, &job.tools, bridge),
+            runtime.execute(&job.code, &job.limits, &job.names, bridge),
         )
     } else {
         match ScriptRuntime::new(job.limits.heap_bytes) {
             Ok(mut own) => local.block_on(
                 tokio,
-                own.execute(&job.code, &job.limits, &job.tools, bridge),
+                own.execute(&job.code, &job.limits, &job.names, bridge),
             ),
             Err(e) => internal_outcome(format!("the worker could not build a script runtime: {e}")),
         }

@@ -7,7 +7,9 @@ use std::{
     sync::{
         Arc, Mutex, MutexGuard,
         atomic::{AtomicU64, Ordering},
+        mpsc as std_mpsc,
     },
+    time::Duration,
 };
 
 use futures::future::{BoxFuture, FutureExt};
@@ -30,8 +32,15 @@ struct Inner {
     /// Ids are never reused, so a late reply to an earlier execution finds
     /// nothing to resolve.
     next_id: AtomicU64,
-    waiting: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    waiting: Mutex<HashMap<u64, Waiter>>,
     outgoing: mpsc::UnboundedSender<WorkerMessage>,
+}
+
+/// Who waits for a reply: a script's promise, or the engine thread itself
+/// (a name lookup, blocked in a property read).
+enum Waiter {
+    Promise(oneshot::Sender<Reply>),
+    Thread(std_mpsc::SyncSender<Reply>),
 }
 
 impl HostLink {
@@ -55,7 +64,7 @@ impl HostLink {
         }
     }
 
-    fn waiting(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>>> {
+    fn waiting(&self) -> MutexGuard<'_, HashMap<u64, Waiter>> {
         self.inner
             .waiting
             .lock()
@@ -65,7 +74,8 @@ impl HostLink {
     /// Delivers the host's reply to request `id`; false if nothing waits for it.
     pub(crate) fn resolve(&self, id: u64, reply: Reply) -> bool {
         match self.waiting().remove(&id) {
-            Some(waiter) => waiter.send(reply).is_ok(),
+            Some(Waiter::Promise(waiter)) => waiter.send(reply).is_ok(),
+            Some(Waiter::Thread(waiter)) => waiter.send(reply).is_ok(),
             None => false,
         }
     }
@@ -85,7 +95,7 @@ impl HostBridge for HostLink {
     fn request(&self, request: HostRequest) -> BoxFuture<'static, Result<Value, HostError>> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (waiter, reply) = oneshot::channel();
-        self.waiting().insert(id, waiter);
+        self.waiting().insert(id, Waiter::Promise(waiter));
         let sent = self.send(WorkerMessage::Request { id, request });
         if !sent {
             self.waiting().remove(&id);
@@ -99,5 +109,29 @@ impl HostBridge for HostLink {
                 .unwrap_or_else(|_| Err("the host did not answer this request".into()))
         }
         .boxed()
+    }
+
+    fn request_blocking(
+        &self,
+        request: HostRequest,
+        timeout: Duration,
+    ) -> Result<Value, HostError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (waiter, reply) = std_mpsc::sync_channel(1);
+        self.waiting().insert(id, Waiter::Thread(waiter));
+        if !self.send(WorkerMessage::Request { id, request }) {
+            self.waiting().remove(&id);
+            return Err("the connection to the host is closed".into());
+        }
+        match reply.recv_timeout(timeout) {
+            Ok(reply) => reply,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                self.waiting().remove(&id);
+                Err("the host did not answer a name lookup in time".into())
+            }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => {
+                Err("the host did not answer this request".into())
+            }
+        }
     }
 }

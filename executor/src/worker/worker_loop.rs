@@ -3,10 +3,7 @@
 //! (a JS runtime is `!Send`), one per execution, so `Ping`s and replies are
 //! handled even while a script is busy.
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, mpsc as std_mpsc},
-};
+use std::sync::{Arc, mpsc as std_mpsc};
 
 use tokio::{
     io::{AsyncRead, AsyncWrite},
@@ -17,7 +14,7 @@ use super::{
     host_link::HostLink,
     isolation::{self, ForbiddenProbe},
 };
-use crate::ipc::{FrameError, FrameReader, FrameWriter, HostMessage, WorkerMessage};
+use crate::ipc::{FrameError, FrameReader, FrameWriter, HostMessage, ToolNames, WorkerMessage};
 use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
 
 use crate::engine::ScriptRuntime;
@@ -31,7 +28,7 @@ pub(super) const ENGINE_STACK_BYTES: usize = 8 * 1024 * 1024;
 pub(super) struct Job {
     pub(super) code: String,
     pub(super) limits: Limits,
-    pub(super) tools: BTreeMap<String, Vec<String>>,
+    pub(super) names: ToolNames,
 }
 
 /// Runs the worker on this process's stdin/stdout until the host closes
@@ -168,12 +165,12 @@ where
                 Some(HostMessage::Execute {
                     code,
                     limits,
-                    tools,
+                    names,
                 }) => {
                     jobs.send(Job {
                         code,
                         limits,
-                        tools,
+                        names,
                     })
                     .map_err(|_| WorkerError::EngineStopped)?;
                 }
@@ -374,7 +371,7 @@ fn run_engine_thread(
     let local = tokio::task::LocalSet::new();
     let outcome = local.block_on(
         &tokio,
-        runtime.execute(&job.code, &job.limits, &job.tools, Arc::new(link)),
+        runtime.execute(&job.code, &job.limits, &job.names, Arc::new(link)),
     );
     let _ = reply.send(outcome);
     // The outcome is on its way; what the script allocated goes back to the
