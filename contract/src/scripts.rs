@@ -15,10 +15,9 @@ use crate::{ExecuteError, Limits, ScriptOutcome};
 /// and by `describe("api")`, and implemented by the worker's bootstrap.
 pub const API_DECLARATION: &str = "\
 declare const tools: { [server: string]: { [tool: string]: (args?: object) => Promise<any> }; call(name: string, args?: object): Promise<any> };
-declare function search(query: string, limit?: number): Promise<{ name: string; server: string; tool: string; signature: string; summary: string; score: number }[]>;
+declare function search(query: string, limit?: number): Promise<{ name: string; signature: string; summary: string }[]>;
 declare function describe(name: string): Promise<string>;
-declare const stash: { get(key: string): Promise<any>; set(key: string, value: any, ttlSecs?: number): Promise<boolean>; delete(key: string): Promise<boolean>; keys(): Promise<string[]> };
-declare const console: { log(...values: any[]): void };";
+declare const stash: { get(key: string): Promise<any>; set(key: string, value: any, ttlSecs?: number): Promise<boolean>; delete(key: string): Promise<boolean>; keys(): Promise<string[]> };";
 
 /// One script to run.
 #[derive(Debug, Clone, PartialEq)]

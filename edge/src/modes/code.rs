@@ -89,11 +89,11 @@ impl CodeTool {
             CodeTool::Execute => meta_tool(
                 self.name(),
                 &format!(
-                    "Run JavaScript that calls tools: the body of an async function (use await; return the result, the only thing that comes back besides console.log). In scope:\n{API_DECLARATION}\nCall tools as tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel. stash keeps values between runs of this session, or of every run naming the same stash_id (TTL 1 h unless set)."
+                    "Run JavaScript, the body of an async function; only its return value and console.log lines come back. In scope:\n{API_DECLARATION}\nCall tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel. stash keeps values between this session's runs (or a stash_id's), 1 h unless ttlSecs."
                 ),
                 json!({"type": "object", "properties": {
                     "code": {"type": "string"},
-                    "stash_id": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "A stash your tenant's runs share (default: this session's; \"default\" without sessions)"}
+                    "stash_id": {"type": "string", "description": "A stash shared by your tenant's runs that name it"}
                 }, "required": ["code"]}),
             ),
         }

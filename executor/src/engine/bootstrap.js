@@ -46,11 +46,11 @@
   const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const ObjectGetOwnPropertyDescriptors = Object.getOwnPropertyDescriptors;
   const ObjectGetPrototypeOf = Object.getPrototypeOf;
+  const ObjectSetPrototypeOf = Object.setPrototypeOf;
   const ObjectHasOwn = Object.hasOwn;
   const ObjectKeys = Object.keys;
   const ObjectIsFrozen = Object.isFrozen;
   const ReflectApply = Reflect.apply;
-  const ReflectDefineProperty = Reflect.defineProperty;
   const ReflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
   const ReflectDeleteProperty = Reflect.deleteProperty;
   const ReflectOwnKeys = Reflect.ownKeys;
@@ -785,14 +785,26 @@
       whole = true;
     }
 
+    // A change is tried on the filled, frozen target, so it fails with the
+    // engine's own error for a frozen object (strict mode throws).
     return new Proxy(target, {
       get: (_target, key) => lookup(key),
       has: (_target, key) => lookup(key) !== undefined,
-      set: () => false,
-      deleteProperty: (_target, key) => lookup(key) === undefined,
+      set: (_target, key, value) => {
+        fill();
+        target[key] = value;
+        return true;
+      },
+      deleteProperty: (_target, key) => {
+        if (lookup(key) === undefined) return true;
+        fill();
+        delete target[key];
+        return true;
+      },
       defineProperty: (_target, key, descriptor) => {
         fill();
-        return ReflectDefineProperty(target, key, descriptor);
+        ObjectDefineProperty(target, key, descriptor);
+        return true;
       },
       getOwnPropertyDescriptor: (_target, key) => {
         fill();
@@ -811,7 +823,11 @@
         return true;
       },
       getPrototypeOf: () => null,
-      setPrototypeOf: (_target, prototype) => prototype === null,
+      setPrototypeOf: (_target, prototype) => {
+        fill();
+        ObjectSetPrototypeOf(target, prototype);
+        return true;
+      },
     });
   }
 
@@ -842,6 +858,7 @@
     if ((randomState[0] | randomState[1] | randomState[2] | randomState[3]) === 0) {
       randomState[0] = 1; // the all-zero state would only ever yield zeros
     }
+    harden(callTool);
     const tools = lazyNamespace(
       (server) => hostHasName(server, ""),
       serverNamespace,
