@@ -42,6 +42,10 @@ pub struct ExecuteVsCallArgs {
     /// Sessions sending at once in the throughput measurement.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
+    /// Rounds over every size, in alternating order (a slow spell of the
+    /// machine then lands on every size); each size's samples are pooled.
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
 }
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
@@ -280,6 +284,30 @@ struct SizeRun {
     script_private_mib: Option<f64>,
 }
 
+impl SizeRun {
+    /// This run's samples and another's of the same size together.
+    fn pooled_with(mut self, other: SizeRun) -> SizeRun {
+        let pool = |mut a: Vec<Duration>, b: Vec<Duration>| {
+            a.extend(b);
+            a.sort();
+            a
+        };
+        self.direct = pool(self.direct, other.direct);
+        self.one = pool(self.one, other.one);
+        self.parallel = pool(self.parallel, other.parallel);
+        self.sequential = pool(self.sequential, other.sequential);
+        self.trivial = pool(self.trivial, other.trivial);
+        self.burst = pool(self.burst, other.burst);
+        self.rate = (self.rate + other.rate) / 2.0;
+        self.worker_mib = (self.worker_mib + other.worker_mib) / 2.0;
+        self.script_private_mib = match (self.script_private_mib, other.script_private_mib) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+}
+
 /// Runs the comparison at every size and prints its tables.
 pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
@@ -289,16 +317,35 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     }
     quiver_upstream::install_crypto_provider();
     let dir = tempfile::tempdir().context("a directory for the catalogues")?;
-    let mut runs = Vec::new();
+    let mut catalogs = Vec::new();
     for &tools in &args.tools {
-        let catalog = super::bench_catalog::scaled_catalog(&args.catalog, tools, dir.path())?;
-        eprintln!("bench execute-vs-call: {tools} visible tools");
-        runs.push(run_size(&args, tools, catalog.as_deref()).await?);
+        catalogs.push(super::bench_catalog::scaled_catalog(
+            &args.catalog,
+            tools,
+            dir.path(),
+        )?);
     }
-    let n = args.iterations.max(1);
+    let mut runs: Vec<Option<SizeRun>> = args.tools.iter().map(|_| None).collect();
+    for round in 0..args.rounds.max(1) {
+        let mut order: Vec<usize> = (0..args.tools.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let tools = args.tools[i];
+            eprintln!("bench execute-vs-call: round {}, {tools} visible tools", round + 1);
+            let measured = run_size(&args, tools, catalogs[i].as_deref()).await?;
+            runs[i] = Some(match runs[i].take() {
+                Some(earlier) => earlier.pooled_with(measured),
+                None => measured,
+            });
+        }
+    }
+    let runs: Vec<SizeRun> = runs.into_iter().flatten().collect();
+    let n = args.iterations.max(1) * args.rounds.max(1);
     println!(
-        "## `execute` against the passthrough call it replaces, by visible tools (`quiver dev`, Streamable HTTP, p50 of {n} requests one at a time; throughput: trivial scripts from {} sessions at once)\n",
-        args.concurrency
+        "## `execute` against the passthrough call it replaces, by visible tools (`quiver dev`, Streamable HTTP, p50 of {n} requests one at a time; throughput: trivial scripts from {} sessions at once, the mean of {} rounds)\n",
+        args.concurrency, args.rounds.max(1)
     );
     println!(
         "| visible tools | passthrough call | `execute`, 1 call | × | `execute`, 10 parallel | × | per call in a script | trivial `execute` | trivial executions/s | p99 at that rate | idle worker RSS | script process (private) |"
