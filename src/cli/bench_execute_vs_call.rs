@@ -333,7 +333,10 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
         }
         for i in order {
             let tools = args.tools[i];
-            eprintln!("bench execute-vs-call: round {}, {tools} visible tools", round + 1);
+            eprintln!(
+                "bench execute-vs-call: round {}, {tools} visible tools",
+                round + 1
+            );
             let measured = run_size(&args, tools, catalogs[i].as_deref()).await?;
             runs[i] = Some(match runs[i].take() {
                 Some(earlier) => earlier.pooled_with(measured),
@@ -345,7 +348,8 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     let n = args.iterations.max(1) * args.rounds.max(1);
     println!(
         "## `execute` against the passthrough call it replaces, by visible tools (`quiver dev`, Streamable HTTP, p50 of {n} requests one at a time; throughput: trivial scripts from {} sessions at once, the mean of {} rounds)\n",
-        args.concurrency, args.rounds.max(1)
+        args.concurrency,
+        args.rounds.max(1)
     );
     println!(
         "| visible tools | passthrough call | `execute`, 1 call | × | `execute`, 10 parallel | × | per call in a script | trivial `execute` | trivial executions/s | p99 at that rate | idle worker RSS | script process (private) |"

@@ -13,6 +13,8 @@ pub mod search_result;
 pub mod search_telemetry;
 pub mod suggest;
 pub mod tenant_views;
+#[cfg(test)]
+mod test_manifest;
 pub mod token_estimate;
 pub mod tool_call;
 pub mod view;

@@ -237,30 +237,12 @@ pub fn visible_tools(manifest: &Manifest, tenant: &Tenant) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use quiver_proto::{ServerEntry, ToolDef};
     use serde_json::json;
 
     use super::*;
 
     fn manifest() -> Arc<Manifest> {
-        let server = |id: &str| ServerEntry {
-            id: id.into(),
-            description: String::new(),
-            namespace: id.into(),
-            tags: Vec::new(),
-            group: String::new(),
-            validation: Default::default(),
-            features: Vec::new(),
-            tools: vec![ToolDef {
-                name: "t".into(),
-                title: None,
-                description: format!("tool of {id}"),
-                input_schema: json!({"type": "object"}),
-                output_schema: None,
-                annotations: None,
-            }],
-        };
-        Arc::new(Manifest::build(1, vec![server("a"), server("b")]))
+        crate::test_manifest::manifest(&[("a", &["t"]), ("b", &["t"])])
     }
 
     fn directory(tenants: &[(&str, &str)]) -> Arc<TenantDirectory> {

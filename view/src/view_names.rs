@@ -139,42 +139,9 @@ impl ViewNames {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    };
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use quiver_proto::{Manifest, ServerEntry, ToolDef};
-    use serde_json::json;
-
-    use crate::ToolView;
-
-    fn manifest(servers: &[(&str, &[&str])]) -> Arc<Manifest> {
-        let entry = |id: &str, tools: &[&str]| ServerEntry {
-            id: id.into(),
-            description: String::new(),
-            namespace: id.into(),
-            tags: Vec::new(),
-            group: String::new(),
-            validation: Default::default(),
-            features: Vec::new(),
-            tools: tools
-                .iter()
-                .map(|name| ToolDef {
-                    name: (*name).into(),
-                    title: None,
-                    description: format!("{name} of {id}"),
-                    input_schema: json!({"type": "object"}),
-                    output_schema: None,
-                    annotations: None,
-                })
-                .collect(),
-        };
-        Arc::new(Manifest::build(
-            1,
-            servers.iter().map(|(id, tools)| entry(id, tools)).collect(),
-        ))
-    }
+    use crate::{ToolView, test_manifest::manifest};
 
     #[test]
     fn names_resolve_by_server_and_tool_and_hidden_tools_are_absent() {
