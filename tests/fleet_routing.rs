@@ -70,7 +70,7 @@ async fn an_executor_killed_mid_script_fails_that_script_only_and_the_next_runs_
             call(
                 &client,
                 "execute",
-                json!({"code": "await tools.weather.get_forecast({city: 'Oslo'}); await new Promise((r) => setTimeout(r, 20000)); return 'finished';"}),
+                json!({"code": "await tools.weather.get_forecast({city: 'Oslo'}); await new Promise((r) => setTimeout(r, 4000)); return 'finished';"}),
             )
             .await
         })

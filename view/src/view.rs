@@ -313,3 +313,83 @@ fn search_doc(manifest: &Manifest, tool: &ManifestTool) -> SearchDoc {
         params,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::test_manifest::manifest;
+
+    #[test]
+    fn names_resolve_by_server_and_tool_and_hidden_tools_are_absent() {
+        let manifest = manifest(&[
+            ("github", &["create_issue", "get-issue"]),
+            ("maps", &["route"]),
+            ("secret", &["read"]),
+        ]);
+        // A view without `secret`.
+        let visible: Vec<usize> = (0..manifest.tools.len())
+            .filter(|&i| manifest.tools[i].id.server != "secret")
+            .collect();
+        let view = ToolView::with_tools(manifest.clone(), visible);
+        let name = |t: Option<ViewTool<'_>>| t.map(|t| t.tool.exposed_name.clone());
+        assert_eq!(
+            name(view.resolve("github.create_issue")).as_deref(),
+            Some("github__create_issue")
+        );
+        assert_eq!(
+            name(view.resolve("tools.github.get_issue")).as_deref(),
+            Some("github__get-issue")
+        );
+        assert_eq!(
+            name(view.resolve("github/get-issue")).as_deref(),
+            Some("github__get-issue")
+        );
+        assert_eq!(
+            name(view.resolve("maps__route")).as_deref(),
+            Some("maps__route")
+        );
+        assert!(view.resolve("secret.read").is_none());
+        assert!(view.resolve("github.read").is_none());
+        assert!(view.by_id("secret", "read").is_none());
+        assert_eq!(
+            name(view.by_id("maps", "route")).as_deref(),
+            Some("maps__route")
+        );
+        let github = view.server("github").unwrap();
+        assert_eq!(view.tools_of(github).count(), 2);
+
+        let names = view.names();
+        assert_eq!(
+            names.script_names(None),
+            Some(vec!["github".to_string(), "maps".to_string()])
+        );
+        assert_eq!(
+            names.script_names(Some("github")),
+            Some(vec!["create_issue".to_string(), "get_issue".to_string()])
+        );
+        assert_eq!(names.script_names(Some("secret")), None);
+        assert!(names.script_has("github", Some("get_issue")));
+        assert!(
+            !names.script_has("github", Some("get-issue")),
+            "scripts use JavaScript names"
+        );
+        assert!(!names.script_has("secret", None));
+    }
+
+    #[test]
+    fn a_derived_structure_is_built_once_per_view() {
+        let view = ToolView::all(manifest(&[("maps", &["route"])]));
+        let builds = AtomicUsize::new(0);
+        let count = |view: &ToolView| {
+            builds.fetch_add(1, Ordering::SeqCst);
+            view.len()
+        };
+        assert_eq!(*view.derived(count), 1);
+        assert_eq!(*view.derived(count), 1);
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        // Another type is another structure.
+        assert_eq!(*view.derived(|v| v.len().to_string()), "1");
+    }
+}

@@ -60,7 +60,7 @@ impl ExecutionState {
     fn look_up(&self, request: HostRequest) -> Result<serde_json::Value, String> {
         if !spend(&self.host_calls, self.host_call_limit, &self.host_limit_hit) {
             return Err(format!(
-                "host call limit reached: at most {} calls (tools, search, describe, stash, name lookups) per execution",
+                "host call limit reached: at most {} calls (tools, search, describe, stash) per execution",
                 self.host_call_limit
             ));
         }
