@@ -63,6 +63,8 @@ async fn an_executor_killed_mid_script_fails_that_script_only_and_the_next_runs_
     }
 
     eprintln!("--- a script that called a tool and waits, on whichever executor took it");
+    // The wait stays within the 5 s wall limit: a longer timer throws at once,
+    // and the script would be over before the executor is killed.
     let slow = {
         let url = edge.url("code");
         tokio::spawn(async move {
