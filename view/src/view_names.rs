@@ -20,8 +20,9 @@ pub struct ViewNames {
     /// For each visible server, its tools by JavaScript or upstream name →
     /// view position (the first in view order that has the name).
     tool_by_name: Vec<HashMap<String, usize>>,
-    /// Visible tools by upstream `(server id, tool name)` → view position.
-    by_id: HashMap<(String, String), usize>,
+    /// Visible tools by upstream server id, then tool name → view position
+    /// (nested, so a lookup by `&str` allocates nothing).
+    by_id: HashMap<String, HashMap<String, usize>>,
     /// What a script sees as `tools.<server>.<tool>`: JavaScript server
     /// names (sorted) and each server's JavaScript tool names (view order).
     script: BTreeMap<String, ScriptServer>,
@@ -52,7 +53,7 @@ impl ViewNames {
         }
         let mut server_tools = vec![Vec::new(); servers.len()];
         let mut tool_by_name = vec![HashMap::new(); servers.len()];
-        let mut by_id = HashMap::with_capacity(tools.len());
+        let mut by_id: HashMap<String, HashMap<String, usize>> = HashMap::new();
         let mut script: BTreeMap<String, ScriptServer> = BTreeMap::new();
         for (view_position, &t) in tools.iter().enumerate() {
             let tool = &manifest.tools[t];
@@ -64,7 +65,9 @@ impl ViewNames {
                 names.entry(tool.def.name.clone()).or_insert(view_position);
             }
             by_id
-                .entry((tool.id.server.clone(), tool.id.tool.clone()))
+                .entry(tool.id.server.clone())
+                .or_default()
+                .entry(tool.id.tool.clone())
                 .or_insert(view_position);
             let entry = script
                 .entry(server.js.clone())
@@ -111,9 +114,7 @@ impl ViewNames {
 
     /// The view position of upstream tool `tool` of upstream `server`.
     pub(crate) fn by_id(&self, server: &str, tool: &str) -> Option<usize> {
-        self.by_id
-            .get(&(server.to_string(), tool.to_string()))
-            .copied()
+        self.by_id.get(server)?.get(tool).copied()
     }
 
     /// Whether a script can reach `tools.<server>` (with `tool`,
