@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-# Hybrid search uses it when `[edge] search_model_dir` names its directory.
+# Every role ranks search hybrid with it, from its default directory, with no
+# flag; `quiver dev`'s start-up line says `search hybrid (…)`.
 scripts/install-model.sh >/dev/null
 cargo build --release --bin quiver
 exec target/release/quiver dev "$@"

@@ -46,6 +46,7 @@ mod sandbox_pool;
 mod sandbox_under_load;
 mod sandbox_worker_faults;
 mod script_upstream_faults;
+mod search_ranking_default;
 mod search_signals_ctl;
 mod session_end;
 mod shutdown_reaps_upstreams;

@@ -271,3 +271,42 @@ fn ctl_search_names_the_edge_it_cannot_reach() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scripts_searches_and_calls_teach_search_as_direct_ones_do() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dev = start(data.path(), dir.path(), "");
+    let code = connect(&dev.mode_url("code")).await;
+    // One script: search, then call the best hit by its namespace path.
+    let script = r#"
+        const hits = await search("open an issue in a repository", 3);
+        const made = await tools.github.create_issue({owner: "o", repo: "r", title: "t"});
+        return {hits: hits.map(h => h.name), made: made !== undefined};
+    "#;
+    let ran = call(&code, "execute", json!({"code": script})).await;
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    let value = ran.structured_content.expect("structured result");
+    let hits: Vec<String> = value["result"]["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hits in {value}"))
+        .iter()
+        .map(|h| h.as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        hits.first().map(String::as_str),
+        Some("github__create_issue"),
+        "{hits:?}"
+    );
+    code.cancel().await.expect("close");
+
+    let stats = stats(&dev);
+    let uncalled = never_called(&stats);
+    // The script's search recorded what it showed; its call took the tool
+    // it made out of "found, never called".
+    assert!(
+        !uncalled.contains(&"github/create_issue".to_owned()),
+        "{uncalled:?}"
+    );
+    assert_eq!(uncalled.len(), hits.len() - 1, "{uncalled:?} vs {hits:?}");
+}

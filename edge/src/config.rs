@@ -62,8 +62,16 @@ pub struct EdgeConfig {
     /// Default number of search results. Default 5.
     #[serde(default = "default_search_limit")]
     pub search_limit: usize,
-    /// Sentence-embedding model directory for hybrid search (as installed by
-    /// `scripts/install-model.sh`). Default: none, lexical ranking only.
+    /// Rank search hybrid (lexical + a sentence model) when a model can be
+    /// loaded. Default true; false ranks lexically even with a model.
+    #[serde(default = "default_true")]
+    pub search_semantic: bool,
+    /// Sentence-embedding model directory for hybrid search. Default: the
+    /// directory `scripts/install-model.sh` installs to
+    /// (`$QUIVER_SEARCH_MODEL_DIR`, else
+    /// `~/.cache/quiver/models/all-MiniLM-L6-v2`), used when a model is
+    /// there. A missing or damaged model means lexical ranking and one log
+    /// line, never a failed start.
     #[serde(default)]
     pub search_model_dir: Option<PathBuf>,
     /// Directory for search's tool-vector cache and per-tenant outcome
@@ -107,6 +115,10 @@ fn default_listen() -> SocketAddr {
 fn default_max_body() -> usize {
     4 * 1024 * 1024
 }
+fn default_true() -> bool {
+    true
+}
+
 fn default_search_limit() -> usize {
     5
 }
@@ -129,6 +141,7 @@ impl Default for EdgeConfig {
             admin_listen: None,
             grpc_tls: None,
             search_limit: default_search_limit(),
+            search_semantic: true,
             search_model_dir: None,
             search_data_dir: None,
             search_signal_flush_secs: default_signal_flush_secs(),
@@ -137,6 +150,15 @@ impl Default for EdgeConfig {
 }
 
 impl EdgeConfig {
+    /// Which sentence model search ranks with (`search_semantic`,
+    /// `search_model_dir`).
+    pub fn search_model_setting(&self) -> quiver_view::search::semantic::ModelSetting {
+        quiver_view::search::semantic::ModelSetting::from_config(
+            self.search_semantic,
+            self.search_model_dir.as_deref(),
+        )
+    }
+
     /// `Host` values accepted, defaults filled in.
     pub fn effective_allowed_hosts(&self, bound: SocketAddr) -> Vec<String> {
         let mut hosts = self.allowed_hosts.clone();

@@ -84,7 +84,7 @@ impl Gateway {
     ) -> Arc<Gateway> {
         let data = config.search_data_dir.as_deref();
         quiver_view::search::semantic::install(
-            config.search_model_dir.as_deref(),
+            &config.search_model_setting(),
             data.map(|d| d.join("vectors")).as_deref(),
         );
         quiver_view::search::signals::install(

@@ -261,10 +261,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
     let result = if args.stdio {
         eprintln!(
-            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode){grpc_line}{admin_line}; upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams on stdio ({} mode){grpc_line}{admin_line}; search {}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
-            config.edge.default_mode
+            config.edge.default_mode,
+            quiver_view::search::semantic::ranking(),
         );
         quiver_edge::stdio::serve_stdio(gateway, config.edge.default_mode).await
     } else {
@@ -279,7 +280,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         };
         let stop = stop_signal();
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}; upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}; search {}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,
@@ -290,6 +291,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             } else {
                 ""
             },
+            quiver_view::search::semantic::ranking(),
         );
         let status_upstreams = upstreams.clone();
         let status_pool = pool.clone();

@@ -287,11 +287,12 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     });
     let manifest = store.current();
     println!(
-        "quiver edge: serving {} tools at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {}; stub hash {}{}",
+        "quiver edge: serving {} tools at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {}; stub hash {}; search {}{}",
         manifest.tools.len(),
         config.edge.default_mode,
         args.control_plane.join(","),
         manifest.stub_hash,
+        quiver_view::search::semantic::ranking(),
         readiness::admin_banner(&admin)
     );
     let stop = stop_signal();

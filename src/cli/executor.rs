@@ -118,6 +118,17 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         add_upstreams(&mut config, args.catalog.as_deref())?;
     }
     config.validate()?;
+    // Code mode's `search` runs here: rank as the edges do, and learn from
+    // the searches, descriptions and calls of scripts run here.
+    let search_data = config.edge.search_data_dir.clone();
+    quiver_view::search::semantic::install(
+        &config.edge.search_model_setting(),
+        search_data.as_ref().map(|d| d.join("vectors")).as_deref(),
+    );
+    quiver_view::search::signals::install(
+        search_data.as_ref().map(|d| d.join("signals")).as_deref(),
+        Duration::from_secs(config.edge.search_signal_flush_secs.max(1)),
+    );
 
     let mut server = Server::builder();
     let mut security = "plaintext";
@@ -276,10 +287,11 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let manifest = store.current();
     let stop_requested = super::dev::stop_signal();
     println!(
-        "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}{}",
+        "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}; search {}{}",
         manifest.tools.len(),
         manifest.servers.len(),
         manifest.stub_hash,
+        quiver_view::search::semantic::ranking(),
         readiness::admin_banner(&admin)
     );
     let stop = shutdown.clone();
@@ -320,6 +332,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     // records are shipped.
     metered.finish().await;
     pool.shutdown();
+    quiver_view::search::signals::flush_installed();
     upstreams.shutdown().await;
     result
 }

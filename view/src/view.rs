@@ -75,7 +75,7 @@ impl ToolView {
             .iter()
             .map(|&t| search_doc(&manifest, &manifest.tools[t]))
             .collect();
-        let search = HybridIndex::build(&docs, semantic::installed());
+        let search = HybridIndex::build_deferred(&docs, semantic::installed());
         let checks = tools.iter().map(|_| OnceLock::new()).collect();
         let listing_bytes = tools
             .iter()

@@ -58,6 +58,39 @@ fn vectors_are_unit_length_and_padding_does_not_change_them() -> anyhow::Result<
 }
 
 #[test]
+fn a_deferred_index_turns_hybrid_once_its_vectors_are_built_and_reuses_them() -> anyhow::Result<()>
+{
+    let Some(model) = model()? else { return Ok(()) };
+    let docs = [
+        doc("get_forecast", "Weather forecast for a location"),
+        doc("send_message", "Post a message to a chat channel"),
+        doc("create_invoice", "Bill a customer"),
+    ];
+    let query = "is it going to be sunny on saturday";
+    // Built on the background thread; ranks lexically until then (the
+    // query shares no word with any tool, so it finds nothing yet).
+    let deferred = HybridIndex::build_deferred(&docs, Some(model.clone()));
+    if !deferred.is_semantic() {
+        assert!(deferred.search(query, 3).is_empty());
+    }
+    assert!(
+        deferred.wait_semantic(std::time::Duration::from_secs(120)),
+        "the background thread never delivered the vectors"
+    );
+    let hits = deferred.search(query, 3);
+    assert_eq!(hits.first().map(|h| h.doc), Some(0), "{hits:?}");
+    assert_eq!(
+        hits,
+        HybridIndex::build(&docs, Some(model.clone())).search(query, 3)
+    );
+    // The same definitions again: every vector is cached, hybrid at once.
+    let again = HybridIndex::build_deferred(&docs, Some(model));
+    assert!(again.is_semantic());
+    assert_eq!(again.search(query, 3), hits);
+    Ok(())
+}
+
+#[test]
 fn paraphrases_without_shared_words_are_found() -> anyhow::Result<()> {
     let Some(model) = model()? else { return Ok(()) };
     let docs = [

@@ -184,6 +184,9 @@ impl ScriptContext for ViewScriptContext {
                 .call_tool(call, options)
                 .instrument(span.clone())
                 .await;
+            // A script's calls teach search as direct calls do.
+            let succeeded = matches!(&outcome, Ok(r) if r.is_error != Some(true));
+            self.view.record_call(&self.owner.tenant, tool, succeeded);
             match outcome {
                 Ok(result) => {
                     if result.is_error == Some(true) {
@@ -215,7 +218,10 @@ impl ScriptContext for ViewScriptContext {
     fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             match self.view.resolve(&name) {
-                Some(t) => Ok(Value::String(t.tool.stub.declaration.clone())),
+                Some(t) => {
+                    self.view.record_describe(&self.owner.tenant, t);
+                    Ok(Value::String(t.tool.stub.declaration.clone()))
+                }
                 None => Err(self.unknown(&name)),
             }
         })

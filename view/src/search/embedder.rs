@@ -16,6 +16,23 @@ use sha2::{Digest, Sha256};
 /// Files a model directory must hold.
 pub const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
+/// An optional file of a model directory: how the model wants its inputs
+/// marked (`{"query_prefix": "query: ", "document_prefix": "passage: "}`
+/// for the E5 family). Without it, texts are embedded as they are.
+pub const INPUT_FILE: &str = "quiver-model.json";
+
+/// How a model wants queries and documents marked ([`INPUT_FILE`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInputs {
+    /// Put before every query.
+    #[serde(default)]
+    pub query_prefix: String,
+    /// Put before every tool's text.
+    #[serde(default)]
+    pub document_prefix: String,
+}
+
 /// Tokens kept per text. Tool descriptions say what a tool does in their
 /// first sentences; the rest costs time (quadratic in attention) for little.
 pub const MAX_TOKENS: usize = 128;
@@ -58,6 +75,7 @@ pub struct Embedder {
     dir: PathBuf,
     id: String,
     dim: usize,
+    inputs: ModelInputs,
     #[cfg(feature = "semantic")]
     inner: imp::Model,
 }
@@ -84,6 +102,19 @@ impl Embedder {
             }
         }
         let id = model_id(dir)?;
+        let inputs = match std::fs::read_to_string(dir.join(INPUT_FILE)) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| EmbedderError::Load {
+                dir: dir.to_owned(),
+                message: format!("{INPUT_FILE}: {e}"),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ModelInputs::default(),
+            Err(e) => {
+                return Err(EmbedderError::Load {
+                    dir: dir.to_owned(),
+                    message: format!("reading {INPUT_FILE}: {e}"),
+                });
+            }
+        };
         #[cfg(feature = "semantic")]
         {
             let inner = imp::Model::load(dir)?;
@@ -91,12 +122,13 @@ impl Embedder {
                 dir: dir.to_owned(),
                 id,
                 dim: inner.dim(),
+                inputs,
                 inner,
             })
         }
         #[cfg(not(feature = "semantic"))]
         {
-            let _ = id;
+            let _ = (id, inputs);
             Err(EmbedderError::Disabled)
         }
     }
@@ -115,6 +147,11 @@ impl Embedder {
     /// Length of every vector.
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// How the model wants its inputs marked.
+    pub fn inputs(&self) -> &ModelInputs {
+        &self.inputs
     }
 
     /// One unit-length vector per text, in order. Texts are batched by length
@@ -149,6 +186,11 @@ fn model_id(dir: &Path) -> Result<String, EmbedderError> {
             dir: dir.to_owned(),
             message: format!("reading {file}: {e}"),
         })?;
+        hash.update(&bytes);
+    }
+    // Present only for models that mark their inputs; absent, the id is the
+    // one vectors were cached under before the file existed.
+    if let Ok(bytes) = std::fs::read(dir.join(INPUT_FILE)) {
         hash.update(&bytes);
     }
     let weights =

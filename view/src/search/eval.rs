@@ -538,6 +538,15 @@ mod tests {
             ("queries.json", &CORPORA[..]),
             ("public/azure-mcp/queries.json", &["azure-mcp"][..]),
             ("public/metatool/queries.json", &["metatool"][..]),
+            ("public/seal-tools/queries.json", &["seal-tools"][..]),
+            (
+                "public/apibench-huggingface/queries.json",
+                &["apibench-huggingface"][..],
+            ),
+            (
+                "public/apibench-torchhub/queries.json",
+                &["apibench-torchhub"][..],
+            ),
         ] {
             let queries = load_queries(&root.join(file))?;
             assert!(queries.len() >= 180, "{file}: only {}", queries.len());

@@ -13,7 +13,10 @@
 //! The English-only model says little about Chinese or other non-Latin text,
 //! so its weight shrinks with the share of such characters in the query.
 
-use std::sync::Arc;
+use std::{
+    sync::{Arc, Condvar, Mutex, OnceLock},
+    time::Duration,
+};
 
 use super::{SearchDoc, SearchHit, SearchIndex, semantic::SemanticModel, top_k::TopK};
 
@@ -63,32 +66,104 @@ struct Vectors {
     matrix: Vec<f32>,
 }
 
-/// Lexical + semantic ranking over one set of tools. Immutable once built.
+/// Where a view's vectors land once they are built; set at most once.
+#[derive(Debug, Default)]
+struct VectorSlot {
+    vectors: OnceLock<Vectors>,
+    filled: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl VectorSlot {
+    fn fill(&self, vectors: Vectors) {
+        let _ = self.vectors.set(vectors);
+        *self.filled.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Lexical + semantic ranking over one set of tools. The lexical side is
+/// immutable once built; the vectors arrive at most once, possibly later
+/// ([`HybridIndex::build_deferred`]).
 #[derive(Debug)]
 pub struct HybridIndex {
     lexical: SearchIndex,
-    vectors: Option<Vectors>,
+    vectors: Arc<VectorSlot>,
 }
 
 impl HybridIndex {
     /// Indexes `docs` lexically and, with a model, semantically (tool vectors
-    /// from the model's cache where it has them). If the model fails on a
-    /// tool, the index is lexical and the failure is logged.
+    /// from the model's cache where it has them, the rest embedded on the
+    /// calling thread). If the model fails on a tool, the index is lexical
+    /// and the failure is logged.
     pub fn build(docs: &[SearchDoc], model: Option<Arc<SemanticModel>>) -> HybridIndex {
-        let lexical = SearchIndex::build(docs);
-        let vectors = model.and_then(|model| match model.doc_vectors(docs) {
-            Ok(matrix) => Some(Vectors { model, matrix }),
-            Err(e) => {
-                tracing::warn!("search: tool vectors failed, ranking lexically: {e}");
-                None
+        let index = HybridIndex::lexical_only(docs);
+        if let Some(model) = model {
+            match model.doc_vectors(docs) {
+                Ok(matrix) => index.vectors.fill(Vectors { model, matrix }),
+                Err(e) => tracing::warn!("search: tool vectors failed, ranking lexically: {e}"),
             }
-        });
-        HybridIndex { lexical, vectors }
+        }
+        index
     }
 
-    /// Whether this index ranks semantically too.
+    /// Like [`HybridIndex::build`], but never waits for the model: when
+    /// every vector is cached the index is hybrid at once; otherwise it
+    /// ranks lexically until the model's background thread has embedded the
+    /// new definitions, then hybrid. Dropping the index abandons the work
+    /// (what was embedded stays cached for the next view).
+    pub fn build_deferred(docs: &[SearchDoc], model: Option<Arc<SemanticModel>>) -> HybridIndex {
+        let index = HybridIndex::lexical_only(docs);
+        let Some(model) = model else {
+            return index;
+        };
+        if let Some(matrix) = model.cached_vectors(docs) {
+            index.vectors.fill(Vectors { model, matrix });
+            return index;
+        }
+        let wanted = Arc::downgrade(&index.vectors);
+        let slot = wanted.clone();
+        let owner = model.clone();
+        model.vectors_later(
+            docs,
+            move || wanted.strong_count() > 0,
+            move |matrix| {
+                if let Some(slot) = slot.upgrade() {
+                    slot.fill(Vectors {
+                        model: owner,
+                        matrix,
+                    });
+                }
+            },
+        );
+        index
+    }
+
+    fn lexical_only(docs: &[SearchDoc]) -> HybridIndex {
+        HybridIndex {
+            lexical: SearchIndex::build(docs),
+            vectors: Arc::default(),
+        }
+    }
+
+    /// Whether this index ranks semantically too (its vectors are there).
     pub fn is_semantic(&self) -> bool {
-        self.vectors.is_some()
+        self.vectors.vectors.get().is_some()
+    }
+
+    /// Waits up to `timeout` for vectors being built in the background;
+    /// returns [`HybridIndex::is_semantic`].
+    pub fn wait_semantic(&self, timeout: Duration) -> bool {
+        let filled = self
+            .vectors
+            .filled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .vectors
+            .changed
+            .wait_timeout_while(filled, timeout, |filled| !*filled);
+        self.is_semantic()
     }
 
     /// The lexical index inside.
@@ -108,7 +183,7 @@ impl HybridIndex {
 
     /// Bytes taken by this view's tool vectors.
     pub fn vector_bytes(&self) -> usize {
-        self.vectors.as_ref().map_or(0, |v| v.matrix.len() * 4)
+        self.vectors.vectors.get().map_or(0, |v| v.matrix.len() * 4)
     }
 
     /// The `limit` best tools for `query`, best first.
@@ -165,7 +240,7 @@ impl HybridIndex {
     /// The query's unit vector, or `None` without a model (or when the
     /// query cannot be embedded; that is logged).
     pub fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
-        let vectors = self.vectors.as_ref()?;
+        let vectors = self.vectors.vectors.get()?;
         match vectors.model.query_vector(query) {
             Ok(q) => Some(q),
             Err(e) => {
@@ -182,7 +257,7 @@ impl HybridIndex {
     }
 
     fn cosines(&self, q: &[f32]) -> Option<Vec<f32>> {
-        let vectors = self.vectors.as_ref()?;
+        let vectors = self.vectors.vectors.get()?;
         let dim = q.len();
         if dim == 0 || vectors.matrix.len() % dim != 0 {
             return None;

@@ -9,18 +9,23 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, OnceLock},
+    sync::{Arc, Mutex, OnceLock, Weak, mpsc},
+    time::Instant,
 };
 
 use super::{
     SearchDoc,
     embedder::{Embedder, EmbedderError},
-    vector_cache::{VectorCache, VectorCacheError, vector_key},
+    vector_cache::{VectorCache, VectorCacheError, VectorKey, vector_key},
 };
 use crate::error_chain::ErrorChain;
 
 /// Characters of a description that go into a tool's embedding text.
 const DESCRIPTION_CHARS: usize = 600;
+
+/// Definitions embedded between two checks that a background build is
+/// still wanted (and two appends to the cache).
+const BACKGROUND_CHUNK: usize = 64;
 
 /// Why a model and its vector cache could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +44,18 @@ pub enum SemanticModelError {
 pub struct SemanticModel {
     embedder: Embedder,
     cache: VectorCache,
+    /// Jobs for the background thread that embeds new definitions (started
+    /// on first use).
+    background: Mutex<Option<mpsc::Sender<BackgroundJob>>>,
+}
+
+/// Vectors a view waits for: built off the request path, in order.
+struct BackgroundJob {
+    texts: Vec<String>,
+    /// Whether the view still exists (a newer manifest may have replaced it).
+    wanted: Box<dyn Fn() -> bool + Send>,
+    /// Receives the `texts.len() × dim` matrix.
+    ready: Box<dyn FnOnce(Vec<f32>) + Send>,
 }
 
 impl SemanticModel {
@@ -53,7 +70,11 @@ impl SemanticModel {
             Some(dir) => VectorCache::open(dir, embedder.id(), embedder.dim())?,
             None => VectorCache::in_memory(embedder.dim()),
         };
-        Ok(SemanticModel { embedder, cache })
+        Ok(SemanticModel {
+            embedder,
+            cache,
+            background: Mutex::new(None),
+        })
     }
 
     /// The embedder.
@@ -73,41 +94,152 @@ impl SemanticModel {
 
     /// The vectors of `docs`, row after row (`docs.len() × dim`): from the
     /// cache where a tool's text was embedded before, computed (and cached)
-    /// otherwise.
+    /// otherwise, on the calling thread.
     pub fn doc_vectors(&self, docs: &[SearchDoc]) -> Result<Vec<f32>, EmbedderError> {
-        let texts: Vec<String> = docs.iter().map(embedding_text).collect();
-        let keys: Vec<_> = texts
-            .iter()
-            .map(|t| vector_key(self.embedder.id(), t))
-            .collect();
-        let mut missing: Vec<usize> = Vec::new();
-        for (i, key) in keys.iter().enumerate() {
-            if self.cache.get(key).is_none() && !missing.iter().any(|&m| keys[m] == *key) {
-                missing.push(i);
+        let texts = self.document_texts(docs);
+        let keys = self.keys(&texts);
+        self.embed_missing(&texts, &keys, usize::MAX, || true)?;
+        self.assemble(&keys)
+            .ok_or_else(|| EmbedderError::Run("a tool vector went missing".into()))
+    }
+
+    /// The vectors of `docs` if every one is cached already (no embedding).
+    pub fn cached_vectors(&self, docs: &[SearchDoc]) -> Option<Vec<f32>> {
+        let texts = self.document_texts(docs);
+        self.assemble(&self.keys(&texts))
+    }
+
+    /// Builds the vectors of `docs` on this model's background thread, jobs
+    /// in the order given, and hands the matrix to `ready`. `wanted` is asked
+    /// between chunks: once it says no (the view was replaced), the rest is
+    /// left to whoever wants it next; what was embedded stays cached. A
+    /// failure is logged and `ready` is never called (the view stays
+    /// lexical).
+    pub fn vectors_later(
+        self: &Arc<Self>,
+        docs: &[SearchDoc],
+        wanted: impl Fn() -> bool + Send + 'static,
+        ready: impl FnOnce(Vec<f32>) + Send + 'static,
+    ) {
+        let job = BackgroundJob {
+            texts: self.document_texts(docs),
+            wanted: Box::new(wanted),
+            ready: Box::new(ready),
+        };
+        let mut background = self.background.lock().unwrap_or_else(|e| e.into_inner());
+        let job = match background.as_ref() {
+            None => job,
+            Some(jobs) => match jobs.send(job) {
+                Ok(()) => return,
+                Err(mpsc::SendError(job)) => job,
+            },
+        };
+        let (jobs, queue) = mpsc::channel::<BackgroundJob>();
+        let model = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("quiver-embed".into())
+            .spawn(move || background_thread(model, queue));
+        match spawned {
+            Ok(_) => {
+                let _ = jobs.send(job);
+                *background = Some(jobs);
+            }
+            Err(e) => {
+                tracing::warn!("search: no thread to embed tools on ({e}); ranking lexically")
             }
         }
-        if !missing.is_empty() {
-            let batch: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
+    }
+
+    /// What is embedded for each tool, marked as the model wants.
+    fn document_texts(&self, docs: &[SearchDoc]) -> Vec<String> {
+        let prefix = &self.embedder.inputs().document_prefix;
+        docs.iter()
+            .map(|doc| format!("{prefix}{}", embedding_text(doc)))
+            .collect()
+    }
+
+    fn keys(&self, texts: &[String]) -> Vec<VectorKey> {
+        texts
+            .iter()
+            .map(|t| vector_key(self.embedder.id(), t))
+            .collect()
+    }
+
+    /// Embeds and caches the texts whose vectors are not cached, `chunk` at
+    /// a time while `wanted()`; returns how many were embedded.
+    fn embed_missing(
+        &self,
+        texts: &[String],
+        keys: &[VectorKey],
+        chunk: usize,
+        wanted: impl Fn() -> bool,
+    ) -> Result<usize, EmbedderError> {
+        let mut seen = std::collections::HashSet::new();
+        let missing: Vec<usize> = (0..keys.len())
+            .filter(|&i| self.cache.get(&keys[i]).is_none() && seen.insert(keys[i]))
+            .collect();
+        let mut embedded = 0;
+        for part in missing.chunks(chunk.max(1)) {
+            if !wanted() {
+                break;
+            }
+            let batch: Vec<&str> = part.iter().map(|&i| texts[i].as_str()).collect();
             let vectors = self.embedder.embed(&batch)?;
-            let entries = missing.iter().map(|&i| keys[i]).zip(vectors).collect();
+            let entries = part.iter().map(|&i| keys[i]).zip(vectors).collect();
             if let Err(e) = self.cache.insert(entries) {
                 tracing::warn!("search: tool vectors not saved to disk: {}", ErrorChain(&e));
             }
+            embedded += part.len();
         }
-        let dim = self.dim();
-        let mut matrix = Vec::with_capacity(docs.len() * dim);
-        for key in &keys {
-            match self.cache.get(key) {
-                Some(v) => matrix.extend_from_slice(&v),
-                None => return Err(EmbedderError::Run("a tool vector went missing".into())),
-            }
+        Ok(embedded)
+    }
+
+    /// The cached vectors of `keys`, row after row; `None` if one is missing.
+    fn assemble(&self, keys: &[VectorKey]) -> Option<Vec<f32>> {
+        let mut matrix = Vec::with_capacity(keys.len() * self.dim());
+        for key in keys {
+            matrix.extend_from_slice(&self.cache.get(key)?);
         }
-        Ok(matrix)
+        Some(matrix)
     }
 
     /// The vector of a query.
     pub fn query_vector(&self, query: &str) -> Result<Vec<f32>, EmbedderError> {
-        self.embedder.embed_one(query)
+        let prefix = &self.embedder.inputs().query_prefix;
+        if prefix.is_empty() {
+            return self.embedder.embed_one(query);
+        }
+        self.embedder.embed_one(&format!("{prefix}{query}"))
+    }
+}
+
+/// Runs background jobs until the model is dropped.
+fn background_thread(model: Weak<SemanticModel>, queue: mpsc::Receiver<BackgroundJob>) {
+    while let Ok(job) = queue.recv() {
+        let Some(model) = model.upgrade() else {
+            return;
+        };
+        if !(job.wanted)() {
+            continue;
+        }
+        let keys = model.keys(&job.texts);
+        let started = Instant::now();
+        let outcome = model.embed_missing(&job.texts, &keys, BACKGROUND_CHUNK, &job.wanted);
+        match outcome {
+            Err(e) => tracing::warn!("search: tool vectors failed, ranking lexically: {e}"),
+            Ok(embedded) => {
+                if embedded > 0 {
+                    tracing::info!(
+                        "search: embedded {embedded} tool definitions in {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+                // Not all there: the view was replaced part way.
+                if let Some(matrix) = model.assemble(&keys) {
+                    (job.ready)(matrix);
+                }
+            }
+        }
     }
 }
 
@@ -129,6 +261,7 @@ pub fn embedding_text(doc: &SearchDoc) -> String {
 }
 
 static INSTALLED: OnceLock<Option<Arc<SemanticModel>>> = OnceLock::new();
+static RANKING: OnceLock<String> = OnceLock::new();
 
 /// Where `scripts/install-model.sh` puts the model: `$QUIVER_SEARCH_MODEL_DIR`,
 /// else `${XDG_CACHE_HOME:-$HOME/.cache}/quiver/models/all-MiniLM-L6-v2`.
@@ -142,37 +275,102 @@ pub fn default_model_dir() -> Option<PathBuf> {
     Some(cache.join("quiver/models/all-MiniLM-L6-v2"))
 }
 
+/// Which sentence model a process ranks with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSetting {
+    /// Lexical ranking even if a model is installed.
+    Off,
+    /// The model in [`default_model_dir`] when one is there, else lexical.
+    Default,
+    /// The model in this directory (lexical, with a warning, if it cannot
+    /// be loaded).
+    Dir(PathBuf),
+}
+
+impl ModelSetting {
+    /// The setting for a configuration's `search_semantic` switch and
+    /// `search_model_dir`.
+    pub fn from_config(enabled: bool, dir: Option<&Path>) -> ModelSetting {
+        match (enabled, dir) {
+            (false, _) => ModelSetting::Off,
+            (true, Some(dir)) => ModelSetting::Dir(dir.to_owned()),
+            (true, None) => ModelSetting::Default,
+        }
+    }
+}
+
 /// Loads the model for this process, once; later calls return the first
-/// outcome. `None` for `model_dir` means search stays lexical. Either way
-/// the outcome is logged once.
-pub fn install(model_dir: Option<&Path>, cache_dir: Option<&Path>) -> Option<Arc<SemanticModel>> {
+/// outcome. A missing or damaged model means lexical ranking, never a failed
+/// start. Either way the outcome is logged once and [`ranking`] says it.
+pub fn install(setting: &ModelSetting, cache_dir: Option<&Path>) -> Option<Arc<SemanticModel>> {
     INSTALLED
         .get_or_init(|| {
-            let Some(dir) = model_dir else {
-                tracing::info!("search: lexical ranking only (no search model configured)");
-                return None;
-            };
-            match SemanticModel::load(dir, cache_dir) {
-                Ok(model) => {
-                    tracing::info!(
-                        model = %dir.display(),
-                        cached_vectors = model.cache().len(),
-                        "search: hybrid lexical + semantic ranking"
-                    );
-                    Some(Arc::new(model))
-                }
-                Err(e) => {
-                    tracing::warn!("search: lexical ranking only: {}", ErrorChain(&e));
-                    None
-                }
-            }
+            let (model, summary) = load_for(setting, cache_dir);
+            let _ = RANKING.set(summary);
+            model
         })
         .clone()
+}
+
+/// The model a setting names, and one line saying which ranking serves.
+fn load_for(
+    setting: &ModelSetting,
+    cache_dir: Option<&Path>,
+) -> (Option<Arc<SemanticModel>>, String) {
+    let (dir, configured) = match setting {
+        ModelSetting::Off => {
+            let line = "lexical (semantic ranking turned off by `search_semantic = false`)";
+            tracing::info!("search: {line}");
+            return (None, line.to_owned());
+        }
+        ModelSetting::Dir(dir) => (dir.clone(), true),
+        ModelSetting::Default => match default_model_dir() {
+            Some(dir) => (dir, false),
+            None => {
+                let line = "lexical (no HOME to find the search model under)";
+                tracing::info!("search: {line}");
+                return (None, line.to_owned());
+            }
+        },
+    };
+    if !configured && !dir.exists() {
+        let line = format!(
+            "lexical (no search model at {}; scripts/install-model.sh installs one)",
+            dir.display()
+        );
+        tracing::info!("search: {line}");
+        return (None, line);
+    }
+    match SemanticModel::load(&dir, cache_dir) {
+        Ok(model) => {
+            let line = format!(
+                "hybrid (lexical + semantic, model {}, {} tool vectors cached)",
+                dir.display(),
+                model.cache().len()
+            );
+            tracing::info!("search: {line}");
+            (Some(Arc::new(model)), line)
+        }
+        Err(e) => {
+            let line = format!(
+                "lexical (the search model cannot be used: {})",
+                ErrorChain(&e)
+            );
+            tracing::warn!("search: {line}");
+            (None, line)
+        }
+    }
 }
 
 /// The model [`install`]ed in this process, if any.
 pub fn installed() -> Option<Arc<SemanticModel>> {
     INSTALLED.get().cloned().flatten()
+}
+
+/// Which ranking this process serves, for start-up lines: `hybrid (…)` or
+/// `lexical (why)`; `lexical` before [`install`].
+pub fn ranking() -> &'static str {
+    RANKING.get().map_or("lexical", String::as_str)
 }
 
 #[cfg(test)]
