@@ -116,8 +116,13 @@ fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
         .into_iter()
         .map(|q| q.query)
         .collect();
+    let catalogues: Vec<PathBuf> = public
+        .iter()
+        .map(|q| q.with_file_name("tools.json"))
+        .collect();
     let latency = bench::latency(
         &args.datasets,
+        &catalogues,
         args.tools,
         &queries,
         args.iterations,

@@ -5,7 +5,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use quiver_view::search::{
-    Blend, HybridIndex, SearchDoc, SemanticModel,
+    Blend, HybridIndex, SearchDoc, SearchHit, SemanticModel,
     eval::{self, Ranker},
     semantic::default_model_dir,
 };
@@ -166,6 +166,9 @@ fn tune_blend() -> anyhow::Result<()> {
     for file in [
         "public/azure-mcp/queries.json",
         "public/metatool/queries.json",
+        "public/seal-tools/queries.json",
+        "public/apibench-huggingface/queries.json",
+        "public/apibench-torchhub/queries.json",
         "queries.json",
     ] {
         let prepared = eval::prepare(
@@ -182,30 +185,48 @@ fn tune_blend() -> anyhow::Result<()> {
         ));
     }
     println!("lexical weight, floor, ceiling, min | per set Hit@1 / Hit@5 / MRR");
-    for lexical in [0.3f32, 0.4, 0.5, 0.6, 0.7] {
-        for floor in [0.0f32, 0.1, 0.2] {
-            for ceiling in [0.6f32, 0.7, 0.8] {
-                for min in [0.2f32, 0.3] {
-                    let blend = Blend {
-                        lexical,
-                        semantic: 1.0 - lexical,
-                        cos_floor: floor,
-                        cos_ceiling: ceiling,
-                        min_semantic_only: min,
-                    };
-                    let mut line = format!("{lexical:.1} {floor:.1} {ceiling:.1} {min:.1} |");
-                    let mut mean = 0.0;
-                    for (_, set) in &sets {
-                        let ranks: Vec<_> = set.iter().map(|p| p.hybrid_rank(&blend)).collect();
-                        let m = eval::Metrics::from_ranks(&ranks);
-                        mean += m.mrr / sets.len() as f64;
-                        line += &format!(" {:.3} {:.3} {:.3} |", m.hit_at_1, m.hit_at_5, m.mrr);
-                    }
-                    println!("{line} mean MRR {mean:.3}");
-                }
-            }
+    // A blend is eligible when no set's tune MRR falls more than 0.01
+    // below what the blend it replaces (`previous`) gives; the best mean of
+    // the eligible ones is chosen.
+    let previous = Blend {
+        lexical: 0.6,
+        semantic: 0.4,
+        cos_floor: 0.1,
+        cos_ceiling: 0.7,
+        min_semantic_only: 0.2,
+    };
+    let mrr = |blend: &Blend, set: &[eval::PreparedQuery]| {
+        let ranks: Vec<_> = set.iter().map(|p| p.hybrid_rank(blend)).collect();
+        eval::Metrics::from_ranks(&ranks).mrr
+    };
+    let floor: Vec<f64> = sets
+        .iter()
+        .map(|(_, set)| mrr(&previous, set) - 0.01)
+        .collect();
+    let mut best = (f64::NEG_INFINITY, previous);
+    for blend in grid() {
+        let mut line = format!(
+            "{:.1} {:.1} {:.1} {:.1} |",
+            blend.lexical, blend.cos_floor, blend.cos_ceiling, blend.min_semantic_only
+        );
+        let mut mean = 0.0;
+        let mut eligible = true;
+        for ((_, set), floor) in sets.iter().zip(&floor) {
+            let ranks: Vec<_> = set.iter().map(|p| p.hybrid_rank(&blend)).collect();
+            let m = eval::Metrics::from_ranks(&ranks);
+            mean += m.mrr / sets.len() as f64;
+            eligible &= m.mrr >= *floor;
+            line += &format!(" {:.3} {:.3} {:.3} |", m.hit_at_1, m.hit_at_5, m.mrr);
+        }
+        println!("{line} mean MRR {mean:.4}");
+        if eligible && mean > best.0 {
+            best = (mean, blend);
         }
     }
+    println!(
+        "best on the tune splits, no set 0.01 below the previous blend: {:?} (mean MRR {:.4})",
+        best.1, best.0
+    );
     for (file, set) in &sets {
         let report = eval::report(set, &Blend::DEFAULT);
         println!("{file}\n{report}");
@@ -213,64 +234,218 @@ fn tune_blend() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Learning from outcomes, simulated: tenant `a` replays the `tune` queries of
-/// MetaTool as an agent would (search, then call the right tool if it is in
-/// the top five, else call the first hit and fail); then the `test` queries,
-/// which were never replayed, are measured with and without `a`'s signals.
-/// Tenant `b`, which replayed nothing, must rank exactly as without signals.
-#[test]
-fn outcomes_improve_later_searches_of_that_tenant_only() -> anyhow::Result<()> {
-    use quiver_view::search::{SignalConfig, SignalStore, corpus::Corpus};
-    let Some(model) = model()? else { return Ok(()) };
-    let dir = project_root().join("tests/data/search/public/metatool");
-    let corpus = Corpus::load_file(&dir.join("tools.json"), "metatool")?;
-    let ids = corpus.ids();
-    let index = HybridIndex::build(&corpus.docs, Some(model));
-    let queries = eval::load_queries(&dir.join("queries.json"))?;
-    let store = SignalStore::in_memory(SignalConfig::default());
-    let now = 1_000_000;
-    // As `ToolView::search_for` does: one embedding ranks the tools and
-    // matches the tenant's past queries by meaning.
-    let search = |tenant: &str, query: &str, limit: usize| {
-        let vector = index.query_vector(query);
-        let adjustments = store.embedded_adjustments(tenant, query, vector.as_deref(), now);
-        let hits = index.search_embedded(query, vector.as_deref(), limit, |d| {
-            adjustments.get(&ids[d]).copied().unwrap_or(0.0)
-        });
-        (hits, vector)
-    };
-    for q in queries.iter().filter(|q| q.split == "tune") {
-        let (hits, vector) = search("a", &q.query, 5);
-        let shown: Vec<String> = hits.iter().map(|h| ids[h.doc].clone()).collect();
-        store.record_embedded_search("a", &q.query, vector.as_deref(), &shown, now);
-        match shown.iter().find(|s| q.relevant.contains(s)) {
-            Some(found) => store.record_call("a", found, true, now),
-            None => {
-                if let Some(first) = shown.first() {
-                    store.record_call("a", first, false, now);
+/// The blends [`tune_blend`] tries.
+fn grid() -> Vec<Blend> {
+    let mut grid = Vec::new();
+    for lexical in [0.5f32, 0.6, 0.7, 0.8, 0.9] {
+        for cos_floor in [0.0f32, 0.1, 0.2] {
+            for cos_ceiling in [0.6f32, 0.7, 0.8, 0.9] {
+                for min_semantic_only in [0.1f32, 0.2, 0.3] {
+                    grid.push(Blend {
+                        lexical,
+                        semantic: 1.0 - lexical,
+                        cos_floor,
+                        cos_ceiling,
+                        min_semantic_only,
+                    });
                 }
             }
         }
     }
-    let rank = |tenant: Option<&str>, q: &eval::LabelledQuery| {
-        let hits = match tenant {
-            Some(t) => search(t, &q.query, ids.len()).0,
-            None => index.search(&q.query, ids.len()),
-        };
-        hits.iter()
-            .position(|h| q.relevant.contains(&ids[h.doc]))
-            .map(|p| p + 1)
+    grid
+}
+
+/// A tenant's agent searching one catalogue with a signal store, as
+/// `ToolView::search_for` does: one embedding ranks the tools and matches the
+/// tenant's past queries by meaning.
+struct Learner<'a> {
+    index: &'a HybridIndex,
+    ids: &'a [String],
+    store: quiver_view::search::SignalStore,
+    now: u64,
+}
+
+impl Learner<'_> {
+    fn search(
+        &self,
+        tenant: &str,
+        query: &str,
+        limit: usize,
+    ) -> (Vec<SearchHit>, Option<Vec<f32>>) {
+        let vector = self.index.query_vector(query);
+        let adjustments =
+            self.store
+                .embedded_adjustments(tenant, query, vector.as_deref(), self.now);
+        let hits = self
+            .index
+            .search_embedded(query, vector.as_deref(), limit, |d| {
+                adjustments.get(&self.ids[d]).copied().unwrap_or(0.0)
+            });
+        (hits, vector)
+    }
+
+    /// The agent looks at the first five; when the tool it needs is not
+    /// there it asks for twenty and calls it if it is there; else it calls
+    /// the first hit, which fails.
+    fn replay(&self, tenant: &str, queries: &[&eval::LabelledQuery]) {
+        for q in queries {
+            let mut first = None;
+            for limit in [5, 20] {
+                let (hits, vector) = self.search(tenant, &q.query, limit);
+                let shown: Vec<String> = hits.iter().map(|h| self.ids[h.doc].clone()).collect();
+                self.store.record_embedded_search(
+                    tenant,
+                    &q.query,
+                    vector.as_deref(),
+                    &shown,
+                    self.now,
+                );
+                first = shown.first().cloned();
+                if let Some(found) = shown.iter().find(|s| q.relevant.contains(s)) {
+                    self.store.record_call(tenant, found, true, self.now);
+                    first = None;
+                    break;
+                }
+            }
+            if let Some(first) = first {
+                self.store.record_call(tenant, &first, false, self.now);
+            }
+        }
+    }
+
+    /// Metrics of `queries` as `tenant` (`None`: no signals at all).
+    fn metrics(&self, tenant: Option<&str>, queries: &[&eval::LabelledQuery]) -> eval::Metrics {
+        let ranks: Vec<Option<usize>> = queries
+            .iter()
+            .map(|q| {
+                let hits = match tenant {
+                    Some(t) => self.search(t, &q.query, self.ids.len()).0,
+                    None => self.index.search(&q.query, self.ids.len()),
+                };
+                hits.iter()
+                    .position(|h| q.relevant.contains(&self.ids[h.doc]))
+                    .map(|p| p + 1)
+            })
+            .collect();
+        eval::Metrics::from_ranks(&ranks)
+    }
+}
+
+/// MetaTool's catalogue, hybrid index and labelled queries.
+fn metatool() -> anyhow::Result<Option<(HybridIndex, Vec<String>, Vec<eval::LabelledQuery>)>> {
+    use quiver_view::search::corpus::Corpus;
+    let Some(model) = model()? else {
+        return Ok(None);
     };
+    let dir = project_root().join("tests/data/search/public/metatool");
+    let corpus = Corpus::load_file(&dir.join("tools.json"), "metatool")?;
+    let index = HybridIndex::build(&corpus.docs, Some(model));
+    let queries = eval::load_queries(&dir.join("queries.json"))?;
+    Ok(Some((index, corpus.ids(), queries)))
+}
+
+/// Learning from outcomes, simulated: tenant `a` replays the `tune` queries of
+/// MetaTool as an agent would ([`Learner::replay`]); then the `test` queries,
+/// which were never replayed, are measured with and without `a`'s signals.
+/// Tenant `b`, which replayed nothing, must rank exactly as without signals.
+#[test]
+fn outcomes_improve_later_searches_of_that_tenant_only() -> anyhow::Result<()> {
+    use quiver_view::search::{SignalConfig, SignalStore};
+    let Some((index, ids, queries)) = metatool()? else {
+        return Ok(());
+    };
+    let learner = Learner {
+        index: &index,
+        ids: &ids,
+        store: SignalStore::in_memory(SignalConfig::default()),
+        now: 1_000_000,
+    };
+    let tune: Vec<_> = queries.iter().filter(|q| q.split == "tune").collect();
     let test: Vec<_> = queries.iter().filter(|q| q.split == "test").collect();
-    let metrics = |tenant| {
-        eval::Metrics::from_ranks(&test.iter().map(|q| rank(tenant, q)).collect::<Vec<_>>())
-    };
-    let (before, after, other) = (metrics(None), metrics(Some("a")), metrics(Some("b")));
+    learner.replay("a", &tune);
+    let (before, after, other) = (
+        learner.metrics(None, &test),
+        learner.metrics(Some("a"), &test),
+        learner.metrics(Some("b"), &test),
+    );
     println!(
         "MetaTool test split, {} queries: without signals {before:?}\nwith tenant a's signals {after:?}",
         test.len()
     );
-    assert!(after.mrr > before.mrr, "{after:?} vs {before:?}");
+    // Measured at +0.016 MRR when the settings were chosen; a lift under
+    // 0.01 means learning stopped showing.
+    assert!(after.mrr > before.mrr + 0.01, "{after:?} vs {before:?}");
     assert_eq!(other, before, "tenant b saw tenant a's signals");
+    Ok(())
+}
+
+/// How the signals' similarity settings were chosen, on the tune split
+/// alone: half of MetaTool's tune queries (by position) are replayed, the
+/// other half measured. `cargo test --release -p quiver-view --test integration semantic_search::tune_signals -- --ignored --nocapture`
+#[test]
+#[ignore = "prints a grid; run in release"]
+fn tune_signals() -> anyhow::Result<()> {
+    use quiver_view::search::{SignalConfig, SignalStore};
+    let Some((index, ids, queries)) = metatool()? else {
+        return Ok(());
+    };
+    let tune: Vec<_> = queries.iter().filter(|q| q.split == "tune").collect();
+    let replayed: Vec<_> = tune.iter().step_by(2).copied().collect();
+    let measured: Vec<_> = tune.iter().skip(1).step_by(2).copied().collect();
+    let mut best = (f64::NEG_INFINITY, SignalConfig::default());
+    for max_adjustment in [0.15f32, 0.25, 0.35, 0.5] {
+        for cosine_floor in [0.3f32, 0.4, 0.5] {
+            for min_similarity in [0.1f32, 0.25, 0.4] {
+                let config = SignalConfig {
+                    max_adjustment,
+                    cosine_floor,
+                    min_similarity,
+                    ..SignalConfig::default()
+                };
+                let learner = Learner {
+                    index: &index,
+                    ids: &ids,
+                    store: SignalStore::in_memory(config),
+                    now: 1_000_000,
+                };
+                learner.replay("a", &replayed);
+                let before = learner.metrics(None, &measured);
+                let after = learner.metrics(Some("a"), &measured);
+                let lift = after.mrr - before.mrr;
+                println!(
+                    "max {max_adjustment:.2} floor {cosine_floor:.1} min {min_similarity:.2}: MRR {:.4} -> {:.4} ({lift:+.4}), Hit@1 {:.3} -> {:.3}",
+                    before.mrr, after.mrr, before.hit_at_1, after.hit_at_1
+                );
+                if lift > best.0 {
+                    best = (lift, config);
+                }
+            }
+        }
+    }
+    println!(
+        "best lift on the measured half of tune: {:+.4} with {:?}",
+        best.0, best.1
+    );
+    Ok(())
+}
+
+/// Where a query's embedding time goes. `cargo test --release -p quiver-view --test integration semantic_search::query_embedding_profile -- --ignored --nocapture`
+#[test]
+#[ignore = "prints timings; run in release"]
+fn query_embedding_profile() -> anyhow::Result<()> {
+    let Some(model) = model()? else { return Ok(()) };
+    let embedder = model.embedder();
+    let queries = [
+        "create a github issue",
+        "weather forecast for a city in europe next week",
+    ];
+    for q in queries {
+        let _ = embedder.embed_one(q)?;
+        let started = std::time::Instant::now();
+        for _ in 0..50 {
+            std::hint::black_box(embedder.embed_one(q)?);
+        }
+        println!("{q:?}: {:?} per embedding", started.elapsed() / 50);
+    }
     Ok(())
 }

@@ -175,9 +175,11 @@ impl SemanticModel {
         wanted: impl Fn() -> bool,
     ) -> Result<usize, EmbedderError> {
         let mut seen = std::collections::HashSet::new();
-        let missing: Vec<usize> = (0..keys.len())
+        let mut missing: Vec<usize> = (0..keys.len())
             .filter(|&i| self.cache.get(&keys[i]).is_none() && seen.insert(keys[i]))
             .collect();
+        // Similar lengths in one chunk: a batch pads to its longest text.
+        missing.sort_by_key(|&i| texts[i].len());
         let mut embedded = 0;
         for part in missing.chunks(chunk.max(1)) {
             if !wanted() {

@@ -55,14 +55,6 @@ const FAILURE: f32 = -0.5;
 const DESCRIBED: f32 = 0.3;
 /// Weight given to tools shown above the one called (found, passed over).
 const PASSED_OVER: f32 = -0.1;
-/// Query similarity below which an association says nothing about a query.
-/// Similarity is the Jaccard index of analysed terms or, when both queries
-/// were embedded, the larger of that and their rescaled cosine.
-const MIN_SIMILARITY: f32 = 0.25;
-/// Cosine of two query vectors that counts as no similarity; cosines above
-/// it are rescaled to `0..=1` (MiniLM puts unrelated sentences near 0.1–0.3
-/// and paraphrases above 0.7).
-const COSINE_FLOOR: f32 = 0.5;
 /// Share of the largest adjustment that a tool's record of successful calls
 /// alone (whatever the query) can earn.
 const PRIOR_SHARE: f32 = 0.0;
@@ -214,10 +206,11 @@ impl SignalStore {
         for a in &t.associations {
             let mut similarity = jaccard(&terms, &a.terms);
             if let (Some(q), Some(past)) = (vector, &a.vector) {
-                let semantic = (past.cosine(q) - COSINE_FLOOR) / (1.0 - COSINE_FLOOR);
+                let floor = self.config.cosine_floor;
+                let semantic = (past.cosine(q) - floor) / (1.0 - floor);
                 similarity = similarity.max(semantic);
             }
-            if similarity >= MIN_SIMILARITY {
+            if similarity >= self.config.min_similarity {
                 *raw.entry(&a.tool).or_default() +=
                     similarity * decayed(a.weight, a.at, now, &self.config);
             }

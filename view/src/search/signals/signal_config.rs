@@ -14,10 +14,23 @@ pub struct SignalConfig {
     pub max_zero_hit: usize,
     /// Tools with counts kept per tenant. Default 2048.
     pub max_tools: usize,
-    /// Largest adjustment of a tool's score (scores are in `0..=1`). Default 0.15.
+    /// Largest adjustment of a tool's score (scores are in `0..=1`). Default 0.25.
     pub max_adjustment: f32,
     /// A call is matched to a search at most this many seconds before it. Default 600.
     pub call_window_secs: u64,
+    /// Query similarity below which an association says nothing about a
+    /// query. Similarity is the Jaccard index of analysed terms or, when
+    /// both queries were embedded, the larger of that and their rescaled
+    /// cosine. Default 0.1.
+    pub min_similarity: f32,
+    /// Cosine of two query vectors that counts as no similarity; cosines
+    /// above it are rescaled to `0..=1` (MiniLM puts unrelated sentences
+    /// near 0.1–0.3 and paraphrases above 0.7). Default 0.3.
+    ///
+    /// The three defaults above were chosen on MetaTool's tune split alone
+    /// (`tune_signals` in `view/tests/semantic_search.rs`: half replayed,
+    /// half measured).
+    pub cosine_floor: f32,
 }
 
 impl Default for SignalConfig {
@@ -28,8 +41,10 @@ impl Default for SignalConfig {
             max_pending: 32,
             max_zero_hit: 128,
             max_tools: 2048,
-            max_adjustment: 0.15,
+            max_adjustment: 0.25,
             call_window_secs: 600,
+            min_similarity: 0.1,
+            cosine_floor: 0.3,
         }
     }
 }
