@@ -331,8 +331,11 @@ impl Learner<'_> {
     }
 }
 
-/// MetaTool's catalogue, hybrid index and labelled queries.
-fn metatool() -> anyhow::Result<Option<(HybridIndex, Vec<String>, Vec<eval::LabelledQuery>)>> {
+/// MetaTool's hybrid index, tool ids and labelled queries.
+type MetaTool = (HybridIndex, Vec<String>, Vec<eval::LabelledQuery>);
+
+/// MetaTool loaded and indexed with the model, if the model is installed.
+fn metatool() -> anyhow::Result<Option<MetaTool>> {
     use quiver_view::search::corpus::Corpus;
     let Some(model) = model()? else {
         return Ok(None);

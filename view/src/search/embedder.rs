@@ -34,8 +34,11 @@ pub struct ModelInputs {
 }
 
 /// Tokens kept per text. Tool descriptions say what a tool does in their
-/// first sentences; the rest costs time (quadratic in attention) for little.
-pub const MAX_TOKENS: usize = 128;
+/// first sentences; the rest costs time for nothing measurable: on the tune
+/// splits of azure-mcp and MetaTool, 64 tokens rank as 128 did (hybrid MRR
+/// 0.901 / 0.706 against 0.903 / 0.704) at about half the embedding time
+/// of long descriptions.
+pub const MAX_TOKENS: usize = 64;
 
 /// Why a model could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
@@ -188,8 +191,9 @@ fn model_id(dir: &Path) -> Result<String, EmbedderError> {
         })?;
         hash.update(&bytes);
     }
-    // Present only for models that mark their inputs; absent, the id is the
-    // one vectors were cached under before the file existed.
+    // Vectors depend on how much of a text is kept.
+    hash.update((MAX_TOKENS as u64).to_le_bytes());
+    // Present only for models that mark their inputs.
     if let Ok(bytes) = std::fs::read(dir.join(INPUT_FILE)) {
         hash.update(&bytes);
     }
