@@ -88,8 +88,9 @@ fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
     }
     let model_dir = args.model_dir.clone().or_else(semantic::default_model_dir);
     let model = match &model_dir {
+        // Every query embedded: the latency is the embedding's, not a cache's.
         Some(dir) => match SemanticModel::load(dir, None) {
-            Ok(model) => Some(std::sync::Arc::new(model)),
+            Ok(model) => Some(std::sync::Arc::new(model.with_query_cache(0))),
             Err(e) => {
                 eprintln!("no semantic rankers: {e:#}");
                 None

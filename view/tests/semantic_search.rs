@@ -452,3 +452,22 @@ fn query_embedding_profile() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn a_repeated_query_gets_the_vector_it_got_before() -> anyhow::Result<()> {
+    let Some(model) = model()? else { return Ok(()) };
+    let first = model.query_vector("weather forecast for a city")?;
+    let again = model.query_vector("weather forecast for a city")?;
+    assert_eq!(first, again);
+    // Without a cache the embedding itself gives the same vector.
+    let dir = default_model_dir().expect("HOME or QUIVER_SEARCH_MODEL_DIR is set");
+    let uncached = SemanticModel::load(&dir, None)?.with_query_cache(0);
+    let fresh = uncached.query_vector("weather forecast for a city")?;
+    let diff = first
+        .iter()
+        .zip(&fresh)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(diff < 1e-5, "cached and fresh vectors differ by {diff}");
+    Ok(())
+}

@@ -27,6 +27,10 @@ const DESCRIPTION_CHARS: usize = 600;
 /// still wanted (and two appends to the cache).
 const BACKGROUND_CHUNK: usize = 64;
 
+/// Query vectors kept, by query text: agents repeat searches (and scripts
+/// search in loops), and a query's embedding costs milliseconds.
+const QUERY_CACHE: usize = 1024;
+
 /// Why a model and its vector cache could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -47,6 +51,16 @@ pub struct SemanticModel {
     /// Jobs for the background thread that embeds new definitions (started
     /// on first use).
     background: Mutex<Option<mpsc::Sender<BackgroundJob>>>,
+    /// Recent query vectors, by text (at most `query_cache_size`).
+    queries: Mutex<QueryVectors>,
+    query_cache_size: usize,
+}
+
+/// Recent query vectors, oldest first out.
+#[derive(Debug, Default)]
+struct QueryVectors {
+    vectors: std::collections::HashMap<String, Arc<[f32]>>,
+    order: std::collections::VecDeque<String>,
 }
 
 /// Vectors a view waits for: built off the request path, in order.
@@ -74,7 +88,16 @@ impl SemanticModel {
             embedder,
             cache,
             background: Mutex::new(None),
+            queries: Mutex::default(),
+            query_cache_size: QUERY_CACHE,
         })
+    }
+
+    /// The same model keeping at most `entries` query vectors (0: none, so
+    /// that every query is embedded, as benchmarks of the embedding need).
+    pub fn with_query_cache(mut self, entries: usize) -> SemanticModel {
+        self.query_cache_size = entries;
+        self
     }
 
     /// The embedder.
@@ -206,12 +229,35 @@ impl SemanticModel {
     }
 
     /// The vector of a query.
+    /// Repeated queries come from a small cache of recent ones.
     pub fn query_vector(&self, query: &str) -> Result<Vec<f32>, EmbedderError> {
-        let prefix = &self.embedder.inputs().query_prefix;
-        if prefix.is_empty() {
-            return self.embedder.embed_one(query);
+        if self.query_cache_size > 0 {
+            let queries = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(vector) = queries.vectors.get(query) {
+                return Ok(vector.to_vec());
+            }
         }
-        self.embedder.embed_one(&format!("{prefix}{query}"))
+        let prefix = &self.embedder.inputs().query_prefix;
+        let vector = if prefix.is_empty() {
+            self.embedder.embed_one(query)?
+        } else {
+            self.embedder.embed_one(&format!("{prefix}{query}"))?
+        };
+        if self.query_cache_size > 0 {
+            let mut queries = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+            if !queries.vectors.contains_key(query) {
+                while queries.order.len() >= self.query_cache_size {
+                    if let Some(oldest) = queries.order.pop_front() {
+                        queries.vectors.remove(&oldest);
+                    }
+                }
+                queries.order.push_back(query.to_owned());
+                queries
+                    .vectors
+                    .insert(query.to_owned(), vector.as_slice().into());
+            }
+        }
+        Ok(vector)
     }
 }
 
