@@ -18,9 +18,12 @@ fn is_weather(top: &Option<String>) -> bool {
     top.as_deref().is_some_and(|t| t.starts_with("weather__"))
 }
 
-async fn top_result(dev: &QuiverDev, query: &str) -> Option<String> {
-    let client = connect(&dev.mode_url("search")).await;
-    let found = call(&client, "search_tools", json!({"query": query, "limit": 3})).await;
+/// A search-mode client of `dev`.
+type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// The name of the best `search_tools` result for `query`.
+async fn top_result(client: &Client, query: &str) -> Option<String> {
+    let found = call(client, "search_tools", json!({"query": query, "limit": 3})).await;
     let results = found.structured_content.as_ref()?["results"]
         .as_array()?
         .clone();
@@ -39,6 +42,26 @@ fn installed_model() -> Option<std::path::PathBuf> {
     Some(dir)
 }
 
+/// Starts `quiver dev` with `QUIVER_SEARCH_MODEL_DIR=model_dir`, which
+/// cannot serve the model; its start-up line must say lexical and `why`, and
+/// it must still find what shares words with a tool.
+async fn starts_lexical(model_dir: &Path, why: &str) -> (QuiverDev, Client) {
+    let dev = QuiverDev::start_with_env(&[], &[("QUIVER_SEARCH_MODEL_DIR", model_dir)]);
+    assert!(
+        dev.banner.contains(&format!("search lexical ({why}")),
+        "the start-up line says lexical and why: {}",
+        dev.banner
+    );
+    let client = connect(&dev.mode_url("search")).await;
+    assert_eq!(
+        top_result(&client, "open an issue in a repository")
+            .await
+            .as_deref(),
+        Some("github__create_issue")
+    );
+    (dev, client)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn dev_ranks_hybrid_with_the_installed_model_and_no_flag() {
     if installed_model().is_none() {
@@ -50,11 +73,13 @@ async fn dev_ranks_hybrid_with_the_installed_model_and_no_flag() {
         "the start-up line says hybrid: {}",
         dev.banner
     );
+    let client = connect(&dev.mode_url("search")).await;
     // The tool vectors are built in the background; until then the view
-    // ranks lexically. Ask until the model's answer shows, within a bound.
+    // ranks lexically. Ask every 50 ms until the model's answer shows,
+    // within a bound.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
-        let top = top_result(&dev, PARAPHRASE).await;
+        let top = top_result(&client, PARAPHRASE).await;
         if is_weather(&top) {
             break;
         }
@@ -62,29 +87,18 @@ async fn dev_ranks_hybrid_with_the_installed_model_and_no_flag() {
             tokio::time::Instant::now() < deadline,
             "hybrid search never ranked a weather tool first: {top:?}"
         );
-        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_model_dev_starts_and_ranks_lexically() {
     let missing = tempfile::tempdir().unwrap();
-    let dir = missing.path().join("no-model-here");
-    let dev = QuiverDev::start_with_env(&[], &[("QUIVER_SEARCH_MODEL_DIR", &dir)]);
-    assert!(
-        dev.banner.contains("search lexical (no search model at"),
-        "the start-up line says lexical and why: {}",
-        dev.banner
-    );
-    // Lexical ranking still finds what shares words with a tool...
-    assert_eq!(
-        top_result(&dev, "open an issue in a repository")
-            .await
-            .as_deref(),
-        Some("github__create_issue")
-    );
-    // ...but not the paraphrase only the model connects.
-    let top = top_result(&dev, PARAPHRASE).await;
+    let (_dev, client) =
+        starts_lexical(&missing.path().join("no-model-here"), "no search model at").await;
+    // Words find what shares words with a tool, but not the paraphrase only
+    // the model connects.
+    let top = top_result(&client, PARAPHRASE).await;
     assert!(!is_weather(&top), "{top:?}");
 }
 
@@ -94,20 +108,7 @@ async fn a_damaged_model_means_lexical_ranking_not_a_failed_start() {
     for file in ["config.json", "tokenizer.json", "model.safetensors"] {
         std::fs::write(damaged.path().join(file), b"{ not a model").unwrap();
     }
-    let dir: &Path = damaged.path();
-    let dev = QuiverDev::start_with_env(&[], &[("QUIVER_SEARCH_MODEL_DIR", dir)]);
-    assert!(
-        dev.banner
-            .contains("search lexical (the search model cannot be used"),
-        "the start-up line says lexical and why: {}",
-        dev.banner
-    );
-    assert_eq!(
-        top_result(&dev, "open an issue in a repository")
-            .await
-            .as_deref(),
-        Some("github__create_issue")
-    );
+    starts_lexical(damaged.path(), "the search model cannot be used").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

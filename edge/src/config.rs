@@ -150,13 +150,25 @@ impl Default for EdgeConfig {
 }
 
 impl EdgeConfig {
-    /// Which sentence model search ranks with (`search_semantic`,
-    /// `search_model_dir`).
-    pub fn search_model_setting(&self) -> quiver_view::search::semantic::ModelSetting {
-        quiver_view::search::semantic::ModelSetting::from_config(
-            self.search_semantic,
-            self.search_model_dir.as_deref(),
-        )
+    /// Loads, once per process, what search ranks and learns with: the
+    /// sentence model (`search_semantic`, `search_model_dir`; its vector
+    /// cache under `search_data_dir/vectors`) and the outcome signals
+    /// (`search_data_dir/signals`, written every
+    /// `search_signal_flush_secs`). Every role that ranks calls it.
+    pub fn install_search(&self) {
+        use quiver_view::search::{semantic, signals};
+        let data = self.search_data_dir.as_deref();
+        semantic::install(
+            &semantic::ModelSetting::from_config(
+                self.search_semantic,
+                self.search_model_dir.as_deref(),
+            ),
+            data.map(|d| d.join("vectors")).as_deref(),
+        );
+        signals::install(
+            data.map(|d| d.join("signals")).as_deref(),
+            std::time::Duration::from_secs(self.search_signal_flush_secs.max(1)),
+        );
     }
 
     /// `Host` values accepted, defaults filled in.

@@ -82,15 +82,7 @@ impl Gateway {
         scripts: Option<Arc<dyn Scripts>>,
         config: EdgeConfig,
     ) -> Arc<Gateway> {
-        let data = config.search_data_dir.as_deref();
-        quiver_view::search::semantic::install(
-            &config.search_model_setting(),
-            data.map(|d| d.join("vectors")).as_deref(),
-        );
-        quiver_view::search::signals::install(
-            data.map(|d| d.join("signals")).as_deref(),
-            std::time::Duration::from_secs(config.search_signal_flush_secs.max(1)),
-        );
+        config.install_search();
         let views = LiveViews::follow(manifests, tenants);
         // The binary checks the OAuth settings before it starts; a gateway
         // built with bad ones refuses every token rather than accept any.

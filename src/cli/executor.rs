@@ -120,15 +120,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     config.validate()?;
     // Code mode's `search` runs here: rank as the edges do, and learn from
     // the searches, descriptions and calls of scripts run here.
-    let search_data = config.edge.search_data_dir.clone();
-    quiver_view::search::semantic::install(
-        &config.edge.search_model_setting(),
-        search_data.as_ref().map(|d| d.join("vectors")).as_deref(),
-    );
-    quiver_view::search::signals::install(
-        search_data.as_ref().map(|d| d.join("signals")).as_deref(),
-        Duration::from_secs(config.edge.search_signal_flush_secs.max(1)),
-    );
+    config.edge.install_search();
 
     let mut server = Server::builder();
     let mut security = "plaintext";

@@ -14,7 +14,6 @@ use std::{
 use super::{
     Bm25Index, EmbedderError, HybridIndex, SearchDoc, SearchIndex, SemanticModel,
     corpus::{CORPORA, Corpus, CorpusError},
-    semantic::embedding_text,
     vector_cache::{VectorCache, VectorCacheError},
 };
 use crate::error_chain::ErrorChain;
@@ -198,7 +197,7 @@ fn vector_costs(
 ) -> Result<VectorReport, VectorCostError> {
     let dir = tempfile_dir()?;
     let embedder = model.embedder();
-    let mut texts: Vec<String> = docs.iter().map(embedding_text).collect();
+    let mut texts = model.document_texts(docs);
     texts.sort_unstable();
     texts.dedup();
     let real = texts.len();
@@ -223,8 +222,8 @@ fn vector_costs(
     let started = Instant::now();
     let warm_cache = VectorCache::open(&dir, embedder.id(), embedder.dim())?;
     let mut matrix = Vec::with_capacity(docs.len() * embedder.dim());
-    for doc in docs {
-        let key = super::vector_cache::vector_key(embedder.id(), &embedding_text(doc));
+    for text in model.document_texts(docs) {
+        let key = super::vector_cache::vector_key(embedder.id(), &text);
         match warm_cache.get(&key) {
             Some(v) => matrix.extend_from_slice(&v),
             None => return Err(VectorCostError::MissingVector),

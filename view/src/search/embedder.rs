@@ -46,7 +46,7 @@ pub const MAX_TOKENS: usize = 64;
 pub enum EmbedderError {
     /// The directory lacks one of [`MODEL_FILES`].
     #[error(
-        "model directory {dir}: `{file}` is missing; run scripts/install-model.sh or point `search.model_dir` at a directory holding {MODEL_FILES:?}"
+        "model directory {dir}: `{file}` is missing; run scripts/install-model.sh or point `[edge] search_model_dir` at a directory holding {MODEL_FILES:?}"
     )]
     Missing {
         /// The model directory.

@@ -72,15 +72,17 @@ struct Vectors {
 #[derive(Debug, Default)]
 struct VectorSlot {
     vectors: OnceLock<Vectors>,
-    filled: Mutex<bool>,
-    changed: Condvar,
+    /// Held while filling and while a waiter checks `vectors`, so a waiter
+    /// never misses the notification.
+    lock: Mutex<()>,
+    filled: Condvar,
 }
 
 impl VectorSlot {
     fn fill(&self, vectors: Vectors) {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let _ = self.vectors.set(vectors);
-        *self.filled.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.changed.notify_all();
+        self.filled.notify_all();
     }
 }
 
@@ -119,14 +121,10 @@ impl HybridIndex {
         let Some(model) = model else {
             return index;
         };
-        if let Some(matrix) = model.cached_vectors(docs) {
-            index.vectors.fill(Vectors { model, matrix });
-            return index;
-        }
         let wanted = Arc::downgrade(&index.vectors);
         let slot = wanted.clone();
         let owner = model.clone();
-        model.vectors_later(
+        let now = model.vectors_now_or_later(
             docs,
             move || wanted.strong_count() > 0,
             move |matrix| {
@@ -138,6 +136,9 @@ impl HybridIndex {
                 }
             },
         );
+        if let Some(matrix) = now {
+            index.vectors.fill(Vectors { model, matrix });
+        }
         index
     }
 
@@ -156,15 +157,11 @@ impl HybridIndex {
     /// Waits up to `timeout` for vectors being built in the background;
     /// returns [`HybridIndex::is_semantic`].
     pub fn wait_semantic(&self, timeout: Duration) -> bool {
-        let filled = self
-            .vectors
+        let slot = &self.vectors;
+        let guard = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = slot
             .filled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let _ = self
-            .vectors
-            .changed
-            .wait_timeout_while(filled, timeout, |filled| !*filled);
+            .wait_timeout_while(guard, timeout, |_| slot.vectors.get().is_none());
         self.is_semantic()
     }
 

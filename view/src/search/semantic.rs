@@ -66,6 +66,8 @@ struct QueryVectors {
 /// Vectors a view waits for: built off the request path, in order.
 struct BackgroundJob {
     texts: Vec<String>,
+    /// The cache keys of `texts`.
+    keys: Vec<VectorKey>,
     /// Whether the view still exists (a newer manifest may have replaced it).
     wanted: Box<dyn Fn() -> bool + Send>,
     /// Receives the `texts.len() × dim` matrix.
@@ -126,26 +128,27 @@ impl SemanticModel {
             .ok_or_else(|| EmbedderError::Run("a tool vector went missing".into()))
     }
 
-    /// The vectors of `docs` if every one is cached already (no embedding).
-    pub fn cached_vectors(&self, docs: &[SearchDoc]) -> Option<Vec<f32>> {
-        let texts = self.document_texts(docs);
-        self.assemble(&self.keys(&texts))
-    }
-
-    /// Builds the vectors of `docs` on this model's background thread, jobs
-    /// in the order given, and hands the matrix to `ready`. `wanted` is asked
+    /// The vectors of `docs` now if every one is cached already; otherwise
+    /// `None`, and this model's background thread builds them (jobs in the
+    /// order given) and hands the matrix to `ready`. `wanted` is asked
     /// between chunks: once it says no (the view was replaced), the rest is
     /// left to whoever wants it next; what was embedded stays cached. A
     /// failure is logged and `ready` is never called (the view stays
     /// lexical).
-    pub fn vectors_later(
+    pub fn vectors_now_or_later(
         self: &Arc<Self>,
         docs: &[SearchDoc],
         wanted: impl Fn() -> bool + Send + 'static,
         ready: impl FnOnce(Vec<f32>) + Send + 'static,
-    ) {
+    ) -> Option<Vec<f32>> {
+        let texts = self.document_texts(docs);
+        let keys = self.keys(&texts);
+        if let Some(matrix) = self.assemble(&keys) {
+            return Some(matrix);
+        }
         let job = BackgroundJob {
-            texts: self.document_texts(docs),
+            texts,
+            keys,
             wanted: Box::new(wanted),
             ready: Box::new(ready),
         };
@@ -153,7 +156,7 @@ impl SemanticModel {
         let job = match background.as_ref() {
             None => job,
             Some(jobs) => match jobs.send(job) {
-                Ok(()) => return,
+                Ok(()) => return None,
                 Err(mpsc::SendError(job)) => job,
             },
         };
@@ -171,10 +174,11 @@ impl SemanticModel {
                 tracing::warn!("search: no thread to embed tools on ({e}); ranking lexically")
             }
         }
+        None
     }
 
     /// What is embedded for each tool, marked as the model wants.
-    fn document_texts(&self, docs: &[SearchDoc]) -> Vec<String> {
+    pub(crate) fn document_texts(&self, docs: &[SearchDoc]) -> Vec<String> {
         let prefix = &self.embedder.inputs().document_prefix;
         docs.iter()
             .map(|doc| format!("{prefix}{}", embedding_text(doc)))
@@ -270,9 +274,8 @@ fn background_thread(model: Weak<SemanticModel>, queue: mpsc::Receiver<Backgroun
         if !(job.wanted)() {
             continue;
         }
-        let keys = model.keys(&job.texts);
         let started = Instant::now();
-        let outcome = model.embed_missing(&job.texts, &keys, BACKGROUND_CHUNK, &job.wanted);
+        let outcome = model.embed_missing(&job.texts, &job.keys, BACKGROUND_CHUNK, &job.wanted);
         match outcome {
             Err(e) => tracing::warn!("search: tool vectors failed, ranking lexically: {e}"),
             Ok(embedded) => {
@@ -283,7 +286,7 @@ fn background_thread(model: Weak<SemanticModel>, queue: mpsc::Receiver<Backgroun
                     );
                 }
                 // Not all there: the view was replaced part way.
-                if let Some(matrix) = model.assemble(&keys) {
+                if let Some(matrix) = model.assemble(&job.keys) {
                     (job.ready)(matrix);
                 }
             }
@@ -401,7 +404,7 @@ fn load_for(
         }
         Err(e) => {
             let line = format!(
-                "lexical (the search model cannot be used: {})",
+                "lexical (the search model cannot be used: {}; scripts/install-model.sh reinstalls it)",
                 ErrorChain(&e)
             );
             tracing::warn!("search: {line}");
