@@ -8,6 +8,7 @@
 //! (a rejection keeps its violations) as a local one.
 
 mod dispatch;
+pub mod encoded_size;
 mod execute_error;
 pub mod fleet;
 mod limits;

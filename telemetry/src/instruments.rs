@@ -28,6 +28,15 @@ pub mod names {
     pub const WORKERS: &str = "quiver.worker.pool.workers";
     /// Executions waiting for a worker.
     pub const WORKERS_QUEUED: &str = "quiver.worker.pool.queued";
+    /// Time scripts waited for a worker, by tenant and outcome (`granted`,
+    /// `refused`, `cancelled`).
+    pub const WORKERS_QUEUE_WAIT: &str = "quiver.worker.pool.queue.wait";
+    /// Bytes of stashed values an executor holds, by tenant.
+    pub const STASH_BYTES: &str = "quiver.stash.bytes";
+    /// Stashed keys an executor holds, by tenant.
+    pub const STASH_KEYS: &str = "quiver.stash.keys";
+    /// Stash writes refused, by tenant and the quota that refused them.
+    pub const STASH_REFUSALS: &str = "quiver.stash.refusals";
     /// Workers retired and replaced, by reason.
     pub const WORKERS_RECYCLED: &str = "quiver.worker.pool.recycled";
     /// Circuit breaker per upstream: 0 closed, 1 half-open, 2 open.
@@ -83,6 +92,10 @@ pub struct Instruments {
     pub execution_duration: Histogram<f64>,
     /// [`names::WORKERS_RECYCLED`]
     pub workers_recycled: Counter<u64>,
+    /// [`names::WORKERS_QUEUE_WAIT`]
+    pub queue_wait: Histogram<f64>,
+    /// [`names::STASH_REFUSALS`]
+    pub stash_refusals: Counter<u64>,
     /// [`names::REFUSALS`]
     pub refusals: Counter<u64>,
     /// [`names::SEARCH_DURATION`]
@@ -134,6 +147,14 @@ pub fn instruments() -> &'static Instruments {
             workers_recycled: meter
                 .u64_counter(names::WORKERS_RECYCLED)
                 .with_description("Sandbox workers retired and replaced, by reason")
+                .build(),
+            queue_wait: duration(
+                names::WORKERS_QUEUE_WAIT,
+                "Time scripts waited for a sandbox worker, by tenant and outcome",
+            ),
+            stash_refusals: meter
+                .u64_counter(names::STASH_REFUSALS)
+                .with_description("Stash writes refused, by tenant and the quota that refused them")
                 .build(),
             refusals: meter
                 .u64_counter(names::REFUSALS)

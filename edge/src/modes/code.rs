@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
-use quiver_contract::{API_DECLARATION, ExecuteError, ExecuteRequest, ScriptOutcome};
+use quiver_contract::{API_DECLARATION, ExecuteError, ExecuteRequest, Limits, ScriptOutcome};
 use quiver_view::{
     ToolView,
     redact::{redact, redact_for_caller},
@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use super::{
     handler::{Backends, ModeHandler, ToolRequest},
+    reply_cap::within_cap,
     tool_result::{
         meta_tool, meta_tool_capabilities, parse_args, tool_error, tool_ok, unknown_tool,
     },
@@ -185,7 +186,9 @@ impl CodeMode {
                 Some(std::sync::Arc::new(relay)),
             )
             .await;
-        execute_result(outcome, &args.code)
+        // The output cap holds for the whole reply as it leaves the edge.
+        let cap = usize::try_from(Limits::default().output_bytes).unwrap_or(usize::MAX);
+        within_cap(execute_result(outcome, &args.code), cap)
     }
 }
 

@@ -7,6 +7,7 @@ mod forward;
 pub mod forwarded;
 mod handler;
 mod passthrough;
+mod reply_cap;
 mod search;
 mod tool_result;
 

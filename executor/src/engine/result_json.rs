@@ -1,6 +1,7 @@
 //! Turning a script's serialised return value into the outcome's `result`,
 //! cut to the output budget with an explicit marker.
 
+use quiver_contract::encoded_size::prefix_within;
 use serde_json::{Value, json};
 
 /// Parses `text` (JSON produced by the bootstrap), or replaces it with
@@ -11,15 +12,13 @@ pub(crate) fn bounded_result(text: &str, limit: usize) -> Result<(Value, bool), 
     if text.len() <= limit {
         return Ok((serde_json::from_str(text)?, false));
     }
-    let mut cut = text.floor_char_boundary(limit);
-    loop {
-        let marker = json!({ "truncated": true, "bytes": text.len(), "preview": &text[..cut] });
-        let encoded = marker.to_string().len();
-        if encoded <= limit || cut == 0 {
-            return Ok((marker, true));
-        }
-        cut = text.floor_char_boundary(cut.saturating_sub(encoded - limit));
-    }
+    // The marker without its preview, then the longest preview that keeps
+    // the whole marker, as encoded, within the limit.
+    let bare = json!({ "truncated": true, "bytes": text.len(), "preview": "" });
+    let room = limit.saturating_sub(bare.to_string().len() - 2);
+    let preview = prefix_within(text, room);
+    let marker = json!({ "truncated": true, "bytes": text.len(), "preview": preview });
+    Ok((marker, true))
 }
 
 #[cfg(test)]
@@ -42,6 +41,17 @@ mod tests {
         assert_eq!(value["bytes"], json!(text.len()));
         let preview = value["preview"].as_str().unwrap();
         assert!(text.starts_with(preview) && !preview.is_empty());
+        assert!(value.to_string().len() <= 1000);
+    }
+
+    #[test]
+    fn a_quote_heavy_result_keeps_a_preview_within_the_limit() {
+        let text = serde_json::to_string(&"\"".repeat(5_000)).unwrap();
+        let (value, cut) = bounded_result(&text, 1000).unwrap();
+        assert!(cut);
+        let preview = value["preview"].as_str().unwrap();
+        assert!(preview.len() > 200, "{preview}");
+        assert!(text.starts_with(preview));
         assert!(value.to_string().len() <= 1000);
     }
 

@@ -4,6 +4,13 @@
 //! scripts (the oldest first among equals). One tenant's flood therefore
 //! never takes the whole pool, and a quiet tenant's script is next in line.
 //! Refusals speak only of the caller's own share, never of other callers.
+//!
+//! Waiting is bounded per session, per tenant and in all; when the whole
+//! queue is full, a tenant holding less than an even split of it among the
+//! tenants waiting may still queue, so a burst from one tenant can fill its
+//! own part of the queue, never another's. Together with the slot given to
+//! the tenant running the fewest, a quiet tenant's script waits at most for
+//! one running script to end when others saturate the pool.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -45,6 +52,8 @@ pub struct Shares {
     pub max_waiting: usize,
     /// Callers of one session that may wait.
     pub max_waiting_per_session: usize,
+    /// Callers of one tenant that may wait.
+    pub max_waiting_per_tenant: usize,
     /// Longest wait.
     pub wait: Duration,
 }
@@ -61,7 +70,16 @@ pub enum Refusal {
         /// Its waiting scripts.
         waiting: usize,
     },
-    /// Too many callers wait in all.
+    /// The caller's tenant already waits for as many slots as it may.
+    #[error(
+        "this tenant already has {waiting} scripts waiting for a worker, the most it may; wait for some to finish"
+    )]
+    TenantQueueFull {
+        /// Its waiting scripts.
+        waiting: usize,
+    },
+    /// Too many callers wait in all, and the caller's tenant holds at least
+    /// its even part of the queue.
     #[error("the executor is busy and cannot queue another script now; try again shortly")]
     QueueFull,
     /// No slot within the caller's share came free in time.
@@ -189,8 +207,28 @@ impl FairAdmission {
                     waiting: of_session,
                 });
             }
+            let of_tenant = state
+                .waiting
+                .iter()
+                .filter(|w| w.owner.tenant == owner.tenant)
+                .count();
+            if of_tenant >= self.shares.max_waiting_per_tenant {
+                return Err(Refusal::TenantQueueFull { waiting: of_tenant });
+            }
             if state.waiting.len() >= self.shares.max_waiting {
-                return Err(Refusal::QueueFull);
+                // An even split of the queue among the tenants waiting,
+                // the caller's included.
+                let mut tenants: Vec<&str> = state
+                    .waiting
+                    .iter()
+                    .map(|w| w.owner.tenant.as_str())
+                    .collect();
+                tenants.push(&owner.tenant);
+                tenants.sort_unstable();
+                tenants.dedup();
+                if of_tenant >= self.shares.max_waiting / tenants.len() {
+                    return Err(Refusal::QueueFull);
+                }
             }
             let (grant, granted) = oneshot::channel();
             state.next_id += 1;
@@ -254,6 +292,7 @@ mod tests {
             per_session,
             max_waiting: 16,
             max_waiting_per_session: 4,
+            max_waiting_per_tenant: 8,
             wait: Duration::from_secs(5),
         }
     }
@@ -343,5 +382,89 @@ mod tests {
             Refusal::TimedOut(Duration::from_millis(100))
         );
         assert_eq!(admission.waiting(), 0);
+    }
+
+    /// Holds every slot for tenant `a` and queues `n` more of its callers.
+    async fn saturated_by_a(admission: &Arc<FairAdmission>, held: usize, n: usize) -> Vec<Slot> {
+        let slots = futures::future::join_all((0..held).map(|i| {
+            let owner = Owner::new("a", format!("held-{i}"));
+            let admission = admission.clone();
+            async move { admission.acquire(&owner).await }
+        }))
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+        for i in 0..n {
+            let admission = admission.clone();
+            tokio::spawn(async move {
+                let _ = admission
+                    .acquire(&Owner::new("a", format!("queued-{i}")))
+                    .await;
+            });
+        }
+        slots
+    }
+
+    #[tokio::test]
+    async fn a_tenant_queue_is_bounded_and_another_tenant_still_queues() {
+        let admission = FairAdmission::new(Shares {
+            max_waiting: 6,
+            max_waiting_per_tenant: 4,
+            ..shares(2, 2, 1)
+        });
+        let _held = saturated_by_a(&admission, 2, 4).await;
+        while admission.waiting() < 4 {
+            tokio::task::yield_now().await;
+        }
+        let refused = admission
+            .acquire(&Owner::new("a", "one-more"))
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(refused, Refusal::TenantQueueFull { waiting: 4 });
+        let b = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .acquire(&Owner::new("b", "probe"))
+                    .await
+                    .map(|_| ())
+            }
+        });
+        while admission.waiting() < 5 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!b.is_finished(), "b waits rather than being refused");
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_still_takes_a_tenant_below_its_even_part() {
+        // The whole queue is a's (its own bound equals the queue's).
+        let admission = FairAdmission::new(Shares {
+            max_waiting: 4,
+            max_waiting_per_tenant: 4,
+            ..shares(2, 2, 1)
+        });
+        let held = saturated_by_a(&admission, 2, 4).await;
+        while admission.waiting() < 4 {
+            tokio::task::yield_now().await;
+        }
+        let b = tokio::spawn({
+            let admission = admission.clone();
+            async move {
+                admission
+                    .acquire(&Owner::new("b", "probe"))
+                    .await
+                    .map(|_| ())
+            }
+        });
+        while admission.waiting() < 5 {
+            tokio::task::yield_now().await;
+        }
+        // Of the two slots that free, one goes to b, ahead of three of a's
+        // older waiters.
+        drop(held);
+        b.await.unwrap().unwrap();
     }
 }

@@ -8,11 +8,14 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use opentelemetry::KeyValue;
-use quiver_telemetry::{instruments, instruments::names, metrics::meter};
+use quiver_telemetry::{
+    instruments::{instruments, names},
+    metrics::meter,
+};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -53,6 +56,10 @@ pub struct PoolConfig {
     pub max_uses_forking: u32,
     /// Callers that may wait for a worker (default 64); more get "busy" at once.
     pub max_queue: usize,
+    /// Callers of one tenant that may wait (default a quarter of
+    /// `max_queue`, at least one); a tenant below an even split of a full
+    /// queue may still queue.
+    pub tenant_queue: usize,
     /// Longest wait for a worker (default 10 s), then "busy".
     pub queue_timeout: Duration,
     /// Executions one tenant may run at once (default three quarters of
@@ -74,6 +81,7 @@ impl PoolConfig {
             max_uses: 50,
             max_uses_forking: 5_000,
             max_queue: 64,
+            tenant_queue: 16,
             queue_timeout: Duration::from_secs(10),
             tenant_share: 6,
             session_share: 4,
@@ -172,6 +180,7 @@ impl WorkerPool {
                 per_session: config.session_share.max(1),
                 max_waiting: config.max_queue,
                 max_waiting_per_session: config.session_share.max(1),
+                max_waiting_per_tenant: config.tenant_queue.max(1),
                 wait: config.queue_timeout,
             }),
             config,
@@ -368,9 +377,31 @@ impl WorkerPool {
         context: Arc<dyn ScriptContext>,
         cancel: CancellationToken,
     ) -> Result<ScriptOutcome, PoolError> {
+        let asked = Instant::now();
+        let waited = |outcome: &'static str| {
+            instruments().queue_wait.record(
+                asked.elapsed().as_secs_f64(),
+                &[
+                    KeyValue::new("tenant", owner.tenant.clone()),
+                    KeyValue::new("outcome", outcome),
+                ],
+            );
+        };
         let slot = tokio::select! {
-            slot = self.admission.acquire(owner) => slot?,
-            () = cancel.cancelled() => return Err(WorkerFault::Cancelled.into()),
+            slot = self.admission.acquire(owner) => match slot {
+                Ok(slot) => {
+                    waited("granted");
+                    slot
+                }
+                Err(refusal) => {
+                    waited("refused");
+                    return Err(refusal.into());
+                }
+            },
+            () = cancel.cancelled() => {
+                waited("cancelled");
+                return Err(WorkerFault::Cancelled.into());
+            }
         };
         let result = self.run_on_worker(code, limits, context, cancel).await;
         drop(slot);
