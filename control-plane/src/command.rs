@@ -30,12 +30,17 @@ pub struct Envelope {
     pub command: Command,
 }
 
+/// This node's clock, in ms since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 impl Envelope {
     /// Wraps `command` with this build's format version and the current time.
     pub fn now(actor: &str, command: Command) -> Envelope {
-        let at_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let at_ms = now_ms();
         Envelope {
             format: COMMAND_FORMAT,
             at_ms,

@@ -240,6 +240,7 @@ impl Operator {
                 r.read(|s| {
                     let tenant = s.tenants.get(&id)?;
                     let usage = s.usage.get(&id).cloned().unwrap_or_default();
+                    let stash = usage.stash_totals(crate::command::now_ms());
                     Some(UsageReport {
                         tenant: id.clone(),
                         budget: tenant.budget,
@@ -248,6 +249,11 @@ impl Operator {
                         spent: usage.spent,
                         calls: usage.calls,
                         updated_ms: usage.updated_ms,
+                        stash_bytes: stash.bytes,
+                        stash_keys: stash.keys,
+                        stash_quota_bytes: tenant.stash_bytes.unwrap_or(stash.quota_bytes),
+                        stash_quota_keys: tenant.stash_keys.unwrap_or(stash.quota_keys),
+                        stash_executors: stash.executors,
                     })
                 })
                 .await?

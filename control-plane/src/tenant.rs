@@ -40,6 +40,12 @@ pub struct TenantPatch {
     /// goes back to each server's own level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<String>,
+    /// See [`Tenant::stash_bytes`]; `Some(0)` goes back to the executor's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stash_bytes: Option<u64>,
+    /// See [`Tenant::stash_keys`]; `Some(0)` goes back to the executor's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stash_keys: Option<u64>,
     /// See [`Tenant::budget`]; a negative value clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
@@ -126,6 +132,8 @@ impl TenantPatch {
             rate_limit_per_minute: None,
             tool_rate_limits: BTreeMap::new(),
             audit_arguments: false,
+            stash_bytes: None,
+            stash_keys: None,
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),
@@ -162,6 +170,12 @@ impl TenantPatch {
         }
         if let Some(validation) = patch.validation.as_deref() {
             tenant.validation = (!validation.is_empty()).then(|| ValidationMode::parse(validation));
+        }
+        if let Some(bytes) = patch.stash_bytes {
+            tenant.stash_bytes = (bytes > 0).then_some(bytes);
+        }
+        if let Some(keys) = patch.stash_keys {
+            tenant.stash_keys = (keys > 0).then_some(keys);
         }
         if let Some(audit) = patch.audit_arguments {
             tenant.audit_arguments = audit;

@@ -16,6 +16,7 @@ pub mod script;
 pub mod service;
 pub mod stash;
 pub mod stash_etcd;
+pub mod stash_ledger;
 pub mod worker;
 
 pub use local_executor::LocalExecutor;

@@ -27,7 +27,7 @@ use opentelemetry::KeyValue;
 use quiver_contract::{CallOptions, Dispatch, ToolCall, UpstreamError};
 use quiver_proto::{
     audit::{AuditKind, AuditRecord, Decision, digest_of},
-    tenant::{Tenant, TenantDirectory},
+    tenant::{StashUsage, Tenant, TenantDirectory},
 };
 use quiver_telemetry::instruments;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
@@ -52,6 +52,8 @@ pub struct BudgetReport {
     pub calls: u64,
     /// Unspent allowance given back.
     pub give_back: f64,
+    /// What this executor holds of the tenant's stash, when that changed.
+    pub stash: Option<StashUsage>,
 }
 
 /// Where allowances come from: the control plane.
@@ -228,6 +230,7 @@ impl Metered {
                 spent: account.unreported_spent,
                 calls: account.unreported_calls,
                 give_back: returned,
+                stash: None,
             };
             match leases.lease(report).await {
                 Ok(_) => {
@@ -324,6 +327,7 @@ impl Metered {
                 spent: account.unreported_spent,
                 calls: account.unreported_calls,
                 give_back: 0.0,
+                stash: None,
             };
             let granted = leases.lease(report).await.map_err(|e| {
                 format!(

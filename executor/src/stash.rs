@@ -1,7 +1,8 @@
 //! The per-session stash scripts use to keep values across `execute` calls of
-//! one MCP session: bounded keys, values, entry counts and TTLs per session, a
-//! cap on sessions per tenant and on the bytes of all sessions together;
-//! sessions that go quiet are dropped. An operation locks only its own
+//! one MCP session: bounded keys, values, entry counts and TTLs per session;
+//! per tenant a cap on sessions and a quota of bytes and keys; for the
+//! executor a capacity of bytes and keys, shared so that no tenant takes what
+//! another was promised ([`StashLedger`]); sessions that go quiet are dropped. An operation locks only its own
 //! session (the map of sessions only long enough to find it).
 //!
 //! Given a [`StashReplica`] (etcd, with `quiver executor --etcd`), the store is
@@ -15,15 +16,17 @@
 
 use std::{
     collections::HashMap,
-    sync::{
-        Arc, Mutex, MutexGuard,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::{Arc, Mutex, MutexGuard},
     time::{Duration, Instant},
 };
 
 use futures::future::BoxFuture;
+use opentelemetry::KeyValue;
+use quiver_proto::tenant::{StashUsage, TenantDirectory};
+use quiver_telemetry::{instruments::names, metrics::meter};
 use serde_json::Value;
+
+use crate::stash_ledger::{LedgerRefusal, StashAmount, StashLedger};
 
 /// Stash limits.
 #[derive(Debug, Clone, Copy)]
@@ -44,8 +47,11 @@ pub struct StashLimits {
     pub session_idle: Duration,
     /// Sessions holding values, per tenant.
     pub max_sessions_per_tenant: usize,
-    /// Serialized size of every session's values together, bytes.
+    /// Serialized size of every session's values together, bytes (the
+    /// executor's capacity; a tenant's default quota is an eighth of it).
     pub max_total_bytes: usize,
+    /// Keys of every session together.
+    pub max_total_keys: usize,
 }
 
 impl Default for StashLimits {
@@ -60,6 +66,7 @@ impl Default for StashLimits {
             session_idle: Duration::from_secs(24 * 3_600),
             max_sessions_per_tenant: 1_000,
             max_total_bytes: 512 * 1024 * 1024,
+            max_total_keys: 1 << 20,
         }
     }
 }
@@ -102,26 +109,49 @@ pub struct ReplicaSnapshot {
     pub revision: i64,
 }
 
+/// Why a replica did not take a write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicaError {
+    /// The write would take the tenant past its quota across the fleet.
+    #[error("{0}")]
+    Refused(StashError),
+    /// The replica could not be reached or failed.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<String> for ReplicaError {
+    fn from(error: String) -> ReplicaError {
+        ReplicaError::Unavailable(error)
+    }
+}
+
 /// Where stashes are kept beyond this process, so they outlive it. Writes
 /// return the replica's revision after them.
 pub trait StashReplica: Send + Sync {
     /// Every live entry of `session`'s stash.
     fn load<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<ReplicaSnapshot, String>>;
-    /// Stores `value` under `key` for `ttl`.
+    /// Stores `value` under `key` for `ttl`, unless the session's tenant
+    /// would then hold more than `quota` across everything the replica keeps.
     fn put<'a>(
         &'a self,
         session: &'a str,
         key: &'a str,
         value: &'a Value,
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<i64, String>>;
+        quota: StashAmount,
+    ) -> BoxFuture<'a, Result<i64, ReplicaError>>;
     /// Removes `key`.
     fn delete<'a>(&'a self, session: &'a str, key: &'a str) -> BoxFuture<'a, Result<i64, String>>;
+    /// What `tenant` holds across the fleet, as last seen (`None`: not known).
+    fn fleet_held(&self, _tenant: &str) -> Option<StashAmount> {
+        None
+    }
 }
 
 impl SessionStash {
-    /// Drops expired entries; returns the bytes freed.
-    fn purge_expired(&mut self, now: Instant) -> usize {
+    /// Drops expired entries.
+    fn purge_expired(&mut self, now: Instant) {
         let mut freed = 0;
         self.entries.retain(|_, e| {
             let live = e.expires > now;
@@ -131,12 +161,16 @@ impl SessionStash {
             live
         });
         self.bytes -= freed;
-        freed
+    }
+
+    /// What it holds.
+    fn amount(&self) -> StashAmount {
+        StashAmount::new(self.bytes, self.entries.len())
     }
 }
 
 /// The tenant a session id belongs to (`tenant/session`, else the built-in one).
-fn tenant_of(session: &str) -> &str {
+pub(crate) fn tenant_of(session: &str) -> &str {
     session
         .split_once('/')
         .map_or("default", |(tenant, _)| tenant)
@@ -193,9 +227,80 @@ pub enum StashError {
         /// Keys per session.
         max: usize,
     },
-    /// All sessions together hold as many bytes as the executor allows.
-    #[error("the executor's stash is full for now; store less, or try again later")]
-    StoreFull,
+    /// The tenant holds as many bytes as its quota allows.
+    #[error(
+        "stash full: tenant `{tenant}` may keep {max} bytes of stashed values {scope} (its stash quota); delete keys or let some expire"
+    )]
+    TenantBytes {
+        /// The tenant.
+        tenant: String,
+        /// Its quota of bytes.
+        max: usize,
+        /// `on this executor` or `across the fleet`.
+        scope: &'static str,
+    },
+    /// The tenant holds as many keys as its quota allows.
+    #[error(
+        "stash full: tenant `{tenant}` may keep {max} stashed keys {scope} (its stash quota); delete keys or let some expire"
+    )]
+    TenantKeys {
+        /// The tenant.
+        tenant: String,
+        /// Its quota of keys.
+        max: usize,
+        /// `on this executor` or `across the fleet`.
+        scope: &'static str,
+    },
+    /// The executor has no room beyond what other tenants were promised.
+    #[error(
+        "the executor's stash has no room for this now: this tenant is guaranteed {guaranteed} bytes and {guaranteed_keys} keys here and holds {held} bytes and {held_keys} keys; store less, or try again later"
+    )]
+    StoreFull {
+        /// The tenant's guaranteed bytes.
+        guaranteed: usize,
+        /// The tenant's guaranteed keys.
+        guaranteed_keys: usize,
+        /// The bytes it holds.
+        held: usize,
+        /// The keys it holds.
+        held_keys: usize,
+    },
+}
+
+impl StashError {
+    /// The `reason` attribute of a refused write in metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            StashError::KeyLength { .. } | StashError::KeyCharacters => "key",
+            StashError::Unserialisable(_) | StashError::ValueTooLarge { .. } => "value",
+            StashError::TenantSessions { .. } => "tenant_sessions",
+            StashError::SessionBytes { .. } | StashError::SessionKeys { .. } => "session_quota",
+            StashError::TenantBytes { .. } | StashError::TenantKeys { .. } => "tenant_quota",
+            StashError::StoreFull { .. } => "executor_full",
+        }
+    }
+
+    fn from_ledger(refusal: LedgerRefusal, tenant: &str) -> StashError {
+        let scope = "on this executor";
+        match refusal {
+            LedgerRefusal::TenantBytes(max) => StashError::TenantBytes {
+                tenant: tenant.to_string(),
+                max,
+                scope,
+            },
+            LedgerRefusal::TenantKeys(max) => StashError::TenantKeys {
+                tenant: tenant.to_string(),
+                max,
+                scope,
+            },
+            LedgerRefusal::NoRoom { guaranteed, held } => StashError::StoreFull {
+                guaranteed: guaranteed.bytes,
+                guaranteed_keys: guaranteed.keys,
+                held: held.bytes,
+                held_keys: held.keys,
+            },
+        }
+    }
 }
 
 /// Every session's stash.
@@ -203,9 +308,11 @@ pub struct StashStore {
     limits: StashLimits,
     replica: Option<std::sync::Arc<dyn StashReplica>>,
     sessions: Mutex<Sessions>,
-    /// Bytes of every session together (kept outside the map's lock, so an
-    /// operation never takes the map's lock while holding its session's).
-    total_bytes: AtomicUsize,
+    /// What each tenant holds, and its quota. Locks are taken in the order
+    /// sessions map, session, ledger (the ledger always last).
+    ledger: Mutex<StashLedger>,
+    /// What [`StashStore::usage_changes`] last reported, and when.
+    reported: Mutex<HashMap<String, (StashUsage, Instant)>>,
 }
 
 impl Default for StashStore {
@@ -225,8 +332,125 @@ impl StashStore {
             limits,
             replica: None,
             sessions: Mutex::new(Sessions::default()),
-            total_bytes: AtomicUsize::new(0),
+            ledger: Mutex::new(StashLedger::new(StashAmount::new(
+                limits.max_total_bytes,
+                limits.max_total_keys,
+            ))),
+            reported: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Takes every tenant's stash quota from its policy.
+    pub fn set_tenants(&self, tenants: &TenantDirectory) {
+        lock(&self.ledger).set_tenants(tenants);
+    }
+
+    /// `tenant`'s quota on this executor.
+    pub fn quota(&self, tenant: &str) -> StashAmount {
+        lock(&self.ledger).quota(tenant)
+    }
+
+    /// What each tenant holding values holds, and its quota, by tenant id.
+    pub fn usage(&self) -> Vec<(String, StashAmount, StashAmount)> {
+        lock(&self.ledger).tenants()
+    }
+
+    /// What `tenant` holds on this executor.
+    pub fn held(&self, tenant: &str) -> StashAmount {
+        lock(&self.ledger).held(tenant)
+    }
+
+    /// Follows the tenants' policies in `tenants` for their quotas while
+    /// the store lives, and reports what each tenant holds as the
+    /// `quiver.stash.bytes` and `quiver.stash.keys` gauges.
+    pub fn follow_tenants(
+        self: &Arc<Self>,
+        mut tenants: tokio::sync::watch::Receiver<Arc<TenantDirectory>>,
+    ) {
+        self.set_tenants(&tenants.borrow_and_update());
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while tenants.changed().await.is_ok() {
+                let Some(store) = weak.upgrade() else { return };
+                let directory = tenants.borrow_and_update().clone();
+                store.set_tenants(&directory);
+            }
+        });
+        for (name, description, keys) in [
+            (
+                names::STASH_BYTES,
+                "Bytes of stashed values held, by tenant",
+                false,
+            ),
+            (names::STASH_KEYS, "Stashed keys held, by tenant", true),
+        ] {
+            let weak = Arc::downgrade(self);
+            meter()
+                .u64_observable_gauge(name)
+                .with_description(description)
+                .with_callback(move |observer| {
+                    let Some(store) = weak.upgrade() else { return };
+                    for (tenant, held, _) in store.usage() {
+                        let value = if keys { held.keys } else { held.bytes };
+                        observer.observe(
+                            u64::try_from(value).unwrap_or(u64::MAX),
+                            &[KeyValue::new("tenant", tenant)],
+                        );
+                    }
+                })
+                .build();
+        }
+    }
+
+    /// What changed in each tenant's holding since the last call, as the
+    /// control plane is told it (a tenant holding values is reported again
+    /// after `every` even when nothing changed; one that emptied, once).
+    pub fn usage_changes(&self, every: Duration) -> Vec<(String, StashUsage)> {
+        let now = Instant::now();
+        let current: HashMap<String, (StashAmount, StashAmount)> = self
+            .usage()
+            .into_iter()
+            .map(|(t, held, quota)| (t, (held, quota)))
+            .collect();
+        let mut reported = lock(&self.reported);
+        let mut tenants: Vec<String> = current.keys().chain(reported.keys()).cloned().collect();
+        tenants.sort();
+        tenants.dedup();
+        let mut changes = Vec::new();
+        for tenant in tenants {
+            let (held, quota) = current
+                .get(&tenant)
+                .copied()
+                .unwrap_or_else(|| (StashAmount::default(), self.quota(&tenant)));
+            let (held, fleet) = match self.replica.as_ref().and_then(|r| r.fleet_held(&tenant)) {
+                Some(fleet) => (fleet, true),
+                None => (held, false),
+            };
+            let as_u64 = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
+            let usage = StashUsage {
+                bytes: as_u64(held.bytes),
+                keys: as_u64(held.keys),
+                quota_bytes: as_u64(quota.bytes),
+                quota_keys: as_u64(quota.keys),
+                fleet,
+            };
+            let due = match reported.get(&tenant) {
+                Some((last, at)) => {
+                    *last != usage || (held.keys > 0 && now.duration_since(*at) >= every)
+                }
+                None => held.keys > 0,
+            };
+            if !due {
+                continue;
+            }
+            if held.keys == 0 {
+                reported.remove(&tenant);
+            } else {
+                reported.insert(tenant.clone(), (usage, now));
+            }
+            changes.push((tenant, usage));
+        }
+        changes
     }
 
     /// The same store, its stashes kept in `replica` too.
@@ -251,7 +475,7 @@ impl StashStore {
     /// unless the copy already reflects a later revision.
     pub fn install(&self, session: &str, snapshot: ReplicaSnapshot) -> Result<(), StashError> {
         let create = !snapshot.entries.is_empty();
-        self.with_session(session, create, |s, _, _| {
+        self.with_session(session, create, |s, _, _, _| {
             if snapshot.revision <= s.revision {
                 return;
             }
@@ -278,7 +502,7 @@ impl StashStore {
     /// Notes that `session`'s copy reflects the replica at `revision` (after
     /// a write this copy made too).
     pub fn note_revision(&self, session: &str, revision: i64) {
-        let _ = self.with_session(session, false, |s, _, _| {
+        let _ = self.with_session(session, false, |s, _, _, _| {
             s.revision = s.revision.max(revision);
         });
     }
@@ -288,8 +512,8 @@ impl StashStore {
     pub fn forget(&self, session: &str) {
         let mut sessions = lock(&self.sessions);
         if let Some(stash) = sessions.by_id.remove(session) {
-            let bytes = lock(&stash).bytes;
-            self.total_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            let held = lock(&stash).amount();
+            lock(&self.ledger).record(tenant_of(session), held, StashAmount::default());
             if let Some(n) = sessions.per_tenant.get_mut(tenant_of(session)) {
                 *n -= 1;
             }
@@ -311,12 +535,12 @@ impl StashStore {
             let stash = lock(stash);
             let live = stash.touched.is_none_or(|t| now.duration_since(t) < idle);
             if !live {
-                dropped.push((id.clone(), stash.bytes));
+                dropped.push((id.clone(), stash.amount()));
             }
             live
         });
-        for (id, bytes) in dropped {
-            self.total_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        for (id, held) in dropped {
+            lock(&self.ledger).record(tenant_of(&id), held, StashAmount::default());
             if let Some(n) = sessions.per_tenant.get_mut(tenant_of(&id)) {
                 *n -= 1;
             }
@@ -351,36 +575,29 @@ impl StashStore {
         Ok(Some(stash))
     }
 
-    /// Runs `f` on the session's stash (expired entries purged first), with
-    /// the store-wide byte count kept in step with what `f` changed.
+    /// Runs `f` on the session's stash (expired entries purged first) with
+    /// the limits, the ledger and the tenant, the ledger kept in step with
+    /// what `f` changed.
     fn with_session<T>(
         &self,
         session: &str,
         create: bool,
-        f: impl FnOnce(&mut SessionStash, &StashLimits, usize) -> T,
+        f: impl FnOnce(&mut SessionStash, &StashLimits, &StashLedger, &str) -> T,
     ) -> Result<Option<T>, StashError> {
         let Some(stash) = self.session(session, create)? else {
             return Ok(None);
         };
         let now = Instant::now();
+        let tenant = tenant_of(session);
         let mut stash = lock(&stash);
         stash.touched = Some(now);
-        let freed = stash.purge_expired(now);
-        self.total_bytes.fetch_sub(freed, Ordering::Relaxed);
-        let before = stash.bytes;
-        let room = self
-            .limits
-            .max_total_bytes
-            .saturating_sub(self.total_bytes.load(Ordering::Relaxed));
-        let out = f(&mut stash, &self.limits, room);
-        let after = stash.bytes;
-        if after >= before {
-            self.total_bytes
-                .fetch_add(after - before, Ordering::Relaxed);
-        } else {
-            self.total_bytes
-                .fetch_sub(before - after, Ordering::Relaxed);
-        }
+        let before = stash.amount();
+        stash.purge_expired(now);
+        let purged = stash.amount();
+        let mut ledger = lock(&self.ledger);
+        ledger.record(tenant, before, purged);
+        let out = f(&mut stash, &self.limits, &ledger, tenant);
+        ledger.record(tenant, purged, stash.amount());
         Ok(Some(out))
     }
 
@@ -400,7 +617,7 @@ impl StashStore {
     pub fn get(&self, session: &str, key: &str) -> Result<Value, StashError> {
         self.check_key(key)?;
         Ok(self
-            .with_session(session, false, |s, _, _| {
+            .with_session(session, false, |s, _, _, _| {
                 s.entries
                     .get(key)
                     .map(|e| e.value.clone())
@@ -429,11 +646,8 @@ impl StashStore {
             });
         }
         let ttl = self.ttl(ttl_secs);
-        self.with_session(session, true, |s, limits, room| {
+        self.with_session(session, true, |s, limits, ledger, tenant| {
             let old = s.entries.get(key).map_or(0, |e| e.bytes);
-            if bytes > old && bytes - old > room {
-                return Err(StashError::StoreFull);
-            }
             if s.bytes - old + bytes > limits.max_session_bytes {
                 return Err(StashError::SessionBytes {
                     max: limits.max_session_bytes,
@@ -444,6 +658,11 @@ impl StashStore {
                     max: limits.max_keys,
                 });
             }
+            let new_key = usize::from(!s.entries.contains_key(key));
+            let after = StashAmount::new(s.bytes - old + bytes, s.entries.len() + new_key);
+            ledger
+                .admits(tenant, s.amount(), after)
+                .map_err(|refusal| StashError::from_ledger(refusal, tenant))?;
             s.bytes = s.bytes - old + bytes;
             s.entries.insert(
                 key.to_string(),
@@ -463,7 +682,7 @@ impl StashStore {
     pub fn delete(&self, session: &str, key: &str) -> Result<Value, StashError> {
         self.check_key(key)?;
         Ok(self
-            .with_session(session, false, |s, _, _| match s.entries.remove(key) {
+            .with_session(session, false, |s, _, _, _| match s.entries.remove(key) {
                 Some(e) => {
                     s.bytes -= e.bytes;
                     Value::Bool(true)
@@ -475,7 +694,7 @@ impl StashStore {
 
     /// Live keys, sorted.
     pub fn keys(&self, session: &str) -> Value {
-        self.with_session(session, false, |s, _, _| {
+        self.with_session(session, false, |s, _, _, _| {
             let mut keys: Vec<&String> = s.entries.keys().collect();
             keys.sort();
             Value::from(keys.into_iter().cloned().collect::<Vec<_>>())
@@ -555,23 +774,68 @@ mod tests {
         store.set("other/1", "k", json!(1), None).unwrap();
     }
 
+    fn directory(tenants: &[(&str, Option<u64>)]) -> TenantDirectory {
+        TenantDirectory::new(tenants.iter().map(|(id, bytes)| {
+            let mut tenant: quiver_proto::tenant::Tenant = serde_json::from_value(json!({
+                "id": id, "display_name": id, "created_ms": 0, "updated_ms": 0
+            }))
+            .unwrap();
+            tenant.stash_bytes = *bytes;
+            tenant
+        }))
+    }
+
+    #[test]
+    fn a_tenant_at_its_quota_is_told_so_and_another_tenant_still_writes() {
+        let store = StashStore::new(StashLimits {
+            max_total_bytes: 8_000,
+            ..StashLimits::default()
+        });
+        store.set_tenants(&directory(&[("greedy", None), ("quiet", None)]));
+        // Many sessions of one tenant, each within its own limits.
+        for session in 0..3 {
+            store
+                .set(
+                    &format!("greedy/{session}"),
+                    "k",
+                    json!("x".repeat(300)),
+                    None,
+                )
+                .unwrap();
+        }
+        let refused = store
+            .set("greedy/9", "k", json!("x".repeat(300)), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("tenant `greedy` may keep 1000 bytes"),
+            "{refused}"
+        );
+        store
+            .set("quiet/1", "k", json!("x".repeat(900)), None)
+            .unwrap();
+        assert_eq!(store.held("greedy").bytes, 3 * 303);
+    }
+
     #[test]
     fn all_sessions_together_stay_under_the_global_cap() {
+        // Quotas of 600 each on an executor of 1,000: 500 guaranteed each.
         let store = StashStore::new(StashLimits {
             max_total_bytes: 1_000,
             ..StashLimits::default()
         });
-        store.set("a", "k", json!("x".repeat(600)), None).unwrap();
+        store.set_tenants(&directory(&[("a", Some(600)), ("b", Some(600))]));
+        store.set("a/1", "k", json!("x".repeat(480)), None).unwrap();
         let refused = store
-            .set("b", "k", json!("x".repeat(600)), None)
+            .set("a/2", "k", json!("x".repeat(100)), None)
             .unwrap_err()
             .to_string();
-        assert!(refused.contains("stash is full for now"), "{refused}");
-        // Freeing space in one session makes room for another.
-        store.delete("a", "k").unwrap();
-        store.set("b", "k", json!("x".repeat(600)), None).unwrap();
-        // Overwriting with something smaller always fits.
-        store.set("b", "k", json!(1), None).unwrap();
+        assert!(refused.contains("no room for this now"), "{refused}");
+        store.set("b/1", "k", json!("x".repeat(480)), None).unwrap();
+        // Freeing space makes room again; overwriting with less always fits.
+        store.delete("a/1", "k").unwrap();
+        store.set("a/2", "k", json!("x".repeat(100)), None).unwrap();
+        store.set("b/1", "k", json!(1), None).unwrap();
     }
 
     fn snapshot(revision: i64, entries: &[(&str, Value)]) -> ReplicaSnapshot {
@@ -611,7 +875,7 @@ mod tests {
     #[test]
     fn a_forgotten_session_frees_its_bytes_and_its_place() {
         let store = StashStore::new(StashLimits {
-            max_total_bytes: 1_000,
+            max_total_bytes: 8_000,
             max_sessions_per_tenant: 1,
             ..StashLimits::default()
         });

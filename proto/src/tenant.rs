@@ -57,6 +57,14 @@ pub struct Tenant {
     /// only their SHA-256).
     #[serde(default)]
     pub audit_arguments: bool,
+    /// Bytes of stashed values the tenant may keep (on each executor, and
+    /// across the fleet with etcd-backed stashes); `None`: the executor's
+    /// default share of its capacity.
+    #[serde(default)]
+    pub stash_bytes: Option<u64>,
+    /// Stashed keys the tenant may keep, likewise.
+    #[serde(default)]
+    pub stash_keys: Option<u64>,
     /// API keys by key id: hashes only.
     #[serde(default)]
     pub keys: BTreeMap<String, ApiKey>,
@@ -64,6 +72,24 @@ pub struct Tenant {
     pub created_ms: u64,
     /// When it last changed.
     pub updated_ms: u64,
+}
+
+/// What one executor holds of a tenant's stash, and the quota it applies,
+/// as it reports them to the control plane.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StashUsage {
+    /// Bytes of stashed values (keys and serialised values).
+    pub bytes: u64,
+    /// Stashed keys.
+    pub keys: u64,
+    /// The tenant's quota of bytes as this executor applies it.
+    pub quota_bytes: u64,
+    /// The tenant's quota of keys as this executor applies it.
+    pub quota_keys: u64,
+    /// Whether the figures are the fleet's (etcd-backed stashes) rather than
+    /// this executor's own.
+    #[serde(default)]
+    pub fleet: bool,
 }
 
 /// One API key of a tenant: its SHA-256, never the key.
@@ -297,6 +323,8 @@ mod tests {
             rate_limit_per_minute: None,
             tool_rate_limits: BTreeMap::new(),
             audit_arguments: false,
+            stash_bytes: None,
+            stash_keys: None,
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),

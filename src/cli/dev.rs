@@ -573,6 +573,8 @@ pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
     stash: Arc<StashStore>,
 ) -> anyhow::Result<(Arc<Metered>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
     let auditor = Auditor::new(node, Some(link.clone() as Arc<dyn AuditShipper>));
+    stash.follow_tenants(tenants.clone());
+    super::leases::report_stash(stash.clone(), link.clone() as Arc<dyn LeaseSource>);
     let metered = Metered::audited(
         Arc::new(LocalExecutor::new(upstreams)),
         tenants,

@@ -15,7 +15,8 @@ use quiver_control_plane::{
 };
 use quiver_executor::{
     audit::AuditShipper,
-    metering::{BudgetReport, LeaseSource},
+    metering::{BudgetReport, LeaseSource, REPORT_EVERY},
+    stash::StashStore,
 };
 use quiver_proto::audit::AuditRecord;
 
@@ -45,6 +46,37 @@ impl ClientLeases {
     }
 }
 
+/// How often a tenant's unchanged stash holding is reported again, so the
+/// control plane can tell a live executor's figures from a gone one's.
+const STASH_REPORT_AGAIN: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Reports each tenant's stash holding on this executor to the control
+/// plane through `link` when it changes (checked every [`REPORT_EVERY`]),
+/// while `stash` lives; `quiver ctl tenant usage` shows it.
+pub(crate) fn report_stash(stash: Arc<StashStore>, link: Arc<dyn LeaseSource>) {
+    let weak = Arc::downgrade(&stash);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(REPORT_EVERY);
+        loop {
+            tick.tick().await;
+            let Some(stash) = weak.upgrade() else { return };
+            for (tenant, usage) in stash.usage_changes(STASH_REPORT_AGAIN) {
+                let report = BudgetReport {
+                    tenant: tenant.clone(),
+                    want: 0.0,
+                    spent: 0.0,
+                    calls: 0,
+                    give_back: 0.0,
+                    stash: Some(usage),
+                };
+                if let Err(e) = link.lease(report).await {
+                    tracing::debug!(%tenant, "reporting stash usage failed: {e}");
+                }
+            }
+        }
+    });
+}
+
 fn request(report: BudgetReport, node: &str) -> AdminRequest {
     AdminRequest::BudgetLease {
         lease: LeaseRequest {
@@ -54,6 +86,7 @@ fn request(report: BudgetReport, node: &str) -> AdminRequest {
             spent: report.spent,
             calls: report.calls,
             give_back: report.give_back,
+            stash: report.stash,
         },
     }
 }

@@ -157,6 +157,21 @@ pub struct UsageReport {
     pub remaining: Option<f64>,
     /// When an executor last reported (ms since the epoch).
     pub updated_ms: u64,
+    /// Bytes of stashed values its executors hold (fleet-wide with etcd).
+    #[serde(default)]
+    pub stash_bytes: u64,
+    /// Stashed keys, likewise.
+    #[serde(default)]
+    pub stash_keys: u64,
+    /// Its stash quota of bytes (the executors' default unless set).
+    #[serde(default)]
+    pub stash_quota_bytes: u64,
+    /// Its stash quota of keys, likewise.
+    #[serde(default)]
+    pub stash_quota_keys: u64,
+    /// Executors that reported its stash in the last five minutes.
+    #[serde(default)]
+    pub stash_executors: usize,
 }
 
 /// A committed write: what the command did and where it landed.

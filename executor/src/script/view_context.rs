@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use opentelemetry::KeyValue;
 use quiver_contract::{CallOptions, CallOrigin, CallSink, Dispatch};
-use quiver_telemetry::{quiver_span, spans};
+use quiver_telemetry::{instruments, quiver_span, spans};
 use quiver_view::{
     SearchResult, ToolView,
     redact::redact_for_caller,
@@ -23,7 +24,7 @@ use crate::{
     ipc::HostError,
     pool::Owner,
     script::{ScriptContext, StashOp},
-    stash::StashStore,
+    stash::{ReplicaError, StashError, StashStore},
 };
 
 /// One execution's context.
@@ -39,8 +40,9 @@ pub struct ViewScriptContext {
     origin: CallOrigin,
     /// The execution's span, the parent of each tool call's span.
     span: tracing::Span,
-    /// Set once the stash was loaded from the replica (the store has one).
-    stash_loaded: tokio::sync::OnceCell<()>,
+    /// Whether the stash was loaded from the replica (the store has one);
+    /// cleared when this process's copy was dropped, so it is read again.
+    stash_loaded: tokio::sync::Mutex<bool>,
 }
 
 impl ViewScriptContext {
@@ -62,7 +64,7 @@ impl ViewScriptContext {
             sink: None,
             origin: CallOrigin::default(),
             span: tracing::Span::none(),
-            stash_loaded: tokio::sync::OnceCell::new(),
+            stash_loaded: tokio::sync::Mutex::new(false),
         }
     }
 
@@ -229,62 +231,102 @@ impl ScriptContext for ViewScriptContext {
 
     fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
-            let stash = &self.stash;
-            let Some(replica) = stash.replica() else {
-                let answer = match op {
-                    StashOp::Get(key) => stash.get(&self.stash_key, &key),
-                    StashOp::Set(key, value, ttl) => stash.set(&self.stash_key, &key, value, ttl),
-                    StashOp::Delete(key) => stash.delete(&self.stash_key, &key),
-                    StashOp::Keys => Ok(stash.keys(&self.stash_key)),
-                };
-                return answer.map_err(|e| HostError::from(e.to_string()));
-            };
-            // The stash as the replica holds it, once per execution.
-            self.stash_loaded
-                .get_or_try_init(|| async {
-                    let snapshot = replica.load(&self.stash_key).await.map_err(|e| {
-                        HostError::from(format!("the stash is unavailable for now ({e})"))
-                    })?;
-                    stash
-                        .install(&self.stash_key, snapshot)
-                        .map_err(|e| HostError::from(e.to_string()))
-                })
-                .await?;
-            let session = self.stash_key.as_str();
-            let lost = |e: String| {
-                // This process's copy may now hold what the replica does
-                // not: the next execution reads the replica again.
-                stash.forget(session);
-                HostError::from(format!(
-                    "the stash could not be saved ({e}); the change was not kept"
-                ))
-            };
-            match op {
-                StashOp::Get(key) => stash.get(session, &key),
-                StashOp::Keys => Ok(stash.keys(session)),
-                StashOp::Set(key, value, ttl) => {
-                    let stored = stash
-                        .set(session, &key, value.clone(), ttl)
-                        .map_err(|e| HostError::from(e.to_string()))?;
-                    let revision = replica
-                        .put(session, &key, &value, stash.ttl(ttl))
-                        .await
-                        .map_err(lost)?;
-                    stash.note_revision(session, revision);
-                    return Ok(stored);
-                }
-                StashOp::Delete(key) => {
-                    let existed = stash
-                        .delete(session, &key)
-                        .map_err(|e| HostError::from(e.to_string()))?;
-                    if existed == Value::Bool(true) {
-                        let revision = replica.delete(session, &key).await.map_err(lost)?;
-                        stash.note_revision(session, revision);
-                    }
-                    return Ok(existed);
-                }
+            let writes = matches!(op, StashOp::Set(..));
+            let answer = self.stash_op(op).await;
+            if writes && let Err(refusal) = &answer {
+                instruments().stash_refusals.add(
+                    1,
+                    &[
+                        KeyValue::new("tenant", self.owner.tenant.clone()),
+                        KeyValue::new("reason", refusal.reason()),
+                    ],
+                );
             }
-            .map_err(|e| HostError::from(e.to_string()))
+            answer.map_err(|e| HostError::from(e.to_string()))
         })
+    }
+}
+
+/// Why a stash operation of a script failed.
+#[derive(Debug, thiserror::Error)]
+enum StashFailure {
+    /// A limit or quota refused it.
+    #[error("{0}")]
+    Refused(#[from] StashError),
+    /// The replica could not be read.
+    #[error("the stash is unavailable for now ({0})")]
+    Unavailable(String),
+    /// The replica could not take a change.
+    #[error("the stash could not be saved ({0}); the change was not kept")]
+    NotSaved(String),
+}
+
+impl StashFailure {
+    fn reason(&self) -> &'static str {
+        match self {
+            StashFailure::Refused(e) => e.reason(),
+            StashFailure::Unavailable(_) | StashFailure::NotSaved(_) => "unavailable",
+        }
+    }
+}
+
+impl ViewScriptContext {
+    async fn stash_op(&self, op: StashOp) -> Result<Value, StashFailure> {
+        let stash = &self.stash;
+        let session = self.stash_key.as_str();
+        let Some(replica) = stash.replica() else {
+            return Ok(match op {
+                StashOp::Get(key) => stash.get(session, &key)?,
+                StashOp::Set(key, value, ttl) => stash.set(session, &key, value, ttl)?,
+                StashOp::Delete(key) => stash.delete(session, &key)?,
+                StashOp::Keys => stash.keys(session),
+            });
+        };
+        // The stash as the replica holds it, once per execution (again after
+        // this process's copy was dropped).
+        let mut loaded = self.stash_loaded.lock().await;
+        if !*loaded {
+            let snapshot = replica
+                .load(session)
+                .await
+                .map_err(StashFailure::Unavailable)?;
+            stash.install(session, snapshot)?;
+            *loaded = true;
+        }
+        // This process's copy may now hold what the replica does not: drop
+        // it, and read the replica again at the next operation.
+        let mut dropped = |failure: StashFailure| {
+            stash.forget(session);
+            *loaded = false;
+            failure
+        };
+        match op {
+            StashOp::Get(key) => Ok(stash.get(session, &key)?),
+            StashOp::Keys => Ok(stash.keys(session)),
+            StashOp::Set(key, value, ttl) => {
+                let stored = stash.set(session, &key, value.clone(), ttl)?;
+                let quota = stash.quota(&self.owner.tenant);
+                let revision = replica
+                    .put(session, &key, &value, stash.ttl(ttl), quota)
+                    .await
+                    .map_err(|e| match e {
+                        ReplicaError::Refused(refusal) => dropped(refusal.into()),
+                        ReplicaError::Unavailable(e) => dropped(StashFailure::NotSaved(e)),
+                    })?;
+                stash.note_revision(session, revision);
+                Ok(stored)
+            }
+            StashOp::Delete(key) => {
+                let existed = stash.delete(session, &key)?;
+                if existed == Value::Bool(true) {
+                    let revision = replica
+                        .delete(session, &key)
+                        .await
+                        .map_err(|e| dropped(StashFailure::NotSaved(e)))?;
+                    stash.note_revision(session, revision);
+                }
+                Ok(existed)
+            }
+        }
     }
 }

@@ -307,6 +307,15 @@ pub(crate) struct TenantFlags {
     /// Keep calls' arguments in audit records (by default only their SHA-256).
     #[arg(long)]
     pub(crate) audit_arguments: Option<bool>,
+    /// Bytes of stashed values the tenant may keep, per executor and, with
+    /// etcd-backed stashes, across the fleet: a number with an optional unit
+    /// (`64MiB`, `512KiB`, `1GiB`); 0 goes back to the executor's default
+    /// (an eighth of its capacity).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) stash_bytes: Option<u64>,
+    /// Stashed keys the tenant may keep, likewise (0: the executor's default).
+    #[arg(long)]
+    pub(crate) stash_keys: Option<u64>,
     /// Budget (negative clears).
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) budget: Option<f64>,
@@ -374,4 +383,47 @@ pub(crate) enum ManifestCommand {
     },
     /// The current version and its stub hash.
     Hash,
+}
+
+/// A size in bytes: digits, then optionally `B`, `KiB`, `MiB` or `GiB` (or
+/// `K`, `M`, `G`, also powers of 1,024).
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().map_err(|_| {
+        format!("`{text}` is not a size: write bytes, or a number with KiB, MiB or GiB")
+    })?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}`: use B, KiB, MiB or GiB"
+            ));
+        }
+    };
+    number
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_units_and_refuse_nonsense() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("512 KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("ten").is_err());
+        assert!(parse_size("5 parsecs").unwrap_err().contains("unit"));
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
 }

@@ -244,6 +244,8 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         tool_rate_limits,
         audit_arguments: flags.audit_arguments,
         validation: flags.validation,
+        stash_bytes: flags.stash_bytes,
+        stash_keys: flags.stash_keys,
         budget: flags.budget,
         prices,
     };
