@@ -24,6 +24,7 @@ mod dev_upstreams_restart;
 mod engine_no_disk;
 mod executor_grpc;
 mod executor_metrics;
+mod fair_sharing;
 mod fleet_control_plane_outage;
 mod fleet_etcd;
 mod fleet_rolling_restart;

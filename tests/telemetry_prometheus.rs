@@ -20,21 +20,11 @@ use quiver_telemetry::{health::Readiness, instruments::names, metrics::prometheu
 use serde_json::{Value, json};
 use support::{
     HeldPort, QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, demo_upstream_flags, http,
-    partial_run, quiver_bin, serving_addr, spawn_with_banner, text,
+    partial_run, quiver_bin, serving_addr, spawn_with_banner, text, word_after,
 };
 
 /// How long a cluster on two shared cores may take to get somewhere.
 const DEADLINE: Duration = Duration::from_secs(60);
-
-/// The word after `key` in a startup line (`; admin http://…;` → the URL).
-fn word_after(banner: &str, key: &str) -> String {
-    banner
-        .split_whitespace()
-        .skip_while(|w| *w != key)
-        .nth(1)
-        .map(|w| w.trim_end_matches([';', ',']).to_string())
-        .unwrap_or_else(|| panic!("no `{key}` in the startup line: {banner}"))
-}
 
 /// A process killed on drop.
 struct Running(Child);

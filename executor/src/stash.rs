@@ -394,7 +394,7 @@ impl StashStore {
                         let value = if keys { held.keys } else { held.bytes };
                         observer.observe(
                             u64::try_from(value).unwrap_or(u64::MAX),
-                            &[KeyValue::new("tenant", tenant)],
+                            &[KeyValue::new("quiver.tenant", tenant)],
                         );
                     }
                 })

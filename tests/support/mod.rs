@@ -916,3 +916,13 @@ pub fn start_three_node_cluster(dir: &Path) -> (Vec<ControlPlaneProcess>, String
     }
     (nodes, endpoints)
 }
+
+/// The word after `key` in a startup line (`; admin http://…;` → the URL).
+pub fn word_after(banner: &str, key: &str) -> String {
+    banner
+        .split_whitespace()
+        .skip_while(|w| *w != key)
+        .nth(1)
+        .map(|w| w.trim_end_matches([';', ',']).to_string())
+        .unwrap_or_else(|| panic!("no `{key}` in the startup line: {banner}"))
+}

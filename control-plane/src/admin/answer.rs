@@ -531,6 +531,12 @@ pub struct PublicTenant {
     /// See [`Tenant::validation`].
     #[serde(default)]
     pub validation: Option<String>,
+    /// See [`Tenant::stash_bytes`].
+    #[serde(default)]
+    pub stash_bytes: Option<u64>,
+    /// See [`Tenant::stash_keys`].
+    #[serde(default)]
+    pub stash_keys: Option<u64>,
     /// See [`Tenant::budget`].
     pub budget: Option<f64>,
     /// See [`Tenant::prices`].
@@ -556,6 +562,8 @@ impl From<&Tenant> for PublicTenant {
             tool_rate_limits: t.tool_rate_limits.clone(),
             audit_arguments: t.audit_arguments,
             validation: t.validation.map(|v| v.as_str().to_string()),
+            stash_bytes: t.stash_bytes,
+            stash_keys: t.stash_keys,
             budget: t.budget,
             prices: t.prices.clone(),
             keys: t

@@ -382,7 +382,7 @@ impl WorkerPool {
             instruments().queue_wait.record(
                 asked.elapsed().as_secs_f64(),
                 &[
-                    KeyValue::new("tenant", owner.tenant.clone()),
+                    KeyValue::new("quiver.tenant", owner.tenant.clone()),
                     KeyValue::new("outcome", outcome),
                 ],
             );

@@ -237,7 +237,7 @@ impl ScriptContext for ViewScriptContext {
                 instruments().stash_refusals.add(
                     1,
                     &[
-                        KeyValue::new("tenant", self.owner.tenant.clone()),
+                        KeyValue::new("quiver.tenant", self.owner.tenant.clone()),
                         KeyValue::new("reason", refusal.reason()),
                     ],
                 );
