@@ -193,7 +193,11 @@ async fn a_tenant_at_its_stash_quota_is_refused_while_another_tenant_writes() {
     // And so do the metrics, with the refusals by reason.
     let scraped = metrics(&admin).await;
     assert!(
-        has_sample(&scraped, "quiver_stash_bytes", &["quiver_tenant=\"greedy\""]),
+        has_sample(
+            &scraped,
+            "quiver_stash_bytes",
+            &["quiver_tenant=\"greedy\""]
+        ),
         "{scraped}"
     );
     assert!(

@@ -5,6 +5,8 @@
 //! after the executor that wrote it was killed (`kill -9`), on an executor
 //! started afterwards (its memory holds nothing of it); while etcd is down
 //! stash operations fail with a clear error and other scripts keep running.
+//! A tenant's stash quota holds across the fleet: what one executor wrote
+//! counts against writes on another.
 
 use crate::support;
 
@@ -12,18 +14,23 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{
-    EdgeProcess, QuiverDev, call, connect,
+    EdgeProcess, QuiverDev, call, connect, ctl,
     etcd::{Etcd, executor, ok_nodes},
     text,
 };
 
 /// Runs `code` with the tenant's stash named `shared` through `edge`.
 async fn execute(edge: &EdgeProcess, code: &str) -> (bool, String) {
+    execute_in(edge, code, "shared").await
+}
+
+/// Runs `code` with the tenant's stash named `stash_id` through `edge`.
+async fn execute_in(edge: &EdgeProcess, code: &str, stash_id: &str) -> (bool, String) {
     let client = connect(&edge.url("code")).await;
     let result = call(
         &client,
         "execute",
-        json!({ "code": code, "stash_id": "shared" }),
+        json!({ "code": code, "stash_id": stash_id }),
     )
     .await;
     (result.is_error != Some(true), text(&result))
@@ -130,4 +137,60 @@ async fn the_stash_outlives_the_executor_and_the_edge_that_wrote_it() {
     }
     assert!(back.contains('4'), "the stash after etcd returned: {back}");
     exec_c.kill();
+}
+
+/// Stores `count` values of 16,004 bytes each (key and serialised value)
+/// under `prefix0..`; answers how many went in, and the first refusal.
+fn fill(prefix: &str, count: usize) -> String {
+    format!(
+        "let stored = 0;
+         for (let i = 0; i < {count}; i++) {{
+           try {{ await stash.set('{prefix}' + i, 'x'.repeat(16000)); stored++; }}
+           catch (e) {{ return `stored ${{stored}}: ${{e.message}}`; }}
+         }}
+         return `stored ${{stored}}`;"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_stash_quota_holds_across_executors() {
+    let Some(binary) = Etcd::binary() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let cp = data.path().join("cp");
+    let etcd = Etcd::start(&binary, &data.path().join("etcd")).await;
+    let dev = QuiverDev::start(&["--data", cp.to_str().unwrap()]);
+    // The edge authenticates nobody: its callers are the built-in tenant,
+    // given a quota of 64 KiB here.
+    let (ok, _, err) = ctl(
+        &dev.control_plane,
+        &["tenant", "create", "default", "--stash-bytes", "64KiB"],
+    );
+    assert!(ok, "{err}");
+    let mut exec_a = executor(&dev, &cp, &etcd, "exec-a");
+    let edge = EdgeProcess::start_with(&dev.control_plane, &["--etcd", &etcd.endpoint()]);
+    edge.until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
+        .await;
+
+    eprintln!("--- exec-a stores four values: 64,016 of the 65,536 bytes");
+    let (_, first) = execute_in(&edge, &fill("a", 4), "first").await;
+    assert!(first.contains("stored 4"), "{first}");
+
+    eprintln!("--- on exec-b, which holds nothing itself, a fifth is refused");
+    let _exec_b = executor(&dev, &cp, &etcd, "exec-b");
+    exec_a.kill();
+    edge.until("only exec-b takes work", |e| ok_nodes(e) == ["exec-b"])
+        .await;
+    let (_, refused) = execute_in(&edge, &fill("b", 1), "second").await;
+    assert!(refused.contains("stored 0"), "{refused}");
+    assert!(
+        refused
+            .contains("tenant `default` may keep 65536 bytes of stashed values across the fleet"),
+        "{refused}"
+    );
+
+    eprintln!("--- a deleted value makes room again, whichever executor deletes it");
+    let (ok, deleted) = execute_in(&edge, "return await stash.delete('a0');", "first").await;
+    assert!(ok && deleted.contains("true"), "{deleted}");
+    let (_, stored) = execute_in(&edge, &fill("b", 1), "second").await;
+    assert!(stored.contains("stored 1"), "{stored}");
 }
