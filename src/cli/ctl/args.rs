@@ -54,7 +54,7 @@ pub(crate) enum CtlCommand {
     Upstream(UpstreamCommand),
     /// Tenants and their policy.
     #[command(subcommand)]
-    Tenant(TenantCommand),
+    Tenant(Box<TenantCommand>),
     /// Tenants' API keys.
     #[command(subcommand)]
     Key(KeyCommand),

@@ -52,7 +52,7 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             UpstreamCommand::Drift { id } => AdminRequest::UpstreamDrift { id },
             UpstreamCommand::Approve { id, tool } => AdminRequest::UpstreamApprove { id, tool },
         },
-        CtlCommand::Tenant(c) => match c {
+        CtlCommand::Tenant(c) => match *c {
             TenantCommand::Create { id, patch } => AdminRequest::TenantCreate {
                 id,
                 patch: patch_of(patch)?,
