@@ -27,6 +27,7 @@ mod executor_metrics;
 mod fair_sharing;
 mod fleet_control_plane_outage;
 mod fleet_etcd;
+mod fleet_etcd_soak;
 mod fleet_rolling_restart;
 mod fleet_routing;
 mod fleet_stash;

@@ -137,13 +137,27 @@ impl ContactLog {
     }
 }
 
+/// How often an idle-looking connection to etcd is pinged (HTTP/2 PING),
+/// and how long an answer may take before the connection counts as dead.
+/// etcd's servers refuse pings more often than `--grpc-keepalive-min-time`
+/// (5 s by default, in 3.4 and 3.5): they answer too-frequent pings with
+/// GOAWAY `too_many_pings` and close the connection, which broke every
+/// watch every 4 to 7 s when this was 1 s. Pings go only while a call or a
+/// watch is open, as etcd's enforcement (`PermitWithoutStream: false`)
+/// also wants.
+pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// See [`KEEP_ALIVE_INTERVAL`].
+pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A client of the etcd at `endpoints` (`host:port` or URLs), with this
-/// module's timeouts: 2 s to connect and per request.
+/// module's timeouts: 2 s to connect and per request, and keep-alive pings
+/// etcd accepts ([`KEEP_ALIVE_INTERVAL`]).
 pub async fn connect(endpoints: &[String]) -> Result<Client, String> {
     let options = ConnectOptions::new()
         .with_connect_timeout(REQUEST_TIMEOUT)
         .with_timeout(REQUEST_TIMEOUT)
-        .with_keep_alive(Duration::from_secs(1), Duration::from_secs(2));
+        .with_keep_alive(KEEP_ALIVE_INTERVAL, KEEP_ALIVE_TIMEOUT)
+        .with_keep_alive_while_idle(false);
     let urls: Vec<String> = endpoints
         .iter()
         .map(|e| {

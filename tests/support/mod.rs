@@ -62,13 +62,18 @@ pub fn datasets() -> Option<PathBuf> {
 /// Spawns `command` (logs at `RUST_LOG`, default warn, on stderr) and waits for
 /// the first line it prints on stdout; later lines are drained.
 pub fn spawn_with_banner(command: &mut Command, what: &str) -> (Child, String) {
+    spawn_with_banner_logging(command, what, Stdio::inherit())
+}
+
+/// [`spawn_with_banner`] with the process's log (stderr) going to `log`.
+pub fn spawn_with_banner_logging(command: &mut Command, what: &str, log: Stdio) -> (Child, String) {
     let mut child = command
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
         )
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(log)
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
     let stdout = child.stdout.take().expect("stdout");
