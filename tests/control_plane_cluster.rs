@@ -14,7 +14,7 @@ use std::{
 
 use quiver_control_plane::{admin::AdminRequest, client::AdminClient, tenant::TenantPatch};
 use serde_json::Value;
-use support::{ControlPlaneProcess, ctl, ctl_json};
+use support::{ControlPlaneProcess, ctl, ctl_json, start_three_node_cluster};
 
 /// One operation of the history, with its real-time interval.
 #[derive(Debug, Clone)]
@@ -215,34 +215,10 @@ async fn caught_up(endpoints: &str, node: u64) {
     }
 }
 
-/// Starts three nodes (node 1 bootstrapped), adds 2 and 3 as learners and
-/// promotes them with `quiver ctl`; returns the nodes and their addresses.
+/// Three nodes (node 1 bootstrapped, 2 and 3 promoted) and their addresses.
 fn three_node_cluster(dir: &std::path::Path) -> (Vec<ControlPlaneProcess>, Vec<String>) {
-    let nodes: Vec<ControlPlaneProcess> = (0..3)
-        .map(|i| {
-            let extra: &[&str] = if i == 0 { &["--bootstrap"] } else { &[] };
-            ControlPlaneProcess::start(i as u64 + 1, &dir.join(format!("n{}", i + 1)), extra)
-        })
-        .collect();
-    let addrs: Vec<String> = nodes.iter().map(|n| n.addr.clone()).collect();
-    let endpoints = addrs.join(",");
-    for id in [2u64, 3] {
-        let addr = &addrs[id as usize - 1];
-        let (ok, _, err) = ctl(
-            &endpoints,
-            &[
-                "cluster",
-                "add-learner",
-                "--node-id",
-                &id.to_string(),
-                "--addr",
-                addr,
-            ],
-        );
-        assert!(ok, "add-learner {id}: {err}");
-        let (ok, _, err) = ctl(&endpoints, &["cluster", "promote", &id.to_string()]);
-        assert!(ok, "promote {id}: {err}");
-    }
+    let (nodes, _) = start_three_node_cluster(dir);
+    let addrs = nodes.iter().map(|n| n.addr.clone()).collect();
     (nodes, addrs)
 }
 

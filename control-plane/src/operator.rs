@@ -19,10 +19,10 @@ use crate::{
     admin::{
         AdminAnswer, AdminError, AdminRequest, ClusterInitialized, ClusterStatus, Committed,
         DriftReport, ElectionSwitch, FleetMember, FleetVerification, IssuedKey, LeaderTransfer,
-        LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberRemoved,
-        MemberRole, MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, SecretList,
-        SecretSummary, ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport, Verdict,
-        VoterPromoted,
+        LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberReach,
+        MemberRemoved, MemberRole, MemberStatus, NodeVerdict, PublicTenant, RefreshStarted,
+        SecretList, SecretSummary, ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport,
+        Verdict, VoterPromoted,
     },
     client::AdminClient,
     cluster_key::{CLUSTER_KEY_ENV, CLUSTER_KEY_FILE_ENV, ClusterKey, MAX_SECRET_BYTES},
@@ -36,6 +36,10 @@ use crate::{
     state::{ControlState, EventKind},
     tenant::hash_key,
 };
+
+/// How long `cluster status` and `cluster verify` wait for another member's
+/// fleet reports before counting it down.
+const MEMBER_ANSWER_WITHIN: Duration = Duration::from_secs(2);
 
 /// Serves operator requests on one node.
 pub struct Operator {
@@ -84,7 +88,7 @@ impl Operator {
                 }
                 Err(e) => return Err(AdminError::Unavailable(with_causes(&e))),
             },
-            AdminRequest::ClusterStatus => AdminAnswer::ClusterStatus(self.cluster_status()?),
+            AdminRequest::ClusterStatus => AdminAnswer::ClusterStatus(self.cluster_status().await?),
             AdminRequest::AddLearner { node_id, addr } => {
                 if addr.parse::<SocketAddr>().is_err() && !addr.contains(':') {
                     return Err(AdminError::Invalid(format!(
@@ -428,12 +432,16 @@ impl Operator {
         })
     }
 
-    fn cluster_status(&self) -> Result<ClusterStatus, AdminError> {
+    async fn cluster_status(&self) -> Result<ClusterStatus, AdminError> {
         let r = &self.replica;
         let metrics = r.raft().metrics().borrow().clone();
         if metrics.current_leader != Some(r.id()) {
             return Err(r.not_leader());
         }
+        // Edges and executors report to whichever node they follow, so after
+        // a leader change most reports are elsewhere: ask every member, as
+        // `verify` does; one that does not answer is down.
+        let (reports, unreachable) = self.fleet_everywhere().await;
         let membership = metrics.membership_config.membership().clone();
         let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
         let replication = metrics.replication.clone().unwrap_or_default();
@@ -457,6 +465,11 @@ impl Operator {
                     addr: node.addr.clone(),
                     role,
                     matched_index,
+                    state: if unreachable.contains(id) {
+                        MemberReach::Down
+                    } else {
+                        MemberReach::Up
+                    },
                 }
             })
             .collect();
@@ -471,15 +484,51 @@ impl Operator {
             members,
             manifest_version: manifest.version,
             stub_hash: manifest.stub_hash.to_hex(),
-            // Only what reported to this node, judged against what it holds:
-            // status must answer from the leader alone, even when other
-            // members are unreachable (`cluster verify` asks them all).
-            fleet: self.judge(
-                self.fleet.members(),
-                manifest.version,
-                &manifest.stub_hash.to_hex(),
-            ),
+            fleet: self.judge(reports, manifest.version, &manifest.stub_hash.to_hex()),
         })
+    }
+
+    /// The fleet reports held by this node and every other member (asked at
+    /// once, each within [`MEMBER_ANSWER_WITHIN`]), and the members that did
+    /// not answer.
+    async fn fleet_everywhere(&self) -> (Vec<FleetMember>, BTreeSet<NodeId>) {
+        let r = &self.replica;
+        let mut members: Vec<FleetMember> = self.fleet.members();
+        let asks = r
+            .membership()
+            .nodes()
+            .filter(|(id, _)| **id != r.id())
+            .map(|(id, node)| {
+                let (id, addr, tls) = (*id, node.addr.clone(), self.tls.clone());
+                async move {
+                    let mut client = AdminClient::new(vec![addr], tls);
+                    let answer = tokio::time::timeout(
+                        MEMBER_ANSWER_WITHIN,
+                        client.call_here(&AdminRequest::Fleet),
+                    )
+                    .await;
+                    (id, answer)
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut unreachable = BTreeSet::new();
+        for (id, answer) in futures::future::join_all(asks).await {
+            match answer {
+                Ok(Ok(AdminAnswer::Fleet(more))) => members.extend(more),
+                Ok(Ok(other)) => {
+                    tracing::warn!(node = id, "fleet of node {id}: answered {other:?}");
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(node = id, "fleet of node {id}: {e}");
+                    unreachable.insert(id);
+                }
+                Err(_) => {
+                    tracing::debug!(node = id, "fleet of node {id}: no answer in time");
+                    unreachable.insert(id);
+                }
+            }
+        }
+        (members, unreachable)
     }
 
     /// openraft 0.9 has no leader transfer, so the leader arranges one: every
@@ -552,19 +601,8 @@ impl Operator {
                 (m.version, m.stub_hash.to_hex())
             })
             .await?;
-        let mut members: Vec<FleetMember> = self.fleet.members();
         // Reports may have gone to any control-plane node: ask the others too.
-        for (id, node) in r.membership().nodes() {
-            if *id == r.id() {
-                continue;
-            }
-            let mut client = AdminClient::new(vec![node.addr.clone()], self.tls.clone());
-            match client.call_here(&AdminRequest::Fleet).await {
-                Ok(AdminAnswer::Fleet(more)) => members.extend(more),
-                Ok(other) => tracing::warn!(node = id, "fleet of node {id}: answered {other:?}"),
-                Err(e) => tracing::warn!(node = id, "fleet of node {id}: {e}"),
-            }
-        }
+        let (members, _) = self.fleet_everywhere().await;
         let nodes = self.judge(members, canonical_version, &canonical_hash);
         let disagree: Vec<String> = nodes
             .iter()

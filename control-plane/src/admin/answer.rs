@@ -244,6 +244,31 @@ pub struct MemberStatus {
     pub role: MemberRole,
     /// The last log index known to be replicated to it.
     pub matched_index: Option<u64>,
+    /// Whether it answered the leader just now (`up`) or not (`down`).
+    #[serde(default)]
+    pub state: MemberReach,
+}
+
+/// Whether a member answered the node that made the status; `up` or `down`
+/// in JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberReach {
+    /// It answered.
+    #[default]
+    Up,
+    /// It did not answer within the status's time limit.
+    Down,
+}
+
+impl MemberReach {
+    /// `up` or `down`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberReach::Up => "up",
+            MemberReach::Down => "down",
+        }
+    }
 }
 
 /// A member's role in Raft; `leader`, `follower` or `learner` in JSON.

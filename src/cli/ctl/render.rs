@@ -132,7 +132,12 @@ fn members(status: &ClusterStatus, with_matched_index: bool) {
         .members
         .iter()
         .map(|m| {
-            let mut row = vec![m.id.to_string(), m.addr.clone(), m.role.as_str().into()];
+            let mut row = vec![
+                m.id.to_string(),
+                m.addr.clone(),
+                m.role.as_str().into(),
+                m.state.as_str().into(),
+            ];
             if with_matched_index {
                 row.push(or_dash(m.matched_index));
             }
@@ -140,9 +145,9 @@ fn members(status: &ClusterStatus, with_matched_index: bool) {
         })
         .collect();
     if with_matched_index {
-        table(&["id", "addr", "role", "matched_index"], rows);
+        table(&["id", "addr", "role", "state", "matched_index"], rows);
     } else {
-        table(&["id", "addr", "role"], rows);
+        table(&["id", "addr", "role", "state"], rows);
     }
 }
 
