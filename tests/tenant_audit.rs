@@ -142,13 +142,39 @@ async fn every_call_and_execution_leaves_a_record_allowed_or_denied() {
     assert!(none.as_array().unwrap().is_empty(), "{none:#}");
     let (ok, _, err) = ctl(&cp, &["audit", "--since", "yesterday"]);
     assert!(!ok && err.contains("--since"), "{err}");
+    let since_2000 = ctl_json(&cp, &["audit", "--since", "2000-01-01T00:00:00Z"]);
+    assert_eq!(since_2000.as_array().unwrap().len(), 5, "{since_2000:#}");
+
+    tracing::info!("--- times read as RFC 3339; --wait waits for a record just made");
+    let (ok, table, err) = ctl(&cp, &["audit", "--tenant", "verbose"]);
+    assert!(ok, "{err}");
+    let at = table
+        .lines()
+        .nth(1)
+        .and_then(|row| row.split_whitespace().nth(1))
+        .unwrap_or_default();
+    assert!(
+        at.len() == 24 && at.as_bytes()[10] == b'T' && at.ends_with('Z'),
+        "the AT column: {table}"
+    );
+    assert!(
+        verbose[0]["at_ms"].is_u64(),
+        "-o json keeps the number: {}",
+        verbose[0]
+    );
+    let (prompt_key, _) = tenant(&cp, "prompt", &[]);
+    let client = connect_as(&dev.mode_url("passthrough"), &prompt_key).await;
+    call(&client, "weather__get_forecast", json!({"city": "Oslo"})).await;
+    client.cancel().await.unwrap();
+    let waited = ctl_json(&cp, &["audit", "--tenant", "prompt", "--wait", "30s"]);
+    assert_eq!(waited.as_array().map(Vec::len), Some(1), "{waited:#}");
 
     tracing::info!("--- records survive a restart; retention bounds them");
     dev.stop_gracefully();
     let dev = QuiverDev::start(&["--auth", "required", "--data", &data_arg]);
     let cp = dev.control_plane.clone();
     let after = ctl_json(&cp, &["audit"]);
-    assert_eq!(after.as_array().unwrap().len(), 5, "{after:#}");
+    assert_eq!(after.as_array().unwrap().len(), 6, "{after:#}");
     let (ok, _, err) = ctl(&cp, &["audit", "--retention", "--set-max-records", "2"]);
     assert!(ok, "{err}");
     let kept = ctl_json(&cp, &["audit"]);
@@ -158,5 +184,5 @@ async fn every_call_and_execution_leaves_a_record_allowed_or_denied() {
         .iter()
         .map(|r| r["id"].as_u64().unwrap())
         .collect();
-    assert_eq!(ids, vec![4, 5], "the two newest are kept");
+    assert_eq!(ids, vec![5, 6], "the two newest are kept");
 }

@@ -27,6 +27,9 @@ pub use args::CtlArgs;
 use args::{ClusterCommand, CtlCommand, Output};
 use render::Shown;
 
+/// How often `audit --wait` asks again.
+const AUDIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Runs one command; a non-zero exit carries an operator-readable reason.
 pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
     let command = match args.command {
@@ -55,13 +58,27 @@ pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
     };
     let etcd_members =
         matches!(command, CtlCommand::Cluster(ClusterCommand::Status)) && !args.etcd.is_empty();
+    let wait = match &command {
+        CtlCommand::Audit(audit) => audit.wait,
+        _ => None,
+    };
     let mut client = AdminClient::new(endpoints, tls);
     let request = request::request_of(command)?;
-    let answer = if matches!(request, AdminRequest::ClusterInit) {
+    let mut answer = if matches!(request, AdminRequest::ClusterInit) {
         client.call_here(&request).await?
     } else {
         client.call(&request).await?
     };
+    // `audit --wait`: ask again until a record matches or the wait is over.
+    if let Some(wait) = wait {
+        let deadline = tokio::time::Instant::now() + wait;
+        while matches!(&answer, AdminAnswer::Audit(records) if records.is_empty())
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(AUDIT_POLL).await;
+            answer = client.call(&request).await?;
+        }
+    }
     if etcd_members {
         // What etcd lists, beside what the control plane heard: a member
         // cut off from the control plane still shows here, and the reverse.

@@ -77,10 +77,16 @@ pub(crate) struct AuditArgs {
     /// Only this tenant's records.
     #[arg(long)]
     pub(crate) tenant: Option<String>,
-    /// Only records this recent (`90s`, `15m`, `2h`, `7d`) or since this
-    /// time (ms since the epoch).
+    /// Only records this recent (`90s`, `15m`, `2h`, `7d`, `1h 30m`) or
+    /// since this time (RFC 3339, `2026-11-28T10:00:00Z`, or ms since the
+    /// epoch).
     #[arg(long)]
     pub(crate) since: Option<String>,
+    /// When nothing matches yet, wait up to this long (`10s`) for the first
+    /// record: executors ship records to the control plane within about 2 s
+    /// of the call.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub(crate) wait: Option<std::time::Duration>,
     /// At most this many (the newest).
     #[arg(long, default_value_t = 100)]
     pub(crate) limit: u32,

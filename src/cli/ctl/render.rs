@@ -256,7 +256,9 @@ fn upstream_table(upstreams: &[UpstreamSummary]) {
 
 fn audit_table(records: &[AuditRecord]) {
     if records.is_empty() {
-        say!("no audit records match");
+        say!(
+            "no audit records match (executors ship records within about 2 s of a call; add --wait 10s to wait for the first)"
+        );
         return;
     }
     table(
@@ -268,7 +270,7 @@ fn audit_table(records: &[AuditRecord]) {
             .map(|r| {
                 vec![
                     r.id.to_string(),
-                    r.at_ms.to_string(),
+                    rfc3339(r.at_ms),
                     r.tenant.clone(),
                     r.caller.clone(),
                     format!("{:?}", r.kind).to_lowercase(),
@@ -281,6 +283,12 @@ fn audit_table(records: &[AuditRecord]) {
             })
             .collect(),
     );
+}
+
+/// `at_ms` (ms since the epoch) as an RFC 3339 UTC time with milliseconds.
+fn rfc3339(at_ms: u64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(at_ms);
+    humantime::format_rfc3339_millis(at).to_string()
 }
 
 fn tenant_table(tenants: &[PublicTenant]) {

@@ -181,31 +181,28 @@ fn audit_request(args: AuditArgs) -> anyhow::Result<AdminRequest> {
     })
 }
 
-/// `--since`: a duration back from now (`90s`, `15m`, `2h`, `7d`) or ms since the epoch.
+/// `--since`: a duration back from now (`90s`, `15m`, `2h`, `7d`), an RFC
+/// 3339 time, or ms since the epoch.
 fn since_ms(text: &str) -> anyhow::Result<u64> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let bad = || {
-        anyhow::anyhow!(
-            "--since `{text}`: expected a duration such as 90s, 15m, 2h or 7d, or ms since the epoch"
-        )
+    let ms_of = |at: std::time::SystemTime| {
+        at.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     };
-    let (digits, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    let ms = match unit {
-        "" => return Ok(n),
-        "ms" => n,
-        "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        "d" => n * 86_400_000,
-        _ => return Err(bad()),
-    };
-    Ok(now.saturating_sub(ms))
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--since `{text}`: {e}"));
+    }
+    if let Ok(ago) = humantime::parse_duration(text) {
+        return Ok(ms_of(std::time::SystemTime::now())
+            .saturating_sub(u64::try_from(ago.as_millis()).unwrap_or(u64::MAX)));
+    }
+    if let Ok(at) = humantime::parse_rfc3339_weak(text) {
+        return Ok(ms_of(at));
+    }
+    anyhow::bail!(
+        "--since `{text}`: expected a duration such as 90s, 15m, 2h or 7d, a time such as 2026-11-28T10:00:00Z, or ms since the epoch"
+    )
 }
 
 fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
