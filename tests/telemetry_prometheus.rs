@@ -652,3 +652,45 @@ async fn an_executor_without_a_manifest_is_alive_but_not_ready() {
     assert_eq!(status, 200, "a process that is not ready is still alive");
     drop(unreachable);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_startup_line_names_the_scrape_target_with_and_without_auth() {
+    // Authenticating nobody: the MCP port serves /metrics, and says so.
+    let open = QuiverDev::start(&[]);
+    let target = word_after(&open.banner, "metrics");
+    assert_eq!(target, format!("http://{}/metrics", open.authority()));
+    let answer = http().get(&target).send().await.expect("GET the target");
+    assert!(answer.status().is_success(), "{}", answer.status());
+
+    // Authenticating: the MCP port keeps them, and the line says where to
+    // get them instead.
+    let closed = QuiverDev::start(&["--auth", "required"]);
+    assert!(
+        closed.banner.contains("metrics: none") && closed.banner.contains("--admin-listen"),
+        "{}",
+        closed.banner
+    );
+    let refused = http()
+        .get(format!("http://{}/metrics", closed.authority()))
+        .send()
+        .await
+        .expect("GET /metrics");
+    assert!(!refused.status().is_success(), "{}", refused.status());
+
+    // With an admin listener the line names it, and it answers.
+    let admin = QuiverDev::start(&["--auth", "required", "--admin-listen", "127.0.0.1:0"]);
+    let target = word_after(&admin.banner, "metrics");
+    assert!(
+        target.ends_with("/metrics") && !target.contains(&admin.authority()),
+        "{target}"
+    );
+    let scraped = http()
+        .get(&target)
+        .send()
+        .await
+        .expect("GET the admin target")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(scraped.contains("quiver_manifest_version"), "{scraped}");
+}

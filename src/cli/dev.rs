@@ -280,7 +280,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         };
         let stop = stop_signal();
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}; search {}; upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}{}; search {}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,
@@ -291,6 +291,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             } else {
                 ""
             },
+            readiness::edge_metrics_banner(
+                &admin,
+                &format!("{scheme}://{bound}"),
+                config.edge.auth
+            ),
             quiver_view::search::semantic::ranking(),
         );
         let status_upstreams = upstreams.clone();

@@ -287,13 +287,14 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     });
     let manifest = store.current();
     println!(
-        "quiver edge: serving {} tools at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {}; stub hash {}; search {}{}",
+        "quiver edge: serving {} tools at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {}; stub hash {}; search {}{}{}",
         manifest.tools.len(),
         config.edge.default_mode,
         args.control_plane.join(","),
         manifest.stub_hash,
         quiver_view::search::semantic::ranking(),
-        readiness::admin_banner(&admin)
+        readiness::admin_banner(&admin),
+        readiness::edge_metrics_banner(&admin, &format!("{scheme}://{bound}"), config.edge.auth)
     );
     let stop = stop_signal();
     let serve_shutdown = shutdown.clone();

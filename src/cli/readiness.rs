@@ -100,6 +100,23 @@ pub async fn open_admin(
 pub fn admin_banner(admin: &Option<String>) -> String {
     admin
         .as_ref()
-        .map(|url| format!("; admin {url}"))
+        .map(|url| format!("; admin {url}; metrics {url}/metrics"))
         .unwrap_or_default()
+}
+
+/// Where an edge's (or `quiver dev`'s) Prometheus scrape target is, for its
+/// startup line when it has no admin listener: the MCP port serves
+/// `/metrics` only when it authenticates nobody (the metrics name tenants).
+pub fn edge_metrics_banner(
+    admin: &Option<String>,
+    mcp_base: &str,
+    auth: quiver_edge::auth::AuthMode,
+) -> String {
+    match (admin, auth) {
+        (Some(_), _) => String::new(),
+        (None, quiver_edge::auth::AuthMode::None) => format!("; metrics {mcp_base}/metrics"),
+        (None, _) => {
+            "; metrics: none (the MCP port keeps them from clients that authenticate; serve them with --admin-listen ADDR)".to_string()
+        }
+    }
 }
