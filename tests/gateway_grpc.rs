@@ -546,6 +546,27 @@ async fn without_required_auth_anonymous_callers_see_everything_and_keys_still_p
         .await
         .expect_err("refused");
     assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+
+    // The gRPC server's own metrics: by service, method and status code.
+    let metrics = support::http()
+        .get(format!("http://{}/metrics", dev.authority()))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    for code in ["0", "16"] {
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with("rpc_server_duration_seconds_count")
+                    && l.contains("rpc_service=\"quiver.v1.Gateway\"")
+                    && l.contains("rpc_method=\"ListTools\"")
+                    && l.contains(&format!("rpc_grpc_status_code=\"{code}\""))),
+            "ListTools with status {code} in: {metrics}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -15,7 +15,10 @@ use quiver_proto::{
     pb::{self, hop_down, hop_up},
     tenant::TenantDirectory,
 };
-use quiver_telemetry::{propagation, quiver_span, spans::traced_rpc as traced};
+use quiver_telemetry::{
+    propagation, quiver_span,
+    spans::{RpcMethod, traced_rpc as traced},
+};
 use quiver_view::{LiveViews, ToolView, redact::redact};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -127,9 +130,16 @@ impl pb::executor_server::Executor for ExecutorService {
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
         let span = self.rpc_span("CallTool", &request);
-        traced(span, self.answer_call_tool(request))
-            .await
-            .map_err(answered)
+        traced(
+            RpcMethod {
+                service: "quiver.v1.Executor",
+                method: "CallTool",
+            },
+            span,
+            self.answer_call_tool(request),
+        )
+        .await
+        .map_err(answered)
     }
 
     async fn execute(
@@ -137,9 +147,16 @@ impl pb::executor_server::Executor for ExecutorService {
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let span = self.rpc_span("Execute", &request);
-        traced(span, self.answer_execute(request))
-            .await
-            .map_err(answered)
+        traced(
+            RpcMethod {
+                service: "quiver.v1.Executor",
+                method: "Execute",
+            },
+            span,
+            self.answer_execute(request),
+        )
+        .await
+        .map_err(answered)
     }
 
     async fn request(
@@ -147,9 +164,16 @@ impl pb::executor_server::Executor for ExecutorService {
         request: Request<pb::McpRequest>,
     ) -> Result<Response<pb::McpResponse>, Status> {
         let span = self.rpc_span("Request", &request);
-        traced(span, self.answer_request(request))
-            .await
-            .map_err(answered)
+        traced(
+            RpcMethod {
+                service: "quiver.v1.Executor",
+                method: "Request",
+            },
+            span,
+            self.answer_request(request),
+        )
+        .await
+        .map_err(answered)
     }
 
     type CallToolStreamStream = HopDownStream;

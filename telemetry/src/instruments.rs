@@ -28,6 +28,9 @@ pub mod names {
     pub const WORKERS: &str = "quiver.worker.pool.workers";
     /// Executions waiting for a worker.
     pub const WORKERS_QUEUED: &str = "quiver.worker.pool.queued";
+    /// Time a gRPC server took to answer one call, by `rpc.service`,
+    /// `rpc.method` and `rpc.grpc.status_code`.
+    pub const RPC_SERVER_DURATION: &str = "rpc.server.duration";
     /// Time scripts waited for a worker, by tenant and outcome (`granted`,
     /// `refused`, `cancelled`).
     pub const WORKERS_QUEUE_WAIT: &str = "quiver.worker.pool.queue.wait";
@@ -94,6 +97,8 @@ pub struct Instruments {
     pub workers_recycled: Counter<u64>,
     /// [`names::WORKERS_QUEUE_WAIT`]
     pub queue_wait: Histogram<f64>,
+    /// [`names::RPC_SERVER_DURATION`]
+    pub rpc_server_duration: Histogram<f64>,
     /// [`names::STASH_REFUSALS`]
     pub stash_refusals: Counter<u64>,
     /// [`names::REFUSALS`]
@@ -148,6 +153,10 @@ pub fn instruments() -> &'static Instruments {
                 .u64_counter(names::WORKERS_RECYCLED)
                 .with_description("Sandbox workers retired and replaced, by reason")
                 .build(),
+            rpc_server_duration: duration(
+                names::RPC_SERVER_DURATION,
+                "Duration of gRPC calls answered by this process's servers",
+            ),
             queue_wait: duration(
                 names::WORKERS_QUEUE_WAIT,
                 "Time scripts waited for a sandbox worker, by tenant and outcome",

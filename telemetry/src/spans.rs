@@ -93,17 +93,45 @@ macro_rules! quiver_span {
     };
 }
 
+/// One gRPC method a server answers: its service (`quiver.v1.Gateway`) and
+/// method (`CallTool`).
+#[derive(Debug, Clone, Copy)]
+pub struct RpcMethod {
+    /// The fully qualified service.
+    pub service: &'static str,
+    /// The method.
+    pub method: &'static str,
+}
+
 /// Runs a gRPC handler's answer in `span`, marking the span failed when it
-/// fails (`error.type` is the gRPC status code).
+/// fails (`error.type` is the gRPC status code), and records its duration
+/// as `rpc.server.duration` by `rpc.service`, `rpc.method` and
+/// `rpc.grpc.status_code` (the OTel RPC conventions). For a server-streaming
+/// method the duration ends when the stream starts.
 pub async fn traced_rpc<T>(
+    rpc: RpcMethod,
     span: tracing::Span,
     answer: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 ) -> Result<tonic::Response<T>, tonic::Status> {
     use tracing::Instrument as _;
+    let started = std::time::Instant::now();
     let result = answer.instrument(span.clone()).await;
-    if let Err(status) = &result {
-        record_error(&span, &format!("{:?}", status.code()));
-    }
+    let code = match &result {
+        Ok(_) => tonic::Code::Ok,
+        Err(status) => {
+            record_error(&span, &format!("{:?}", status.code()));
+            status.code()
+        }
+    };
+    crate::instruments().rpc_server_duration.record(
+        started.elapsed().as_secs_f64(),
+        &[
+            opentelemetry::KeyValue::new("rpc.system", "grpc"),
+            opentelemetry::KeyValue::new("rpc.service", rpc.service),
+            opentelemetry::KeyValue::new("rpc.method", rpc.method),
+            opentelemetry::KeyValue::new("rpc.grpc.status_code", i64::from(code as i32)),
+        ],
+    );
     result
 }
 

@@ -14,7 +14,7 @@ use quiver_proto::pb::{
 };
 use quiver_telemetry::{
     propagation, quiver_span,
-    spans::{self, traced_rpc as traced},
+    spans::{self, RpcMethod, traced_rpc as traced},
 };
 use quiver_view::{
     ToolView,
@@ -282,7 +282,15 @@ impl GatewayApi for GatewayService {
         request: Request<ListToolsRequest>,
     ) -> Result<Response<ListToolsResponse>, Status> {
         let span = rpc_span("ListTools", &request);
-        traced(span, self.answer_list_tools(request)).await
+        traced(
+            RpcMethod {
+                service: "quiver.v1.Gateway",
+                method: "ListTools",
+            },
+            span,
+            self.answer_list_tools(request),
+        )
+        .await
     }
 
     async fn search_tools(
@@ -290,7 +298,15 @@ impl GatewayApi for GatewayService {
         request: Request<SearchToolsRequest>,
     ) -> Result<Response<SearchToolsResponse>, Status> {
         let span = rpc_span("SearchTools", &request);
-        traced(span, self.answer_search_tools(request)).await
+        traced(
+            RpcMethod {
+                service: "quiver.v1.Gateway",
+                method: "SearchTools",
+            },
+            span,
+            self.answer_search_tools(request),
+        )
+        .await
     }
 
     async fn describe(
@@ -298,7 +314,15 @@ impl GatewayApi for GatewayService {
         request: Request<DescribeRequest>,
     ) -> Result<Response<DescribeResponse>, Status> {
         let span = rpc_span("Describe", &request);
-        traced(span, self.answer_describe(request)).await
+        traced(
+            RpcMethod {
+                service: "quiver.v1.Gateway",
+                method: "Describe",
+            },
+            span,
+            self.answer_describe(request),
+        )
+        .await
     }
 
     async fn call_tool(
@@ -306,7 +330,15 @@ impl GatewayApi for GatewayService {
         request: Request<GatewayCallToolRequest>,
     ) -> Result<Response<GatewayCallToolResponse>, Status> {
         let span = rpc_span("CallTool", &request);
-        let result = traced(span.clone(), self.answer_call_tool(request)).await;
+        let result = traced(
+            RpcMethod {
+                service: "quiver.v1.Gateway",
+                method: "CallTool",
+            },
+            span.clone(),
+            self.answer_call_tool(request),
+        )
+        .await;
         if result.as_ref().is_ok_and(|r| r.get_ref().is_error) {
             spans::record_error(&span, "tool_error");
         }
@@ -322,6 +354,14 @@ impl GatewayApi for GatewayService {
         request: Request<GatewayExecuteRequest>,
     ) -> Result<Response<ExecuteEvents>, Status> {
         let span = rpc_span("Execute", &request);
-        traced(span, self.answer_execute(request)).await
+        traced(
+            RpcMethod {
+                service: "quiver.v1.Gateway",
+                method: "Execute",
+            },
+            span,
+            self.answer_execute(request),
+        )
+        .await
     }
 }
