@@ -98,12 +98,7 @@ async fn etcd_watches_hold_for_ten_minutes_against_the_installed_etcd() {
         &edge_log,
         "quiver edge",
     );
-    let authority = banner
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
-        .and_then(|rest| rest.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("no URL in: {banner}"))
-        .to_string();
+    let authority = mcp_authority(&banner);
     let status = || async {
         http()
             .get(format!("http://{authority}/status"))

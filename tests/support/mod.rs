@@ -302,7 +302,17 @@ fn admin_of(banner: &str) -> Option<String> {
         .split("; admin ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
-        .map(str::to_string)
+        .map(|url| url.trim_end_matches([';', ',']).to_string())
+}
+
+/// The `host:port` an edge's startup line says it serves MCP on.
+pub fn mcp_authority(banner: &str) -> String {
+    banner
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("no URL in: {banner}"))
+        .to_string()
 }
 
 /// A running `quiver edge` (killed on drop).
@@ -344,12 +354,7 @@ impl EdgeProcess {
             .args(extra);
         let (child, banner) = spawn_with_banner(&mut command, "quiver edge");
         assert!(banner.contains("quiver edge: serving"), "{banner}");
-        let authority = banner
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://"))
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("no URL in: {banner}"))
-            .to_string();
+        let authority = mcp_authority(&banner);
         EdgeProcess {
             child,
             admin: admin_of(&banner),
