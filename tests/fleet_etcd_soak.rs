@@ -17,7 +17,7 @@ use serde_json::json;
 use support::{
     QuiverDev, call, connect,
     etcd::{Etcd, ok_nodes},
-    http, quiver_bin, spawn_with_banner_logging, text,
+    http, mcp_authority, quiver_bin, spawn_with_banner_logging, text,
 };
 
 /// How long the soak runs.
