@@ -245,6 +245,9 @@ impl Operator {
                     let tenant = s.tenants.get(&id)?;
                     let usage = s.usage.get(&id).cloned().unwrap_or_default();
                     let stash = usage.stash_totals(crate::command::now_ms());
+                    // Without its own quota, the tenant's is the executors'
+                    // default, known here only once one of them reported.
+                    let reported = stash.executors > 0;
                     Some(UsageReport {
                         tenant: id.clone(),
                         budget: tenant.budget,
@@ -255,8 +258,8 @@ impl Operator {
                         updated_ms: usage.updated_ms,
                         stash_bytes: stash.bytes,
                         stash_keys: stash.keys,
-                        stash_quota_bytes: tenant.stash_bytes.unwrap_or(stash.quota_bytes),
-                        stash_quota_keys: tenant.stash_keys.unwrap_or(stash.quota_keys),
+                        stash_quota_bytes: tenant.stash_bytes.or(reported.then_some(stash.quota_bytes)),
+                        stash_quota_keys: tenant.stash_keys.or(reported.then_some(stash.quota_keys)),
                         stash_executors: stash.executors,
                     })
                 })

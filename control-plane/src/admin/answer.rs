@@ -163,12 +163,13 @@ pub struct UsageReport {
     /// Stashed keys, likewise.
     #[serde(default)]
     pub stash_keys: u64,
-    /// Its stash quota of bytes (the executors' default unless set).
+    /// Its stash quota of bytes: its own, else the executors' default as
+    /// they report it (`None`: not set, and no executor reported yet).
     #[serde(default)]
-    pub stash_quota_bytes: u64,
+    pub stash_quota_bytes: Option<u64>,
     /// Its stash quota of keys, likewise.
     #[serde(default)]
-    pub stash_quota_keys: u64,
+    pub stash_quota_keys: Option<u64>,
     /// Executors that reported its stash in the last five minutes.
     #[serde(default)]
     pub stash_executors: usize,
