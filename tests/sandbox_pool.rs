@@ -131,6 +131,10 @@ async fn workers_are_recycled_after_max_uses() {
     let stats = pool.stats();
     assert!(stats.retired >= 2, "{stats:?}");
     assert!(stats.spawned >= 3, "{stats:?}");
+    assert!(
+        stats.idle + stats.running <= 1,
+        "never more workers than max_workers: {stats:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -140,6 +140,9 @@ pub enum Retirement {
     Idle,
     /// It did not answer the idle health check.
     Unhealthy,
+    /// A warm-up and a caller both started a worker for the same free slot;
+    /// keeping both would hold more processes than `max_workers`.
+    Surplus,
 }
 
 impl Retirement {
@@ -151,6 +154,7 @@ impl Retirement {
             Retirement::Failed => "failed",
             Retirement::Idle => "idle",
             Retirement::Unhealthy => "unhealthy",
+            Retirement::Surplus => "surplus",
         }
     }
 }
@@ -275,9 +279,28 @@ impl WorkerPool {
             && !self.shutdown.is_cancelled()
         {
             let worker = self.spawn().await?;
-            self.lock_idle().push(worker);
+            self.keep_idle(worker, false);
         }
         Ok(())
+    }
+
+    /// Puts a worker among the idle ones, unless the pool would then hold
+    /// more than `max_workers` processes (a caller and the warm-up may both
+    /// have started one for the same free slot), in which case it is stopped.
+    /// `in_a_slot` says whether the worker is the one a caller still holding
+    /// its slot ran on, so `running` already counts it.
+    fn keep_idle(&self, worker: WorkerProcess, in_a_slot: bool) {
+        let mut idle = self.lock_idle();
+        let others = self
+            .admission
+            .running()
+            .saturating_sub(usize::from(in_a_slot));
+        if idle.len() + others >= self.config.max_workers.max(1) {
+            drop(idle);
+            self.retire(worker, Retirement::Surplus);
+        } else {
+            idle.push(worker);
+        }
     }
 
     /// Stops the maintenance task and all idle workers.
@@ -452,7 +475,7 @@ impl WorkerPool {
                 {
                     self.retire(worker, Retirement::MaxUses);
                 } else {
-                    self.lock_idle().push(worker);
+                    self.keep_idle(worker, true);
                 }
                 Ok(outcome)
             }
