@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing Quiver needs, only when it is missing:
 # cmake, the SIMDe headers, protoc, Prometheus (the telemetry test scrapes
-# every role with a real one) and etcd (the fleet's membership tests start a
-# real one) from Debian's packages. Idempotent; safe
+# every role with a real one), etcd (the fleet's membership tests start a
+# real one), curl and jq (the README's examples) from Debian's packages. Idempotent; safe
 # to run on every build. (Node.js 22 and the MCP conformance suite are installed
 # by scripts/install-node-tools.sh, which the test script calls.)
 set -euo pipefail
@@ -17,6 +17,9 @@ command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# The README's examples use them (tests/doc_blocks.rs runs every one).
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

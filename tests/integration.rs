@@ -21,6 +21,7 @@ mod data_dir_in_use;
 mod deploy_manifests;
 mod dev_demo_modes;
 mod dev_upstreams_restart;
+mod doc_blocks;
 mod engine_no_disk;
 mod executor_grpc;
 mod executor_metrics;

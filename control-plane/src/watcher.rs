@@ -154,19 +154,40 @@ impl ControlPlaneContact {
 }
 
 /// A node's readiness as its reports carry it: set once the node built its
-/// checks (after the watcher started), read at every report.
+/// checks (after the watcher started), read at every report. Setting it
+/// sends a report at once, so `cluster verify` run right after the node's
+/// start-up line already shows its readiness.
 #[derive(Clone, Default)]
-pub struct ReportedHealth(Arc<std::sync::OnceLock<(quiver_telemetry::Health, Option<String>)>>);
+pub struct ReportedHealth {
+    health: Arc<std::sync::OnceLock<(quiver_telemetry::Health, Option<String>)>>,
+    set: Arc<tokio::sync::Notify>,
+    reported: Arc<tokio::sync::Notify>,
+}
 
 impl ReportedHealth {
     /// Reports carry `health` (and the admin listener's URL) from now on.
     pub fn set(&self, health: quiver_telemetry::Health, admin: Option<String>) {
-        let _ = self.0.set((health, admin));
+        if self.health.set((health, admin)).is_ok() {
+            self.set.notify_one();
+        }
+    }
+
+    /// Waits (up to `within`) until a report carrying the readiness set by
+    /// [`Self::set`] has reached the control plane or failed: a node prints
+    /// its start-up line after this, so what `quiver ctl` shows from then on
+    /// includes its readiness.
+    pub async fn reported(&self, within: Duration) {
+        let _ = tokio::time::timeout(within, self.reported.notified()).await;
+    }
+
+    /// Completes once [`Self::set`] has been called (for the reporter).
+    async fn was_set(&self) {
+        self.set.notified().await;
     }
 
     /// What the next report says; nothing (`ready` unset) before [`Self::set`].
     pub fn current(&self) -> crate::admin::ReportedReadiness {
-        let Some((health, admin)) = self.0.get() else {
+        let Some((health, admin)) = self.health.get() else {
             return Default::default();
         };
         let readiness = health.readiness();
@@ -320,6 +341,7 @@ async fn watch_once(
                 send_report(&mut client, config, store).await;
             }
             _ = report.tick() => send_report(&mut client, config, store).await,
+            () = config.health.was_set() => send_report(&mut client, config, store).await,
         }
     }
 }
@@ -414,7 +436,11 @@ async fn send_report(
         grpc: config.grpc.clone().unwrap_or_default(),
         mcp: config.mcp.clone().unwrap_or_default(),
     };
-    match client.report_node(report).await {
+    let answer = client.report_node(report).await;
+    if readiness.ready.is_some() {
+        config.health.reported.notify_one();
+    }
+    match answer {
         Ok(_) => config.contact.answered(),
         Err(e) => {
             tracing::debug!("report to the control plane failed: {e}");
@@ -434,6 +460,7 @@ pub fn spawn_reporter(config: WatchConfig, store: Arc<ManifestStore>, shutdown: 
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
+                () = config.health.was_set() => {}
                 () = shutdown.cancelled() => return,
             }
             let addr = &config.endpoints[turn % config.endpoints.len().max(1)];

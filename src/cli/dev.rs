@@ -237,6 +237,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
     let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
+    reported_health
+        .reported(std::time::Duration::from_secs(2))
+        .await;
     let admin_line = format!(
         "{}{}",
         readiness::admin_banner(&admin),

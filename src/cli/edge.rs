@@ -267,6 +267,9 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         });
     let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
+    reported_health
+        .reported(std::time::Duration::from_secs(2))
+        .await;
     let registration = (!args.etcd.is_empty()).then(|| {
         let (store, fleet, health) = (store.clone(), fleet.clone(), health.clone());
         let (node, address) = (node_name.clone(), format!("{advertised}/mcp"));

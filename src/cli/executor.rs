@@ -254,6 +254,11 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     }
     let admin = readiness::open_admin(args.admin_listen, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
+    if !args.control_plane.is_empty() {
+        reported_health
+            .reported(std::time::Duration::from_secs(2))
+            .await;
+    }
     let registration = (!args.etcd.is_empty()).then(|| {
         let (store, pool, health, node) = (
             store.clone(),

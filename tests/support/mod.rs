@@ -2,7 +2,9 @@
 //! loopback and talk to them with real rmcp clients.
 #![allow(dead_code)]
 
+pub mod doc_session;
 pub mod etcd;
+pub mod markdown_blocks;
 pub mod node_tools;
 pub mod otlp;
 pub mod partial_run;
