@@ -139,10 +139,7 @@ impl Health {
 
 async fn metrics() -> impl IntoResponse {
     (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
+        [(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         crate::metrics::render_prometheus(),
     )
 }

@@ -1,32 +1,22 @@
-//! The process's meter provider and the Prometheus text rendering of what it
-//! holds. One provider per process, built on first use: a pull reader for
-//! `/metrics` always, plus an OTLP push reader when [`crate::init`] enabled
-//! export before anything was measured.
+//! The process's meter provider and `/metrics`. One provider per process,
+//! built on first use: OpenTelemetry's Prometheus exporter (a pull reader
+//! feeding a `prometheus` registry, whose text encoder writes the exposition
+//! format) always, plus an OTLP push reader when [`crate::init`] enabled
+//! export before anything was measured. Quiver writes no part of the format
+//! itself.
 
-use std::{
-    fmt::Write as _,
-    sync::{Arc, Mutex, OnceLock},
-    time::Duration,
-};
+use std::sync::{Mutex, OnceLock};
+#[cfg(feature = "otlp")]
+use std::time::Duration;
 
-use opentelemetry::{
-    KeyValue, Value,
-    metrics::{Meter, MeterProvider as _},
-};
-use opentelemetry_sdk::{
-    Resource,
-    error::OTelSdkResult,
-    metrics::{
-        InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
-        data::{AggregatedMetrics, Metric, MetricData, ResourceMetrics},
-        reader::MetricReader,
-    },
-};
+use opentelemetry::metrics::{Meter, MeterProvider as _};
+use opentelemetry_sdk::{Resource, metrics::SdkMeterProvider};
+use prometheus::Encoder as _;
 
-/// The provider and the reader `/metrics` collects from.
+/// The provider and the registry `/metrics` gathers from.
 struct Registry {
     provider: SdkMeterProvider,
-    reader: Arc<ManualReader>,
+    prometheus: prometheus::Registry,
     meter: Meter,
 }
 
@@ -57,8 +47,18 @@ pub(crate) fn configure(parts: ProviderParts) -> bool {
 fn registry() -> &'static Registry {
     REGISTRY.get_or_init(|| {
         let parts = PENDING.lock().ok().and_then(|mut p| p.take());
-        let reader = Arc::new(ManualReader::builder().build());
-        let mut builder = SdkMeterProvider::builder().with_reader(SharedReader(reader.clone()));
+        let prometheus = prometheus::Registry::new();
+        // Samples carry only their own attributes: no `otel_scope_*` labels
+        // (one meter, `quiver`); the resource goes to `target_info`.
+        let mut builder = SdkMeterProvider::builder();
+        match opentelemetry_prometheus::exporter()
+            .with_registry(prometheus.clone())
+            .scope_info_enabled(false)
+            .build()
+        {
+            Ok(exporter) => builder = builder.with_reader(exporter),
+            Err(e) => tracing::warn!("/metrics will be empty: {e}"),
+        }
         if let Some(parts) = parts {
             builder = builder.with_resource(parts.resource);
             #[cfg(feature = "otlp")]
@@ -73,7 +73,7 @@ fn registry() -> &'static Registry {
         let meter = provider.meter("quiver");
         Registry {
             provider,
-            reader,
+            prometheus,
             meter,
         }
     })
@@ -91,56 +91,25 @@ pub(crate) fn shutdown() {
     }
 }
 
-/// Lets the provider own a reader that `/metrics` also reads.
-#[derive(Debug)]
-struct SharedReader(Arc<ManualReader>);
-
-impl MetricReader for SharedReader {
-    fn register_pipeline(&self, pipeline: std::sync::Weak<Pipeline>) {
-        self.0.register_pipeline(pipeline)
-    }
-    fn collect(&self, rm: &mut ResourceMetrics) -> OTelSdkResult {
-        self.0.collect(rm)
-    }
-    fn force_flush(&self) -> OTelSdkResult {
-        self.0.force_flush()
-    }
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.0.shutdown_with_timeout(timeout)
-    }
-    fn temporality(&self, kind: InstrumentKind) -> Temporality {
-        self.0.temporality(kind)
-    }
-}
-
 /// Everything measured so far in this process, in the Prometheus text
-/// exposition format (version 0.0.4): OpenTelemetry names with `.` as `_`,
-/// the unit as a suffix (`_seconds`, `_bytes`), counters ending in `_total`.
+/// exposition format (version 0.0.4), as OpenTelemetry's Prometheus
+/// exporter names it: `.` as `_`, the unit as a suffix (`_seconds`,
+/// `_bytes`), counters ending in `_total`.
 pub fn render_prometheus() -> String {
-    let mut collected = ResourceMetrics::default();
-    let mut out = String::new();
-    if let Err(e) = registry().reader.collect(&mut collected) {
-        let _ = writeln!(out, "# collection failed: {e}");
-        return out;
+    let families = registry().prometheus.gather();
+    let mut out = Vec::new();
+    if let Err(e) = prometheus::TextEncoder::new().encode(&families, &mut out) {
+        return format!("# encoding failed: {e}\n");
     }
-    let mut families: Vec<(String, String)> = Vec::new();
-    for scope in collected.scope_metrics() {
-        for metric in scope.metrics() {
-            let mut family = String::new();
-            let name = render_metric(metric, &mut family);
-            families.push((name, family));
-        }
-    }
-    families.sort_by(|a, b| a.0.cmp(&b.0));
-    for (_, family) in families {
-        out.push_str(&family);
-    }
-    out
+    String::from_utf8(out).unwrap_or_else(|e| format!("# encoding failed: {e}\n"))
 }
+
+/// The content type of [`render_prometheus`].
+pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
 
 /// The value of one sample of [`render_prometheus`]: `name` with exactly
-/// the label set `labels` as rendered (`key="value",…`, keys sorted; empty
-/// for none). `None` when nothing was recorded for it.
+/// the label set `labels` as rendered (`key="value",…`, in the encoder's
+/// order; empty for none). `None` when nothing was recorded for it.
 ///
 /// ```
 /// # use quiver_telemetry::metrics::sample;
@@ -159,7 +128,8 @@ pub fn sample(name: &str, labels: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The Prometheus name of an OpenTelemetry instrument.
+/// The Prometheus name the exporter gives an OpenTelemetry instrument of
+/// `unit` (before a counter's `_total`), for code that looks a family up.
 pub fn prometheus_name(name: &str, unit: &str) -> String {
     let mut base: String = name
         .chars()
@@ -177,135 +147,10 @@ pub fn prometheus_name(name: &str, unit: &str) -> String {
     base
 }
 
-fn render_metric(metric: &Metric, out: &mut String) -> String {
-    let base = prometheus_name(metric.name(), metric.unit());
-    match metric.data() {
-        AggregatedMetrics::F64(data) => render_data(&base, metric.description(), data, out),
-        AggregatedMetrics::U64(data) => render_data(&base, metric.description(), data, out),
-        AggregatedMetrics::I64(data) => render_data(&base, metric.description(), data, out),
-    }
-}
-
-/// A number as Prometheus writes it.
-trait Sample: Copy {
-    fn render(self) -> String;
-}
-impl Sample for f64 {
-    fn render(self) -> String {
-        if self.is_nan() {
-            "NaN".into()
-        } else if self.is_infinite() {
-            if self > 0.0 { "+Inf" } else { "-Inf" }.into()
-        } else {
-            format!("{self}")
-        }
-    }
-}
-impl Sample for u64 {
-    fn render(self) -> String {
-        self.to_string()
-    }
-}
-impl Sample for i64 {
-    fn render(self) -> String {
-        self.to_string()
-    }
-}
-
-fn render_data<T: Sample>(
-    base: &str,
-    help: &str,
-    data: &MetricData<T>,
-    out: &mut String,
-) -> String {
-    let help = help.replace('\\', "\\\\").replace('\n', "\\n");
-    match data {
-        MetricData::Gauge(gauge) => {
-            let _ = writeln!(out, "# HELP {base} {help}\n# TYPE {base} gauge");
-            for point in gauge.data_points() {
-                let labels = labels(point.attributes(), None);
-                let _ = writeln!(out, "{base}{labels} {}", point.value().render());
-            }
-            base.to_string()
-        }
-        MetricData::Sum(sum) => {
-            let (name, kind) = if sum.is_monotonic() {
-                (format!("{base}_total"), "counter")
-            } else {
-                (base.to_string(), "gauge")
-            };
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for point in sum.data_points() {
-                let labels = labels(point.attributes(), None);
-                let _ = writeln!(out, "{name}{labels} {}", point.value().render());
-            }
-            name
-        }
-        MetricData::Histogram(histogram) => {
-            let _ = writeln!(out, "# HELP {base} {help}\n# TYPE {base} histogram");
-            for point in histogram.data_points() {
-                let mut cumulative = 0u64;
-                let counts: Vec<u64> = point.bucket_counts().collect();
-                for (bound, count) in point.bounds().zip(counts.iter()) {
-                    cumulative += count;
-                    let le = bound.render();
-                    let labels = labels(point.attributes(), Some(&le));
-                    let _ = writeln!(out, "{base}_bucket{labels} {cumulative}");
-                }
-                let labels_inf = labels(point.attributes(), Some("+Inf"));
-                let _ = writeln!(out, "{base}_bucket{labels_inf} {}", point.count());
-                let plain = labels(point.attributes(), None);
-                let _ = writeln!(out, "{base}_sum{plain} {}", point.sum().render());
-                let _ = writeln!(out, "{base}_count{plain} {}", point.count());
-            }
-            base.to_string()
-        }
-        MetricData::ExponentialHistogram(_) => {
-            // Quiver configures explicit buckets only.
-            base.to_string()
-        }
-    }
-}
-
-fn labels<'a>(attributes: impl Iterator<Item = &'a KeyValue>, le: Option<&str>) -> String {
-    let mut pairs: Vec<(String, String)> = attributes
-        .map(|kv| {
-            let key: String = kv
-                .key
-                .as_str()
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
-            (key, label_value(&kv.value))
-        })
-        .collect();
-    pairs.sort();
-    if let Some(le) = le {
-        pairs.push(("le".into(), le.into()));
-    }
-    if pairs.is_empty() {
-        return String::new();
-    }
-    let body: Vec<String> = pairs
-        .into_iter()
-        .map(|(k, v)| {
-            let escaped = v
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n");
-            format!("{k}=\"{escaped}\"")
-        })
-        .collect();
-    format!("{{{}}}", body.join(","))
-}
-
-fn label_value(value: &Value) -> String {
-    value.as_str().into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry::KeyValue;
 
     #[test]
     fn instruments_are_rendered_in_the_prometheus_text_format() {
