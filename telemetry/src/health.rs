@@ -139,7 +139,10 @@ impl Health {
 
 async fn metrics() -> impl IntoResponse {
     (
-        [(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
         crate::metrics::render_prometheus(),
     )
 }

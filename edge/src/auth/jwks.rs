@@ -1,7 +1,9 @@
 //! JSON Web Key Sets: each trusted issuer's signing keys, read from a file or
 //! fetched over HTTP, cached, and re-read on an unknown key id at most once per
-//! interval. This module checks signatures only; what the claims say is for
-//! [`super::jwt`] to judge, and keys named inside a token are never fetched.
+//! interval. Keys are parsed and signatures checked by `jsonwebtoken`; this
+//! module holds only the edge's policy: which keys of a set it will use for
+//! which algorithm, and when to re-read the set. Keys named inside a token
+//! (`jku`, `x5u`, `jwk`) are never fetched or used.
 
 use std::{
     io::{self, Read},
@@ -12,11 +14,7 @@ use std::{
 
 use arc_swap::ArcSwap;
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD_INDIFFERENT};
-use ring::signature::{
-    ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, ED25519, RSA_PKCS1_2048_8192_SHA256,
-    RSA_PKCS1_2048_8192_SHA384, RSA_PKCS1_2048_8192_SHA512, RSA_PSS_2048_8192_SHA256,
-    RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey,
-};
+use jsonwebtoken::{Algorithm, DecodingKey, jwk::Jwk};
 use serde_json::{Map, Value};
 
 /// The largest JWKS document read from a file or a URL, in bytes.
@@ -25,60 +23,35 @@ pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// How long one JWKS fetch over HTTP may take, connection to last byte.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The JWS signature algorithms the edge accepts. `none` and the HMAC family
-/// are absent on purpose: a resource server holds no shared secret, and a
-/// token that names them is refused before any key is looked up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JwsAlgorithm {
-    /// RSASSA-PKCS1-v1_5 with SHA-256.
-    Rs256,
-    /// RSASSA-PKCS1-v1_5 with SHA-384.
-    Rs384,
-    /// RSASSA-PKCS1-v1_5 with SHA-512.
-    Rs512,
-    /// RSASSA-PSS with SHA-256 and MGF1 with SHA-256.
-    Ps256,
-    /// ECDSA on P-256 with SHA-256.
-    Es256,
-    /// ECDSA on P-384 with SHA-384.
-    Es384,
-    /// EdDSA; only the Ed25519 curve is accepted.
-    EdDsa,
+/// The JWS algorithm a JOSE `alg` value names, if the edge accepts it:
+/// RSA (PKCS#1 v1.5 and PSS), ECDSA on P-256 and P-384, and EdDSA. `none`
+/// and the HMAC family are refused on purpose: a resource server holds no
+/// shared secret, and a token that names them is refused before any key is
+/// looked up.
+///
+/// ```
+/// use quiver_edge::auth::jwks::accepted_algorithm;
+/// assert_eq!(accepted_algorithm("ES256"), Some(jsonwebtoken::Algorithm::ES256));
+/// assert_eq!(accepted_algorithm("HS256"), None);
+/// assert_eq!(accepted_algorithm("none"), None);
+/// ```
+pub fn accepted_algorithm(name: &str) -> Option<Algorithm> {
+    use Algorithm::*;
+    let alg: Algorithm = name.parse().ok()?;
+    matches!(
+        alg,
+        RS256 | RS384 | RS512 | PS256 | PS384 | PS512 | ES256 | ES384 | EdDSA
+    )
+    .then_some(alg)
 }
 
-impl JwsAlgorithm {
-    /// The algorithm a JOSE `alg` value names, if the edge accepts it.
-    ///
-    /// ```
-    /// use quiver_edge::auth::jwks::JwsAlgorithm;
-    /// assert_eq!(JwsAlgorithm::from_name("ES256"), Some(JwsAlgorithm::Es256));
-    /// assert_eq!(JwsAlgorithm::from_name("HS256"), None);
-    /// assert_eq!(JwsAlgorithm::from_name("none"), None);
-    /// ```
-    pub fn from_name(name: &str) -> Option<JwsAlgorithm> {
-        Some(match name {
-            "RS256" => JwsAlgorithm::Rs256,
-            "RS384" => JwsAlgorithm::Rs384,
-            "RS512" => JwsAlgorithm::Rs512,
-            "PS256" => JwsAlgorithm::Ps256,
-            "ES256" => JwsAlgorithm::Es256,
-            "ES384" => JwsAlgorithm::Es384,
-            "EdDSA" => JwsAlgorithm::EdDsa,
-            _ => return None,
-        })
-    }
-
-    /// The JOSE `alg` value of this algorithm.
-    pub fn name(self) -> &'static str {
-        match self {
-            JwsAlgorithm::Rs256 => "RS256",
-            JwsAlgorithm::Rs384 => "RS384",
-            JwsAlgorithm::Rs512 => "RS512",
-            JwsAlgorithm::Ps256 => "PS256",
-            JwsAlgorithm::Es256 => "ES256",
-            JwsAlgorithm::Es384 => "ES384",
-            JwsAlgorithm::EdDsa => "EdDSA",
-        }
+/// The key type and curve a JWK must have to verify `alg`.
+fn key_type_for(alg: Algorithm) -> (&'static str, Option<&'static str>) {
+    match alg {
+        Algorithm::ES256 => ("EC", Some("P-256")),
+        Algorithm::ES384 => ("EC", Some("P-384")),
+        Algorithm::EdDSA => ("OKP", Some("Ed25519")),
+        _ => ("RSA", None),
     }
 }
 
@@ -114,99 +87,37 @@ fn skipped_note(skipped: &[String]) -> String {
     }
 }
 
-/// The public half of one signing key.
-#[derive(Debug)]
-enum PublicKey {
-    /// Modulus and exponent, big-endian without leading zeros.
-    Rsa { n: Vec<u8>, e: Vec<u8> },
-    /// An uncompressed point (`04 || x || y`) on P-256.
-    P256(Vec<u8>),
-    /// An uncompressed point (`04 || x || y`) on P-384.
-    P384(Vec<u8>),
-    /// The 32-byte Ed25519 public key.
-    Ed25519(Vec<u8>),
-}
-
-impl PublicKey {
-    /// How a signature made with `alg` is checked with this key; `None` when
-    /// `alg` is not an algorithm for this type of key.
-    fn verifier(&self, alg: JwsAlgorithm) -> Option<Verifier<'_>> {
-        let unparsed =
-            |algorithm, key| Some(Verifier::Unparsed(UnparsedPublicKey::new(algorithm, key)));
-        match (self, alg) {
-            (PublicKey::Rsa { n, e }, _) => {
-                let parameters = match alg {
-                    JwsAlgorithm::Rs256 => &RSA_PKCS1_2048_8192_SHA256,
-                    JwsAlgorithm::Rs384 => &RSA_PKCS1_2048_8192_SHA384,
-                    JwsAlgorithm::Rs512 => &RSA_PKCS1_2048_8192_SHA512,
-                    JwsAlgorithm::Ps256 => &RSA_PSS_2048_8192_SHA256,
-                    JwsAlgorithm::Es256 | JwsAlgorithm::Es384 | JwsAlgorithm::EdDsa => return None,
-                };
-                Some(Verifier::Rsa { n, e, parameters })
-            }
-            (PublicKey::P256(point), JwsAlgorithm::Es256) => {
-                unparsed(&ECDSA_P256_SHA256_FIXED, point)
-            }
-            (PublicKey::P384(point), JwsAlgorithm::Es384) => {
-                unparsed(&ECDSA_P384_SHA384_FIXED, point)
-            }
-            (PublicKey::Ed25519(x), JwsAlgorithm::EdDsa) => unparsed(&ED25519, x),
-            _ => None,
-        }
-    }
-}
-
-/// A key paired with the ring algorithm for one JWS `alg`.
-enum Verifier<'a> {
-    /// RSA takes its key as modulus and exponent.
-    Rsa {
-        n: &'a [u8],
-        e: &'a [u8],
-        parameters: &'static RsaParameters,
-    },
-    /// EC points and Ed25519 keys in their raw encodings.
-    Unparsed(UnparsedPublicKey<&'a [u8]>),
-}
-
-impl Verifier<'_> {
-    fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
-        match self {
-            Verifier::Rsa { n, e, parameters } => RsaPublicKeyComponents { n, e }
-                .verify(parameters, message, signature)
-                .is_ok(),
-            Verifier::Unparsed(key) => key.verify(message, signature).is_ok(),
-        }
-    }
-}
-
 /// One usable key of a JWKS.
-#[derive(Debug)]
-struct Jwk {
+struct SigningKey {
     kid: Option<String>,
     /// The `alg` the key is restricted to, when the JWK names one.
-    alg: Option<JwsAlgorithm>,
-    key: PublicKey,
+    alg: Option<Algorithm>,
+    kty: &'static str,
+    crv: Option<&'static str>,
+    key: DecodingKey,
 }
 
-impl Jwk {
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("kid", &self.kid)
+            .field("alg", &self.alg)
+            .field("kty", &self.kty)
+            .field("crv", &self.crv)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningKey {
     /// Whether this key may verify a signature made with `alg`.
-    fn accepts(&self, alg: JwsAlgorithm) -> bool {
-        self.alg.is_none_or(|declared| declared == alg) && self.key.verifier(alg).is_some()
+    fn accepts(&self, alg: Algorithm) -> bool {
+        self.alg.is_none_or(|declared| declared == alg) && key_type_for(alg) == (self.kty, self.crv)
     }
 
-    /// Whether `signature` over `message` verifies with this key under `alg`.
-    fn verifies(&self, alg: JwsAlgorithm, message: &[u8], signature: &[u8]) -> bool {
-        self.accepts(alg)
-            && self
-                .key
-                .verifier(alg)
-                .is_some_and(|verifier| verifier.verifies(message, signature))
-    }
-
-    /// The key a JWK object describes, `Ok(None)` for a key that is not for
-    /// signatures or of a type the edge does not verify, `Err` for a key of a
-    /// supported type whose fields are malformed.
-    fn from_object(object: &Map<String, Value>) -> Result<Option<Jwk>, String> {
+    /// The key a JWK object describes: `Ok(None)` for one that is not for
+    /// signatures or of a type the edge does not verify, `Err` for one of a
+    /// supported type that `jsonwebtoken` cannot read or that is too weak.
+    fn from_object(object: &Map<String, Value>) -> Result<Option<SigningKey>, String> {
         let kid = match object.get("kid") {
             None => None,
             Some(Value::String(kid)) => Some(kid.clone()),
@@ -216,108 +127,99 @@ impl Jwk {
             Some(kid) => format!("key {kid:?}: {what}"),
             None => format!("key without kid: {what}"),
         };
-        if let Some(key_use) = object.get("use")
-            && key_use.as_str() != Some("sig")
+        if object.get("use").is_some_and(|u| u.as_str() != Some("sig")) {
+            return Ok(None);
+        }
+        if let Some(ops) = object.get("key_ops")
+            && !ops
+                .as_array()
+                .is_some_and(|ops| ops.iter().any(|op| op.as_str() == Some("verify")))
         {
             return Ok(None);
         }
-        if let Some(ops) = object.get("key_ops") {
-            let verifies = ops
-                .as_array()
-                .is_some_and(|ops| ops.iter().any(|op| op.as_str() == Some("verify")));
-            if !verifies {
-                return Ok(None);
-            }
-        }
         let alg = match object.get("alg") {
             None => None,
-            Some(Value::String(name)) => match JwsAlgorithm::from_name(name) {
+            // A key restricted to an algorithm the edge refuses (HS256,
+            // RSA-OAEP for encryption, ...) can never verify a token.
+            Some(Value::String(name)) => match accepted_algorithm(name) {
                 Some(alg) => Some(alg),
-                // A key restricted to an algorithm the edge refuses (HS256,
-                // RSA-OAEP for encryption, ...) can never verify a token.
                 None => return Ok(None),
             },
             Some(_) => return Err(named("\"alg\" is not a string")),
         };
-        let key = match object.get("kty").and_then(Value::as_str) {
-            Some("RSA") => {
-                let n = strip_leading_zeros(member_bytes(object, "n").map_err(|e| named(&e))?);
-                let e = strip_leading_zeros(member_bytes(object, "e").map_err(|e| named(&e))?);
-                if !(256..=1024).contains(&n.len()) {
-                    return Err(named(&format!(
-                        "RSA modulus of {} bits; 2048 to 8192 bits are accepted",
-                        n.len() * 8
-                    )));
-                }
-                if e.is_empty() || e.len() > 8 {
-                    return Err(named("RSA exponent \"e\" is empty or too long"));
-                }
-                PublicKey::Rsa { n, e }
-            }
-            Some("EC") => {
-                let (size, wrap): (usize, fn(Vec<u8>) -> PublicKey) =
-                    match object.get("crv").and_then(Value::as_str) {
-                        Some("P-256") => (32, PublicKey::P256),
-                        Some("P-384") => (48, PublicKey::P384),
-                        _ => return Ok(None),
-                    };
-                let x = member_bytes(object, "x").map_err(|e| named(&e))?;
-                let y = member_bytes(object, "y").map_err(|e| named(&e))?;
-                if x.len() != size || y.len() != size {
-                    return Err(named(&format!("EC coordinates must be {size} bytes each")));
-                }
-                let mut point = Vec::with_capacity(1 + 2 * size);
-                point.push(0x04);
-                point.extend_from_slice(&x);
-                point.extend_from_slice(&y);
-                wrap(point)
-            }
-            Some("OKP") => {
-                if object.get("crv").and_then(Value::as_str) != Some("Ed25519") {
-                    return Ok(None);
-                }
-                let x = member_bytes(object, "x").map_err(|e| named(&e))?;
-                if x.len() != 32 {
-                    return Err(named("Ed25519 \"x\" must be 32 bytes"));
-                }
-                PublicKey::Ed25519(x)
-            }
-            // Symmetric ("oct") and unknown key types never verify a token.
+        let crv = object.get("crv").and_then(Value::as_str);
+        let (kty, crv) = match (object.get("kty").and_then(Value::as_str), crv) {
+            (Some("RSA"), _) => ("RSA", None),
+            (Some("EC"), Some("P-256")) => ("EC", Some("P-256")),
+            (Some("EC"), Some("P-384")) => ("EC", Some("P-384")),
+            (Some("OKP"), Some("Ed25519")) => ("OKP", Some("Ed25519")),
+            // Symmetric ("oct"), other curves and unknown types never verify.
             _ => return Ok(None),
         };
         if let Some(alg) = alg
-            && key.verifier(alg).is_none()
+            && key_type_for(alg) != (kty, crv)
         {
             return Err(named(&format!(
-                "\"alg\": {:?} does not fit the key type",
-                alg.name()
+                "\"alg\": {alg:?} does not fit the key type"
             )));
         }
-        Ok(Some(Jwk { kid, alg, key }))
+        check_key_size(object, kty, crv).map_err(|e| named(&e))?;
+        let jwk: Jwk = serde_json::from_value(Value::Object(object.clone()))
+            .map_err(|e| named(&format!("not a readable JWK ({e})")))?;
+        let key = DecodingKey::from_jwk(&jwk)
+            .map_err(|e| named(&format!("not a usable public key ({e})")))?;
+        Ok(Some(SigningKey {
+            kid,
+            alg,
+            kty,
+            crv,
+            key,
+        }))
     }
 }
 
-/// The base64url-decoded bytes of a string member of a JWK.
-fn member_bytes(object: &Map<String, Value>, member: &str) -> Result<Vec<u8>, String> {
-    let text = object
-        .get(member)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("\"{member}\" is missing or not a string"))?;
-    URL_SAFE_NO_PAD_INDIFFERENT
-        .decode(text)
-        .map_err(|_| format!("\"{member}\" is not base64url"))
-}
-
-fn strip_leading_zeros(mut bytes: Vec<u8>) -> Vec<u8> {
-    let zeros = bytes.iter().take_while(|byte| **byte == 0).count();
-    bytes.drain(..zeros);
-    bytes
+/// The edge's floor on key strength, and coordinates of the right length
+/// for the curve: RSA moduli of 2048 to 8192 bits, EC coordinates and
+/// Ed25519 keys of their curve's size.
+fn check_key_size(object: &Map<String, Value>, kty: &str, crv: Option<&str>) -> Result<(), String> {
+    let bytes = |member: &str| -> Result<Vec<u8>, String> {
+        let text = object
+            .get(member)
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("\"{member}\" is missing or not a string"))?;
+        URL_SAFE_NO_PAD_INDIFFERENT
+            .decode(text)
+            .map_err(|_| format!("\"{member}\" is not base64url"))
+    };
+    match (kty, crv) {
+        ("RSA", _) => {
+            let n = bytes("n")?;
+            let bits = n.iter().skip_while(|b| **b == 0).count() * 8;
+            if !(2048..=8192).contains(&bits) {
+                return Err(format!(
+                    "RSA modulus of {bits} bits; 2048 to 8192 bits are accepted"
+                ));
+            }
+            bytes("e").map(|_| ())
+        }
+        ("EC", Some(curve)) => {
+            let size = if curve == "P-256" { 32 } else { 48 };
+            if bytes("x")?.len() != size || bytes("y")?.len() != size {
+                return Err(format!("EC coordinates must be {size} bytes each"));
+            }
+            Ok(())
+        }
+        _ => match bytes("x")?.len() {
+            32 => Ok(()),
+            _ => Err("Ed25519 \"x\" must be 32 bytes".to_owned()),
+        },
+    }
 }
 
 /// The usable signing keys of one JWKS document.
 #[derive(Debug, Default)]
 pub struct KeySet {
-    keys: Vec<Jwk>,
+    keys: Vec<SigningKey>,
     /// Why each malformed key was left out, for the operator's log.
     skipped: Vec<String>,
 }
@@ -325,7 +227,7 @@ pub struct KeySet {
 /// Which key of a set verifies a token.
 enum KeyChoice<'a> {
     /// This key.
-    Key(&'a Jwk),
+    Key(&'a DecodingKey),
     /// The set has no key for the token; a fresher set might.
     Missing(String),
     /// The set has keys for the token, but none it may use; refetching
@@ -356,7 +258,7 @@ impl KeySet {
                 skipped.push(format!("keys[{index}] is not an object"));
                 continue;
             };
-            match Jwk::from_object(entry) {
+            match SigningKey::from_object(entry) {
                 Ok(Some(key)) => keys.push(key),
                 Ok(None) => {}
                 Err(reason) => skipped.push(format!("keys[{index}] {reason}")),
@@ -385,7 +287,7 @@ impl KeySet {
 
     /// The key for a token signed with `alg` under `kid`. Without a `kid`,
     /// the one key that can verify `alg`, if there is exactly one.
-    fn choose(&self, kid: Option<&str>, alg: JwsAlgorithm) -> KeyChoice<'_> {
+    fn choose(&self, kid: Option<&str>, alg: Algorithm) -> KeyChoice<'_> {
         match kid {
             Some(kid) => {
                 let mut named = self
@@ -397,18 +299,17 @@ impl KeySet {
                     return KeyChoice::Missing(format!("no key with kid {kid:?}"));
                 }
                 match named.find(|key| key.accepts(alg)) {
-                    Some(key) => KeyChoice::Key(key),
-                    None => KeyChoice::Refused(format!("key {kid:?} cannot verify {}", alg.name())),
+                    Some(key) => KeyChoice::Key(&key.key),
+                    None => KeyChoice::Refused(format!("key {kid:?} cannot verify {alg:?}")),
                 }
             }
             None => {
                 let mut fitting = self.keys.iter().filter(|key| key.accepts(alg));
                 match (fitting.next(), fitting.next()) {
-                    (Some(key), None) => KeyChoice::Key(key),
-                    (None, _) => KeyChoice::Missing(format!("no kid and no {} key", alg.name())),
+                    (Some(key), None) => KeyChoice::Key(&key.key),
+                    (None, _) => KeyChoice::Missing(format!("no kid and no {alg:?} key")),
                     (Some(_), Some(_)) => KeyChoice::Refused(format!(
-                        "no kid and several {} keys to choose from",
-                        alg.name()
+                        "no kid and several {alg:?} keys to choose from"
                     )),
                 }
             }
@@ -536,21 +437,20 @@ impl IssuerKeys {
         }
     }
 
-    /// Checks that `signature` over `message` is this issuer's, by the key
-    /// `kid` names (or the only key for `alg`). A key the cached set lacks
-    /// makes the set be re-read, at most once per `refetch_interval`.
-    /// `Err` holds the reason, for server logs only.
-    pub(crate) async fn verify(
+    /// Runs `check` (the token's signature and claims) with the key `kid`
+    /// names, or the only key for `alg`. A key the cached set lacks makes the
+    /// set be re-read, at most once per `refetch_interval`. `Err` holds the
+    /// reason, for server logs only.
+    pub(crate) async fn verify<T>(
         &self,
         kid: Option<&str>,
-        alg: JwsAlgorithm,
-        message: &[u8],
-        signature: &[u8],
+        alg: Algorithm,
         refetch_interval: Duration,
-    ) -> Result<(), String> {
+        check: impl Fn(&DecodingKey) -> Result<T, String>,
+    ) -> Result<T, String> {
         let cached = self.keys.load_full();
         let missing = match cached.choose(kid, alg) {
-            KeyChoice::Key(key) => return check_signature(key, alg, message, signature),
+            KeyChoice::Key(key) => return check(key),
             KeyChoice::Refused(reason) => return Err(reason),
             KeyChoice::Missing(reason) => reason,
         };
@@ -558,7 +458,7 @@ impl IssuerKeys {
         // Another task may have refreshed the set while this one waited.
         let current = self.keys.load_full();
         match current.choose(kid, alg) {
-            KeyChoice::Key(key) => check_signature(key, alg, message, signature),
+            KeyChoice::Key(key) => check(key),
             KeyChoice::Refused(reason) => Err(reason),
             KeyChoice::Missing(_) => Err(match refetch {
                 Refetch::Done => format!("{missing}, also after re-reading the JWKS"),
@@ -609,19 +509,6 @@ enum Refetch {
     Failed(String),
 }
 
-fn check_signature(
-    key: &Jwk,
-    alg: JwsAlgorithm,
-    message: &[u8],
-    signature: &[u8],
-) -> Result<(), String> {
-    if key.verifies(alg, message, signature) {
-        Ok(())
-    } else {
-        Err(format!("{} signature does not verify", alg.name()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -649,11 +536,16 @@ mod tests {
         ]))
         .expect("one usable key");
         assert_eq!(keys.len(), 1);
-        assert!(
-            matches!(keys.choose(None, JwsAlgorithm::EdDsa), KeyChoice::Key(key) if key.kid.as_deref() == Some("ed"))
-        );
         assert!(matches!(
-            keys.choose(Some("hmac"), JwsAlgorithm::EdDsa),
+            keys.choose(None, Algorithm::EdDSA),
+            KeyChoice::Key(_)
+        ));
+        assert!(matches!(
+            keys.choose(Some("ed"), Algorithm::EdDSA),
+            KeyChoice::Key(_)
+        ));
+        assert!(matches!(
+            keys.choose(Some("hmac"), Algorithm::EdDSA),
             KeyChoice::Missing(_)
         ));
     }
@@ -714,15 +606,15 @@ mod tests {
         )
         .expect("an RSA key");
         assert!(matches!(
-            keys.choose(Some("r"), JwsAlgorithm::Ps256),
+            keys.choose(Some("r"), Algorithm::PS256),
             KeyChoice::Key(_)
         ));
         assert!(matches!(
-            keys.choose(Some("r"), JwsAlgorithm::Rs256),
+            keys.choose(Some("r"), Algorithm::RS256),
             KeyChoice::Refused(_)
         ));
         assert!(matches!(
-            keys.choose(Some("r"), JwsAlgorithm::Es256),
+            keys.choose(Some("r"), Algorithm::ES256),
             KeyChoice::Refused(_)
         ));
     }
@@ -735,11 +627,11 @@ mod tests {
         ]))
         .expect("two keys");
         assert!(matches!(
-            keys.choose(None, JwsAlgorithm::EdDsa),
+            keys.choose(None, Algorithm::EdDSA),
             KeyChoice::Refused(_)
         ));
         assert!(matches!(
-            keys.choose(None, JwsAlgorithm::Es256),
+            keys.choose(None, Algorithm::ES256),
             KeyChoice::Missing(_)
         ));
     }

@@ -3,6 +3,7 @@
 
 pub mod jwks;
 pub mod jwt;
+pub mod oauth_config;
 
 use std::{fmt, str::FromStr, sync::Arc};
 
