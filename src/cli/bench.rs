@@ -10,6 +10,9 @@ pub enum BenchCommand {
     /// Search quality (Hit@1, Hit@5, MRR: BM25, lexical, semantic, hybrid) on public
     /// benchmarks and the project's queries, and latency over 10,000 tools.
     Search(SearchBenchArgs),
+    /// The stemmer (hand-written Porter-style against Snowball) and the
+    /// synonym table (on, off) on the public benchmarks' frozen test splits.
+    Lexicon(super::bench_lexicon::LexiconBenchArgs),
     /// Script execution: warm-pool latency, per-call overhead, throughput, cold start, memory.
     Executor(super::bench_executor::ExecutorBenchArgs),
     /// `execute` against the passthrough call it replaces, end to end through
@@ -67,6 +70,7 @@ pub struct SearchBenchArgs {
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Search(args) => search(args),
+        BenchCommand::Lexicon(args) => super::bench_lexicon::run(args),
         BenchCommand::Executor(args) => super::bench_executor::run(args).await,
         BenchCommand::ExecuteVsCall(args) => super::bench_execute_vs_call::run(args).await,
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,

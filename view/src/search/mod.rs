@@ -47,7 +47,7 @@ pub use hybrid::{Blend, HybridIndex};
 pub use index::SearchIndex;
 pub use semantic::{SemanticModel, SemanticModelError};
 pub use signals::{SignalConfig, SignalStore, TenantStats};
-pub use stemmer::stem;
+pub use stemmer::{StemmerKind, stem};
 pub use stopwords::is_stopword;
 pub use synonyms::SynonymTable;
 pub use tokenizer::{TokenKind, Tokenizer};

@@ -7,6 +7,31 @@
 //! fold into `-ize`, a handful of irregular words are mapped first, and words
 //! whose trailing `s` is not a plural ("news", "status") are left alone.
 
+use std::sync::OnceLock;
+
+/// Which stemmer [`stem`] runs: chosen once per process, from
+/// `QUIVER_SEARCH_STEMMER` (`porter`, the default, or `snowball`), so that
+/// `quiver bench lexicon` can compare them on the public benchmarks. Every
+/// node of a cluster must run the same one (stems are index terms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StemmerKind {
+    /// The Porter-style stemmer in this file.
+    Porter,
+    /// Snowball's English stemmer (`rust-stemmers`).
+    Snowball,
+}
+
+impl StemmerKind {
+    /// The process's stemmer.
+    pub fn selected() -> StemmerKind {
+        static KIND: OnceLock<StemmerKind> = OnceLock::new();
+        *KIND.get_or_init(|| match std::env::var("QUIVER_SEARCH_STEMMER").as_deref() {
+            Ok("snowball") => StemmerKind::Snowball,
+            _ => StemmerKind::Porter,
+        })
+    }
+}
+
 /// Returns the stem of `word`.
 ///
 /// `word` should already be lowercase; words that are not pure ASCII letters,
@@ -21,6 +46,13 @@
 pub fn stem(word: &str) -> String {
     if word.len() < 3 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
         return word.to_owned();
+    }
+    if StemmerKind::selected() == StemmerKind::Snowball {
+        static SNOWBALL: OnceLock<rust_stemmers::Stemmer> = OnceLock::new();
+        return SNOWBALL
+            .get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+            .stem(word)
+            .into_owned();
     }
     if let Some(fixed) = irregular(word) {
         return fixed.to_owned();

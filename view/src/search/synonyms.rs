@@ -615,13 +615,18 @@ pub struct SynonymTable {
 }
 
 impl SynonymTable {
-    /// The built-in table (built once, on first use).
+    /// The built-in table (built once, on first use); empty when
+    /// `QUIVER_SEARCH_SYNONYMS=off` (how `quiver bench lexicon` measures
+    /// what the table adds).
     pub fn builtin() -> &'static SynonymTable {
         static TABLE: OnceLock<SynonymTable> = OnceLock::new();
         TABLE.get_or_init(|| {
             let mut table = SynonymTable {
                 related: HashMap::new(),
             };
+            if std::env::var("QUIVER_SEARCH_SYNONYMS").as_deref() == Ok("off") {
+                return table;
+            }
             let mut analyzer = Analyzer::new();
             for group in SAME_GROUPS {
                 table.add_group(&mut analyzer, group, SAME, false);

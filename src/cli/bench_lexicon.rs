@@ -1,0 +1,213 @@
+//! `quiver bench lexicon`: the stemmer (the hand-written Porter-style one
+//! against Snowball's English stemmer from `rust-stemmers`) and the built-in
+//! synonym table (on and off), on the frozen test splits of the public
+//! benchmarks only, for the lexical and the hybrid rankers. The stemmer and
+//! the table are chosen once per process, so each setting runs in a child
+//! process of its own (`QUIVER_SEARCH_STEMMER`, `QUIVER_SEARCH_SYNONYMS`).
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+/// Arguments of `quiver bench lexicon`.
+#[derive(Args, Debug)]
+pub struct LexiconBenchArgs {
+    /// Folder holding livemcpbench/ and oslook-mcp-servers-schemas/.
+    #[arg(long, default_value = "../shared/datasets")]
+    datasets: PathBuf,
+    /// Public benchmarks: one folder each with tools.json and queries.json.
+    #[arg(long, default_value = "tests/data/search/public")]
+    public: PathBuf,
+    /// Sentence-embedding model directory (default: where
+    /// scripts/install-model.sh puts it). Without one, only the lexical
+    /// ranker is measured.
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Measure the current process's setting and print it as JSON lines
+    /// (what each child runs).
+    #[arg(long, hide = true)]
+    one: bool,
+}
+
+/// One measured row: a corpus's test split under one ranker.
+#[derive(Debug, Serialize, Deserialize)]
+struct Row {
+    corpus: String,
+    ranker: String,
+    queries: usize,
+    hit_at_1: f64,
+    hit_at_5: f64,
+    mrr: f64,
+}
+
+/// The settings compared: stemmer, synonym table.
+const SETTINGS: [(&str, &str); 4] = [
+    ("porter", "on"),
+    ("snowball", "on"),
+    ("porter", "off"),
+    ("snowball", "off"),
+];
+
+/// Runs the benchmark.
+pub fn run(args: LexiconBenchArgs) -> anyhow::Result<()> {
+    if args.one {
+        return measure_this_process(&args);
+    }
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "warning: this is a debug build; use `cargo run --release -- bench lexicon` for numbers"
+        );
+    }
+    let exe = std::env::current_exe()?;
+    let mut results: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
+    for (stemmer, synonyms) in SETTINGS {
+        eprintln!("measuring stemmer {stemmer}, synonyms {synonyms}…");
+        let mut child = Command::new(&exe);
+        child
+            .args(["bench", "lexicon", "--one", "--datasets"])
+            .arg(&args.datasets)
+            .arg("--public")
+            .arg(&args.public)
+            .env("QUIVER_SEARCH_STEMMER", stemmer)
+            .env("QUIVER_SEARCH_SYNONYMS", synonyms);
+        if let Some(dir) = &args.model_dir {
+            child.arg("--model-dir").arg(dir);
+        }
+        let output = child.output()?;
+        anyhow::ensure!(
+            output.status.success(),
+            "the {stemmer}/{synonyms} run failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let rows = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(serde_json::from_str)
+            .collect::<Result<Vec<Row>, _>>()?;
+        results.insert((stemmer.to_string(), synonyms.to_string()), rows);
+    }
+    print_tables(&results);
+    Ok(())
+}
+
+fn print_tables(results: &BTreeMap<(String, String), Vec<Row>>) {
+    let setting = |(stemmer, synonyms): (&str, &str)| format!("{stemmer}, synonyms {synonyms}");
+    println!("### Stemmer and synonym table, frozen test splits of the public benchmarks\n");
+    println!("| corpus | queries | ranker | setting | Hit@1 | Hit@5 | MRR |");
+    println!("|---|---:|---|---|---:|---:|---:|");
+    let Some(first) = results.values().next() else {
+        return;
+    };
+    for probe in first {
+        for key in SETTINGS {
+            let Some(row) = results
+                .get(&(key.0.to_string(), key.1.to_string()))
+                .and_then(|rows| {
+                    rows.iter()
+                        .find(|r| r.corpus == probe.corpus && r.ranker == probe.ranker)
+                })
+            else {
+                continue;
+            };
+            println!(
+                "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+                row.corpus,
+                row.queries,
+                row.ranker,
+                setting(key),
+                row.hit_at_1,
+                row.hit_at_5,
+                row.mrr
+            );
+        }
+    }
+    println!("\n### Mean over the public test splits (each corpus weighs the same)\n");
+    println!("| ranker | setting | Hit@1 | Hit@5 | MRR |");
+    println!("|---|---|---:|---:|---:|");
+    let rankers: Vec<String> = first.iter().map(|r| r.ranker.clone()).fold(
+        Vec::new(),
+        |mut seen, ranker| {
+            if !seen.contains(&ranker) {
+                seen.push(ranker);
+            }
+            seen
+        },
+    );
+    for ranker in &rankers {
+        for key in SETTINGS {
+            let rows: Vec<&Row> = results
+                .get(&(key.0.to_string(), key.1.to_string()))
+                .map(|rows| rows.iter().filter(|r| &r.ranker == ranker).collect())
+                .unwrap_or_default();
+            if rows.is_empty() {
+                continue;
+            }
+            let n = rows.len() as f64;
+            let mean = |f: fn(&Row) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / n;
+            println!(
+                "| {ranker} | {} | {:.3} | {:.3} | {:.3} |",
+                setting(key),
+                mean(|r| r.hit_at_1),
+                mean(|r| r.hit_at_5),
+                mean(|r| r.mrr)
+            );
+        }
+    }
+}
+
+/// Measures the public test splits with this process's stemmer and table.
+fn measure_this_process(args: &LexiconBenchArgs) -> anyhow::Result<()> {
+    use quiver_edge::search::{
+        SemanticModel,
+        eval::{self, Ranker},
+        semantic,
+    };
+    let model = match args.model_dir.clone().or_else(semantic::default_model_dir) {
+        Some(dir) => match SemanticModel::load(&dir, None) {
+            Ok(model) => Some(std::sync::Arc::new(model)),
+            Err(e) => {
+                eprintln!("no hybrid ranker: {e:#}");
+                None
+            }
+        },
+        None => None,
+    };
+    for queries in public_query_files(&args.public)? {
+        let report = eval::run(&args.datasets, &queries, model.as_ref())?;
+        for row in report
+            .rows
+            .iter()
+            .filter(|r| r.split == "test" && r.corpus != "overall")
+        {
+            for ranker in [Ranker::Lexical, Ranker::Hybrid] {
+                let Some(metrics) = row.get(ranker) else {
+                    continue;
+                };
+                let line = Row {
+                    corpus: row.corpus.clone(),
+                    ranker: ranker.name().to_string(),
+                    queries: row.queries,
+                    hit_at_1: metrics.hit_at_1,
+                    hit_at_5: metrics.hit_at_5,
+                    mrr: metrics.mrr,
+                };
+                println!("{}", serde_json::to_string(&line)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn public_query_files(public: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(public)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", public.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path().join("queries.json")))
+        .filter(|p| p.exists())
+        .collect();
+    files.sort();
+    Ok(files)
+}
