@@ -10,8 +10,8 @@ pub enum BenchCommand {
     /// Search quality (Hit@1, Hit@5, MRR: BM25, lexical, semantic, hybrid) on public
     /// benchmarks and the project's queries, and latency over 10,000 tools.
     Search(SearchBenchArgs),
-    /// The stemmer (hand-written Porter-style against Snowball) and the
-    /// synonym table (on, off) on the public benchmarks' frozen test splits.
+    /// What the synonym table adds (on against off) on the public
+    /// benchmarks' frozen test splits.
     Lexicon(super::bench_lexicon::LexiconBenchArgs),
     /// Script execution: warm-pool latency, per-call overhead, throughput, cold start, memory.
     Executor(super::bench_executor::ExecutorBenchArgs),

@@ -11,10 +11,9 @@
 //! How a query is ranked, in short:
 //! - text is split into words (tool names on `_ - .`, camelCase and digits,
 //!   keeping the whole word too), Chinese into character unigrams and
-//!   bigrams; stopwords go, English words are stemmed;
-//! - each query word becomes a *concept*: the word plus its relatives from a
-//!   hand-written table (synonyms, abbreviations, Chinese↔English) at a lower
-//!   weight; a tool scores the best member of each concept, by BM25F over its
+//!   bigrams; stopwords go, English words are stemmed (Snowball);
+//! - each query word becomes a *concept*: the word plus its counterparts from
+//!   a hand-written Chinese↔English table at a lower weight; a tool scores the best member of each concept, by BM25F over its
 //!   name, description (and its first sentence), parameters and server;
 //! - tools covering more of the query (IDF-weighted) keep more of their score,
 //!   and names made of query words, queries naming a tool, and identifiers
@@ -47,7 +46,7 @@ pub use hybrid::{Blend, HybridIndex};
 pub use index::SearchIndex;
 pub use semantic::{SemanticModel, SemanticModelError};
 pub use signals::{SignalConfig, SignalStore, TenantStats};
-pub use stemmer::{StemmerKind, stem};
+pub use stemmer::stem;
 pub use stopwords::is_stopword;
 pub use synonyms::SynonymTable;
 pub use tokenizer::{TokenKind, Tokenizer};

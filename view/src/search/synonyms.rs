@@ -1,85 +1,20 @@
-//! Related terms of everyday tool vocabulary ("delete" ~ "remove", "repo" ~
-//! "repository", "天气" ~ "weather"). A query term pulls its relatives in at a
-//! lower weight than itself, so an exact match still wins. Hand-written and
-//! general on purpose: no entry names a particular server or tool.
+//! Bridges between Chinese and English tool vocabulary ("天气" ~ "weather",
+//! "查询" ~ "query"). A query term pulls its counterparts in at a lower weight
+//! than itself, so an exact match still wins. The sentence model is English
+//! only, so nothing else carries a Chinese query to an English tool.
+//!
+//! English synonym groups ("delete" ~ "remove", "repo" ~ "repository") were
+//! here too and are gone: with hybrid ranking they added nothing on the
+//! public benchmarks and cost the lexical ranking a little (`quiver bench
+//! lexicon`, docs/benchmarks.md). Hand-written and general on purpose: no
+//! entry names a particular server or tool.
 
 use std::{collections::HashMap, sync::OnceLock};
 
 use super::{analyzer::Analyzer, tokenizer::is_cjk};
 
-/// Weight of a relative that means the same thing (abbreviations, spellings).
-const SAME: f32 = 0.8;
 /// Weight of a translation between Chinese and English.
 const BRIDGE: f32 = 0.7;
-/// Weight of a related word (near-synonyms, the usual neighbours of a task).
-const RELATED: f32 = 0.45;
-
-/// Abbreviations, spelling variants and exact equivalents.
-const SAME_GROUPS: &[&[&str]] = &[
-    &["repo", "repository"],
-    &["msg", "message"],
-    &["doc", "document"],
-    &["docs", "documentation"],
-    &["img", "image"],
-    &["pic", "picture"],
-    &["dir", "directory", "folder"],
-    &["db", "database"],
-    &["config", "configuration", "conf"],
-    &["info", "information"],
-    &["env", "environment"],
-    &["auth", "authentication", "login", "signin"],
-    &["app", "application"],
-    &["calc", "calculator", "calculate", "compute"],
-    &["k8s", "kubernetes", "kube"],
-    &["js", "javascript"],
-    &["ts", "typescript"],
-    &["py", "python"],
-    &["md", "markdown"],
-    &["ppt", "pptx", "powerpoint"],
-    &["xls", "xlsx", "excel", "spreadsheet"],
-    &["docx", "word"],
-    &["url", "uri", "link", "hyperlink"],
-    &["stats", "statistics"],
-    &["id", "identifier"],
-    &["num", "number"],
-    &["max", "maximum"],
-    &["min", "minimum"],
-    &["avg", "average", "mean"],
-    &["temp", "temperature"],
-    &["addr", "address"],
-    &["lat", "latitude"],
-    &["lon", "lng", "longitude"],
-    &["geo", "geographic", "geographical"],
-    &["tz", "timezone"],
-    &["btc", "bitcoin"],
-    &["eth", "ethereum"],
-    &["crypto", "cryptocurrency"],
-    &["llm", "gpt", "chatgpt", "openai"],
-    &["yt", "youtube"],
-    &["wiki", "wikipedia"],
-    &["colour", "color"],
-    &["favourite", "favorite"],
-    &["neighbourhood", "neighborhood"],
-    &["licence", "license"],
-    &["centre", "center"],
-    &["catalogue", "catalog"],
-    &["email", "mail", "e-mail"],
-    &["todo", "task"],
-    &["pwd", "password", "passcode"],
-    &["org", "organization", "organisation"],
-    &["pkg", "package"],
-    &["lib", "library"],
-    &["dep", "deps", "dependency"],
-    &["ver", "version"],
-    &["desc", "description"],
-    &["dl", "download"],
-    &["ocr", "recognize"],
-    &["bpm", "tempo"],
-    &["fx", "forex"],
-    &["ev", "electric"],
-    &["cli", "terminal", "shell", "console"],
-    &["auto", "automatic", "automatically", "automate"],
-];
 
 /// Chinese words and their English counterparts. Only links across the two
 /// languages (and between Chinese words); English words in one bridge are not
@@ -194,420 +129,6 @@ const BRIDGE_GROUPS: &[&[&str]] = &[
     &["示例", "例子", "example"],
 ];
 
-/// Near-synonyms and the usual neighbours of a task.
-const RELATED_GROUPS: &[&[&str]] = &[
-    // Verbs of tool names.
-    &[
-        "create", "add", "new", "make", "generate", "build", "insert", "register",
-    ],
-    &[
-        "delete", "remove", "erase", "drop", "destroy", "discard", "purge", "trash",
-    ],
-    &["clear", "reset", "empty", "wipe"],
-    &[
-        "find", "search", "lookup", "look", "query", "seek", "locate", "discover",
-    ],
-    &[
-        "get", "fetch", "retrieve", "obtain", "grab", "load", "read", "access",
-    ],
-    &[
-        "show", "view", "display", "see", "open", "read", "print", "render", "preview", "inspect",
-    ],
-    &["list", "enumerate", "browse", "catalog", "inventory"],
-    &[
-        "update", "edit", "modify", "change", "alter", "set", "patch", "adjust", "revise", "amend",
-    ],
-    &[
-        "send",
-        "post",
-        "publish",
-        "submit",
-        "share",
-        "broadcast",
-        "deliver",
-        "notify",
-    ],
-    &[
-        "run", "execute", "exec", "launch", "start", "invoke", "trigger", "perform", "call",
-    ],
-    &[
-        "stop",
-        "kill",
-        "terminate",
-        "halt",
-        "abort",
-        "cancel",
-        "shutdown",
-        "end",
-    ],
-    &[
-        "save", "store", "persist", "keep", "retain", "remember", "memorize", "write",
-    ],
-    &["copy", "duplicate", "clone", "replicate"],
-    &["restart", "reboot", "recreate", "reload", "relaunch"],
-    &["insert", "put", "upsert", "append"],
-    &["control", "operate", "manage", "adjust", "regulate", "set"],
-    &["pick", "choose", "select", "sample"],
-    &["multiple", "several", "many", "batch", "bulk"],
-    &["move", "rename", "relocate"],
-    &["replace", "substitute", "swap"],
-    &["merge", "combine", "join", "concatenate"],
-    &["split", "divide", "separate", "chunk"],
-    &["upload", "put", "push", "attach"],
-    &["download", "pull", "save"],
-    &["convert", "conversion", "transform", "export", "transcode"],
-    &["format", "beautify", "prettify", "pretty", "indent", "tidy"],
-    &["clean", "sanitize", "strip", "cleanup"],
-    &["validate", "verify", "check", "lint", "assert", "valid"],
-    &[
-        "compare",
-        "comparison",
-        "diff",
-        "difference",
-        "versus",
-        "vs",
-    ],
-    &[
-        "summary",
-        "summarize",
-        "overview",
-        "digest",
-        "abstract",
-        "synopsis",
-        "tldr",
-        "brief",
-    ],
-    &["extract", "parse", "scrape", "pull"],
-    &[
-        "describe",
-        "detail",
-        "details",
-        "info",
-        "information",
-        "metadata",
-    ],
-    &[
-        "analyze", "analysis", "examine", "evaluate", "assess", "inspect",
-    ],
-    &[
-        "complete",
-        "finish",
-        "done",
-        "accomplish",
-        "resolve",
-        "mark",
-    ],
-    &["approve", "accept", "confirm", "approval"],
-    &["plan", "planning", "roadmap", "breakdown"],
-    &[
-        "recommend",
-        "recommendation",
-        "suggest",
-        "suggestion",
-        "advice",
-    ],
-    &["predict", "prediction", "forecast", "estimate"],
-    &["draw", "paint", "sketch", "drawing", "canvas"],
-    &["click", "press", "tap"],
-    &["type", "fill", "input", "enter", "form"],
-    &["hover", "mouseover", "mouse"],
-    &["navigate", "visit", "goto", "open"],
-    &[
-        "translate",
-        "translation",
-        "translator",
-        "interpret",
-        "localize",
-    ],
-    &["protect", "encrypt", "lock", "password", "secure"],
-    &["deploy", "release", "ship", "rollout"],
-    &["install", "setup"],
-    // Things tools act on.
-    &["message", "chat", "text", "conversation", "dm"],
-    &["email", "inbox", "gmail"],
-    &["file", "document", "attachment"],
-    &[
-        "image",
-        "picture",
-        "photo",
-        "photograph",
-        "graphic",
-        "illustration",
-    ],
-    &["screenshot", "capture", "snapshot", "screengrab"],
-    &[
-        "chart",
-        "graph",
-        "plot",
-        "diagram",
-        "visualization",
-        "visualize",
-        "figure",
-        "infographic",
-    ],
-    &["table", "grid", "tabular"],
-    &["record", "row", "entry", "item"],
-    &["column", "field", "attribute", "property"],
-    &["database", "sql", "datastore"],
-    &["bucket", "storage", "blob"],
-    &["log", "logging", "trace"],
-    &[
-        "history",
-        "historical",
-        "past",
-        "previous",
-        "archive",
-        "timeline",
-    ],
-    &["note", "memo", "notebook", "jot"],
-    &["task", "chore", "assignment", "reminder", "checklist"],
-    &[
-        "calendar",
-        "event",
-        "schedule",
-        "meeting",
-        "appointment",
-        "agenda",
-    ],
-    &["video", "clip", "footage"],
-    &["music", "audio", "song", "sound", "track", "tune", "mp3"],
-    &[
-        "paper",
-        "article",
-        "publication",
-        "preprint",
-        "journal",
-        "study",
-    ],
-    &["code", "script", "program", "snippet"],
-    &["container", "docker"],
-    &["shell", "terminal", "command", "bash", "cmd"],
-    &["process", "pid"],
-    &["repository", "project", "codebase"],
-    &["issue", "bug", "defect", "ticket"],
-    &["branch", "fork"],
-    &["commit", "checkin"],
-    &["status", "state", "condition", "health"],
-    &["package", "library", "module", "dependency", "crate", "gem"],
-    &["version", "release", "changelog"],
-    &[
-        "vulnerability",
-        "security",
-        "cve",
-        "exploit",
-        "vulnerable",
-        "audit",
-    ],
-    &[
-        "deprecated",
-        "obsolete",
-        "outdated",
-        "abandoned",
-        "unmaintained",
-        "legacy",
-    ],
-    &[
-        "alternative",
-        "replacement",
-        "substitute",
-        "similar",
-        "equivalent",
-    ],
-    &["author", "maintainer", "owner", "creator", "contributor"],
-    &["statistics", "stats", "metric", "analytics", "numbers"],
-    &["size", "bytes", "footprint", "weight"],
-    &["popularity", "popular", "downloads"],
-    &["profile", "account", "user", "member"],
-    &["customer", "client", "user"],
-    &["dataset", "data", "datasets"],
-    &["schema", "structure", "definition", "outline"],
-    &["icon", "glyph", "emoji"],
-    &["ui", "interface", "frontend", "gui", "component", "widget"],
-    &["design", "style", "theme", "styling", "look"],
-    &["animation", "animate", "animated", "motion", "transition"],
-    &["background", "backdrop", "wallpaper"],
-    &["font", "typeface"],
-    &["heading", "title", "header", "headline"],
-    &["paragraph", "text", "passage"],
-    &[
-        "transcript",
-        "caption",
-        "captions",
-        "subtitle",
-        "subtitles",
-        "transcription",
-    ],
-    &["website", "webpage", "page", "site", "url", "web", "html"],
-    &["internet", "web", "online"],
-    &["browser", "chrome", "headless"],
-    &["question", "ask", "answer"],
-    &["random", "randomize", "rng", "shuffle"],
-    &[
-        "calculate",
-        "compute",
-        "evaluate",
-        "math",
-        "arithmetic",
-        "expression",
-        "formula",
-    ],
-    &["memory", "knowledge", "remember", "recall"],
-    &["relation", "relationship", "connection", "link", "edge"],
-    &["entity", "node", "concept"],
-    // Domains.
-    &[
-        "weather",
-        "forecast",
-        "temperature",
-        "rain",
-        "precipitation",
-        "wind",
-        "humidity",
-        "snow",
-    ],
-    &[
-        "directions",
-        "route",
-        "routing",
-        "itinerary",
-        "commute",
-        "journey",
-        "trip",
-        "travel",
-    ],
-    &[
-        "map",
-        "location",
-        "place",
-        "address",
-        "spot",
-        "venue",
-        "geographic",
-    ],
-    &["coordinates", "latitude", "longitude", "gps", "geocode"],
-    &["nearby", "near", "close", "proximity", "vicinity"],
-    &["restaurant", "cafe", "food", "dining", "eatery"],
-    &["school", "education", "college", "university", "academy"],
-    &["parking", "park", "garage"],
-    &["charging", "charger", "ev", "electric"],
-    &[
-        "neighborhood",
-        "area",
-        "district",
-        "community",
-        "livability",
-    ],
-    &["meet", "meeting", "rendezvous", "midpoint"],
-    &["price", "quote", "cost", "valuation", "pricing", "worth"],
-    &["stock", "share", "equity", "ticker", "symbol", "stocks"],
-    &["market", "trading", "exchange", "finance", "financial"],
-    &["money", "currency", "forex", "exchange"],
-    &[
-        "crypto",
-        "bitcoin",
-        "ethereum",
-        "coin",
-        "token",
-        "blockchain",
-        "web3",
-        "defi",
-    ],
-    &["company", "corporation", "business", "firm", "enterprise"],
-    &["earnings", "income", "revenue", "profit"],
-    &["trade", "trades", "buy", "sell", "purchase", "transaction"],
-    &[
-        "gold",
-        "silver",
-        "platinum",
-        "metal",
-        "precious",
-        "commodity",
-    ],
-    &["dividend", "payout", "yield"],
-    &[
-        "holder",
-        "shareholder",
-        "institutional",
-        "investor",
-        "ownership",
-    ],
-    &["fear", "greed", "sentiment"],
-    &[
-        "news",
-        "headline",
-        "headlines",
-        "article",
-        "stories",
-        "press",
-    ],
-    &[
-        "trending", "trend", "popular", "hot", "viral", "top", "hottest",
-    ],
-    &[
-        "rank",
-        "ranking",
-        "leaderboard",
-        "standings",
-        "ladder",
-        "tier",
-    ],
-    &["time", "clock", "hour"],
-    &["date", "day", "today", "tomorrow", "yesterday"],
-    &[
-        "date",
-        "month",
-        "january",
-        "february",
-        "march",
-        "april",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ],
-    &["movie", "film", "cinema"],
-    &["game", "match", "esports", "gaming"],
-    &["player", "summoner", "gamer"],
-    &["champion", "character", "hero"],
-    &[
-        "recipe", "cook", "cooking", "meal", "dish", "cuisine", "menu", "eat", "dinner", "lunch",
-    ],
-    &["train", "railway", "rail", "railroad"],
-    &["ticket", "booking", "reservation", "seat", "fare"],
-    &[
-        "flight", "plane", "airline", "aircraft", "airport", "aviation",
-    ],
-    &[
-        "hotel",
-        "lodging",
-        "accommodation",
-        "rental",
-        "apartment",
-        "bnb",
-        "stay",
-    ],
-    &["book", "novel", "ebook", "reading"],
-    &["light", "lamp", "bulb", "lighting"],
-    &["thermostat", "heating", "hvac", "climate", "cooling"],
-    &["alarm", "siren"],
-    &["blind", "blinds", "cover", "shade", "curtain", "shutter"],
-    &["switch", "toggle", "turn", "plug", "outlet"],
-    &["sensor", "device", "gadget"],
-    &["room", "area", "zone"],
-    &["museum", "art", "artwork", "painting", "gallery", "exhibit"],
-    &["slide", "presentation", "deck", "powerpoint", "keynote"],
-    &["spreadsheet", "sheet", "workbook", "worksheet", "csv"],
-    &["pdf", "acrobat"],
-    &["tweet", "twitter"],
-    &["encoding", "charset", "utf8", "encode"],
-    &["gene", "genetic", "genomic", "dna", "mutation", "variant"],
-    &["clinical", "trial", "patient", "medical"],
-    &["disease", "condition", "illness", "cancer"],
-];
-
 /// Maps a term (stemmed, as the analyzer emits it) to its relatives and their weights.
 #[derive(Debug)]
 pub struct SynonymTable {
@@ -628,14 +149,8 @@ impl SynonymTable {
                 return table;
             }
             let mut analyzer = Analyzer::new();
-            for group in SAME_GROUPS {
-                table.add_group(&mut analyzer, group, SAME, false);
-            }
             for group in BRIDGE_GROUPS {
                 table.add_group(&mut analyzer, group, BRIDGE, true);
-            }
-            for group in RELATED_GROUPS {
-                table.add_group(&mut analyzer, group, RELATED, false);
             }
             table
         })
@@ -709,13 +224,13 @@ mod tests {
 
     #[test]
     fn groups_link_both_ways_with_their_weight() {
-        assert_eq!(weight("remove", "delete"), Some(RELATED));
-        assert_eq!(weight("delete", "remove"), Some(RELATED));
-        assert_eq!(weight("repo", "repository"), Some(SAME));
         assert_eq!(weight("查询", "query"), Some(BRIDGE));
+        assert_eq!(weight("query", "查询"), Some(BRIDGE));
         assert_eq!(weight("weather", "天气"), Some(BRIDGE));
         // Inflected forms meet the table through the stemmer.
-        assert_eq!(weight("removing", "deleted"), Some(RELATED));
+        assert_eq!(weight("queries", "查询"), Some(BRIDGE));
+        // English words are not synonyms of each other any more.
+        assert_eq!(weight("remove", "delete"), None);
     }
 
     #[test]
@@ -732,11 +247,7 @@ mod tests {
     #[test]
     fn every_entry_is_one_term() {
         let mut analyzer = Analyzer::new();
-        for group in SAME_GROUPS
-            .iter()
-            .chain(BRIDGE_GROUPS)
-            .chain(RELATED_GROUPS)
-        {
+        for group in BRIDGE_GROUPS {
             for word in *group {
                 assert!(
                     single_term(&mut analyzer, word).is_some(),
