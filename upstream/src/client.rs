@@ -117,16 +117,17 @@ pub(crate) struct InFlight {
     /// live and it is the only one that just finished; sampling and
     /// elicitation never do.
     finished: std::sync::Mutex<HashMap<ProgressToken, Lingering>>,
-    /// Log messages read from the connection, and handed on by the handler:
-    /// a call that ends waits until every log message read before its
-    /// response was handed on (see [`InFlight::logs_settled`]).
-    logs_read: std::sync::atomic::AtomicU64,
-    logs_handled: std::sync::atomic::AtomicU64,
-    log_handled: tokio::sync::Notify,
+    /// Log messages and progress notifications read from the connection, and
+    /// handed on by the handler: a call that ends waits until every one read
+    /// before its response was handed on (see [`InFlight::relayed_settled`]).
+    relayed_read: std::sync::atomic::AtomicU64,
+    relayed_handled: std::sync::atomic::AtomicU64,
+    relayed_one: tokio::sync::Notify,
 }
 
-/// The longest a finished call waits for its log messages to be handed on.
-const LOGS_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_millis(250);
+/// The longest a finished call waits for its log messages and progress
+/// notifications to be handed on.
+const RELAYED_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A finished call's sink and until when it is still reachable.
 type Lingering = (Arc<dyn CallSink>, std::time::Instant);
@@ -159,43 +160,45 @@ impl InFlight {
             .map(|(sink, _)| sink.clone())
     }
 
-    /// A log message was read from the connection (before rmcp hands it to
-    /// a task of its own).
-    pub(crate) fn log_read(&self) {
-        self.logs_read
+    /// A log message or a progress notification was read from the
+    /// connection (before rmcp hands it to a task of its own).
+    pub(crate) fn relayed_read(&self) {
+        self.relayed_read
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
-    fn log_handed_on(&self) {
-        self.logs_handled
+    fn relayed_handed_on(&self) {
+        self.relayed_handled
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.log_handled.notify_waiters();
+        self.relayed_one.notify_waiters();
     }
 
-    /// Returns once every log message read so far was handed on (bounded by
-    /// [`LOGS_SETTLE_LIMIT`]). rmcp reads a call's log messages before its
-    /// response but hands each to a task of its own, while the response goes
-    /// straight to the caller: a caller that collects the logs to return
-    /// with the result waits here first, or would miss the last ones.
-    pub(crate) async fn logs_settled(&self) {
+    /// Returns once every log message and progress notification read so far
+    /// was handed on (bounded by [`RELAYED_SETTLE_LIMIT`]). rmcp reads a
+    /// call's notifications before its response but hands each to a task of
+    /// its own, while the response goes straight to the caller: a caller
+    /// waits here first, or its client would get the last progress after
+    /// the result (when a 2025-11-25 client's stream for the request has
+    /// closed) and its script would miss the last log lines.
+    pub(crate) async fn relayed_settled(&self) {
         use std::sync::atomic::Ordering::SeqCst;
-        let target = self.logs_read.load(SeqCst);
+        let target = self.relayed_read.load(SeqCst);
         let settled = async {
             loop {
-                let handled = self.log_handled.notified();
+                let handled = self.relayed_one.notified();
                 tokio::pin!(handled);
                 handled.as_mut().enable();
-                if self.logs_handled.load(SeqCst) >= target {
+                if self.relayed_handled.load(SeqCst) >= target {
                     return;
                 }
                 handled.await;
             }
         };
-        if tokio::time::timeout(LOGS_SETTLE_LIMIT, settled)
+        if tokio::time::timeout(RELAYED_SETTLE_LIMIT, settled)
             .await
             .is_err()
         {
-            tracing::debug!("an upstream's log messages were not all handed on in time");
+            tracing::debug!("an upstream's notifications were not all handed on in time");
         }
     }
 
@@ -348,6 +351,7 @@ impl ClientHandler for UpstreamClient {
             sink.progress(params.progress, params.total, params.message)
                 .await;
         }
+        self.in_flight.relayed_handed_on();
     }
 
     async fn on_logging_message(
@@ -361,7 +365,7 @@ impl ClientHandler for UpstreamClient {
                 tracing::debug!(logger = ?params.logger, "upstream log message not attributable to one caller")
             }
         }
-        self.in_flight.log_handed_on();
+        self.in_flight.relayed_handed_on();
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -377,8 +381,8 @@ impl ClientHandler for UpstreamClient {
     }
 }
 
-/// An upstream connection's transport that counts the log messages it reads
-/// (see [`InFlight::logs_settled`]).
+/// An upstream connection's transport that counts the log messages and
+/// progress notifications it reads (see [`InFlight::relayed_settled`]).
 pub(crate) struct CountingLogs<T> {
     inner: T,
     in_flight: Arc<InFlight>,
@@ -409,9 +413,10 @@ impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleC
             && matches!(
                 notification.notification,
                 rmcp::model::ServerNotification::LoggingMessageNotification(_)
+                    | rmcp::model::ServerNotification::ProgressNotification(_)
             )
         {
-            self.in_flight.log_read();
+            self.in_flight.relayed_read();
         }
         message
     }

@@ -1006,8 +1006,9 @@ impl Upstream {
         };
         abandoned.disarm();
         if guard.is_some() {
-            // Its log messages read before the response reach its sink first.
-            self.in_flight.logs_settled().await;
+            // Its log messages and progress read before the response reach
+            // its sink first.
+            self.in_flight.relayed_settled().await;
         }
         drop(guard);
         match response {

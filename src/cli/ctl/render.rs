@@ -315,10 +315,10 @@ fn secret_table(list: &SecretList) {
         return;
     }
     table(
-        &["name", "updated_ms"],
+        &["name", "updated"],
         list.secrets
             .iter()
-            .map(|s| vec![s.name.clone(), s.updated_ms.to_string()])
+            .map(|s| vec![s.name.clone(), rfc3339(s.updated_ms)])
             .collect(),
     );
 }
@@ -352,12 +352,17 @@ fn print_fields(value: &Value) {
     let width = object.keys().map(String::len).max().unwrap_or(0);
     let mut tables = Vec::new();
     for (key, value) in object {
-        match value {
-            Value::Array(items) if items.first().is_some_and(Value::is_object) => {
+        match (key.as_str(), value) {
+            (_, Value::Array(items)) if items.first().is_some_and(Value::is_object) => {
                 tables.push((key, items));
             }
-            Value::Object(_) => say!("{key:<width$}  {value}"),
-            other => say!("{key:<width$}  {}", cell(other)),
+            (_, Value::Object(_)) => say!("{key:<width$}  {value}"),
+            // Times since the epoch read as times (`-o json` keeps the number).
+            ("created_ms" | "updated_ms", Value::Number(ms)) if ms.as_u64().is_some() => {
+                let name = key.trim_end_matches("_ms");
+                say!("{name:<width$}  {}", rfc3339(ms.as_u64().unwrap_or(0)));
+            }
+            (_, other) => say!("{key:<width$}  {}", cell(other)),
         }
     }
     for (key, items) in tables {
