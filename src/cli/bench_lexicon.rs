@@ -8,7 +8,6 @@
 //! index now stems with Snowball and why the English synonym groups went.
 
 use std::{
-    collections::BTreeMap,
     path::{Path, PathBuf},
     process::Command,
 };
@@ -47,8 +46,8 @@ struct Row {
     mrr: f64,
 }
 
-/// The settings compared: stemmer, synonym table.
-const SETTINGS: [(&str, &str); 2] = [("snowball", "on"), ("snowball", "off")];
+/// The settings compared: the synonym table on and off.
+const SETTINGS: [&str; 2] = ["on", "off"];
 
 /// Runs the benchmark.
 pub fn run(args: LexiconBenchArgs) -> anyhow::Result<()> {
@@ -61,9 +60,9 @@ pub fn run(args: LexiconBenchArgs) -> anyhow::Result<()> {
         );
     }
     let exe = std::env::current_exe()?;
-    let mut results: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
-    for (stemmer, synonyms) in SETTINGS {
-        eprintln!("measuring stemmer {stemmer}, synonyms {synonyms}…");
+    let mut results: Vec<(&str, Vec<Row>)> = Vec::new();
+    for synonyms in SETTINGS {
+        eprintln!("measuring with the synonym table {synonyms}…");
         let mut child = Command::new(&exe);
         child
             .args(["bench", "lexicon", "--one", "--datasets"])
@@ -77,77 +76,59 @@ pub fn run(args: LexiconBenchArgs) -> anyhow::Result<()> {
         let output = child.output()?;
         anyhow::ensure!(
             output.status.success(),
-            "the {stemmer}/{synonyms} run failed:\n{}",
+            "the run with the synonym table {synonyms} failed:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
         let rows = String::from_utf8_lossy(&output.stdout)
             .lines()
             .map(serde_json::from_str)
             .collect::<Result<Vec<Row>, _>>()?;
-        results.insert((stemmer.to_string(), synonyms.to_string()), rows);
+        results.push((synonyms, rows));
     }
     print_tables(&results);
     Ok(())
 }
 
-fn print_tables(results: &BTreeMap<(String, String), Vec<Row>>) {
-    let setting = |(stemmer, synonyms): (&str, &str)| format!("{stemmer}, synonyms {synonyms}");
-    println!("### Stemmer and synonym table, frozen test splits of the public benchmarks\n");
-    println!("| corpus | queries | ranker | setting | Hit@1 | Hit@5 | MRR |");
+fn print_tables(results: &[(&str, Vec<Row>)]) {
+    println!("### Synonym table on and off, frozen test splits of the public benchmarks\n");
+    println!("| corpus | queries | ranker | synonyms | Hit@1 | Hit@5 | MRR |");
     println!("|---|---:|---|---|---:|---:|---:|");
-    let Some(first) = results.values().next() else {
+    let Some((_, first)) = results.first() else {
         return;
     };
     for probe in first {
-        for key in SETTINGS {
-            let Some(row) = results
-                .get(&(key.0.to_string(), key.1.to_string()))
-                .and_then(|rows| {
-                    rows.iter()
-                        .find(|r| r.corpus == probe.corpus && r.ranker == probe.ranker)
-                })
+        for (synonyms, rows) in results {
+            let Some(row) = rows
+                .iter()
+                .find(|r| r.corpus == probe.corpus && r.ranker == probe.ranker)
             else {
                 continue;
             };
             println!(
-                "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
-                row.corpus,
-                row.queries,
-                row.ranker,
-                setting(key),
-                row.hit_at_1,
-                row.hit_at_5,
-                row.mrr
+                "| {} | {} | {} | {synonyms} | {:.3} | {:.3} | {:.3} |",
+                row.corpus, row.queries, row.ranker, row.hit_at_1, row.hit_at_5, row.mrr
             );
         }
     }
     println!("\n### Mean over the public test splits (each corpus weighs the same)\n");
-    println!("| ranker | setting | Hit@1 | Hit@5 | MRR |");
+    println!("| ranker | synonyms | Hit@1 | Hit@5 | MRR |");
     println!("|---|---|---:|---:|---:|");
-    let rankers: Vec<String> =
-        first
-            .iter()
-            .map(|r| r.ranker.clone())
-            .fold(Vec::new(), |mut seen, ranker| {
-                if !seen.contains(&ranker) {
-                    seen.push(ranker);
-                }
-                seen
-            });
-    for ranker in &rankers {
-        for key in SETTINGS {
-            let rows: Vec<&Row> = results
-                .get(&(key.0.to_string(), key.1.to_string()))
-                .map(|rows| rows.iter().filter(|r| &r.ranker == ranker).collect())
-                .unwrap_or_default();
+    let mut rankers: Vec<&str> = Vec::new();
+    for row in first {
+        if !rankers.contains(&row.ranker.as_str()) {
+            rankers.push(&row.ranker);
+        }
+    }
+    for ranker in rankers {
+        for (synonyms, rows) in results {
+            let rows: Vec<&Row> = rows.iter().filter(|r| r.ranker == ranker).collect();
             if rows.is_empty() {
                 continue;
             }
             let n = rows.len() as f64;
             let mean = |f: fn(&Row) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / n;
             println!(
-                "| {ranker} | {} | {:.3} | {:.3} | {:.3} |",
-                setting(key),
+                "| {ranker} | {synonyms} | {:.3} | {:.3} | {:.3} |",
                 mean(|r| r.hit_at_1),
                 mean(|r| r.hit_at_5),
                 mean(|r| r.mrr)
@@ -156,7 +137,7 @@ fn print_tables(results: &BTreeMap<(String, String), Vec<Row>>) {
     }
 }
 
-/// Measures the public test splits with this process's stemmer and table.
+/// Measures the public test splits with this process's synonym table.
 fn measure_this_process(args: &LexiconBenchArgs) -> anyhow::Result<()> {
     use quiver_edge::search::{
         SemanticModel,

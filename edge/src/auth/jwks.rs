@@ -36,13 +36,16 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// assert_eq!(accepted_algorithm("none"), None);
 /// ```
 pub fn accepted_algorithm(name: &str) -> Option<Algorithm> {
+    name.parse().ok().filter(|alg| is_accepted(*alg))
+}
+
+/// Whether the edge accepts `alg` (see [`accepted_algorithm`]).
+pub fn is_accepted(alg: Algorithm) -> bool {
     use Algorithm::*;
-    let alg: Algorithm = name.parse().ok()?;
     matches!(
         alg,
         RS256 | RS384 | RS512 | PS256 | PS384 | PS512 | ES256 | ES384 | EdDSA
     )
-    .then_some(alg)
 }
 
 /// The key type and curve a JWK must have to verify `alg`.
