@@ -36,10 +36,14 @@ pub struct NodeState {
     pub manifest: (u64, String),
 }
 
+/// How long one node may take to answer. A leader's cluster status asks every
+/// member for its fleet and waits up to 2 s for one that is paused (a stopped
+/// process's socket still accepts), so this must be longer than that.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
 /// Asks one node, and only it.
 async fn ask(addr: &str, request: &AdminRequest) -> Option<AdminAnswer> {
-    let mut client =
-        AdminClient::new(vec![addr.to_string()], None).with_timeout(Duration::from_secs(1));
+    let mut client = AdminClient::new(vec![addr.to_string()], None).with_timeout(ANSWER_WITHIN);
     client.call_here(request).await.ok()
 }
 
