@@ -185,6 +185,7 @@ impl Discovery {
                         validation: config.validation,
                         features: upstream.features().await,
                         tools,
+                        findings: Default::default(),
                     });
                     true
                 }

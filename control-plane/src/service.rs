@@ -323,6 +323,7 @@ mod tests {
                 validation: Default::default(),
                 features: vec![],
                 tools,
+                findings: Default::default(),
             }],
         ))
     }

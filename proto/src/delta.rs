@@ -22,9 +22,9 @@ pub fn between(base: &Manifest, next: &Manifest) -> Option<pb::ManifestDelta> {
         .tools
         .iter()
         .filter(|t| {
-            before
-                .get(&key(t))
-                .is_none_or(|was| was.definition_json != t.definition_json)
+            before.get(&key(t)).is_none_or(|was| {
+                was.definition_json != t.definition_json || was.findings != t.findings
+            })
         })
         .cloned()
         .collect();
@@ -145,6 +145,7 @@ mod tests {
             validation: Default::default(),
             features: vec![],
             tools,
+            findings: Default::default(),
         }
     }
 

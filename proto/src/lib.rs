@@ -8,6 +8,7 @@
 //!   every node, platform and run; nothing here may depend on time, locale, hashing
 //!   seeds or map iteration order.
 //! - Catalog files ([`catalog`]): tool catalogues in the formats Quiver accepts.
+//! - Screening findings ([`finding`]): what a rule found in a tool definition.
 //! - Audit records ([`audit`]): what every call and execution leaves behind.
 //! - Tenants ([`tenant`]): policy, API-key hashes and the directory edges
 //!   authenticate against.
@@ -16,6 +17,7 @@ pub mod audit;
 pub mod canonical;
 pub mod catalog;
 pub mod delta;
+pub mod finding;
 pub mod hash;
 pub mod manifest;
 pub mod naming;

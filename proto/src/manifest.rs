@@ -2,12 +2,16 @@
 //! hashes derived from them. Built once per version and shared read-only
 //! (`Arc<Manifest>`); nothing in it depends on the node that built it.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use serde::{Deserialize, Serialize};
 
 use crate::{
     canonical::to_canonical_json,
+    finding::Finding,
     hash::StubHash,
     naming::{assign_exposed_names, js_identifier},
     pb,
@@ -40,6 +44,10 @@ pub struct ServerEntry {
     pub features: Vec<String>,
     /// Tools as the server listed them.
     pub tools: Vec<ToolDef>,
+    /// What screening found in the tools served despite it (low severities,
+    /// or approved), by tool name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub findings: BTreeMap<String, Vec<Finding>>,
 }
 
 /// How call arguments are checked against a tool's `inputSchema` before forwarding.
@@ -140,6 +148,8 @@ pub struct ManifestTool {
     pub stub: stub::RenderedStub,
     /// SHA-256 of the declaration.
     pub stub_hash: StubHash,
+    /// What screening found in the definition (see [`crate::finding`]).
+    pub findings: Vec<Finding>,
 }
 
 /// A built manifest version.
@@ -166,6 +176,9 @@ impl Manifest {
 
         // Tools in canonical order, each server's tools sorted by name, duplicates dropped.
         let mut flat: Vec<(usize, ToolDef)> = Vec::new();
+        let findings_of = |si: usize, tool: &str| -> Vec<Finding> {
+            entries[si].findings.get(tool).cloned().unwrap_or_default()
+        };
         for (si, entry) in entries.iter().enumerate() {
             let mut tools = entry.tools.clone();
             tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -230,6 +243,7 @@ impl Manifest {
                     canonical_json,
                     stub: rendered,
                     stub_hash,
+                    findings: findings_of(si, &flat[i].1.name),
                 });
             }
             start = end;
@@ -304,6 +318,13 @@ impl Manifest {
                     .iter()
                     .map(|&i| (*self.tools[i].def).clone())
                     .collect(),
+                findings: s
+                    .tools
+                    .iter()
+                    .map(|&i| &self.tools[i])
+                    .filter(|t| !t.findings.is_empty())
+                    .map(|t| (t.def.name.clone(), t.findings.clone()))
+                    .collect(),
             })
             .collect()
     }
@@ -333,6 +354,7 @@ impl Manifest {
                     tool: t.id.tool.clone(),
                     exposed_name: t.exposed_name.clone(),
                     definition_json: t.canonical_json.clone(),
+                    findings: t.findings.iter().map(pb::Finding::from).collect(),
                 })
                 .collect(),
             stub_hash: self.stub_hash.to_hex(),
@@ -354,6 +376,7 @@ impl Manifest {
                 validation: s.validation().into(),
                 features: s.features.clone(),
                 tools: Vec::new(),
+                findings: BTreeMap::new(),
             })
             .collect();
         let index: HashMap<String, usize> = entries
@@ -364,6 +387,12 @@ impl Manifest {
         for tool in &message.tools {
             let def: ToolDef = serde_json::from_str(&tool.definition_json)?;
             if let Some(&i) = index.get(&tool.server) {
+                if !tool.findings.is_empty() {
+                    entries[i].findings.insert(
+                        def.name.clone(),
+                        tool.findings.iter().map(Finding::from).collect(),
+                    );
+                }
                 entries[i].tools.push(def);
             }
         }

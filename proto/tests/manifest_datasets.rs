@@ -34,6 +34,7 @@ fn entries(catalog: Catalog) -> Vec<ServerEntry> {
             validation: Default::default(),
             features: Vec::new(),
             tools: server.tools,
+            findings: Default::default(),
         })
         .collect()
 }

@@ -213,6 +213,7 @@ async fn watch_propagation(watchers: usize, changes: usize) -> anyhow::Result<Ve
             validation: Default::default(),
             features: vec![],
             tools: vec![tool],
+            findings: Default::default(),
         };
         let mut receivers: Vec<_> = stores.iter().map(|s| s.subscribe()).collect();
         let started = Instant::now();

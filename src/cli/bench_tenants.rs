@@ -120,6 +120,7 @@ pub(crate) fn replicated_entries(catalog: &Catalog, tools: usize) -> Vec<ServerE
                 validation: Default::default(),
                 features: Vec::new(),
                 tools: server.tools[..take].to_vec(),
+                findings: Default::default(),
             });
         }
         replica += 1;

@@ -263,6 +263,7 @@ fn truncated_entries(catalog: &Catalog, limit: usize) -> Vec<ServerEntry> {
             validation: Default::default(),
             features: Vec::new(),
             tools,
+            findings: Default::default(),
         });
     }
     entries

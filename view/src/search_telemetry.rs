@@ -131,6 +131,7 @@ mod tests {
                 tool("create_invoice", "Create an invoice for a customer"),
                 tool("send_invoice", "Send an invoice to a customer by email"),
             ],
+            findings: Default::default(),
         };
         ToolView::all(Arc::new(Manifest::build(1, vec![server])))
     }

@@ -27,6 +27,7 @@ pub(crate) fn manifest(servers: &[(&str, &[&str])]) -> Arc<Manifest> {
                 annotations: None,
             })
             .collect(),
+        findings: Default::default(),
     };
     Arc::new(Manifest::build(
         1,

@@ -60,6 +60,7 @@ fn manifest(shape: &[(usize, Vec<usize>, Vec<u8>)]) -> Manifest {
                     annotations: None,
                 })
                 .collect(),
+            findings: Default::default(),
         })
         .collect();
     Manifest::build(1, entries)

@@ -706,6 +706,7 @@ mod tests {
                 validation: Default::default(),
                 features: vec![],
                 tools,
+                findings: Default::default(),
             }],
         }
     }

@@ -68,6 +68,7 @@ fn server(id: &str, description: &str, tools: Vec<ToolDef>) -> ServerEntry {
         validation: Default::default(),
         features: Vec::new(),
         tools,
+        findings: Default::default(),
     }
 }
 

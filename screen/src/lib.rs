@@ -1,0 +1,545 @@
+//! Screening of MCP tool definitions for poisoning.
+//!
+//! An upstream's tool definitions go straight into the model's context, so a
+//! malicious or compromised server can write instructions there. [`Screen`]
+//! reads every string of a definition a model may read (see [`text::fields`])
+//! and reports [`Finding`]s, each with a rule id, a severity and the span
+//! that matched:
+//!
+//! - invisible text: Unicode tag characters (which spell out hidden ASCII),
+//!   bidirectional controls, zero-width characters, control characters and
+//!   ANSI escapes (`hidden-characters`);
+//! - instructions aimed at the model ([`rules`]): to set earlier
+//!   instructions aside, to keep something from the user, to read or pass on
+//!   keys, files or the conversation, to send data to an address, to avoid
+//!   other tools, to run a shell; pseudo-system tags and hidden markup around
+//!   them;
+//! - references to tools of other servers (`cross-server-reference`, and
+//!   `shadowing` when the sentence tells the model what to do with them);
+//! - encoded payloads (base64, hex, percent-encoding) whose decoded text is
+//!   itself screened (`encoded-payload`);
+//! - oversized fields and padding that push text out of sight.
+//!
+//! [`strip_invisible`] removes invisible characters from the prose of a
+//! definition (descriptions and titles), which is served stripped whatever the
+//! findings. Screening is deterministic: the same definitions and catalogue
+//! give the same findings on every node.
+
+pub mod rules;
+pub mod text;
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::OnceLock,
+};
+
+use base64::Engine as _;
+use quiver_proto::{
+    ToolDef,
+    finding::{Finding, Severity},
+};
+use regex::Regex;
+use serde_json::Value;
+
+use crate::{
+    rules::Compiled,
+    text::{Field, Folded, Invisible},
+};
+
+/// A field longer than this many characters is reported (`oversized`, low).
+pub const LONG_FIELD: usize = 4_000;
+/// A field longer than this many characters is reported as medium.
+pub const VERY_LONG_FIELD: usize = 12_000;
+/// White space runs at least this long are padding (`padding`, medium).
+pub const PADDING_RUN: usize = 200;
+/// At most this many findings of one rule are kept per field.
+const PER_RULE_PER_FIELD: usize = 3;
+/// Excerpts are shortened to about this many characters.
+const EXCERPT: usize = 200;
+
+/// The tool names of a catalogue by server, for finding references to
+/// other servers' tools.
+#[derive(Debug, Default, Clone)]
+pub struct Catalogue {
+    /// Lower-cased tool name → the servers that have a tool of that name.
+    names: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Catalogue {
+    /// The catalogue of `servers` (server id, its tool names).
+    pub fn new<'a>(servers: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> Catalogue {
+        let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (server, tools) in servers {
+            for tool in tools {
+                if distinctive(tool) {
+                    names
+                        .entry(tool.to_lowercase())
+                        .or_default()
+                        .insert(server.to_string());
+                }
+            }
+        }
+        Catalogue { names }
+    }
+
+    /// The tools of servers other than `server` named in `folded`.
+    fn others_named(&self, server: &str, folded: &str) -> Vec<(usize, usize, String)> {
+        if self.names.is_empty() {
+            return Vec::new();
+        }
+        let mut found = Vec::new();
+        for (start, word) in words(folded) {
+            if let Some(servers) = self.names.get(word)
+                && !servers.contains(server)
+            {
+                found.push((start, start + word.len(), word.to_string()));
+            }
+        }
+        found
+    }
+}
+
+/// Whether a tool name is specific enough that naming it in another
+/// server's text is a reference, not a common word (`search`, `fetch`).
+fn distinctive(name: &str) -> bool {
+    name.chars().count() >= 6
+        && (name.contains('_')
+            || name.contains('-')
+            || (name.chars().skip(1).any(char::is_uppercase)
+                && name.chars().any(char::is_lowercase)))
+}
+
+/// The identifier-like words of `text` (letters, digits, `_`, `-`) and
+/// where they start.
+fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        let part = c.is_alphanumeric() || c == '_' || c == '-';
+        match (part, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push((s, text[s..i].trim_matches('-')));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, text[s..].trim_matches('-')));
+    }
+    out.into_iter()
+}
+
+/// The screening rules, compiled once.
+pub struct Screen {
+    compiled: Compiled,
+    base64: Regex,
+    hex: Regex,
+    percent: Regex,
+    directive_words: Regex,
+    harvesting_names: Regex,
+}
+
+impl Screen {
+    /// The process's screen (compiled on first use).
+    pub fn get() -> &'static Screen {
+        static SCREEN: OnceLock<Screen> = OnceLock::new();
+        SCREEN.get_or_init(Screen::new)
+    }
+
+    fn new() -> Screen {
+        let re = |p: &str| {
+            Regex::new(&p.replace(r"\b", r"(?-u:\b)"))
+                .unwrap_or_else(|e| panic!("screening pattern {p}: {e}"))
+        };
+        Screen {
+            compiled: Compiled::new(),
+            base64: re(r"[A-Za-z0-9+/_-]{32,}={0,2}"),
+            hex: re(r"\b(?:[0-9a-fA-F]{2}){24,}\b"),
+            percent: re(r"(?:%[0-9a-fA-F]{2}){8,}"),
+            harvesting_names: re(
+                r"^_*(system_?prompt|sys_?prompt|system_?instructions|conversation_?(history|log|context)|chat_?(history|log)|previous_?messages|full_?(context|conversation)|context_?window|llm_?(model_?)?name|llm_?model|ai_?model_?name|assistant_?(name|model)|agent_?model|tools?_?list|available_?tools|exfil\w*|leak\w*|side_?note|secret_?note|hidden_?(note|context|instructions?))_*$",
+            ),
+            directive_words: re(
+                r"\b(must|should|always|never|instead|do not|don't|whenever|when|before|after|ensure|make sure|important|required|requires|only|prefer|replace|redirect)\b|(必须|应该|总是|永远|不要|之前|之后|代替|确保|重要)",
+            ),
+        }
+    }
+
+    /// The findings in `tool` of server `server`, given the rest of the
+    /// catalogue; sorted by severity (highest first), then field and span.
+    pub fn scan(&self, server: &str, tool: &ToolDef, catalogue: &Catalogue) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for field in text::fields(tool) {
+            findings.extend(self.scan_field(server, &field, catalogue));
+        }
+        findings.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.field.cmp(&b.field))
+                .then_with(|| a.start.cmp(&b.start))
+                .then_with(|| a.rule.cmp(&b.rule))
+        });
+        findings.dedup();
+        findings
+    }
+
+    /// Timing probe (temporary).
+    pub fn probe(
+        &self,
+        text: &str,
+    ) -> (
+        std::time::Duration,
+        std::time::Duration,
+        std::time::Duration,
+    ) {
+        let t = std::time::Instant::now();
+        let folded = Folded::new(text);
+        let a = t.elapsed();
+        let t = std::time::Instant::now();
+        let _ = self.compiled.set.matches(&folded.text);
+        let b = t.elapsed();
+        let t = std::time::Instant::now();
+        let f = Field {
+            path: "x".into(),
+            text: text.into(),
+        };
+        let _ = self.encoded(&f);
+        (a, b, t.elapsed())
+    }
+
+    fn scan_field(&self, server: &str, field: &Field, catalogue: &Catalogue) -> Vec<Finding> {
+        let mut out = self.invisible(field);
+        let folded = Folded::new(&field.text);
+        let (mut matched, directive) = self.text_rules(&folded, field);
+        out.append(&mut matched);
+        out.extend(self.encoded(field));
+        if field.path.ends_with("#name") && self.harvesting_names.is_match(&folded.text) {
+            let count = field.text.chars().count() as u32;
+            out.push(finding(
+                "context-harvesting",
+                Severity::High,
+                field,
+                0,
+                count,
+            ));
+        }
+        out.extend(oversized(field));
+        let named = if field.path == "name" {
+            Vec::new()
+        } else {
+            catalogue.others_named(server, &folded.text)
+        };
+        for (start, end, name) in named {
+            let (s, e) = folded.span(start, end);
+            let sentence = sentence_around(&folded.text, start, end);
+            let shadowing = directive || self.directive_words.is_match(sentence);
+            out.push(finding(
+                if shadowing {
+                    "shadowing"
+                } else {
+                    "cross-server-reference"
+                },
+                if shadowing {
+                    Severity::High
+                } else {
+                    Severity::Medium
+                },
+                field,
+                s,
+                e,
+            ));
+            let _ = name;
+        }
+        // A pseudo-system tag or hidden markup around an instruction is an
+        // attempt to pass it off as the host's: as high as it gets.
+        let framed = out
+            .iter()
+            .any(|f| matches!(f.rule.as_str(), "pseudo-system-tag" | "hidden-markup"));
+        let instructed = out.iter().any(|f| {
+            f.severity >= Severity::Medium
+                && !matches!(
+                    f.rule.as_str(),
+                    "pseudo-system-tag" | "hidden-markup" | "oversized" | "padding"
+                )
+        });
+        if framed && instructed {
+            for f in &mut out {
+                if matches!(f.rule.as_str(), "pseudo-system-tag" | "hidden-markup") {
+                    f.severity = Severity::High;
+                }
+            }
+        }
+        out
+    }
+
+    /// Findings for invisible characters, one per kind and run; tag
+    /// characters are decoded and what they spell is screened too.
+    fn invisible(&self, field: &Field) -> Vec<Finding> {
+        let chars: Vec<char> = field.text.chars().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let Some(kind) = text::invisible(chars[i]) else {
+                i += 1;
+                continue;
+            };
+            if text::part_of_emoji(&chars, i) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < chars.len()
+                && text::invisible(chars[i]) == Some(kind)
+                && !text::part_of_emoji(&chars, i)
+            {
+                i += 1;
+            }
+            let run: String = chars[start..i].iter().collect();
+            let severity = match kind {
+                Invisible::Tag | Invisible::Control | Invisible::BidiOverride => Severity::High,
+                Invisible::Bidi => Severity::Medium,
+                Invisible::ZeroWidth if field.path == "name" => Severity::Medium,
+                Invisible::ZeroWidth => Severity::Low,
+            };
+            let mut f = finding("hidden-characters", severity, field, start as u32, i as u32);
+            if kind == Invisible::Tag {
+                let hidden = text::decode_tags(&run);
+                f.excerpt = format!("hidden text: {}", text::visible(&hidden, EXCERPT));
+            }
+            out.push(f);
+        }
+        out
+    }
+
+    /// The text rules over `folded`; whether any directive rule matched.
+    fn text_rules(&self, folded: &Folded, field: &Field) -> (Vec<Finding>, bool) {
+        let mut out = Vec::new();
+        let mut directive = false;
+        let hits = self.compiled.set.matches(&folded.text);
+        let mut per_rule: BTreeMap<&str, usize> = BTreeMap::new();
+        for index in hits.iter() {
+            let rule = &self.compiled.rules[index];
+            directive |= rule.directive;
+            for m in self.compiled.regexes[index].find_iter(&folded.text) {
+                let count = per_rule.entry(rule.id).or_default();
+                if *count >= PER_RULE_PER_FIELD {
+                    break;
+                }
+                if self.compiled.unless[index]
+                    .as_ref()
+                    .is_some_and(|u| u.is_match(m.as_str()))
+                {
+                    continue;
+                }
+                *count += 1;
+                let (s, e) = folded.span(m.start(), m.end());
+                out.push(finding(rule.id, rule.severity, field, s, e));
+            }
+        }
+        (out, directive)
+    }
+
+    /// Encoded runs whose decoded text is readable: `encoded-payload`, as
+    /// severe as what the decoded text says (at least medium).
+    fn encoded(&self, field: &Field) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let runs = self
+            .base64
+            .find_iter(&field.text)
+            .filter_map(|m| Some((m.start(), m.end(), decode_base64(m.as_str())?)))
+            .chain(
+                self.hex
+                    .find_iter(&field.text)
+                    .filter_map(|m| Some((m.start(), m.end(), hex::decode(m.as_str()).ok()?))),
+            )
+            .chain(
+                self.percent
+                    .find_iter(&field.text)
+                    .map(|m| (m.start(), m.end(), percent_decode(m.as_str()))),
+            );
+        for (start, end, bytes) in runs {
+            let Some(decoded) = readable(&bytes) else {
+                continue;
+            };
+            let inner = Field {
+                path: field.path.clone(),
+                text: decoded.clone(),
+            };
+            let (said, _) = self.text_rules(&Folded::new(&decoded), &inner);
+            let severity = said
+                .iter()
+                .map(|f| f.severity)
+                .max()
+                .unwrap_or(Severity::Medium)
+                .max(Severity::Medium);
+            let (s, e) = char_span(&field.text, start, end);
+            let mut f = finding("encoded-payload", severity, field, s, e);
+            f.excerpt = format!("decodes to: {}", text::visible(&decoded, EXCERPT));
+            out.push(f);
+        }
+        out
+    }
+}
+
+/// Strips invisible characters (emoji joiners kept) from the prose of
+/// `tool`: its title, description, and every `description` and `title`
+/// inside its schemas and annotations. Names, enum values and defaults are
+/// left as they are (the upstream expects them), and are reported instead.
+/// Whether anything changed.
+pub fn strip_invisible(tool: &mut ToolDef) -> bool {
+    let mut changed = false;
+    let mut clean = |s: &mut String| {
+        let (stripped, removed) = text::strip(s);
+        if removed {
+            *s = stripped;
+            changed = true;
+        }
+    };
+    clean(&mut tool.description);
+    if let Some(title) = &mut tool.title {
+        clean(title);
+    }
+    fn prose(value: &mut Value, clean: &mut dyn FnMut(&mut String)) {
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    match item {
+                        Value::String(s) if key == "description" || key == "title" => clean(s),
+                        _ => prose(item, clean),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| prose(i, clean)),
+            _ => {}
+        }
+    }
+    prose(&mut tool.input_schema, &mut clean);
+    if let Some(schema) = &mut tool.output_schema {
+        prose(schema, &mut clean);
+    }
+    if let Some(annotations) = &mut tool.annotations {
+        prose(annotations, &mut clean);
+    }
+    changed
+}
+
+/// The highest severity among `findings`.
+pub fn worst(findings: &[Finding]) -> Option<Severity> {
+    findings.iter().map(|f| f.severity).max()
+}
+
+fn finding(rule: &str, severity: Severity, field: &Field, start: u32, end: u32) -> Finding {
+    Finding {
+        rule: rule.to_string(),
+        severity,
+        field: field.path.clone(),
+        start,
+        end,
+        excerpt: text::visible(&text::chars_between(&field.text, start, end), EXCERPT),
+    }
+}
+
+/// `oversized` (long fields) and `padding` (long white space runs).
+fn oversized(field: &Field) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let count = field.text.chars().count() as u32;
+    if count as usize > LONG_FIELD {
+        let severity = if count as usize > VERY_LONG_FIELD {
+            Severity::Medium
+        } else {
+            Severity::Low
+        };
+        let mut f = finding("oversized", severity, field, 0, count);
+        f.excerpt = format!("{count} characters");
+        out.push(f);
+    }
+    let mut run_start = 0;
+    let mut run = 0;
+    for (i, c) in field.text.chars().enumerate() {
+        if c.is_whitespace() {
+            if run == 0 {
+                run_start = i;
+            }
+            run += 1;
+        } else {
+            if run >= PADDING_RUN {
+                let mut f = finding(
+                    "padding",
+                    Severity::Medium,
+                    field,
+                    run_start as u32,
+                    i as u32,
+                );
+                f.excerpt = format!("{run} white space characters");
+                out.push(f);
+            }
+            run = 0;
+        }
+    }
+    out
+}
+
+/// The sentence of `text` around `start..end`.
+fn sentence_around(text: &str, start: usize, end: usize) -> &str {
+    let from = text[..start]
+        .rfind(['.', '!', '?', '\n', '。'])
+        .map_or(0, |i| i + 1);
+    let to = text[end..]
+        .find(['.', '!', '?', '\n', '。'])
+        .map_or(text.len(), |i| end + i);
+    &text[from..to]
+}
+
+/// The character span of the byte range `start..end` of `text`.
+fn char_span(text: &str, start: usize, end: usize) -> (u32, u32) {
+    let s = text[..start].chars().count() as u32;
+    let e = s + text[start..end].chars().count() as u32;
+    (s, e)
+}
+
+fn decode_base64(run: &str) -> Option<Vec<u8>> {
+    let trimmed = run.trim_end_matches('=');
+    let engines = [
+        base64::engine::general_purpose::STANDARD_NO_PAD,
+        base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    engines.iter().find_map(|e| e.decode(trimmed).ok())
+}
+
+fn percent_decode(run: &str) -> Vec<u8> {
+    run.as_bytes()
+        .chunks(3)
+        .filter_map(|c| {
+            let hex = std::str::from_utf8(c.get(1..3)?).ok()?;
+            u8::from_str_radix(hex, 16).ok()
+        })
+        .collect()
+}
+
+/// Decoded bytes that read as text: UTF-8, at least 12 characters, nearly
+/// all printable, with spaces between words.
+fn readable(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let count = text.chars().count();
+    if count < 12 {
+        return None;
+    }
+    let printable = text
+        .chars()
+        .filter(|c| !c.is_control() || c.is_whitespace())
+        .count();
+    let spaces = text.chars().filter(|c| *c == ' ').count();
+    (printable * 100 >= count * 95 && spaces * 20 >= count).then(|| text.to_string())
+}
+
+mod hex {
+    /// Decodes an even-length run of hex digits.
+    pub fn decode(run: &str) -> Result<Vec<u8>, std::num::ParseIntError> {
+        (0..run.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&run[i..i + 2], 16))
+            .collect()
+    }
+}
