@@ -16,6 +16,7 @@ const CRATES: &[&str] = &[
     "proto/src",
     "upstream/src",
     "view/src",
+    "screen/src",
     "contract/src",
     "control-plane/src",
     "executor/src",

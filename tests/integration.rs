@@ -48,6 +48,7 @@ mod sandbox_isolation;
 mod sandbox_pool;
 mod sandbox_under_load;
 mod sandbox_worker_faults;
+mod screening;
 mod script_upstream_faults;
 mod search_ranking_default;
 mod search_signals_ctl;

@@ -85,6 +85,14 @@ pub enum Command {
         #[serde(default)]
         tool: Option<String>,
     },
+    /// Serves a tool that screening held back, as it is (its findings are
+    /// shown with it).
+    ApproveFindings {
+        /// Upstream id.
+        upstream: String,
+        /// The held tool.
+        tool: String,
+    },
     /// Creates a tenant.
     CreateTenant {
         /// Tenant id.
@@ -165,6 +173,7 @@ impl Command {
             Command::RemoveUpstream { .. } => "remove_upstream",
             Command::RecordDiscovery { .. } => "record_discovery",
             Command::ApproveDrift { .. } => "approve_drift",
+            Command::ApproveFindings { .. } => "approve_findings",
             Command::CreateTenant { .. } => "create_tenant",
             Command::UpdateTenant { .. } => "update_tenant",
             Command::DeleteTenant { .. } => "delete_tenant",

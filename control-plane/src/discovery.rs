@@ -21,8 +21,14 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// Where discovery results go.
 pub trait DiscoverySink: Send + Sync + 'static {
-    /// One upstream's current tools and metadata.
+    /// One upstream's current tools and metadata, screened (see
+    /// [`quiver_screen::screen_entry`]).
     fn discovered(&self, entry: ServerEntry);
+    /// The tools discovery knows of, for screening a new entry's references
+    /// to other servers' tools.
+    fn catalogue(&self) -> quiver_screen::Catalogue {
+        quiver_screen::Catalogue::default()
+    }
     /// An upstream left the set.
     fn removed(&self, _id: &str) {}
 }
@@ -176,7 +182,7 @@ impl Discovery {
                         None => upstream.description().await.unwrap_or_default(),
                     };
                     let config = upstream.config();
-                    self.sink.discovered(ServerEntry {
+                    let mut entry = ServerEntry {
                         id: id.clone(),
                         description: one_line(&description),
                         namespace: config.namespace().to_string(),
@@ -186,7 +192,9 @@ impl Discovery {
                         features: upstream.features().await,
                         tools,
                         findings: Default::default(),
-                    });
+                    };
+                    quiver_screen::screen_entry(&mut entry, &self.sink.catalogue());
+                    self.sink.discovered(entry);
                     true
                 }
                 Err(e) => {

@@ -24,14 +24,16 @@ use crate::{
 /// 25 ms of each other (70 upstreams coming up) go in one entry.
 pub(crate) struct RaftSink {
     raft: Raft,
+    shared: Arc<SharedState>,
     in_flight: Arc<tokio::sync::watch::Sender<usize>>,
     batch: Arc<std::sync::Mutex<Vec<ServerEntry>>>,
 }
 
 impl RaftSink {
-    pub(crate) fn new(raft: Raft) -> RaftSink {
+    pub(crate) fn new(raft: Raft, shared: Arc<SharedState>) -> RaftSink {
         RaftSink {
             raft,
+            shared,
             in_flight: Arc::new(tokio::sync::watch::channel(0).0),
             batch: Arc::default(),
         }
@@ -45,6 +47,15 @@ impl RaftSink {
 }
 
 impl DiscoverySink for RaftSink {
+    fn catalogue(&self) -> quiver_screen::Catalogue {
+        let state = self.shared.lock();
+        let mut catalogue = quiver_screen::Catalogue::of_entries(state.catalogue.values());
+        for (server, held) in &state.held {
+            catalogue.add(server, held.keys().map(String::as_str));
+        }
+        catalogue
+    }
+
     fn discovered(&self, entry: ServerEntry) {
         let first = {
             let mut batch = self.batch.lock().unwrap_or_else(|p| p.into_inner());

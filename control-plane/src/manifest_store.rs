@@ -114,6 +114,7 @@ pub fn same_content(a: &Manifest, b: &Manifest) -> bool {
 /// coalescing bursts (70 upstreams coming up give one version, not 70).
 pub struct LocalCatalogue {
     store: Arc<ManifestStore>,
+    holds: BTreeMap<String, quiver_proto::finding::HoldAt>,
     entries: Mutex<BTreeMap<String, ServerEntry>>,
     dirty: Notify,
 }
@@ -124,8 +125,19 @@ impl LocalCatalogue {
         store: Arc<ManifestStore>,
         shutdown: tokio_util::sync::CancellationToken,
     ) -> Arc<LocalCatalogue> {
+        LocalCatalogue::holding(store, BTreeMap::new(), shutdown)
+    }
+
+    /// A catalogue that holds back tools by each upstream's hold level
+    /// (`holds`, by upstream id; the default level for the others).
+    pub fn holding(
+        store: Arc<ManifestStore>,
+        holds: BTreeMap<String, quiver_proto::finding::HoldAt>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) -> Arc<LocalCatalogue> {
         let catalogue = Arc::new(LocalCatalogue {
             store,
+            holds,
             entries: Mutex::new(BTreeMap::new()),
             dirty: Notify::new(),
         });
@@ -160,7 +172,37 @@ impl LocalCatalogue {
 }
 
 impl DiscoverySink for LocalCatalogue {
-    fn discovered(&self, entry: ServerEntry) {
+    fn catalogue(&self) -> quiver_screen::Catalogue {
+        quiver_screen::Catalogue::of_entries(
+            self.entries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values(),
+        )
+    }
+
+    fn discovered(&self, mut entry: ServerEntry) {
+        // Without a control plane nobody can approve a held tool: the
+        // upstream's hold level decides alone.
+        let hold = self.holds.get(&entry.id).copied().unwrap_or_default();
+        let findings = std::mem::take(&mut entry.findings);
+        entry.tools.retain(|tool| {
+            let found = findings.get(&tool.name).map_or(&[][..], Vec::as_slice);
+            let held = hold.holds_any(found);
+            if held {
+                tracing::warn!(
+                    upstream = %entry.id,
+                    tool = %tool.name,
+                    "tool held back by screening: {}",
+                    found.first().map(|f| format!("{} ({}) in {}: {}", f.rule, f.severity, f.field, f.excerpt)).unwrap_or_default()
+                );
+            }
+            !held
+        });
+        entry.findings = findings
+            .into_iter()
+            .filter(|(name, _)| entry.tools.iter().any(|t| &t.name == name))
+            .collect();
         self.entries
             .lock()
             .unwrap_or_else(|p| p.into_inner())

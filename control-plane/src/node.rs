@@ -185,7 +185,7 @@ impl ControlPlaneNode {
         .await
         .map_err(StartError::Raft)?;
         let replica = Replica::new(config.node_id, addr.clone(), raft.clone(), shared.clone());
-        let sink = Arc::new(RaftSink::new(raft.clone()));
+        let sink = Arc::new(RaftSink::new(raft.clone(), shared.clone()));
         let discovery = Discovery::new(upstreams.clone(), sink.clone(), shutdown.clone());
         let fleet = Arc::new(FleetRegistry::new(config.node_id));
         node_metrics::report_node(&raft, &shared, &fleet, &shutdown);

@@ -2,6 +2,8 @@
 //! a refusal with a machine-readable code. Refusals are deterministic, so every
 //! node agrees on them; nothing here is persisted (the log holds commands).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -206,6 +208,9 @@ pub struct DriftApproved {
     pub upstream: String,
     /// The tools whose new schema is now in the manifest.
     pub approved: Vec<String>,
+    /// For a tool that screening held back: the findings accepted with it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub findings: BTreeMap<String, Vec<quiver_proto::finding::Finding>>,
 }
 
 /// [`CommandResult::DeleteTenant`].

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use quiver_proto::finding::HoldAt;
 use quiver_proto::manifest::ValidationMode;
 pub use quiver_proto::tenant::{ApiKey, Tenant, hash_key, valid_id};
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,10 @@ pub struct TenantPatch {
     /// goes back to each server's own level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<String>,
+    /// See [`Tenant::hold_findings`]: `low`, `medium`, `high` or `never`;
+    /// `Some("")` clears it (only the upstreams' holds apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_findings: Option<String>,
     /// See [`Tenant::stash_bytes`]; `Some(0)` goes back to the executor's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stash_bytes: Option<u64>,
@@ -75,6 +80,12 @@ pub enum TenantPatchError {
         /// The level given.
         validation: String,
     },
+    /// `hold_findings` is not a hold level.
+    #[error("hold level `{hold}` is not one of low, medium, high, never (\"\" to clear it)")]
+    UnknownHold {
+        /// The level given.
+        hold: String,
+    },
     /// `budget` is NaN or infinite.
     #[error("budget must be a finite number")]
     BudgetNotFinite,
@@ -102,6 +113,14 @@ impl TenantPatch {
         {
             return Err(TenantPatchError::UnknownValidation {
                 validation: validation.to_string(),
+            });
+        }
+        if let Some(hold) = self.hold_findings.as_deref()
+            && !hold.is_empty()
+            && HoldAt::parse(hold).is_err()
+        {
+            return Err(TenantPatchError::UnknownHold {
+                hold: hold.to_string(),
             });
         }
         if let Some(budget) = self.budget
@@ -139,6 +158,7 @@ impl TenantPatch {
             keys: BTreeMap::new(),
             created_ms: now_ms,
             updated_ms: now_ms,
+            hold_findings: Default::default(),
         };
         self.apply_to(&mut tenant, now_ms);
         tenant
@@ -170,6 +190,9 @@ impl TenantPatch {
         }
         if let Some(validation) = patch.validation.as_deref() {
             tenant.validation = (!validation.is_empty()).then(|| ValidationMode::parse(validation));
+        }
+        if let Some(hold) = patch.hold_findings.as_deref() {
+            tenant.hold_findings = HoldAt::parse(hold).ok();
         }
         if let Some(bytes) = patch.stash_bytes {
             tenant.stash_bytes = (bytes > 0).then_some(bytes);

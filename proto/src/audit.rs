@@ -16,6 +16,9 @@ pub enum AuditKind {
     Call,
     /// One script execution.
     Execute,
+    /// An operator let a tool that screening held back be served (`tool`
+    /// names it, `reason` the findings accepted; no tenant).
+    Approval,
 }
 
 /// Whether the gateway let it run.

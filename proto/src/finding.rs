@@ -99,3 +99,88 @@ impl From<&pb::Finding> for Finding {
         }
     }
 }
+
+/// From which severity of finding a tool is held back: served to nobody
+/// (an upstream's policy) or hidden from one tenant (a tenant's). The
+/// spellings are `low`, `medium`, `high` and `never`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HoldAt {
+    /// Any finding holds the tool back.
+    Low,
+    /// Medium and high findings do.
+    Medium,
+    /// Only high findings do (the default).
+    #[default]
+    High,
+    /// Nothing is held back (findings are still reported).
+    Never,
+}
+
+impl HoldAt {
+    /// Every setting, strictest first.
+    pub const ALL: [HoldAt; 4] = [HoldAt::Low, HoldAt::Medium, HoldAt::High, HoldAt::Never];
+
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldAt::Low => "low",
+            HoldAt::Medium => "medium",
+            HoldAt::High => "high",
+            HoldAt::Never => "never",
+        }
+    }
+
+    /// Parses a configuration spelling; the error names the valid ones.
+    pub fn parse(text: &str) -> Result<HoldAt, String> {
+        HoldAt::ALL
+            .into_iter()
+            .find(|h| h.as_str() == text)
+            .ok_or_else(|| format!("`{text}` is not a hold level; use low, medium, high or never"))
+    }
+
+    /// Whether a tool whose worst finding is `worst` is held back.
+    pub fn holds(self, worst: Option<Severity>) -> bool {
+        let Some(worst) = worst else {
+            return false;
+        };
+        match self {
+            HoldAt::Low => true,
+            HoldAt::Medium => worst >= Severity::Medium,
+            HoldAt::High => worst >= Severity::High,
+            HoldAt::Never => false,
+        }
+    }
+
+    /// Whether a tool with `findings` is held back.
+    pub fn holds_any(self, findings: &[Finding]) -> bool {
+        self.holds(findings.iter().map(|f| f.severity).max())
+    }
+}
+
+impl fmt::Display for HoldAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_levels_hold_what_reaches_them() {
+        assert!(!HoldAt::High.holds(None));
+        assert!(!HoldAt::High.holds(Some(Severity::Medium)));
+        assert!(HoldAt::High.holds(Some(Severity::High)));
+        assert!(HoldAt::Medium.holds(Some(Severity::Medium)));
+        assert!(!HoldAt::Medium.holds(Some(Severity::Low)));
+        assert!(HoldAt::Low.holds(Some(Severity::Low)));
+        assert!(!HoldAt::Never.holds(Some(Severity::High)));
+        assert!(
+            HoldAt::parse("sometimes")
+                .unwrap_err()
+                .contains("low, medium, high or never")
+        );
+    }
+}

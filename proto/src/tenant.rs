@@ -53,6 +53,11 @@ pub struct Tenant {
     /// Price per call by `<server>/<tool>` glob.
     #[serde(default)]
     pub prices: BTreeMap<String, f64>,
+    /// Hides tools from this tenant whose screening findings reach this
+    /// severity, even where their upstream serves them (`None`: only the
+    /// upstreams' own holds apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_findings: Option<crate::finding::HoldAt>,
     /// Whether audit records keep the arguments of its calls (by default
     /// only their SHA-256).
     #[serde(default)]
@@ -113,7 +118,14 @@ impl Tenant {
 
     /// Whether the tenant's policy shows `tool` of `server`.
     pub fn sees(&self, server: &ManifestServer, tool: &ManifestTool) -> bool {
-        self.sees_server(server) && self.sees_tool_id(&tool.id.server, &tool.id.tool)
+        self.sees_server(server)
+            && self.sees_tool_id(&tool.id.server, &tool.id.tool)
+            && self.tolerates(&tool.findings)
+    }
+
+    /// Whether the tenant's own hold level lets a tool with `findings` through.
+    pub fn tolerates(&self, findings: &[crate::finding::Finding]) -> bool {
+        self.hold_findings.is_none_or(|h| !h.holds_any(findings))
     }
 
     /// Whether the tool globs let `server/tool` through (true without any),
@@ -330,6 +342,7 @@ mod tests {
             keys: BTreeMap::new(),
             created_ms: 0,
             updated_ms: 0,
+            hold_findings: Default::default(),
         };
         tenant.keys.insert(
             "k1".into(),

@@ -45,18 +45,6 @@ fn main() {
         }
     }
     println!("second pass {:?}", again.elapsed());
-    let mut sums = [std::time::Duration::ZERO; 3];
-    for server in &catalog.servers {
-        for tool in &server.tools {
-            for field in quiver_screen::text::fields(tool) {
-                let (a, b, c) = screen.probe(&field.text);
-                sums[0] += a;
-                sums[1] += b;
-                sums[2] += c;
-            }
-        }
-    }
-    println!("fold {:?} set {:?} encoded {:?}", sums[0], sums[1], sums[2]);
     println!(
         "{flagged} of {} tools with findings >= {min} ({:?})",
         catalog.tool_count(),

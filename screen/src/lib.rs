@@ -35,7 +35,7 @@ use std::{
 
 use base64::Engine as _;
 use quiver_proto::{
-    ToolDef,
+    ServerEntry, ToolDef,
     finding::{Finding, Severity},
 };
 use regex::Regex;
@@ -80,6 +80,26 @@ impl Catalogue {
             }
         }
         Catalogue { names }
+    }
+
+    /// The catalogue of discovered server entries.
+    pub fn of_entries<'a>(entries: impl IntoIterator<Item = &'a ServerEntry>) -> Catalogue {
+        Catalogue::new(entries.into_iter().map(|e| {
+            (
+                e.id.as_str(),
+                e.tools.iter().map(|t| t.name.as_str()).collect(),
+            )
+        }))
+    }
+
+    /// Adds the tools of `server`.
+    pub fn add<'a>(&mut self, server: &str, tools: impl IntoIterator<Item = &'a str>) {
+        for tool in tools.into_iter().filter(|t| distinctive(t)) {
+            self.names
+                .entry(tool.to_lowercase())
+                .or_default()
+                .insert(server.to_string());
+        }
     }
 
     /// The tools of servers other than `server` named in `folded`.
@@ -183,30 +203,6 @@ impl Screen {
         });
         findings.dedup();
         findings
-    }
-
-    /// Timing probe (temporary).
-    pub fn probe(
-        &self,
-        text: &str,
-    ) -> (
-        std::time::Duration,
-        std::time::Duration,
-        std::time::Duration,
-    ) {
-        let t = std::time::Instant::now();
-        let folded = Folded::new(text);
-        let a = t.elapsed();
-        let t = std::time::Instant::now();
-        let _ = self.compiled.set.matches(&folded.text);
-        let b = t.elapsed();
-        let t = std::time::Instant::now();
-        let f = Field {
-            path: "x".into(),
-            text: text.into(),
-        };
-        let _ = self.encoded(&f);
-        (a, b, t.elapsed())
     }
 
     fn scan_field(&self, server: &str, field: &Field, catalogue: &Catalogue) -> Vec<Finding> {
@@ -380,6 +376,22 @@ impl Screen {
             out.push(f);
         }
         out
+    }
+}
+
+/// Screens every tool of a freshly discovered `entry` against the rest of
+/// `catalogue`: what each definition says, as the upstream sent it, goes
+/// into `entry.findings` (every severity; policy decides later what is held
+/// back), and invisible characters are stripped from its prose.
+pub fn screen_entry(entry: &mut ServerEntry, catalogue: &Catalogue) {
+    let screen = Screen::get();
+    entry.findings.clear();
+    for tool in &mut entry.tools {
+        let findings = screen.scan(&entry.id, tool, catalogue);
+        strip_invisible(tool);
+        if !findings.is_empty() {
+            entry.findings.insert(tool.name.clone(), findings);
+        }
     }
 }
 

@@ -563,7 +563,12 @@ pub(crate) async fn start_discovery(
 ) -> (Arc<UpstreamSet>, Arc<ManifestStore>) {
     let upstreams = Arc::new(UpstreamSet::new(config.upstreams.clone()));
     let store = Arc::new(ManifestStore::new());
-    let catalogue = LocalCatalogue::new(store.clone(), shutdown.clone());
+    let holds = config
+        .upstreams
+        .iter()
+        .map(|u| (u.id.clone(), u.hold_findings))
+        .collect();
+    let catalogue = LocalCatalogue::holding(store.clone(), holds, shutdown.clone());
     let discovery = Discovery::spawn(upstreams.clone(), catalogue.clone(), shutdown.clone());
     first_round_within(config, discovery.first_round()).await;
     catalogue.publish_now();

@@ -45,6 +45,11 @@ pub struct UpstreamConfig {
     /// Seconds the breaker stays open before one probe call. Default 30.
     #[serde(default = "default_breaker_open_secs")]
     pub breaker_open_secs: u64,
+    /// From which severity of screening finding this upstream's tools are
+    /// held back until an operator approves them: `high` (default),
+    /// `medium`, `low` or `never`.
+    #[serde(default, skip_serializing_if = "is_default_hold")]
+    pub hold_findings: quiver_proto::finding::HoldAt,
     /// Operator tags.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -128,6 +133,10 @@ pub struct ConfigError {
     pub message: String,
 }
 
+fn is_default_hold(hold: &quiver_proto::finding::HoldAt) -> bool {
+    *hold == quiver_proto::finding::HoldAt::default()
+}
+
 /// The TOML shape: every key of every transport, so unknown keys are rejected
 /// by name and keys of the wrong transport are explained.
 #[derive(Deserialize)]
@@ -163,6 +172,8 @@ struct RawUpstreamConfig {
     breaker_failures: u32,
     #[serde(default = "default_breaker_open_secs")]
     breaker_open_secs: u64,
+    #[serde(default)]
+    hold_findings: quiver_proto::finding::HoldAt,
     #[serde(default)]
     tags: Vec<String>,
     #[serde(default)]
@@ -233,6 +244,7 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
             validation: raw.validation,
             breaker_failures: raw.breaker_failures,
             breaker_open_secs: raw.breaker_open_secs,
+            hold_findings: raw.hold_findings,
             tags: raw.tags,
             group: raw.group,
             discovery_tenant: raw.discovery_tenant,
@@ -298,6 +310,7 @@ impl UpstreamConfig {
             group: String::new(),
             discovery_tenant: None,
             protocol: UpstreamProtocol::Auto,
+            hold_findings: Default::default(),
         }
     }
 

@@ -216,7 +216,11 @@ impl ViewCache {
 
 /// Whether two versions of a tenant see the same tools the same way.
 fn same_visibility(a: &Tenant, b: &Tenant) -> bool {
-    a.servers == b.servers && a.tools == b.tools && a.tags == b.tags && a.validation == b.validation
+    a.servers == b.servers
+        && a.tools == b.tools
+        && a.tags == b.tags
+        && a.validation == b.validation
+        && a.hold_findings == b.hold_findings
 }
 
 /// The manifest tool indices `tenant`'s policy shows, in manifest order.
@@ -230,7 +234,11 @@ pub fn visible_tools(manifest: &Manifest, tenant: &Tenant) -> Vec<usize> {
         .tools
         .iter()
         .enumerate()
-        .filter(|(_, t)| servers[t.server_index] && tenant.sees_tool_id(&t.id.server, &t.id.tool))
+        .filter(|(_, t)| {
+            servers[t.server_index]
+                && tenant.sees_tool_id(&t.id.server, &t.id.tool)
+                && tenant.tolerates(&t.findings)
+        })
         .map(|(i, _)| i)
         .collect()
 }

@@ -55,6 +55,8 @@ pub enum AdminAnswer {
     UpstreamRefresh(RefreshStarted),
     /// [`super::AdminRequest::UpstreamDrift`].
     UpstreamDrift(DriftReport),
+    /// [`super::AdminRequest::UpstreamFindings`].
+    UpstreamFindings(super::FindingsReport),
     /// [`super::AdminRequest::UpstreamApprove`].
     UpstreamApprove(Committed),
     /// [`super::AdminRequest::TenantCreate`].
@@ -113,6 +115,7 @@ impl AdminAnswer {
             AdminAnswer::UpstreamShow(a) => serde_json::to_value(a),
             AdminAnswer::UpstreamRefresh(a) => serde_json::to_value(a),
             AdminAnswer::UpstreamDrift(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamFindings(a) => serde_json::to_value(a),
             AdminAnswer::TenantList(a) => serde_json::to_value(a),
             AdminAnswer::TenantShow(a) => serde_json::to_value(a),
             AdminAnswer::KeyIssue(a) => serde_json::to_value(a),
@@ -560,6 +563,9 @@ pub struct PublicTenant {
     /// See [`Tenant::stash_bytes`].
     #[serde(default)]
     pub stash_bytes: Option<u64>,
+    /// See [`Tenant::hold_findings`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_findings: Option<quiver_proto::finding::HoldAt>,
     /// See [`Tenant::stash_keys`].
     #[serde(default)]
     pub stash_keys: Option<u64>,
@@ -590,6 +596,7 @@ impl From<&Tenant> for PublicTenant {
             validation: t.validation.map(|v| v.as_str().to_string()),
             stash_bytes: t.stash_bytes,
             stash_keys: t.stash_keys,
+            hold_findings: t.hold_findings,
             budget: t.budget,
             prices: t.prices.clone(),
             keys: t

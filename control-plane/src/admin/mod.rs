@@ -6,6 +6,7 @@
 
 mod answer;
 mod error;
+mod findings;
 mod request;
 
 pub use answer::{
@@ -18,4 +19,5 @@ pub use answer::{
 };
 pub(crate) use error::NOT_LEADER;
 pub use error::{AdminError, LEADER_METADATA};
+pub use findings::{FindingStatus, FindingsReport, ToolFindings};
 pub use request::{ADMIN_FORMAT, AdminEnvelope, AdminRequest, EnvelopeError};

@@ -143,7 +143,13 @@ pub enum AdminRequest {
         /// Only this upstream.
         id: Option<String>,
     },
-    /// Accepts quarantined changes.
+    /// What screening found in the upstreams' tools (held back or served).
+    UpstreamFindings {
+        /// Only this upstream.
+        id: Option<String>,
+    },
+    /// Accepts quarantined changes; with a tool that screening held back,
+    /// serves it with its findings.
     UpstreamApprove {
         /// Upstream id.
         id: String,

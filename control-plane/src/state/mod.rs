@@ -27,9 +27,12 @@ use crate::{
 };
 
 mod records;
+mod screening;
 mod tenant_secrets;
 
-pub use records::{Event, EventKind, ManifestRecord, PendingDrift, SealedSecret, UpstreamRecord};
+pub use records::{
+    Event, EventKind, HeldTool, ManifestRecord, PendingDrift, SealedSecret, UpstreamRecord,
+};
 
 /// Events kept in the drift/admin log; older ones are dropped.
 pub const EVENT_LOG_LIMIT: usize = 1000;
@@ -45,6 +48,13 @@ pub struct ControlState {
     pub catalogue: BTreeMap<String, ServerEntry>,
     /// Quarantined changes: upstream → tool → proposed definition.
     pub pending: BTreeMap<String, BTreeMap<String, PendingDrift>>,
+    /// Tools screening held back: upstream → tool → definition and findings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub held: BTreeMap<String, BTreeMap<String, HeldTool>>,
+    /// Definitions an operator let through despite their findings:
+    /// upstream → tool → hex hash of the approved definition.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub approved: BTreeMap<String, BTreeMap<String, String>>,
     /// Tenants by id.
     pub tenants: BTreeMap<String, Tenant>,
     /// Budget usage by tenant (see [`crate::usage`]).
@@ -155,6 +165,10 @@ impl ControlState {
                     .collect();
                 (CommandResult::RecordDiscovery(records), changed)
             }
+            Command::ApproveFindings { upstream, tool } => (
+                CommandResult::ApproveDrift(self.approve_findings(upstream, tool, at, actor)?),
+                true,
+            ),
             Command::ApproveDrift { upstream, tool } => {
                 let approved = self.approve_drift(upstream, tool.as_deref(), at, actor)?;
                 (CommandResult::ApproveDrift(approved), true)
@@ -270,6 +284,8 @@ impl ControlState {
         }
         self.catalogue.remove(id);
         self.pending.remove(id);
+        self.held.remove(id);
+        self.approved.remove(id);
         self.log_admin(at, actor, Some(id), "upstream removed".into());
         Ok(UpstreamRemoved { id: id.to_string() })
     }
@@ -286,7 +302,12 @@ impl ControlState {
             return Err(self.unknown_upstream(&entry.id));
         };
         let quarantine = record.quarantine;
+        let hold = record.config.hold_findings;
         let mut incoming = entry.clone();
+        let newly_held = self.hold_back(&mut incoming, hold, at);
+        let Some(record) = self.upstreams.get(&entry.id) else {
+            return Err(self.unknown_upstream(&entry.id));
+        };
         let previous = self.catalogue.get(&entry.id);
         let old: BTreeMap<&str, &ToolDef> = previous
             .map(|p| p.tools.iter().map(|t| (t.name.as_str(), t)).collect())
@@ -358,6 +379,19 @@ impl ControlState {
                 message,
             );
         }
+        for (tool, worst) in newly_held {
+            self.log_event(
+                at,
+                EventKind::Screening,
+                actor,
+                Some(&entry.id),
+                Some(&tool),
+                format!(
+                    "held back: {} ({}) in {}: {}",
+                    worst.rule, worst.severity, worst.field, worst.excerpt
+                ),
+            );
+        }
         Ok(changed)
     }
 
@@ -418,6 +452,7 @@ impl ControlState {
         Ok(DriftApproved {
             upstream: upstream.to_string(),
             approved: names,
+            findings: BTreeMap::new(),
         })
     }
 
@@ -666,7 +701,7 @@ fn listed<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
 }
 
 /// Hex SHA-256 of a tool's canonical definition.
-fn definition_hash(tool: &ToolDef) -> String {
+pub(crate) fn definition_hash(tool: &ToolDef) -> String {
     let value = serde_json::to_value(tool).unwrap_or(Value::Null);
     StubHash::of(to_canonical_json(&value).as_bytes()).to_hex()
 }

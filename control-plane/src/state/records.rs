@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use quiver_proto::tool::ToolDef;
+use quiver_proto::{finding::Finding, tool::ToolDef};
 use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,18 @@ pub struct PendingDrift {
     /// The definition the upstream now reports.
     pub proposed: ToolDef,
     /// When it was first seen.
+    pub seen_ms: u64,
+}
+
+/// A tool that screening held back: not in the catalogue, not served,
+/// until an operator approves this definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldTool {
+    /// The definition as reported (invisible characters stripped).
+    pub tool: ToolDef,
+    /// What screening found, highest severity first.
+    pub findings: Vec<Finding>,
+    /// When this definition was first held.
     pub seen_ms: u64,
 }
 
@@ -62,6 +74,8 @@ pub enum EventKind {
     Drift,
     /// An operator (or `quiver dev`) changed the registry, a tenant or a key.
     Admin,
+    /// Screening held a tool back.
+    Screening,
 }
 
 /// A manifest version as remembered for history and diffs: the definition hash

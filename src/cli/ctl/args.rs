@@ -192,7 +192,14 @@ pub(crate) enum UpstreamCommand {
         /// Only this upstream.
         id: Option<String>,
     },
-    /// Accept quarantined schema changes.
+    /// What screening found in tool definitions: tools held back (served to
+    /// no tenant until approved) and tools served with findings.
+    Findings {
+        /// Only this upstream.
+        id: Option<String>,
+    },
+    /// Accept quarantined schema changes; `--tool` with a tool that
+    /// screening held back serves it with its findings.
     Approve {
         /// Upstream id.
         id: String,
@@ -310,6 +317,11 @@ pub(crate) struct TenantFlags {
     /// ("" for each server's own level).
     #[arg(long)]
     pub(crate) validation: Option<String>,
+    /// Hide tools whose screening findings reach this severity from the
+    /// tenant even where their upstream serves them: low, medium, high or
+    /// never ("" clears it).
+    #[arg(long)]
+    pub(crate) hold_findings: Option<String>,
     /// Keep calls' arguments in audit records (by default only their SHA-256).
     #[arg(long)]
     pub(crate) audit_arguments: Option<bool>,

@@ -5,8 +5,8 @@
 
 use quiver_contract::membership::MemberRecord;
 use quiver_control_plane::admin::{
-    AdminAnswer, ClusterStatus, Committed, FleetVerification, IssuedKey, NodeVerdict, PublicTenant,
-    SecretList, UpstreamSummary,
+    AdminAnswer, ClusterStatus, Committed, FindingStatus, FindingsReport, FleetVerification,
+    IssuedKey, NodeVerdict, PublicTenant, SecretList, UpstreamSummary,
 };
 use quiver_proto::audit::AuditRecord;
 use serde_json::Value;
@@ -114,6 +114,7 @@ pub(crate) fn print_table(answer: &AdminAnswer, shown: Shown) {
         AdminAnswer::KeyIssue(key) => issued_key(key),
         AdminAnswer::SecretList(list) => secret_table(list),
         AdminAnswer::Audit(records) => audit_table(records),
+        AdminAnswer::UpstreamFindings(report) => findings_table(report),
         AdminAnswer::UpstreamAdd(write)
         | AdminAnswer::UpstreamRemove(write)
         | AdminAnswer::UpstreamApprove(write)
@@ -252,6 +253,45 @@ fn upstream_table(upstreams: &[UpstreamSummary]) {
             })
             .collect(),
     );
+}
+
+fn findings_table(report: &FindingsReport) {
+    if report.tools.is_empty() {
+        say!("no tool definition has screening findings");
+        return;
+    }
+    table(
+        &[
+            "upstream", "tool", "status", "severity", "rule", "field", "excerpt",
+        ],
+        report
+            .tools
+            .iter()
+            .flat_map(|t| {
+                t.findings.iter().map(move |f| {
+                    vec![
+                        t.upstream.clone(),
+                        t.tool.clone(),
+                        t.status.as_str().to_string(),
+                        f.severity.to_string(),
+                        f.rule.clone(),
+                        f.field.clone(),
+                        f.excerpt.replace('\n', " "),
+                    ]
+                })
+            })
+            .collect(),
+    );
+    let held = report
+        .tools
+        .iter()
+        .filter(|t| t.status == FindingStatus::Held)
+        .count();
+    if held > 0 {
+        say!(
+            "{held} tool(s) held back from every tenant; serve one as it is with `quiver ctl upstream approve <upstream> --tool <tool>`"
+        );
+    }
 }
 
 fn audit_table(records: &[AuditRecord]) {

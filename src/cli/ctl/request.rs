@@ -50,6 +50,7 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             UpstreamCommand::Remove { id } => AdminRequest::UpstreamRemove { id },
             UpstreamCommand::Refresh { id } => AdminRequest::UpstreamRefresh { id },
             UpstreamCommand::Drift { id } => AdminRequest::UpstreamDrift { id },
+            UpstreamCommand::Findings { id } => AdminRequest::UpstreamFindings { id },
             UpstreamCommand::Approve { id, tool } => AdminRequest::UpstreamApprove { id, tool },
         },
         CtlCommand::Tenant(c) => match *c {
@@ -241,6 +242,7 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         tool_rate_limits,
         audit_arguments: flags.audit_arguments,
         validation: flags.validation,
+        hold_findings: flags.hold_findings,
         stash_bytes: flags.stash_bytes,
         stash_keys: flags.stash_keys,
         budget: flags.budget,
