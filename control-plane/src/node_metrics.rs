@@ -22,6 +22,30 @@ use crate::{
     raft::{Raft, state_machine::SharedState},
 };
 
+/// Tools with findings by (worst severity, `held` or `served`); every
+/// combination is present, so a gauge goes back to 0.
+fn count_findings(
+    state: &crate::state::ControlState,
+) -> BTreeMap<(quiver_proto::finding::Severity, &'static str), u64> {
+    use quiver_proto::finding::Severity;
+    let mut counts: BTreeMap<(Severity, &'static str), u64> = Severity::ALL
+        .into_iter()
+        .flat_map(|s| [((s, "held"), 0), ((s, "served"), 0)])
+        .collect();
+    let worst = |f: &[quiver_proto::finding::Finding]| f.iter().map(|f| f.severity).max();
+    for held in state.held.values().flat_map(|h| h.values()) {
+        if let Some(s) = worst(&held.findings) {
+            *counts.entry((s, "held")).or_default() += 1;
+        }
+    }
+    for findings in state.catalogue.values().flat_map(|e| e.findings.values()) {
+        if let Some(s) = worst(findings) {
+            *counts.entry((s, "served")).or_default() += 1;
+        }
+    }
+    counts
+}
+
 /// The `quiver.role` of a control-plane node.
 const CONTROL_PLANE_ROLE: &str = "control-plane";
 
@@ -114,6 +138,27 @@ pub(crate) fn report_node(
                 observer.observe(
                     version.saturating_sub(member.manifest_version),
                     &[KeyValue::new("quiver.node", member.node)],
+                );
+            }
+        })
+        .build();
+    let findings_live = live.clone();
+    meter()
+        .u64_observable_gauge(names::TOOL_FINDINGS)
+        .with_description(
+            "Tools with screening findings, by worst severity and status (held back, or served)",
+        )
+        .with_callback(move |observer| {
+            let Some(shared) = findings_live.shared() else {
+                return;
+            };
+            for ((severity, status), n) in count_findings(&shared.lock()) {
+                observer.observe(
+                    n,
+                    &[
+                        KeyValue::new("severity", severity.as_str()),
+                        KeyValue::new("status", status),
+                    ],
                 );
             }
         })

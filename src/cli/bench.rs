@@ -36,6 +36,10 @@ pub enum BenchCommand {
     /// 2 and 4 executors, what the edge → executor hop adds to a call, and
     /// how soon a dead executor stops getting work.
     Fleet(super::bench_fleet::FleetBenchArgs),
+    /// Screening of tool definitions: poisoned ones held back and real ones
+    /// flagged, on the corpus's frozen splits and the shared datasets, and
+    /// the time to screen 10,000 definitions.
+    Screening(super::bench_screening::ScreeningBenchArgs),
     /// Manifest distribution: bytes per change at 10,000 tools, whole
     /// against the delta `WatchManifest` sends, and the time to compute and
     /// apply a delta.
@@ -71,6 +75,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Search(args) => search(args),
         BenchCommand::Lexicon(args) => super::bench_lexicon::run(args),
+        BenchCommand::Screening(args) => super::bench_screening::run(args),
         BenchCommand::Executor(args) => super::bench_executor::run(args).await,
         BenchCommand::ExecuteVsCall(args) => super::bench_execute_vs_call::run(args).await,
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,

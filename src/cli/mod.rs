@@ -7,6 +7,7 @@ pub mod bench_execute_vs_call;
 pub mod bench_executor;
 pub mod bench_fleet;
 pub mod bench_lexicon;
+pub mod bench_screening;
 pub mod bench_manifest;
 pub mod bench_revisions;
 pub mod bench_revocation;

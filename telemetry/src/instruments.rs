@@ -72,6 +72,9 @@ pub mod names {
     /// Fleet members known to the control plane, by role and state (`ok`,
     /// `fenced`, `stale`).
     pub const FLEET_MEMBERS: &str = "quiver.fleet.members";
+    /// Tools with screening findings, by worst severity and status (`held`,
+    /// `served`).
+    pub const TOOL_FINDINGS: &str = "quiver.tool.findings";
 }
 
 /// Duration buckets (s): Quiver answers in well under a millisecond on a
