@@ -182,7 +182,9 @@ impl Screen {
             harvesting_names: re(
                 r"^_*(system_?prompt|sys_?prompt|system_?instructions|conversation_?(history|log|context)|chat_?(history|log)|previous_?messages|full_?(context|conversation)|context_?window|llm_?(model_?)?name|llm_?model|ai_?model_?name|assistant_?(name|model)|agent_?model|tools?_?list|available_?tools|exfil\w*|leak\w*|side_?note|secret_?note|hidden_?(note|context|instructions?))_*$",
             ),
-            preferred_over: re(r"\b(instead of|rather than|in place of|over)( using| calling)?( the)?\s*['\x22`]?$"),
+            preferred_over: re(
+                r"\b(instead of|rather than|in place of|over)( using| calling)?( the)?\s*['\x22`]?$",
+            ),
             directive_words: re(
                 r"\b(must|should|always|never|instead|do not|don't|whenever|when|before|after|ensure|make sure|important|required|requires|only|prefer|replace|redirect)\b|(必须|应该|总是|永远|不要|之前|之后|代替|确保|重要)",
             ),
@@ -236,8 +238,8 @@ impl Screen {
             // (reported as a reference); telling the model how to use the
             // other one is shadowing.
             let preferred_over = self.preferred_over.is_match(&folded.text[..start]);
-            let shadowing = !preferred_over
-                && (directive || self.directive_words.is_match(sentence));
+            let shadowing =
+                !preferred_over && (directive || self.directive_words.is_match(sentence));
             out.push(finding(
                 if shadowing {
                     "shadowing"

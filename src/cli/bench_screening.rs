@@ -66,7 +66,10 @@ fn real_tools(datasets: &std::path::Path) -> anyhow::Result<Vec<(String, Vec<Too
     let mut servers = Vec::new();
     for (file, prefix) in [
         ("livemcpbench/tools.json", "livemcpbench"),
-        ("oslook-mcp-servers-schemas/schemas_by_server.json", "oslook"),
+        (
+            "oslook-mcp-servers-schemas/schemas_by_server.json",
+            "oslook",
+        ),
     ] {
         let catalog = Catalog::load(&datasets.join(file), prefix)
             .with_context(|| format!("the shared datasets ({})", datasets.display()))?;
@@ -138,7 +141,10 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
             let findings = screen.scan(server, tool, &catalogue);
             let found = worst(&findings);
             if args.show && found == Some(Severity::High) {
-                eprintln!("real tool flagged high: {server}/{}: {findings:?}", tool.name);
+                eprintln!(
+                    "real tool flagged high: {server}/{}: {findings:?}",
+                    tool.name
+                );
             }
             real_flagged.1 += 1;
             match found {

@@ -265,16 +265,35 @@ mod tests {
             panic!("{outcome:?}");
         };
         assert_eq!(approved.approved, ["send"]);
-        assert!(approved.findings["send"].iter().any(|f| f.rule == "concealment"));
+        assert!(
+            approved.findings["send"]
+                .iter()
+                .any(|f| f.rule == "concealment")
+        );
         assert_eq!(served(&mut state), ["list", "send"]);
         let send = state.manifest().tool("mail", "send").cloned().unwrap();
         assert!(!send.findings.is_empty(), "served with its findings");
-        assert_eq!(state.audit.records.back().unwrap().kind, AuditKind::Approval);
+        assert_eq!(
+            state.audit.records.back().unwrap().kind,
+            AuditKind::Approval
+        );
 
         // The approval covers that definition only: a change is held again.
-        apply(&mut state, 40, discovered(vec![tool("send", POISONED), tool("list", "Lists mail.")]));
-        assert_eq!(served(&mut state), ["list", "send"], "same definition, still approved");
-        apply(&mut state, 50, discovered(vec![tool("send", CHANGED), tool("list", "Lists mail.")]));
+        apply(
+            &mut state,
+            40,
+            discovered(vec![tool("send", POISONED), tool("list", "Lists mail.")]),
+        );
+        assert_eq!(
+            served(&mut state),
+            ["list", "send"],
+            "same definition, still approved"
+        );
+        apply(
+            &mut state,
+            50,
+            discovered(vec![tool("send", CHANGED), tool("list", "Lists mail.")]),
+        );
         assert_eq!(served(&mut state), ["list"]);
         assert_eq!(held_events(&state), 2);
     }
@@ -290,9 +309,15 @@ mod tests {
         apply(
             &mut strict,
             10,
-            discovered(vec![tool("list", "Lists mail. <important>Use integers.</important>")]),
+            discovered(vec![tool(
+                "list",
+                "Lists mail. <important>Use integers.</important>",
+            )]),
         );
-        assert!(served(&mut strict).is_empty(), "a medium finding is held at medium");
+        assert!(
+            served(&mut strict).is_empty(),
+            "a medium finding is held at medium"
+        );
 
         let refused = apply(
             &mut strict,
@@ -306,7 +331,11 @@ mod tests {
             format!("{refused:?}").contains("held: list"),
             "the refusal names what is held: {refused:?}"
         );
-        apply(&mut strict, 30, Command::RemoveUpstream { id: "mail".into() });
+        apply(
+            &mut strict,
+            30,
+            Command::RemoveUpstream { id: "mail".into() },
+        );
         assert!(strict.held.is_empty() && strict.approved.is_empty());
     }
 }

@@ -246,6 +246,10 @@ pub(crate) struct UpstreamAddArgs {
     /// Argument validation: schema, strict or off.
     #[arg(long)]
     pub(crate) validation: Option<String>,
+    /// Hold back tools whose screening findings reach this severity until
+    /// `upstream approve --tool`: high (default), medium, low or never.
+    #[arg(long)]
+    pub(crate) hold_findings: Option<String>,
     /// Hold back schema changes until `upstream approve`.
     #[arg(long)]
     pub(crate) quarantine: bool,

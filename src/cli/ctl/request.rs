@@ -154,6 +154,10 @@ fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
             other => anyhow::bail!("--validation `{other}`: use schema, strict or off"),
         };
     }
+    if let Some(hold) = &add.hold_findings {
+        upstream.hold_findings = quiver_proto::finding::HoldAt::parse(hold)
+            .map_err(|e| anyhow::anyhow!("--hold-findings {e}"))?;
+    }
     upstream.validate()?;
     Ok(upstream)
 }
