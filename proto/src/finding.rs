@@ -132,11 +132,11 @@ impl HoldAt {
     }
 
     /// Parses a configuration spelling; the error names the valid ones.
-    pub fn parse(text: &str) -> Result<HoldAt, String> {
+    pub fn parse(text: &str) -> Result<HoldAt, UnknownHoldLevel> {
         HoldAt::ALL
             .into_iter()
             .find(|h| h.as_str() == text)
-            .ok_or_else(|| format!("`{text}` is not a hold level; use low, medium, high or never"))
+            .ok_or_else(|| UnknownHoldLevel(text.to_string()))
     }
 
     /// Whether a tool whose worst finding is `worst` is held back.
@@ -157,6 +157,11 @@ impl HoldAt {
         self.holds(findings.iter().map(|f| f.severity).max())
     }
 }
+
+/// A hold level that is not `low`, `medium`, `high` or `never`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a hold level; use low, medium, high or never")]
+pub struct UnknownHoldLevel(pub String);
 
 impl fmt::Display for HoldAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
