@@ -350,7 +350,7 @@ impl ExecutorFleet {
 
     /// The member with the fewest outstanding requests among those that get
     /// work, skipping `tried`; why there is none otherwise.
-    fn pick(&self, tried: &[String]) -> Result<Arc<Member>, String> {
+    fn pick(&self, tried: &[String]) -> Result<Arc<Member>, NoExecutor> {
         let canonical = (self.canonical)();
         let members = self.members.lock().unwrap_or_else(|p| p.into_inner());
         let eligible: Vec<&Arc<Member>> = members
@@ -359,13 +359,15 @@ impl ExecutorFleet {
             .collect();
         if eligible.is_empty() {
             return Err(if members.is_empty() {
-                "no executor has joined the fleet".to_string()
+                NoExecutor::NoneJoined
             } else {
                 let states: Vec<String> = members
                     .values()
                     .map(|m| format!("{} {}", m.info.node, state_of(m, &canonical)))
                     .collect();
-                format!("no executor can take work ({})", states.join(", "))
+                NoExecutor::NoneTakesWork {
+                    states: states.join(", "),
+                }
             });
         }
         let best = eligible
@@ -378,8 +380,25 @@ impl ExecutorFleet {
             })
             .copied()
             .cloned();
-        best.ok_or_else(|| "no executor can take work".to_string())
+        best.ok_or(NoExecutor::NoneLeft)
     }
+}
+
+/// Why no executor was picked for a request.
+#[derive(Debug, thiserror::Error)]
+enum NoExecutor {
+    /// The fleet is empty.
+    #[error("no executor has joined the fleet")]
+    NoneJoined,
+    /// Every member is tried, not ready, fenced or behind an open breaker.
+    #[error("no executor can take work ({states})")]
+    NoneTakesWork {
+        /// Each member and its state.
+        states: String,
+    },
+    /// None was left to pick.
+    #[error("no executor can take work")]
+    NoneLeft,
 }
 
 fn state_of(member: &Member, canonical: &str) -> &'static str {
@@ -460,7 +479,7 @@ impl ExecutorFleet {
                 Ok(member) => member,
                 Err(why) => {
                     last = if last.is_empty() {
-                        why
+                        why.to_string()
                     } else {
                         format!("{last}; {why}")
                     };

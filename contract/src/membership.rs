@@ -68,6 +68,54 @@ impl MemberRecord {
     }
 }
 
+/// Why etcd did not do what membership asked of it. Registrations and
+/// followers retry on it; one-off reads ([`members`]) return it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MembershipError {
+    /// etcd could not be reached at any endpoint: check the endpoints and
+    /// that etcd runs.
+    #[error("connecting: {0}")]
+    Connect(#[source] etcd_client::Error),
+    /// A request to etcd failed.
+    #[error("{doing}: {source}")]
+    Request {
+        /// What was asked (`granting a lease`, `reading /quiver/members/`).
+        doing: String,
+        /// etcd's error.
+        source: etcd_client::Error,
+    },
+    /// etcd did not acknowledge a keep-alive in time.
+    #[error("keep-alive: no answer")]
+    KeepAliveUnanswered,
+    /// etcd closed the keep-alive stream.
+    #[error("keep-alive: the stream ended")]
+    KeepAliveEnded,
+    /// The member's lease ran out before it was kept alive.
+    #[error("the lease expired")]
+    LeaseExpired,
+    /// etcd closed the watch.
+    #[error("the watch ended")]
+    WatchEnded,
+    /// etcd cancelled the watch (compacted past it, or restarted).
+    #[error("the watch was cancelled ({reason})")]
+    WatchCancelled {
+        /// etcd's reason.
+        reason: String,
+    },
+    /// A member's record could not be encoded.
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+impl MembershipError {
+    /// A request that failed while `doing` something.
+    fn request(doing: impl Into<String>) -> impl FnOnce(etcd_client::Error) -> MembershipError {
+        let doing = doing.into();
+        move |source| MembershipError::Request { doing, source }
+    }
+}
+
 /// Whether etcd answered lately, for `/status`.
 #[derive(Debug, Clone, Serialize)]
 pub struct EtcdStatus {
@@ -115,7 +163,7 @@ impl ContactLog {
         };
     }
 
-    fn failed(&self, error: &str) {
+    fn failed(&self, error: &MembershipError) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.connected || state.error.is_none() {
             tracing::warn!(endpoints = ?self.endpoints, "etcd unreachable (retrying): {error}");
@@ -152,7 +200,7 @@ pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A client of the etcd at `endpoints` (`host:port` or URLs), with this
 /// module's timeouts: 2 s to connect and per request, and keep-alive pings
 /// etcd accepts ([`KEEP_ALIVE_INTERVAL`]).
-pub async fn connect(endpoints: &[String]) -> Result<Client, String> {
+pub async fn connect(endpoints: &[String]) -> Result<Client, MembershipError> {
     let options = ConnectOptions::new()
         .with_connect_timeout(REQUEST_TIMEOUT)
         .with_timeout(REQUEST_TIMEOUT)
@@ -170,7 +218,7 @@ pub async fn connect(endpoints: &[String]) -> Result<Client, String> {
         .collect();
     Client::connect(urls, Some(options))
         .await
-        .map_err(|e| format!("connecting: {e}"))
+        .map_err(MembershipError::Connect)
 }
 
 /// Waits `pause` (doubling it for next time) unless `stop` comes first;
@@ -254,17 +302,17 @@ async fn registered_once(
     record: &RecordFn,
     stop: &CancellationToken,
     contact: &ContactLog,
-) -> Result<(), String> {
+) -> Result<(), MembershipError> {
     let mut client = connect(endpoints).await?;
     let lease = client
         .lease_grant(LEASE_TTL_SECS, None)
         .await
-        .map_err(|e| format!("granting a lease: {e}"))?
+        .map_err(MembershipError::request("granting a lease"))?
         .id();
     let (mut keeper, mut acks) = client
         .lease_keep_alive(lease)
         .await
-        .map_err(|e| format!("keeping the lease alive: {e}"))?;
+        .map_err(MembershipError::request("keeping the lease alive"))?;
     let mut written = record();
     let key = written.key();
     put(&mut client, &key, &written, lease).await?;
@@ -281,14 +329,14 @@ async fn registered_once(
                 return Ok(());
             }
             _ = keep_alive.tick() => {
-                keeper.keep_alive().await.map_err(|e| format!("keep-alive: {e}"))?;
+                keeper.keep_alive().await.map_err(MembershipError::request("keep-alive"))?;
                 let ack = tokio::time::timeout(REQUEST_TIMEOUT, acks.message())
                     .await
-                    .map_err(|_| "keep-alive: no answer".to_string())?
-                    .map_err(|e| format!("keep-alive: {e}"))?
-                    .ok_or("keep-alive: the stream ended")?;
+                    .map_err(|_| MembershipError::KeepAliveUnanswered)?
+                    .map_err(MembershipError::request("keep-alive"))?
+                    .ok_or(MembershipError::KeepAliveEnded)?;
                 if ack.ttl() <= 0 {
-                    return Err("the lease expired".into());
+                    return Err(MembershipError::LeaseExpired);
                 }
                 contact.answered();
             }
@@ -308,12 +356,12 @@ async fn put(
     key: &str,
     record: &MemberRecord,
     lease: i64,
-) -> Result<(), String> {
-    let value = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+) -> Result<(), MembershipError> {
+    let value = serde_json::to_vec(record)?;
     client
         .put(key, value, Some(PutOptions::new().with_lease(lease)))
         .await
-        .map_err(|e| format!("writing {key}: {e}"))?;
+        .map_err(MembershipError::request(format!("writing {key}")))?;
     Ok(())
 }
 
@@ -355,12 +403,12 @@ pub fn follow(
 }
 
 /// Every member's record in the etcd at `endpoints` now (one read).
-pub async fn members(endpoints: &[String]) -> Result<Vec<MemberRecord>, String> {
+pub async fn members(endpoints: &[String]) -> Result<Vec<MemberRecord>, MembershipError> {
     let mut client = connect(endpoints).await?;
     let all = client
         .get(PREFIX, Some(GetOptions::new().with_prefix()))
         .await
-        .map_err(|e| format!("reading {PREFIX}: {e}"))?;
+        .map_err(MembershipError::request(format!("reading {PREFIX}")))?;
     Ok(all
         .kvs()
         .iter()
@@ -373,12 +421,12 @@ async fn followed_once(
     on_change: &(dyn Fn(Vec<MemberRecord>) + Send + Sync),
     shutdown: &CancellationToken,
     contact: &ContactLog,
-) -> Result<(), String> {
+) -> Result<(), MembershipError> {
     let mut client = connect(endpoints).await?;
     let all = client
         .get(PREFIX, Some(GetOptions::new().with_prefix()))
         .await
-        .map_err(|e| format!("reading {PREFIX}: {e}"))?;
+        .map_err(MembershipError::request(format!("reading {PREFIX}")))?;
     let revision = all.header().map_or(0, |h| h.revision());
     let mut members: BTreeMap<Vec<u8>, MemberRecord> = BTreeMap::new();
     for kv in all.kvs() {
@@ -398,21 +446,20 @@ async fn followed_once(
             ),
         )
         .await
-        .map_err(|e| format!("watching {PREFIX}: {e}"))?;
+        .map_err(MembershipError::request(format!("watching {PREFIX}")))?;
     loop {
         let message = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
             message = watch.message() => message,
         };
         let response: WatchResponse = message
-            .map_err(|e| format!("watch: {e}"))?
-            .ok_or("the watch ended")?;
+            .map_err(MembershipError::request("watch"))?
+            .ok_or(MembershipError::WatchEnded)?;
         if response.canceled() {
             // Compacted past our revision, or etcd restarted: read it all again.
-            return Err(format!(
-                "the watch was cancelled ({})",
-                response.cancel_reason()
-            ));
+            return Err(MembershipError::WatchCancelled {
+                reason: response.cancel_reason().to_string(),
+            });
         }
         contact.answered();
         if response.events().is_empty() {

@@ -18,6 +18,8 @@ use quiver_upstream::CallSink;
 use quiver_view::ToolView;
 use tokio_util::sync::CancellationToken;
 
+use crate::control_plane_error::ControlPlaneError;
+
 /// How often buffered records are shipped.
 pub const SHIP_EVERY: Duration = Duration::from_secs(1);
 /// Records kept while the control plane is unreachable.
@@ -28,7 +30,7 @@ const BATCH: usize = 500;
 /// Where records go: the control plane.
 pub trait AuditShipper: Send + Sync {
     /// Appends `records` to the cluster's audit log.
-    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), String>>;
+    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), ControlPlaneError>>;
 }
 
 /// Buffers this executor's records and ships them.

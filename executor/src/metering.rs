@@ -33,7 +33,10 @@ use quiver_telemetry::instruments;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio::sync::watch;
 
-use crate::audit::{Auditor, now_ms};
+use crate::{
+    audit::{Auditor, now_ms},
+    control_plane_error::ControlPlaneError,
+};
 
 /// How often spending is reported to the control plane when nothing else
 /// reports it.
@@ -59,7 +62,7 @@ pub struct BudgetReport {
 /// Where allowances come from: the control plane.
 pub trait LeaseSource: Send + Sync {
     /// Sends `report` and returns the allowance granted (at most `want`).
-    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, String>>;
+    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, ControlPlaneError>>;
 }
 
 /// A [`Dispatch`] that applies each tenant's rate limits and budget before
@@ -97,6 +100,33 @@ impl RefusalReason {
 
 /// A refusal: which limit, and what the caller is told.
 type Refusal = (RefusalReason, String);
+
+/// Why a tenant's budget refused a call.
+#[derive(Debug, thiserror::Error)]
+enum BudgetRefusal {
+    /// The tenant has a budget, and there is no control plane to lease it from.
+    #[error(
+        "tenant `{tenant}` has a budget, and this executor follows no control plane to lease it from (start it with --control-plane)"
+    )]
+    NoControlPlane { tenant: String },
+    /// The control plane could not lease any.
+    #[error("the budget of tenant `{tenant}` could not be checked ({source})")]
+    Unchecked {
+        tenant: String,
+        source: ControlPlaneError,
+    },
+    /// The budget is spent.
+    #[error(
+        "budget of tenant `{tenant}` exhausted ({budget} spent or leased; `{server}/{tool}` costs {price}); the gateway's operator can raise it with `quiver ctl tenant update {tenant} --budget N`"
+    )]
+    Exhausted {
+        tenant: String,
+        budget: f64,
+        server: String,
+        tool: String,
+        price: f64,
+    },
+}
 
 /// A tenant's bucket, or one of its tools' buckets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -293,10 +323,10 @@ impl Metered {
     async fn charge(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), Refusal> {
         self.pay(tenant, server, tool)
             .await
-            .map_err(|message| (RefusalReason::Budget, message))
+            .map_err(|refusal| (RefusalReason::Budget, refusal.to_string()))
     }
 
-    async fn pay(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), String> {
+    async fn pay(&self, tenant: &Tenant, server: &str, tool: &str) -> Result<(), BudgetRefusal> {
         let price = tenant.price_of(server, tool);
         let account = self
             .accounts
@@ -313,10 +343,9 @@ impl Metered {
         };
         if price > 0.0 && account.allowance < price {
             let Some(leases) = &self.leases else {
-                return Err(format!(
-                    "tenant `{}` has a budget, and this executor follows no control plane to lease it from (start it with --control-plane)",
-                    tenant.id
-                ));
+                return Err(BudgetRefusal::NoControlPlane {
+                    tenant: tenant.id.clone(),
+                });
             };
             // Lease a twentieth of the budget at a time (at least this call's
             // price), reporting what was spent since the last report.
@@ -329,20 +358,25 @@ impl Metered {
                 give_back: 0.0,
                 stash: None,
             };
-            let granted = leases.lease(report).await.map_err(|e| {
-                format!(
-                    "the budget of tenant `{}` could not be checked ({e})",
-                    tenant.id
-                )
-            })?;
+            let granted =
+                leases
+                    .lease(report)
+                    .await
+                    .map_err(|source| BudgetRefusal::Unchecked {
+                        tenant: tenant.id.clone(),
+                        source,
+                    })?;
             account.unreported_spent = 0.0;
             account.unreported_calls = 0;
             account.allowance += granted;
             if account.allowance < price {
-                return Err(format!(
-                    "budget of tenant `{}` exhausted ({budget} spent or leased; `{server}/{tool}` costs {price}); the gateway's operator can raise it with `quiver ctl tenant update {} --budget N`",
-                    tenant.id, tenant.id
-                ));
+                return Err(BudgetRefusal::Exhausted {
+                    tenant: tenant.id.clone(),
+                    budget,
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    price,
+                });
             }
         }
         account.allowance -= price;

@@ -110,27 +110,58 @@ pub struct ReplicaSnapshot {
 }
 
 /// Why a replica did not take a write.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ReplicaError {
     /// The write would take the tenant past its quota across the fleet.
     #[error("{0}")]
     Refused(StashError),
     /// The replica could not be reached or failed.
     #[error("{0}")]
-    Unavailable(String),
+    Unavailable(#[from] ReplicaUnavailable),
 }
 
-impl From<String> for ReplicaError {
-    fn from(error: String) -> ReplicaError {
-        ReplicaError::Unavailable(error)
-    }
+/// Why a replica could not be read or could not take a change (the
+/// script's stash operation fails; the next one tries again).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplicaUnavailable {
+    /// The replica could not be reached.
+    #[error("{replica}: {source}")]
+    Unreachable {
+        /// The replica (`etcd`).
+        replica: &'static str,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A request to the replica failed.
+    #[error("{replica}: {doing}: {source}")]
+    Failed {
+        /// The replica (`etcd`).
+        replica: &'static str,
+        /// What was asked of it (`reading the stash`).
+        doing: &'static str,
+        /// The replica's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Other executors' writes for the same tenant overtook every attempt
+    /// at a write: the script may try again.
+    #[error(
+        "{replica}: {attempts} attempts were overtaken by other writes of this tenant; try again"
+    )]
+    Overtaken {
+        /// The replica (`etcd`).
+        replica: &'static str,
+        /// Attempts made.
+        attempts: usize,
+    },
 }
 
 /// Where stashes are kept beyond this process, so they outlive it. Writes
 /// return the replica's revision after them.
 pub trait StashReplica: Send + Sync {
     /// Every live entry of `session`'s stash.
-    fn load<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<ReplicaSnapshot, String>>;
+    fn load<'a>(&'a self, session: &'a str)
+    -> BoxFuture<'a, Result<ReplicaSnapshot, ReplicaUnavailable>>;
     /// Stores `value` under `key` for `ttl`, unless the session's tenant
     /// would then hold more than `quota` across everything the replica keeps.
     fn put<'a>(
@@ -142,7 +173,11 @@ pub trait StashReplica: Send + Sync {
         quota: StashAmount,
     ) -> BoxFuture<'a, Result<i64, ReplicaError>>;
     /// Removes `key`.
-    fn delete<'a>(&'a self, session: &'a str, key: &'a str) -> BoxFuture<'a, Result<i64, String>>;
+    fn delete<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<i64, ReplicaUnavailable>>;
     /// What `tenant` holds across the fleet, as last seen (`None`: not known).
     fn fleet_held(&self, _tenant: &str) -> Option<StashAmount> {
         None

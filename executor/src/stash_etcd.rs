@@ -29,9 +29,24 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::{
-    stash::{ReplicaEntry, ReplicaError, ReplicaSnapshot, StashError, StashReplica, tenant_of},
+    stash::{
+        ReplicaEntry, ReplicaError, ReplicaSnapshot, ReplicaUnavailable, StashError, StashReplica,
+        tenant_of,
+    },
     stash_ledger::StashAmount,
 };
+
+/// The replica, as errors name it.
+const REPLICA: &str = "etcd";
+
+/// A request to etcd that failed while `doing` something.
+fn failed(doing: &'static str) -> impl FnOnce(etcd_client::Error) -> ReplicaUnavailable {
+    move |e| ReplicaUnavailable::Failed {
+        replica: REPLICA,
+        doing,
+        source: e.into(),
+    }
+}
 
 /// Where stashes live in etcd.
 pub const PREFIX: &str = "/quiver/stash/";
@@ -96,11 +111,11 @@ impl EtcdStash {
         client: &mut Client,
         tenant: &str,
         entry: &str,
-    ) -> Result<(FleetHolding, Option<usize>), String> {
+    ) -> Result<(FleetHolding, Option<usize>), ReplicaUnavailable> {
         let epoch = client
             .get(epoch_key(tenant), None)
             .await
-            .map_err(|e| format!("etcd: reading the tenant's stash epoch: {e}"))?
+            .map_err(failed("reading the tenant's stash epoch"))?
             .kvs()
             .first()
             .map_or(0, |kv| kv.mod_revision());
@@ -108,7 +123,7 @@ impl EtcdStash {
         let sizes = client
             .get(prefix.as_str(), Some(GetOptions::new().with_prefix()))
             .await
-            .map_err(|e| format!("etcd: reading the tenant's stash sizes: {e}"))?;
+            .map_err(failed("reading the tenant's stash sizes"))?;
         let mut held = StashAmount::default();
         let mut existing = None;
         for kv in sizes.kvs() {
@@ -124,14 +139,17 @@ impl EtcdStash {
         Ok((FleetHolding { held, epoch }, existing))
     }
 
-    async fn client(&self) -> Result<Client, String> {
+    async fn client(&self) -> Result<Client, ReplicaUnavailable> {
         let mut held = self.client.lock().await;
         if let Some(client) = held.as_ref() {
             return Ok(client.clone());
         }
         let client = quiver_contract::membership::connect(&self.endpoints)
             .await
-            .map_err(|e| format!("etcd: {e}"))?;
+            .map_err(|e| ReplicaUnavailable::Unreachable {
+                replica: REPLICA,
+                source: e.into(),
+            })?;
         *held = Some(client.clone());
         Ok(client)
     }
@@ -193,14 +211,17 @@ fn now_ms() -> u64 {
 }
 
 impl StashReplica for EtcdStash {
-    fn load<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<ReplicaSnapshot, String>> {
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<ReplicaSnapshot, ReplicaUnavailable>> {
         Box::pin(async move {
             let mut client = self.client().await?;
             let prefix = session_prefix(session);
             let answer = client
                 .get(prefix.as_str(), Some(GetOptions::new().with_prefix()))
                 .await
-                .map_err(|e| format!("etcd: reading the stash: {e}"))?;
+                .map_err(failed("reading the stash"))?;
             let revision = answer.header().map_or(0, |h| h.revision());
             let now = now_ms();
             let mut entries = Vec::new();
@@ -251,7 +272,7 @@ impl StashReplica for EtcdStash {
             let lease = client
                 .lease_grant(i64::try_from(secs).unwrap_or(i64::MAX), None)
                 .await
-                .map_err(|e| format!("etcd: granting the entry's lease: {e}"))?
+                .map_err(failed("granting the entry's lease"))?
                 .id();
             let stored = json!({"value": value, "expires_ms": now_ms() + secs * 1_000});
             for _ in 0..WRITE_ATTEMPTS {
@@ -287,7 +308,7 @@ impl StashReplica for EtcdStash {
                 let answer = client
                     .txn(txn)
                     .await
-                    .map_err(|e| format!("etcd: writing the entry: {e}"))?;
+                    .map_err(failed("writing the entry"))?;
                 let revision = answer.header().map_or(0, |h| h.revision());
                 if answer.succeeded() {
                     let held = StashAmount::new(
@@ -306,13 +327,18 @@ impl StashReplica for EtcdStash {
                 // Another executor grew the tenant's holding: read it again.
                 self.remember(tenant, None);
             }
-            Err(ReplicaError::Unavailable(format!(
-                "etcd: {WRITE_ATTEMPTS} attempts were overtaken by other writes of this tenant; try again"
-            )))
+            Err(ReplicaError::Unavailable(ReplicaUnavailable::Overtaken {
+                replica: REPLICA,
+                attempts: WRITE_ATTEMPTS,
+            }))
         })
     }
 
-    fn delete<'a>(&'a self, session: &'a str, key: &'a str) -> BoxFuture<'a, Result<i64, String>> {
+    fn delete<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<i64, ReplicaUnavailable>> {
         Box::pin(async move {
             let mut client = self.client().await?;
             let txn = Txn::new().and_then([
@@ -322,7 +348,7 @@ impl StashReplica for EtcdStash {
             let answer = client
                 .txn(txn)
                 .await
-                .map_err(|e| format!("etcd: removing the entry: {e}"))?;
+                .map_err(failed("removing the entry"))?;
             Ok(answer.header().map_or(0, |h| h.revision()))
         })
     }

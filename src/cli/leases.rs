@@ -15,6 +15,7 @@ use quiver_control_plane::{
 };
 use quiver_executor::{
     audit::AuditShipper,
+    control_plane_error::ControlPlaneError,
     metering::{BudgetReport, LeaseSource, REPORT_EVERY},
     stash::StashStore,
 };
@@ -91,55 +92,55 @@ fn request(report: BudgetReport, node: &str) -> AdminRequest {
     }
 }
 
-fn granted(answer: AdminAnswer) -> Result<f64, String> {
+fn granted(answer: AdminAnswer) -> Result<f64, ControlPlaneError> {
     match answer {
         AdminAnswer::BudgetLease(g) => Ok(g.granted),
-        other => Err(format!(
-            "unexpected answer to a budget lease: {:?}",
-            other.to_json()
-        )),
+        other => Err(ControlPlaneError::UnexpectedAnswer {
+            request: "a budget lease",
+            answer: format!("{:?}", other.to_json()),
+        }),
     }
 }
 
 impl LeaseSource for NodeLeases {
-    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, String>> {
+    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, ControlPlaneError>> {
         Box::pin(async move {
             let answer = self
                 .node
                 .admin(request(report, &self.name))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(ControlPlaneError::request)?;
             granted(answer)
         })
     }
 }
 
 /// The answer to an audit append, as a result.
-fn appended(answer: AdminAnswer) -> Result<(), String> {
+fn appended(answer: AdminAnswer) -> Result<(), ControlPlaneError> {
     match answer {
         AdminAnswer::AuditAppend(_) => Ok(()),
-        other => Err(format!(
-            "unexpected answer to an audit append: {:?}",
-            other.to_json()
-        )),
+        other => Err(ControlPlaneError::UnexpectedAnswer {
+            request: "an audit append",
+            answer: format!("{:?}", other.to_json()),
+        }),
     }
 }
 
 impl AuditShipper for NodeLeases {
-    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), String>> {
+    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), ControlPlaneError>> {
         Box::pin(async move {
             let answer = self
                 .node
                 .admin(AdminRequest::AuditAppend { records })
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(ControlPlaneError::request)?;
             appended(answer)
         })
     }
 }
 
 impl AuditShipper for ClientLeases {
-    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), String>> {
+    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), ControlPlaneError>> {
         Box::pin(async move {
             if self.standalone {
                 return Ok(());
@@ -150,14 +151,14 @@ impl AuditShipper for ClientLeases {
                 .await
                 .call(&AdminRequest::AuditAppend { records })
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(ControlPlaneError::request)?;
             appended(answer)
         })
     }
 }
 
 impl LeaseSource for ClientLeases {
-    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, String>> {
+    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, ControlPlaneError>> {
         Box::pin(async move {
             let answer = self
                 .client
@@ -165,7 +166,7 @@ impl LeaseSource for ClientLeases {
                 .await
                 .call(&request(report, &self.name))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(ControlPlaneError::request)?;
             granted(answer)
         })
     }

@@ -24,7 +24,7 @@ use crate::{
     ipc::HostError,
     pool::Owner,
     script::{ScriptContext, StashOp},
-    stash::{ReplicaError, StashError, StashStore},
+    stash::{ReplicaError, ReplicaUnavailable, StashError, StashStore},
 };
 
 /// One execution's context.
@@ -255,10 +255,10 @@ enum StashFailure {
     Refused(#[from] StashError),
     /// The replica could not be read.
     #[error("the stash is unavailable for now ({0})")]
-    Unavailable(String),
+    Unavailable(ReplicaUnavailable),
     /// The replica could not take a change.
     #[error("the stash could not be saved ({0}); the change was not kept")]
-    NotSaved(String),
+    NotSaved(ReplicaUnavailable),
 }
 
 impl StashFailure {
