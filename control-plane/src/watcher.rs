@@ -132,7 +132,7 @@ impl ControlPlaneContact {
     pub fn check(
         &self,
         store: Arc<ManifestStore>,
-    ) -> impl Fn() -> Result<String, String> + Send + Sync + 'static {
+    ) -> impl Fn() -> Result<String, quiver_telemetry::NotReady> + Send + Sync + 'static {
         let contact = self.clone();
         move || {
             let status = contact.status();

@@ -262,7 +262,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             if ok > 0 {
                 Ok(format!("{ok} of {} executors take work", states.len()))
             } else {
-                Err(format!("no executor takes work ({} known)", states.len()))
+                Err(format!("no executor takes work ({} known)", states.len()).into())
             }
         });
     let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;

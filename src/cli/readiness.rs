@@ -10,11 +10,11 @@ use std::{
 use anyhow::Context as _;
 use quiver_control_plane::ManifestStore;
 use quiver_executor::pool::WorkerPool;
-use quiver_telemetry::{Health, health::AdminListener};
+use quiver_telemetry::{Health, NotReady, health::AdminListener};
 use tokio_util::sync::CancellationToken;
 
 /// Ready once a manifest arrived (version 1 or later).
-pub fn manifest_held(store: Arc<ManifestStore>) -> impl Fn() -> Result<String, String> {
+pub fn manifest_held(store: Arc<ManifestStore>) -> impl Fn() -> Result<String, NotReady> {
     move || {
         let manifest = store.current();
         if manifest.version == 0 {
@@ -31,7 +31,7 @@ pub fn manifest_held(store: Arc<ManifestStore>) -> impl Fn() -> Result<String, S
 }
 
 /// Ready while some sandbox worker is warm or running.
-pub fn workers_warm(pool: Arc<WorkerPool>) -> impl Fn() -> Result<String, String> {
+pub fn workers_warm(pool: Arc<WorkerPool>) -> impl Fn() -> Result<String, NotReady> {
     move || {
         let stats = pool.stats();
         if stats.idle + stats.running == 0 {
@@ -48,10 +48,11 @@ pub fn workers_warm(pool: Arc<WorkerPool>) -> impl Fn() -> Result<String, String
 pub fn remote_executor_ready(
     admin: String,
     shutdown: CancellationToken,
-) -> impl Fn() -> Result<String, String> {
-    let last: Arc<Mutex<Result<String, String>>> = Arc::new(Mutex::new(Err(format!(
+) -> impl Fn() -> Result<String, NotReady> {
+    let last: Arc<Mutex<Result<String, NotReady>>> = Arc::new(Mutex::new(Err(format!(
         "executor at {admin} not asked yet"
-    ))));
+    )
+    .into())));
     let state = last.clone();
     tokio::spawn(async move {
         let client = reqwest::Client::builder()
@@ -67,8 +68,9 @@ pub fn remote_executor_ready(
                 Ok(response) => Err(format!(
                     "executor at {admin} not ready: {}",
                     response.text().await.unwrap_or_default()
-                )),
-                Err(e) => Err(format!("executor at {admin} unreachable: {e}")),
+                )
+                .into()),
+                Err(e) => Err(format!("executor at {admin} unreachable: {e}").into()),
             };
             *state.lock().unwrap_or_else(|p| p.into_inner()) = answer;
             tokio::select! {

@@ -16,7 +16,36 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 /// One readiness condition: `Ok(detail)` when met, `Err(reason)` when not.
-pub type Check = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+pub type Check = Arc<dyn Fn() -> Result<String, NotReady> + Send + Sync>;
+
+/// Why a readiness condition is not met, worded for an operator (what is
+/// missing, and what it waits for); `/readyz` shows it as the check's detail.
+///
+/// ```
+/// use quiver_telemetry::{Health, NotReady};
+/// let health = Health::new("edge").check("manifest", || Err(NotReady::from("no manifest yet")));
+/// assert!(!health.readiness().ready);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct NotReady {
+    /// What is missing.
+    pub reason: String,
+}
+
+impl From<String> for NotReady {
+    fn from(reason: String) -> NotReady {
+        NotReady { reason }
+    }
+}
+
+impl From<&str> for NotReady {
+    fn from(reason: &str) -> NotReady {
+        NotReady {
+            reason: reason.to_string(),
+        }
+    }
+}
 
 /// A role's liveness and readiness.
 #[derive(Clone)]
@@ -62,7 +91,7 @@ impl Health {
     pub fn check(
         mut self,
         name: &'static str,
-        check: impl Fn() -> Result<String, String> + Send + Sync + 'static,
+        check: impl Fn() -> Result<String, NotReady> + Send + Sync + 'static,
     ) -> Health {
         self.checks.push((name, Arc::new(check)));
         self
@@ -81,7 +110,7 @@ impl Health {
             .map(|(name, check)| {
                 let (ok, detail) = match check() {
                     Ok(detail) => (true, detail),
-                    Err(reason) => (false, reason),
+                    Err(not_ready) => (false, not_ready.reason),
                 };
                 CheckState {
                     name: (*name).to_string(),

@@ -17,7 +17,7 @@ pub mod settings;
 mod setup;
 pub mod spans;
 
-pub use health::Health;
+pub use health::{Health, NotReady};
 pub use instruments::instruments;
-pub use settings::{LogFormat, OtlpProtocol, TelemetrySettings};
-pub use setup::{TelemetryGuard, init};
+pub use settings::{LogFormat, OtlpProtocol, SettingsError, TelemetrySettings};
+pub use setup::{TelemetryError, TelemetryGuard, init};

@@ -27,6 +27,49 @@ pub struct TelemetrySettings {
     pub log_format: Option<LogFormat>,
 }
 
+/// Why the telemetry settings are not usable; each names the setting and
+/// the values it takes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// Not an OTLP protocol.
+    #[error("OTLP protocol `{value}` is not one of grpc, http/protobuf, http/json")]
+    UnknownProtocol {
+        /// The value given.
+        value: String,
+    },
+    /// Not a log format.
+    #[error("log format `{value}` is not one of text, json")]
+    UnknownLogFormat {
+        /// The value given.
+        value: String,
+    },
+    /// An environment variable has a bad value.
+    #[error("{variable}: {source}")]
+    Variable {
+        /// The variable, e.g. `OTEL_EXPORTER_OTLP_PROTOCOL`.
+        variable: &'static str,
+        /// What is wrong with its value.
+        source: Box<SettingsError>,
+    },
+    /// The configured endpoint is not an http(s) URL.
+    #[error("telemetry.otlp_endpoint `{endpoint}` must start with http:// or https://")]
+    EndpointScheme {
+        /// The endpoint given.
+        endpoint: String,
+    },
+}
+
+impl SettingsError {
+    /// This error, as the value of environment variable `variable`.
+    fn in_variable(variable: &'static str) -> impl FnOnce(SettingsError) -> SettingsError {
+        move |e| SettingsError::Variable {
+            variable,
+            source: Box::new(e),
+        }
+    }
+}
+
 /// The OTLP transport.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 pub enum OtlpProtocol {
@@ -44,14 +87,14 @@ pub enum OtlpProtocol {
 
 impl OtlpProtocol {
     /// Parses the value of `OTEL_EXPORTER_OTLP_PROTOCOL`.
-    pub fn parse(value: &str) -> Result<OtlpProtocol, String> {
+    pub fn parse(value: &str) -> Result<OtlpProtocol, SettingsError> {
         match value.trim() {
             "grpc" => Ok(OtlpProtocol::Grpc),
             "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
             "http/json" => Ok(OtlpProtocol::HttpJson),
-            other => Err(format!(
-                "OTLP protocol `{other}` is not one of grpc, http/protobuf, http/json"
-            )),
+            other => Err(SettingsError::UnknownProtocol {
+                value: other.to_string(),
+            }),
         }
     }
 
@@ -78,11 +121,13 @@ pub enum LogFormat {
 
 impl LogFormat {
     /// Parses `text` or `json`.
-    pub fn parse(value: &str) -> Result<LogFormat, String> {
+    pub fn parse(value: &str) -> Result<LogFormat, SettingsError> {
         match value.trim() {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
-            other => Err(format!("log format `{other}` is not one of text, json")),
+            other => Err(SettingsError::UnknownLogFormat {
+                value: other.to_string(),
+            }),
         }
     }
 }
@@ -117,7 +162,7 @@ impl TelemetrySettings {
         &self,
         role: &str,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Resolved, String> {
+    ) -> Result<Resolved, SettingsError> {
         let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         let disabled = set("OTEL_SDK_DISABLED").is_some_and(|v| v.trim() == "true");
         let env_endpoint = [
@@ -130,7 +175,7 @@ impl TelemetrySettings {
         .any(|name| set(name).is_some());
         let protocol = match set("OTEL_EXPORTER_OTLP_PROTOCOL") {
             Some(value) => OtlpProtocol::parse(&value)
-                .map_err(|e| format!("OTEL_EXPORTER_OTLP_PROTOCOL: {e}"))?,
+                .map_err(SettingsError::in_variable("OTEL_EXPORTER_OTLP_PROTOCOL"))?,
             None => self.otlp_protocol.unwrap_or_default(),
         };
         let export = if disabled {
@@ -141,17 +186,16 @@ impl TelemetrySettings {
             self.otlp_endpoint.clone().map(Some)
         };
         let log_format = match set("QUIVER_LOG_FORMAT") {
-            Some(value) => {
-                LogFormat::parse(&value).map_err(|e| format!("QUIVER_LOG_FORMAT: {e}"))?
-            }
+            Some(value) => LogFormat::parse(&value)
+                .map_err(SettingsError::in_variable("QUIVER_LOG_FORMAT"))?,
             None => self.log_format.unwrap_or_default(),
         };
         if let Some(Some(endpoint)) = &export
             && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
         {
-            return Err(format!(
-                "telemetry.otlp_endpoint `{endpoint}` must start with http:// or https://"
-            ));
+            return Err(SettingsError::EndpointScheme {
+                endpoint: endpoint.clone(),
+            });
         }
         Ok(Resolved {
             export: export.map(|endpoint_from_config| Export {
@@ -237,7 +281,8 @@ mod tests {
         assert_eq!(off.export, None);
         let err = file
             .resolve("edge", env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "udp")]))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && err.contains("udp"),
             "{err}"
@@ -246,7 +291,7 @@ mod tests {
             otlp_endpoint: Some("collector:4317".into()),
             ..Default::default()
         };
-        let err = bad.resolve("edge", env(&[])).unwrap_err();
+        let err = bad.resolve("edge", env(&[])).unwrap_err().to_string();
         assert!(err.contains("http://"), "{err}");
     }
 }

@@ -10,9 +10,37 @@ use tracing_subscriber::{
 use crate::{
     json_log::JsonFormat,
     metrics,
-    settings::{LogFormat, Resolved, TelemetrySettings},
+    settings::{LogFormat, Resolved, SettingsError, TelemetrySettings},
     spans::TARGET,
 };
+
+/// Why telemetry could not be installed; each names the setting at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    /// The `[telemetry]` table or an `OTEL_*` variable is not usable.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// An OTLP exporter could not be built.
+    #[cfg(feature = "otlp")]
+    #[error("OTLP {signal} exporter ({protocol}): {source}")]
+    Exporter {
+        /// `trace`, `metric` or `log`.
+        signal: &'static str,
+        /// The transport, as `OTEL_EXPORTER_OTLP_PROTOCOL` spells it.
+        protocol: &'static str,
+        /// The exporter's error.
+        source: opentelemetry_otlp::ExporterBuildError,
+    },
+    /// Export is configured, but the build cannot export.
+    #[error(
+        "OTLP export is configured but this build has no OTLP exporter (build with the `otlp` feature)"
+    )]
+    NoExporter,
+    /// The log filter could not be built.
+    #[error("log filter: {0}")]
+    LogFilter(#[source] tracing_subscriber::filter::ParseError),
+}
 
 /// Flushes and stops the exporters when dropped (at the end of `main`).
 #[must_use = "dropping the guard stops telemetry export"]
@@ -63,7 +91,7 @@ pub fn init(
     role: &'static str,
     settings: &TelemetrySettings,
     default_filter: &str,
-) -> Result<TelemetryGuard, String> {
+) -> Result<TelemetryGuard, TelemetryError> {
     let resolved = settings.resolve(role, |name| std::env::var(name).ok())?;
     let mut resource = opentelemetry_sdk::Resource::builder()
         .with_attribute(opentelemetry::KeyValue::new("quiver.role", role));
@@ -103,10 +131,7 @@ pub fn init(
     #[cfg(not(feature = "otlp"))]
     {
         if resolved.export.is_some() {
-            return Err(
-                "OTLP export is configured but this build has no OTLP exporter (build with the `otlp` feature)"
-                    .into(),
-            );
+            return Err(TelemetryError::NoExporter);
         }
         metrics::configure(metrics::ProviderParts { resource });
     }
@@ -116,7 +141,7 @@ pub fn init(
         .add_directive(
             format!("{TARGET}=off")
                 .parse()
-                .map_err(|e| format!("log filter: {e}"))?,
+                .map_err(TelemetryError::LogFilter)?,
         );
     let fmt = match resolved.log_format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
@@ -169,7 +194,10 @@ mod otlp {
         LogExporter, MetricExporter, Protocol, SpanExporter, WithExportConfig as _,
     };
 
-    use crate::settings::{Export, OtlpProtocol};
+    use crate::{
+        settings::{Export, OtlpProtocol},
+        setup::TelemetryError,
+    };
 
     /// One exporter per signal, on the configured transport.
     pub(super) struct Exporters {
@@ -179,9 +207,13 @@ mod otlp {
     }
 
     impl Exporters {
-        pub(super) fn build(export: &Export) -> Result<Exporters, String> {
-            let fail = |signal: &str, e: opentelemetry_otlp::ExporterBuildError| {
-                format!("OTLP {signal} exporter ({}): {e}", export.protocol.as_str())
+        pub(super) fn build(export: &Export) -> Result<Exporters, TelemetryError> {
+            let fail = |signal: &'static str, source: opentelemetry_otlp::ExporterBuildError| {
+                TelemetryError::Exporter {
+                    signal,
+                    protocol: export.protocol.as_str(),
+                    source,
+                }
             };
             // The HTTP exporters use a configured endpoint verbatim, so the
             // signal's path is added here; from the environment they add it.
