@@ -112,6 +112,25 @@ pub enum OpenError {
     Damaged,
 }
 
+/// Why a sealed value proposed for the log is malformed (what can be told
+/// without the key). Seal the secret again (`quiver ctl secret set`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SealedShapeError {
+    /// The nonce is not base64.
+    #[error("the nonce is not base64")]
+    NonceEncoding,
+    /// The nonce has the wrong length.
+    #[error("the nonce must be {NONCE_LEN} bytes")]
+    NonceLength,
+    /// The ciphertext is not base64.
+    #[error("the ciphertext is not base64")]
+    CiphertextEncoding,
+    /// The ciphertext is shorter than a tag or longer than the largest secret.
+    #[error("the ciphertext must be {TAG_LEN} to {max} bytes", max = MAX_SECRET_BYTES + TAG_LEN)]
+    CiphertextLength,
+}
+
 /// A secret as stored and replicated: nonce and ciphertext (with its tag),
 /// base64, and the id of the key that sealed it. Opens only with that key,
 /// as the tenant and name it was sealed for.
@@ -129,22 +148,19 @@ pub struct SealedValue {
 impl SealedValue {
     /// Checks the shape of a value proposed for the log (what the state
     /// machine can check without the key): a 12-byte nonce and a ciphertext
-    /// of a plausible size. The message names what is wrong.
-    pub fn check_shape(&self) -> Result<(), String> {
+    /// of a plausible size. The error names what is wrong.
+    pub fn check_shape(&self) -> Result<(), SealedShapeError> {
         let nonce = STANDARD
             .decode(&self.nonce)
-            .map_err(|_| "the nonce is not base64".to_string())?;
+            .map_err(|_| SealedShapeError::NonceEncoding)?;
         if nonce.len() != NONCE_LEN {
-            return Err(format!("the nonce must be {NONCE_LEN} bytes"));
+            return Err(SealedShapeError::NonceLength);
         }
         let sealed = STANDARD
             .decode(&self.ciphertext)
-            .map_err(|_| "the ciphertext is not base64".to_string())?;
+            .map_err(|_| SealedShapeError::CiphertextEncoding)?;
         if sealed.len() < TAG_LEN || sealed.len() > MAX_SECRET_BYTES + TAG_LEN {
-            return Err(format!(
-                "the ciphertext must be {TAG_LEN} to {} bytes",
-                MAX_SECRET_BYTES + TAG_LEN
-            ));
+            return Err(SealedShapeError::CiphertextLength);
         }
         Ok(())
     }

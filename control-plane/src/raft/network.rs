@@ -172,7 +172,7 @@ impl RaftNetworkFactory<TypeConfig> for GrpcNetwork {
     async fn new_client(&mut self, target: NodeId, node: &Node) -> RaftPeer {
         let client = channel(&node.addr, self.tls.as_ref())
             .map(RaftClient::new)
-            .map_err(|e| with_causes(&e));
+            .map_err(|e| NetError(with_causes(&e)));
         RaftPeer { target, client }
     }
 }
@@ -180,7 +180,7 @@ impl RaftNetworkFactory<TypeConfig> for GrpcNetwork {
 /// The connection to one peer.
 pub struct RaftPeer {
     target: NodeId,
-    client: Result<RaftClient<Channel>, String>,
+    client: Result<RaftClient<Channel>, NetError>,
 }
 
 #[derive(Clone, Copy)]
@@ -204,11 +204,7 @@ impl RaftPeer {
     {
         let client = match &mut self.client {
             Ok(c) => c,
-            Err(e) => {
-                return Err(RPCError::Unreachable(Unreachable::new(&NetError(
-                    e.clone(),
-                ))));
-            }
+            Err(e) => return Err(RPCError::Unreachable(Unreachable::new(e))),
         };
         let payload =
             serde_json::to_vec(request).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
