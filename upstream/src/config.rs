@@ -133,6 +133,42 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// An `[[upstreams]]` entry whose keys do not fit its transport.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportKeyError {
+    /// A key of the other transport.
+    #[error("upstream `{id}`: `{key}` only applies to transport = \"{transport}\"")]
+    Misplaced {
+        /// Upstream id.
+        id: String,
+        /// The key.
+        key: &'static str,
+        /// The transport it belongs to.
+        transport: &'static str,
+    },
+    /// A key the transport needs is missing.
+    #[error("upstream `{id}`: missing `{key}` ({hint})")]
+    Missing {
+        /// Upstream id.
+        id: String,
+        /// The key.
+        key: &'static str,
+        /// What it holds.
+        hint: &'static str,
+    },
+    /// Neither `stdio` nor `http`.
+    #[error(
+        "upstream `{id}`: transport = \"{transport}\" is not known; use \"stdio\" or \"http\""
+    )]
+    UnknownTransport {
+        /// Upstream id.
+        id: String,
+        /// The transport given.
+        transport: String,
+    },
+}
+
 fn is_default_hold(hold: &quiver_proto::finding::HoldAt) -> bool {
     *hold == quiver_proto::finding::HoldAt::default()
 }
@@ -185,12 +221,19 @@ struct RawUpstreamConfig {
 }
 
 impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
-    type Error = String;
+    type Error = TransportKeyError;
 
     fn try_from(raw: RawUpstreamConfig) -> Result<Self, Self::Error> {
         let id = raw.id.clone();
-        let misplaced = |key: &str, transport: &str| {
-            format!("upstream `{id}`: `{key}` only applies to transport = \"{transport}\"")
+        let misplaced = |key: &'static str, transport: &'static str| TransportKeyError::Misplaced {
+            id: id.clone(),
+            key,
+            transport,
+        };
+        let missing = |key: &'static str, hint: &'static str| TransportKeyError::Missing {
+            id: id.clone(),
+            key,
+            hint,
         };
         let transport = match raw.transport.as_str() {
             "stdio" => {
@@ -201,9 +244,9 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
                     return Err(misplaced("headers", "http"));
                 }
                 Transport::Stdio {
-                    command: raw.command.ok_or_else(|| {
-                        format!("upstream `{id}`: missing `command` (the program to run)")
-                    })?,
+                    command: raw
+                        .command
+                        .ok_or_else(|| missing("command", "the program to run"))?,
                     args: raw.args.unwrap_or_default(),
                     env: raw.env.unwrap_or_default(),
                     cwd: raw.cwd,
@@ -221,16 +264,17 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
                     }
                 }
                 Transport::Http {
-                    url: raw.url.ok_or_else(|| {
-                        format!("upstream `{id}`: missing `url` (e.g. \"https://host/mcp\")")
-                    })?,
+                    url: raw
+                        .url
+                        .ok_or_else(|| missing("url", "e.g. \"https://host/mcp\""))?,
                     headers: raw.headers.unwrap_or_default(),
                 }
             }
             other => {
-                return Err(format!(
-                    "upstream `{id}`: transport = \"{other}\" is not known; use \"stdio\" or \"http\""
-                ));
+                return Err(TransportKeyError::UnknownTransport {
+                    id: id.clone(),
+                    transport: other.to_string(),
+                });
             }
         };
         Ok(UpstreamConfig {

@@ -29,7 +29,9 @@ mod upstream;
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 pub use call_options::CallOptions;
 pub use client::{CallSink, SinkFuture};
-pub use config::{ConfigError, Transport, UpstreamConfig, UpstreamProtocol, valid_secret_name};
+pub use config::{
+    ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamProtocol, valid_secret_name,
+};
 pub use error::UpstreamError;
 pub use event::{ResourceUpdate, UpstreamEvent};
 pub use reference::{

@@ -6,11 +6,25 @@ use std::{collections::BTreeMap, process::Stdio};
 
 use rmcp::transport::TokioChildProcess;
 
-use crate::secret_value::TenantSecrets;
+use crate::{reference::ExpandError, secret_value::TenantSecrets};
 
 /// Variables a stdio upstream inherits from Quiver; everything else it gets
 /// comes from its configured `env`.
 const INHERITED: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "RUST_LOG"];
+
+/// Why a stdio upstream's process could not be started.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpawnError {
+    /// A value of its `env` does not expand.
+    #[error("env `{key}`: {source}")]
+    Env { key: String, source: ExpandError },
+    /// The program could not be started.
+    #[error("cannot start `{command}`: {source}")]
+    Start {
+        command: String,
+        source: std::io::Error,
+    },
+}
 
 /// Starts `command` for upstream `id`; returns the transport over its pipes
 /// and its process group. `env` values are expanded (`${VAR}`, and
@@ -22,7 +36,7 @@ pub(crate) fn spawn(
     env: &BTreeMap<String, String>,
     cwd: Option<&str>,
     secrets: Option<&TenantSecrets>,
-) -> Result<(TokioChildProcess, Option<u32>), String> {
+) -> Result<(TokioChildProcess, Option<u32>), SpawnError> {
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args).env_clear();
     for key in INHERITED {
@@ -32,7 +46,10 @@ pub(crate) fn spawn(
     }
     for (key, value) in env {
         let value = crate::reference::expand_with_secrets(value, secrets)
-            .map_err(|e| format!("env `{key}`: {e}"))?;
+            .map_err(|source| SpawnError::Env {
+                key: key.clone(),
+                source,
+            })?;
         cmd.env(key, value);
     }
     if let Some(dir) = cwd {
@@ -44,7 +61,10 @@ pub(crate) fn spawn(
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        .map_err(|source| SpawnError::Start {
+            command: command.to_string(),
+            source,
+        })?;
     let process_group = transport.id();
     if let Some(stderr) = stderr {
         tokio::spawn(forward_stderr(id.to_owned(), stderr));

@@ -10,7 +10,28 @@ use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 
-use crate::{secret_value::TenantSecrets, trace_headers::TracingHttpClient};
+use crate::{
+    reference::ExpandError,
+    secret_value::TenantSecrets,
+    trace_headers::{HttpClientError, TracingHttpClient},
+};
+
+/// Why the transport to an HTTP upstream could not be set up. Never shows
+/// a header's value.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HttpTransportError {
+    /// A header's value does not expand.
+    #[error("header `{name}`: {source}")]
+    Expand { name: String, source: ExpandError },
+    /// A header's value, expanded, is not valid HTTP.
+    #[error(
+        "header `{name}`: its value, once its references are expanded, is not a valid HTTP header value (control characters or non-ASCII text in a secret?)"
+    )]
+    InvalidValue { name: String },
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(#[from] HttpClientError),
+}
 
 /// The transport to `url` with `headers` (an `Authorization: Bearer` header
 /// becomes rmcp's auth header; headers that are not valid HTTP are skipped,
@@ -21,15 +42,16 @@ pub(crate) fn transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     secrets: Option<&TenantSecrets>,
-) -> Result<StreamableHttpClientTransport<TracingHttpClient>, String> {
+) -> Result<StreamableHttpClientTransport<TracingHttpClient>, HttpTransportError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     for (name, value) in headers {
         let value = &crate::reference::expand_with_secrets(value, secrets)
-            .map_err(|e| format!("header `{name}`: {e}"))?;
+            .map_err(|source| HttpTransportError::Expand {
+                name: name.clone(),
+                source,
+            })?;
         if http::HeaderValue::try_from(value.as_str()).is_err() {
-            return Err(format!(
-                "header `{name}`: its value, once its references are expanded, is not a valid HTTP header value (control characters or non-ASCII text in a secret?)"
-            ));
+            return Err(HttpTransportError::InvalidValue { name: name.clone() });
         }
         if name.eq_ignore_ascii_case("authorization") {
             let token = value.strip_prefix("Bearer ").unwrap_or(value);

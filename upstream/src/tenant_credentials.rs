@@ -25,6 +25,37 @@ pub enum SecretError {
     Unavailable(String),
 }
 
+/// Why a per-tenant connection has no credentials to connect with. Worded
+/// for the operator; never holds a value.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CredentialsError {
+    /// No secrets reached this node.
+    #[error(
+        "this node holds no tenant secrets (it follows no control plane, or none were sent yet)"
+    )]
+    NoSecrets,
+    /// No tenant holds every secret the upstream references.
+    #[error(
+        "it takes per-tenant credentials and no tenant holds all of its secrets ({names}) yet; set them with `quiver ctl secret set --tenant T NAME`, or name the tenant discovery uses with `discovery_tenant`"
+    )]
+    NoTenant {
+        /// The secrets referenced, comma-separated.
+        names: String,
+    },
+    /// The tenant lacks one of them.
+    #[error(
+        "tenant `{tenant}` has no secret `{name}` (an operator sets it with `quiver ctl secret set --tenant {tenant} {name}`)"
+    )]
+    Missing { tenant: String, name: String },
+    /// One of them cannot be opened here.
+    #[error("secret `{name}` of tenant `{tenant}` cannot be opened: {source}")]
+    Unopenable {
+        tenant: String,
+        name: String,
+        source: SecretError,
+    },
+}
+
 /// Where a node finds its tenants' secrets: one immutable snapshot, replaced
 /// whole when the control plane sends new ones.
 pub trait TenantSecretSource: Send + Sync {
@@ -148,18 +179,13 @@ impl TenantCredentials {
 
     /// The secrets to connect with and their stamp. The error is worded for
     /// the operator and never holds a value.
-    pub(crate) fn resolve(&self) -> Result<(TenantSecrets, CredentialStamp), String> {
+    pub(crate) fn resolve(&self) -> Result<(TenantSecrets, CredentialStamp), CredentialsError> {
         let Some(source) = self.slot.current() else {
-            return Err(
-                "this node holds no tenant secrets (it follows no control plane, or none were sent yet)"
-                    .into(),
-            );
+            return Err(CredentialsError::NoSecrets);
         };
         let names = self.names.iter().cloned().collect::<Vec<_>>().join(", ");
         let Some(tenant) = self.tenant(source.as_ref()) else {
-            return Err(format!(
-                "it takes per-tenant credentials and no tenant holds all of its secrets ({names}) yet; set them with `quiver ctl secret set --tenant T NAME`, or name the tenant discovery uses with `discovery_tenant`"
-            ));
+            return Err(CredentialsError::NoTenant { names });
         };
         let mut secrets = TenantSecrets::new(tenant.clone());
         let mut versions = Vec::with_capacity(self.names.len());
@@ -168,14 +194,17 @@ impl TenantCredentials {
             match source.open(&tenant, name) {
                 Ok(value) => secrets.insert(name.clone(), value),
                 Err(SecretError::Missing) => {
-                    return Err(format!(
-                        "tenant `{tenant}` has no secret `{name}` (an operator sets it with `quiver ctl secret set --tenant {tenant} {name}`)"
-                    ));
+                    return Err(CredentialsError::Missing {
+                        tenant,
+                        name: name.clone(),
+                    });
                 }
-                Err(SecretError::Unavailable(reason)) => {
-                    return Err(format!(
-                        "secret `{name}` of tenant `{tenant}` cannot be opened: {reason}"
-                    ));
+                Err(source) => {
+                    return Err(CredentialsError::Unopenable {
+                        tenant,
+                        name: name.clone(),
+                        source,
+                    });
                 }
             }
         }
@@ -260,7 +289,7 @@ pub(crate) mod tests {
             SecretHolder::Tenant("beta".into()),
             slot.clone(),
         );
-        let error = beta.resolve().unwrap_err();
+        let error = beta.resolve().unwrap_err().to_string();
         assert!(
             error.contains("quiver ctl secret set --tenant beta A"),
             "{error}"

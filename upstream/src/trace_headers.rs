@@ -22,6 +22,11 @@ use rmcp::{
 /// Most redirects followed for one request.
 const MAX_REDIRECTS: usize = 10;
 
+/// Why the HTTP client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("building the HTTP client: {0}")]
+pub(crate) struct HttpClientError(#[source] reqwest::Error);
+
 /// rmcp's reqwest client, adding a request's trace context as headers.
 #[derive(Clone)]
 pub(crate) struct TracingHttpClient {
@@ -32,7 +37,7 @@ impl TracingHttpClient {
     /// A client configured as rmcp's default one: no idle pooling, and only
     /// same-origin 307/308 redirects followed (others would drop the body,
     /// or replay the session and custom headers to another host).
-    pub(crate) fn new() -> Result<TracingHttpClient, String> {
+    pub(crate) fn new() -> Result<TracingHttpClient, HttpClientError> {
         let redirects = reqwest::redirect::Policy::custom(|attempt| {
             let keeps_body = matches!(
                 attempt.status(),
@@ -54,7 +59,7 @@ impl TracingHttpClient {
             .pool_max_idle_per_host(0)
             .redirect(redirects)
             .build()
-            .map_err(|e| format!("building the HTTP client: {e}"))?;
+            .map_err(HttpClientError)?;
         Ok(TracingHttpClient { inner })
     }
 }

@@ -40,8 +40,11 @@ use crate::{
     secret_scrub::SecretScrub,
     secret_value::{SecretValue, TenantSecrets},
     status::{UpstreamState, UpstreamStatus, now_secs},
-    stdio, streamable_http,
-    tenant_credentials::{CredentialStamp, SecretHolder, SecretSlot, TenantCredentials},
+    stdio::{self, SpawnError},
+    streamable_http::{self, HttpTransportError},
+    tenant_credentials::{
+        CredentialStamp, CredentialsError, SecretHolder, SecretSlot, TenantCredentials,
+    },
 };
 
 type Peer = rmcp::service::Peer<RoleClient>;
@@ -138,30 +141,48 @@ fn meaningful_data(code: i32, data: Option<serde_json::Value>) -> Option<Box<ser
 }
 
 /// Why a connection could not be started.
+#[derive(Debug, thiserror::Error)]
 enum ServeFailure {
     /// `server/discover` found no revision both sides speak.
-    NoCommonVersion(String),
-    /// Anything else, as the error says.
-    Other(String),
+    #[error("initialize failed: {0}")]
+    NoCommonVersion(rmcp::service::ClientInitializeError),
+    /// The lifecycle failed otherwise.
+    #[error("initialize failed: {0}")]
+    Initialize(rmcp::service::ClientInitializeError),
+    /// An in-process upstream's stream was used up.
+    #[error("the in-process stream has ended and cannot be reopened")]
+    StreamEnded,
+    /// A stdio upstream's process did not start.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// An HTTP upstream's transport could not be set up.
+    #[error(transparent)]
+    Http(#[from] HttpTransportError),
 }
 
 impl From<rmcp::service::ClientInitializeError> for ServeFailure {
     fn from(e: rmcp::service::ClientInitializeError) -> ServeFailure {
         match e {
             rmcp::service::ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
-                ServeFailure::NoCommonVersion(format!("initialize failed: {e}"))
+                ServeFailure::NoCommonVersion(e)
             }
-            other => ServeFailure::Other(format!("initialize failed: {other}")),
+            other => ServeFailure::Initialize(other),
         }
     }
 }
 
-impl ServeFailure {
-    fn into_message(self) -> String {
-        match self {
-            ServeFailure::NoCommonVersion(m) | ServeFailure::Other(m) => m,
-        }
-    }
+/// Why connecting to an upstream failed (the upstream's `last_error`).
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    /// A per-tenant upstream has no credentials to connect with.
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    /// The transport or the session could not be opened.
+    #[error(transparent)]
+    Serve(#[from] ServeFailure),
+    /// The task connecting failed.
+    #[error("the connection attempt failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
 }
 
 /// Rounds of `input_required` answered for one request before giving up.
@@ -485,11 +506,11 @@ impl Upstream {
         let connected = tokio::time::timeout(self.config.connect_timeout(), connecting)
             .await
             .map(|joined| {
-                joined.unwrap_or_else(|e| Err(format!("the connection attempt failed: {e}")))
+                joined.unwrap_or_else(|e| Err(ConnectError::Task(e)))
             });
         let result = match connected {
             Ok(Ok(l)) => l,
-            Ok(Err(reason)) => return Err(self.failed(reason)),
+            Ok(Err(reason)) => return Err(self.failed(reason.to_string())),
             Err(_) => {
                 return Err(self.failed(format!(
                     "no answer to initialize within {} ms",
@@ -530,7 +551,7 @@ impl Upstream {
         self.unavailable(reason)
     }
 
-    async fn connect(self: &Arc<Self>) -> Result<Live, String> {
+    async fn connect(self: &Arc<Self>) -> Result<Live, ConnectError> {
         let (secrets, stamp) = match &self.credentials {
             Some(credentials) => {
                 let (secrets, stamp) = credentials.resolve()?;
@@ -628,7 +649,7 @@ impl Upstream {
         &self,
         handler: UpstreamClient,
         secrets: Option<&TenantSecrets>,
-    ) -> Result<(RunningService<RoleClient, UpstreamClient>, Option<u32>), String> {
+    ) -> Result<(RunningService<RoleClient, UpstreamClient>, Option<u32>), ServeFailure> {
         let protocol = match self.config.protocol {
             UpstreamProtocol::Auto if self.speaks_sessions.load(Ordering::Relaxed) => {
                 UpstreamProtocol::Sessions
@@ -640,14 +661,13 @@ impl Upstream {
             // refuses `server/discover` with the versions it does speak, on a
             // connection it then closes: open another with `initialize`, and
             // go straight to it from now on.
-            Err(ServeFailure::NoCommonVersion(reason)) if protocol == UpstreamProtocol::Auto => {
+            Err(reason @ ServeFailure::NoCommonVersion(_)) if protocol == UpstreamProtocol::Auto => {
                 tracing::debug!(upstream = %self.config.id, "{reason}; opening a session instead");
                 self.speaks_sessions.store(true, Ordering::Relaxed);
                 self.serve_as(handler, secrets, UpstreamProtocol::Sessions)
                     .await
-                    .map_err(ServeFailure::into_message)
             }
-            result => result.map_err(ServeFailure::into_message),
+            result => result,
         }
     }
 
@@ -663,9 +683,7 @@ impl Upstream {
         if let Connector::InProcess(stream) = &self.connector {
             let stream = stream.lock().unwrap_or_else(|p| p.into_inner()).take();
             let Some(stream) = stream else {
-                return Err(ServeFailure::Other(
-                    "the in-process stream has ended and cannot be reopened".into(),
-                ));
+                return Err(ServeFailure::StreamEnded);
             };
             let stream = counting(stream, &handler);
             let service = handler.serve_with_lifecycle(stream, lifecycle).await?;
@@ -679,15 +697,13 @@ impl Upstream {
                 cwd,
             } => {
                 let (transport, process_group) =
-                    stdio::spawn(&self.config.id, command, args, env, cwd.as_deref(), secrets)
-                        .map_err(ServeFailure::Other)?;
+                    stdio::spawn(&self.config.id, command, args, env, cwd.as_deref(), secrets)?;
                 let transport = counting(transport, &handler);
                 let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
                 Ok((service, process_group))
             }
             Transport::Http { url, headers } => {
-                let transport = streamable_http::transport(url, headers, secrets)
-                    .map_err(ServeFailure::Other)?;
+                let transport = streamable_http::transport(url, headers, secrets)?;
                 let transport = counting(transport, &handler);
                 let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
                 Ok((service, None))
