@@ -90,6 +90,135 @@ fn skipped_note(skipped: &[String]) -> String {
     }
 }
 
+/// Why a key of a supported type was left out of a set.
+#[derive(Debug, thiserror::Error)]
+enum KeyRejection {
+    /// Its `kid` is not a string.
+    #[error("\"kid\" is not a string")]
+    KidNotString,
+    /// It is unusable, as `problem` says.
+    #[error("{}: {problem}", key_name(.kid.as_deref()))]
+    Unusable {
+        kid: Option<String>,
+        problem: KeyProblem,
+    },
+}
+
+/// How the operator's log names a key.
+fn key_name(kid: Option<&str>) -> String {
+    match kid {
+        Some(kid) => format!("key {kid:?}"),
+        None => "key without kid".to_owned(),
+    }
+}
+
+/// What is wrong with a key of a supported type.
+#[derive(Debug, thiserror::Error)]
+enum KeyProblem {
+    /// Its `alg` is not a string.
+    #[error("\"alg\" is not a string")]
+    AlgNotString,
+    /// Its `alg` needs another key type.
+    #[error("\"alg\": {0:?} does not fit the key type")]
+    AlgMismatch(Algorithm),
+    /// Too weak, or coordinates of the wrong size.
+    #[error(transparent)]
+    Size(#[from] KeySizeError),
+    /// `jsonwebtoken` cannot read it as a JWK.
+    #[error("not a readable JWK ({0})")]
+    Unreadable(serde_json::Error),
+    /// `jsonwebtoken` cannot make a public key of it.
+    #[error("not a usable public key ({0})")]
+    NotAKey(jsonwebtoken::errors::Error),
+}
+
+/// Why a key falls below the edge's floor on key strength.
+#[derive(Debug, thiserror::Error)]
+enum KeySizeError {
+    /// A member is absent or not a string.
+    #[error("\"{0}\" is missing or not a string")]
+    Missing(&'static str),
+    /// A member is not base64url.
+    #[error("\"{0}\" is not base64url")]
+    NotBase64(&'static str),
+    /// An RSA modulus out of range.
+    #[error("RSA modulus of {0} bits; 2048 to 8192 bits are accepted")]
+    RsaBits(usize),
+    /// EC coordinates not of the curve's size.
+    #[error("EC coordinates must be {0} bytes each")]
+    EcCoordinates(usize),
+    /// An Ed25519 key not of 32 bytes.
+    #[error("Ed25519 \"x\" must be 32 bytes")]
+    Ed25519Length,
+}
+
+/// Why a JWKS could not be re-read (the previous keys stay).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FetchError {
+    /// Reading the file was interrupted.
+    #[error("reading {} stopped: {source}", path.display())]
+    Stopped {
+        path: PathBuf,
+        source: tokio::task::JoinError,
+    },
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    /// The file is not a usable JWKS.
+    #[error("{}: {source}", path.display())]
+    FileDocument { path: PathBuf, source: JwksError },
+    /// The URL could not be fetched.
+    #[error("{url}: {source}")]
+    Url {
+        url: reqwest::Url,
+        source: UrlFetchError,
+    },
+    /// The URL's document is not a usable JWKS.
+    #[error("{url}: {source}")]
+    UrlDocument {
+        url: reqwest::Url,
+        source: JwksError,
+    },
+}
+
+/// Why a JWKS URL gave no document.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UrlFetchError {
+    /// The request failed.
+    #[error("{0}")]
+    Request(reqwest::Error),
+    /// The server did not answer with success.
+    #[error("answered HTTP {0}")]
+    Status(reqwest::StatusCode),
+    /// The body is too large.
+    #[error("body larger than {MAX_JWKS_BYTES} bytes")]
+    TooLarge,
+}
+
+/// Why no key verified a token (for server logs only); `E` is why the
+/// token's check failed with the key chosen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum KeyFailure<E> {
+    /// The key was found; the token's check failed.
+    #[error("{0}")]
+    Check(E),
+    /// The set has keys for the token, but none it may use.
+    #[error("{0}")]
+    Refused(String),
+    /// No key, also after re-reading the set.
+    #[error("{missing}, also after re-reading the JWKS")]
+    StillMissing { missing: String },
+    /// No key, and the set was re-read too recently to read it again.
+    #[error("{missing}; JWKS re-read less than {interval:?} ago")]
+    RefetchTooSoon { missing: String, interval: Duration },
+    /// No key, and re-reading the set failed.
+    #[error("{missing}; re-reading the JWKS failed: {source}")]
+    RefetchFailed {
+        missing: String,
+        source: FetchError,
+    },
+}
+
 /// One usable key of a JWKS.
 struct SigningKey {
     kid: Option<String>,
@@ -120,15 +249,15 @@ impl SigningKey {
     /// The key a JWK object describes: `Ok(None)` for one that is not for
     /// signatures or of a type the edge does not verify, `Err` for one of a
     /// supported type that `jsonwebtoken` cannot read or that is too weak.
-    fn from_object(object: &Map<String, Value>) -> Result<Option<SigningKey>, String> {
+    fn from_object(object: &Map<String, Value>) -> Result<Option<SigningKey>, KeyRejection> {
         let kid = match object.get("kid") {
             None => None,
             Some(Value::String(kid)) => Some(kid.clone()),
-            Some(_) => return Err("\"kid\" is not a string".to_owned()),
+            Some(_) => return Err(KeyRejection::KidNotString),
         };
-        let named = |what: &str| match &kid {
-            Some(kid) => format!("key {kid:?}: {what}"),
-            None => format!("key without kid: {what}"),
+        let named = |problem: KeyProblem| KeyRejection::Unusable {
+            kid: kid.clone(),
+            problem,
         };
         if object.get("use").is_some_and(|u| u.as_str() != Some("sig")) {
             return Ok(None);
@@ -148,7 +277,7 @@ impl SigningKey {
                 Some(alg) => Some(alg),
                 None => return Ok(None),
             },
-            Some(_) => return Err(named("\"alg\" is not a string")),
+            Some(_) => return Err(named(KeyProblem::AlgNotString)),
         };
         let crv = object.get("crv").and_then(Value::as_str);
         let (kty, crv) = match (object.get("kty").and_then(Value::as_str), crv) {
@@ -162,15 +291,12 @@ impl SigningKey {
         if let Some(alg) = alg
             && key_type_for(alg) != (kty, crv)
         {
-            return Err(named(&format!(
-                "\"alg\": {alg:?} does not fit the key type"
-            )));
+            return Err(named(KeyProblem::AlgMismatch(alg)));
         }
-        check_key_size(object, kty, crv).map_err(|e| named(&e))?;
+        check_key_size(object, kty, crv).map_err(|e| named(e.into()))?;
         let jwk: Jwk = serde_json::from_value(Value::Object(object.clone()))
-            .map_err(|e| named(&format!("not a readable JWK ({e})")))?;
-        let key = DecodingKey::from_jwk(&jwk)
-            .map_err(|e| named(&format!("not a usable public key ({e})")))?;
+            .map_err(|e| named(KeyProblem::Unreadable(e)))?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(|e| named(KeyProblem::NotAKey(e)))?;
         Ok(Some(SigningKey {
             kid,
             alg,
@@ -184,37 +310,39 @@ impl SigningKey {
 /// The edge's floor on key strength, and coordinates of the right length
 /// for the curve: RSA moduli of 2048 to 8192 bits, EC coordinates and
 /// Ed25519 keys of their curve's size.
-fn check_key_size(object: &Map<String, Value>, kty: &str, crv: Option<&str>) -> Result<(), String> {
-    let bytes = |member: &str| -> Result<Vec<u8>, String> {
+fn check_key_size(
+    object: &Map<String, Value>,
+    kty: &str,
+    crv: Option<&str>,
+) -> Result<(), KeySizeError> {
+    let bytes = |member: &'static str| -> Result<Vec<u8>, KeySizeError> {
         let text = object
             .get(member)
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("\"{member}\" is missing or not a string"))?;
+            .ok_or(KeySizeError::Missing(member))?;
         URL_SAFE_NO_PAD_INDIFFERENT
             .decode(text)
-            .map_err(|_| format!("\"{member}\" is not base64url"))
+            .map_err(|_| KeySizeError::NotBase64(member))
     };
     match (kty, crv) {
         ("RSA", _) => {
             let n = bytes("n")?;
             let bits = n.iter().skip_while(|b| **b == 0).count() * 8;
             if !(2048..=8192).contains(&bits) {
-                return Err(format!(
-                    "RSA modulus of {bits} bits; 2048 to 8192 bits are accepted"
-                ));
+                return Err(KeySizeError::RsaBits(bits));
             }
             bytes("e").map(|_| ())
         }
         ("EC", Some(curve)) => {
             let size = if curve == "P-256" { 32 } else { 48 };
             if bytes("x")?.len() != size || bytes("y")?.len() != size {
-                return Err(format!("EC coordinates must be {size} bytes each"));
+                return Err(KeySizeError::EcCoordinates(size));
             }
             Ok(())
         }
         _ => match bytes("x")?.len() {
             32 => Ok(()),
-            _ => Err("Ed25519 \"x\" must be 32 bytes".to_owned()),
+            _ => Err(KeySizeError::Ed25519Length),
         },
     }
 }
@@ -336,21 +464,37 @@ pub(crate) enum JwksSource {
 
 impl JwksSource {
     /// The current key set at the source.
-    async fn fetch(&self) -> Result<KeySet, String> {
+    async fn fetch(&self) -> Result<KeySet, FetchError> {
         match self {
             JwksSource::File(path) => {
                 let reading = path.clone();
                 let document = tokio::task::spawn_blocking(move || read_jwks_file(&reading))
                     .await
-                    .map_err(|error| format!("reading {} stopped: {error}", path.display()))?
-                    .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-                KeySet::from_json(&document).map_err(|error| format!("{}: {error}", path.display()))
+                    .map_err(|source| FetchError::Stopped {
+                        path: path.clone(),
+                        source,
+                    })?
+                    .map_err(|source| FetchError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
+                KeySet::from_json(&document).map_err(|source| FetchError::FileDocument {
+                    path: path.clone(),
+                    source,
+                })
             }
             JwksSource::Url { url, client } => {
-                let document = fetch_url(client, url)
-                    .await
-                    .map_err(|error| format!("{url}: {error}"))?;
-                KeySet::from_json(&document).map_err(|error| format!("{url}: {error}"))
+                let document =
+                    fetch_url(client, url)
+                        .await
+                        .map_err(|source| FetchError::Url {
+                            url: url.clone(),
+                            source,
+                        })?;
+                KeySet::from_json(&document).map_err(|source| FetchError::UrlDocument {
+                    url: url.clone(),
+                    source,
+                })
             }
         }
     }
@@ -374,27 +518,30 @@ pub(crate) fn read_jwks_file(path: &Path) -> io::Result<Vec<u8>> {
 /// The body of a JWKS URL, refused on a non-success status or past
 /// [`MAX_JWKS_BYTES`] (checked as the body arrives, not only by its
 /// announced length).
-async fn fetch_url(client: &reqwest::Client, url: &reqwest::Url) -> Result<Vec<u8>, String> {
+async fn fetch_url(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+) -> Result<Vec<u8>, UrlFetchError> {
     let mut response = client
         .get(url.clone())
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(UrlFetchError::Request)?;
     let status = response.status();
     if !status.is_success() {
-        return Err(format!("answered HTTP {status}"));
+        return Err(UrlFetchError::Status(status));
     }
     if response
         .content_length()
         .is_some_and(|length| length > MAX_JWKS_BYTES as u64)
     {
-        return Err(format!("body larger than {MAX_JWKS_BYTES} bytes"));
+        return Err(UrlFetchError::TooLarge);
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|error| error.to_string())? {
+    while let Some(chunk) = response.chunk().await.map_err(UrlFetchError::Request)? {
         if body.len() + chunk.len() > MAX_JWKS_BYTES {
-            return Err(format!("body larger than {MAX_JWKS_BYTES} bytes"));
+            return Err(UrlFetchError::TooLarge);
         }
         body.extend_from_slice(&chunk);
     }
@@ -444,31 +591,32 @@ impl IssuerKeys {
     /// names, or the only key for `alg`. A key the cached set lacks makes the
     /// set be re-read, at most once per `refetch_interval`. `Err` holds the
     /// reason, for server logs only.
-    pub(crate) async fn verify<T>(
+    pub(crate) async fn verify<T, E>(
         &self,
         kid: Option<&str>,
         alg: Algorithm,
         refetch_interval: Duration,
-        check: impl Fn(&DecodingKey) -> Result<T, String>,
-    ) -> Result<T, String> {
+        check: impl Fn(&DecodingKey) -> Result<T, E>,
+    ) -> Result<T, KeyFailure<E>> {
         let cached = self.keys.load_full();
         let missing = match cached.choose(kid, alg) {
-            KeyChoice::Key(key) => return check(key),
-            KeyChoice::Refused(reason) => return Err(reason),
+            KeyChoice::Key(key) => return check(key).map_err(KeyFailure::Check),
+            KeyChoice::Refused(reason) => return Err(KeyFailure::Refused(reason)),
             KeyChoice::Missing(reason) => reason,
         };
         let refetch = self.refetch(refetch_interval).await;
         // Another task may have refreshed the set while this one waited.
         let current = self.keys.load_full();
         match current.choose(kid, alg) {
-            KeyChoice::Key(key) => check(key),
-            KeyChoice::Refused(reason) => Err(reason),
+            KeyChoice::Key(key) => check(key).map_err(KeyFailure::Check),
+            KeyChoice::Refused(reason) => Err(KeyFailure::Refused(reason)),
             KeyChoice::Missing(_) => Err(match refetch {
-                Refetch::Done => format!("{missing}, also after re-reading the JWKS"),
-                Refetch::TooSoon => {
-                    format!("{missing}; JWKS re-read less than {refetch_interval:?} ago")
-                }
-                Refetch::Failed(error) => format!("{missing}; re-reading the JWKS failed: {error}"),
+                Refetch::Done => KeyFailure::StillMissing { missing },
+                Refetch::TooSoon => KeyFailure::RefetchTooSoon {
+                    missing,
+                    interval: refetch_interval,
+                },
+                Refetch::Failed(source) => KeyFailure::RefetchFailed { missing, source },
             }),
         }
     }
@@ -509,7 +657,7 @@ pub(crate) fn log_skipped_keys(issuer: &str, keys: &KeySet) {
 enum Refetch {
     Done,
     TooSoon,
-    Failed(String),
+    Failed(FetchError),
 }
 
 #[cfg(test)]

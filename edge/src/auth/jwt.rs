@@ -218,32 +218,31 @@ impl JwtValidator {
         key: &DecodingKey,
         rules: &Validation,
         alg: Algorithm,
-    ) -> Result<Map<String, Value>, String> {
+    ) -> Result<Map<String, Value>, SignatureRefusal> {
+        let audience = || SignatureRefusal::Audience {
+            resource: self.config.resource.clone(),
+        };
         jsonwebtoken::decode::<Map<String, Value>>(token, key, rules)
             .map(|data| data.claims)
             .map_err(|error| match error.kind() {
-                ErrorKind::InvalidSignature => format!("{alg:?} signature does not verify"),
-                ErrorKind::ExpiredSignature => format!(
-                    "expired (beyond the leeway of {} s), now {}",
-                    rules.leeway,
-                    unix_now()
-                ),
-                ErrorKind::ImmatureSignature => format!(
-                    "not valid before its \"nbf\" (beyond the leeway of {} s), now {}",
-                    rules.leeway,
-                    unix_now()
-                ),
-                ErrorKind::InvalidAudience => {
-                    format!("\"aud\" does not contain {:?}", self.config.resource)
-                }
-                ErrorKind::MissingRequiredClaim(claim) if claim == "aud" => {
-                    format!("\"aud\" does not contain {:?}", self.config.resource)
-                }
-                ErrorKind::MissingRequiredClaim(claim) => format!("no \"{claim}\" claim"),
-                ErrorKind::InvalidClaimFormat(claim) => {
-                    format!("\"{claim}\" is not a whole number of seconds")
-                }
-                _ => format!("refused by jsonwebtoken: {error}"),
+                ErrorKind::InvalidSignature => SignatureRefusal::Signature(alg),
+                ErrorKind::ExpiredSignature => SignatureRefusal::Expired {
+                    leeway: rules.leeway,
+                    now: unix_now(),
+                },
+                ErrorKind::ImmatureSignature => SignatureRefusal::Immature {
+                    leeway: rules.leeway,
+                    now: unix_now(),
+                },
+                ErrorKind::InvalidAudience => audience(),
+                ErrorKind::MissingRequiredClaim(claim) if claim == "aud" => audience(),
+                ErrorKind::MissingRequiredClaim(claim) => SignatureRefusal::MissingClaim {
+                    claim: claim.clone(),
+                },
+                ErrorKind::InvalidClaimFormat(claim) => SignatureRefusal::ClaimFormat {
+                    claim: claim.clone(),
+                },
+                _ => SignatureRefusal::Other(error),
             })
     }
 
@@ -411,6 +410,33 @@ fn excerpt(text: &str) -> String {
         shown.push('…');
     }
     format!("{shown:?}")
+}
+
+/// Why a token's signature or registered claims do not hold under a key
+/// (for server logs only).
+#[derive(Debug, thiserror::Error)]
+enum SignatureRefusal {
+    /// The signature does not verify.
+    #[error("{0:?} signature does not verify")]
+    Signature(Algorithm),
+    /// `exp` has passed.
+    #[error("expired (beyond the leeway of {leeway} s), now {now}")]
+    Expired { leeway: u64, now: u64 },
+    /// `nbf` has not come yet.
+    #[error("not valid before its \"nbf\" (beyond the leeway of {leeway} s), now {now}")]
+    Immature { leeway: u64, now: u64 },
+    /// `aud` does not name this resource.
+    #[error("\"aud\" does not contain {resource:?}")]
+    Audience { resource: String },
+    /// A required claim is missing.
+    #[error("no \"{claim}\" claim")]
+    MissingClaim { claim: String },
+    /// A time claim is not a whole number of seconds.
+    #[error("\"{claim}\" is not a whole number of seconds")]
+    ClaimFormat { claim: String },
+    /// Any other refusal.
+    #[error("refused by jsonwebtoken: {0}")]
+    Other(jsonwebtoken::errors::Error),
 }
 
 fn unix_now() -> u64 {
