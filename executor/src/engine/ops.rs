@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use super::{HostBridge, log_buffer::LogBuffer};
 use quiver_contract::Limits;
 
-use crate::ipc::{HostRequest, ToolNames};
+use crate::ipc::{CallLimitReached, HostError, HostRequest, ToolNames};
 
 /// What the ops of one execution share.
 pub(crate) struct ExecutionState {
@@ -57,17 +57,12 @@ impl ExecutionState {
 
     /// Asks the host a name lookup and waits for it (at most until the
     /// deadline), counted as a host call.
-    fn look_up(&self, request: HostRequest) -> Result<serde_json::Value, String> {
+    fn look_up(&self, request: HostRequest) -> Result<serde_json::Value, HostError> {
         if !spend(&self.host_calls, self.host_call_limit, &self.host_limit_hit) {
-            return Err(format!(
-                "host call limit reached: at most {} calls (tools, search, describe, stash) per execution",
-                self.host_call_limit
-            ));
+            return Err(CallLimitReached::Host(self.host_call_limit).into());
         }
         let left = self.deadline.saturating_duration_since(Instant::now());
-        self.bridge
-            .request_blocking(request, left)
-            .map_err(|e| e.message)
+        self.bridge.request_blocking(request, left)
     }
 
     /// Whether the script tried more tool calls than allowed.

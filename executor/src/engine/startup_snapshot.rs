@@ -13,7 +13,7 @@
 //! hardening, which a snapshot cannot carry), and keeps it in memory only. No
 //! compiled form of any script is ever read from or written to a file.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use deno_core::{JsRuntimeForSnapshot, RuntimeOptions};
 
@@ -51,7 +51,27 @@ pub enum StartFrom {
 
 /// The snapshot runtimes of this process restore: made here on first use, or
 /// handed over by the executor host that started this worker.
-static SNAPSHOT: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
+static SNAPSHOT: OnceLock<Result<&'static [u8], Arc<SnapshotError>>> = OnceLock::new();
+
+/// Why the startup snapshot could not be made.
+#[derive(Debug, thiserror::Error)]
+enum SnapshotError {
+    /// No thread to make it on.
+    #[error("could not start a thread: {0}")]
+    Thread(std::io::Error),
+    /// The engine panicked.
+    #[error("the engine panicked while making it")]
+    Panicked,
+    /// The engine refuses to build a runtime here.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// No event loop for the engine's delayed tasks.
+    #[error("could not start an event loop: {0}")]
+    EventLoop(std::io::Error),
+    /// deno_core could not build the runtime.
+    #[error("{0}")]
+    Runtime(deno_core::error::CoreError),
+}
 
 /// Largest snapshot a worker accepts from its host.
 pub const MAX_SNAPSHOT_BYTES: usize = 64 * 1024 * 1024;
@@ -77,27 +97,28 @@ pub fn startup_snapshot() -> Result<&'static [u8], EngineError> {
             std::thread::Builder::new()
                 .name("quiver-js-snapshot".into())
                 .spawn(make_snapshot)
-                .map_err(|e| format!("could not start a thread: {e}"))?
+                .map_err(SnapshotError::Thread)?
                 .join()
-                .unwrap_or_else(|_| Err("the engine panicked while making it".into()))
+                .unwrap_or(Err(SnapshotError::Panicked))
                 .map(|bytes| &*Box::leak(bytes))
+                .map_err(Arc::new)
         })
         .clone()
-        .map_err(EngineError::Snapshot)
+        .map_err(|e| EngineError::Snapshot(e.to_string()))
 }
 
-fn make_snapshot() -> Result<Box<[u8]>, String> {
-    require_bytecode_cache_off().map_err(|e| e.to_string())?;
+fn make_snapshot() -> Result<Box<[u8]>, SnapshotError> {
+    require_bytecode_cache_off()?;
     // deno_core schedules delayed engine tasks on the current tokio runtime.
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
-        .map_err(|e| format!("could not start an event loop: {e}"))?;
+        .map_err(SnapshotError::EventLoop)?;
     let _entered = tokio.enter();
     let runtime = JsRuntimeForSnapshot::try_new(RuntimeOptions {
         extensions: vec![quiver_script::init()],
         ..Default::default()
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(SnapshotError::Runtime)?;
     Ok(runtime.snapshot())
 }

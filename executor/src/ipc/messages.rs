@@ -137,6 +137,28 @@ pub enum WorkerMessage {
     Pong,
 }
 
+/// A script's request over its execution's limits; the script sees it as a
+/// [`HostError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CallLimitReached {
+    /// More host calls of any kind than allowed.
+    #[error(
+        "host call limit reached: at most {0} calls (tools, search, describe, stash) per execution"
+    )]
+    Host(u32),
+    /// More tool calls than allowed.
+    #[error("tool call limit reached: at most {0} calls per execution")]
+    Tool(u32),
+}
+
+impl From<CallLimitReached> for HostError {
+    fn from(limit: CallLimitReached) -> HostError {
+        HostError {
+            message: limit.to_string(),
+        }
+    }
+}
+
 /// Why the host did not answer a script's request with a value: the message
 /// the script sees as a thrown `Error` (unknown tool, invalid arguments, an
 /// upstream's redacted error, a stash refusal, a budget spent). On the wire it

@@ -8,5 +8,6 @@ mod messages;
 mod tool_names;
 
 pub use frames::{FrameDecoder, FrameError, FrameReader, FrameWriter, MAX_FRAME_BYTES};
+pub(crate) use messages::CallLimitReached;
 pub use messages::{HostError, HostMessage, HostRequest, WorkerMessage};
 pub use tool_names::{MAX_MENTIONED_NAMES, ToolNames};

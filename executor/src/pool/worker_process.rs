@@ -24,7 +24,7 @@ use quiver_contract::{Limits, ScriptOutcome};
 use crate::{
     engine::{BYTECODE_CACHE_OFF, startup_snapshot},
     ipc::{
-        FrameError, FrameReader, FrameWriter, HostError, HostMessage, HostRequest, ToolNames,
+        CallLimitReached, FrameError, FrameReader, FrameWriter, HostError, HostMessage, HostRequest, ToolNames,
         WorkerMessage,
     },
     pool::script_context::{ScriptContext, StashOp},
@@ -427,21 +427,15 @@ impl HostCallBudget {
         }
     }
 
-    fn admit(&mut self, request: &HostRequest) -> Result<(), String> {
+    fn admit(&mut self, request: &HostRequest) -> Result<(), CallLimitReached> {
         self.host_calls += 1;
         if self.host_calls > self.limits.host_calls {
-            return Err(format!(
-                "host call limit reached: at most {} calls (tools, search, describe, stash) per execution",
-                self.limits.host_calls
-            ));
+            return Err(CallLimitReached::Host(self.limits.host_calls));
         }
         if matches!(request, HostRequest::CallTool { .. }) {
             self.tool_calls += 1;
             if self.tool_calls > self.limits.tool_calls {
-                return Err(format!(
-                    "tool call limit reached: at most {} calls per execution",
-                    self.limits.tool_calls
-                ));
+                return Err(CallLimitReached::Tool(self.limits.tool_calls));
             }
         }
         Ok(())

@@ -17,7 +17,7 @@ use super::{
 use crate::ipc::{FrameError, FrameReader, FrameWriter, HostMessage, ToolNames, WorkerMessage};
 use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
 
-use crate::engine::ScriptRuntime;
+use crate::engine::{EngineError, ScriptRuntime};
 
 /// Native stack of an engine thread: well above the 1 MiB the QuickJS backend
 /// lets JavaScript recursion use, so a runaway recursion is a script error,
@@ -257,21 +257,39 @@ pub(super) fn too_large(
     }
 }
 
+/// Why an engine thread has no runtime for the next execution. Cloned: a
+/// prepared engine remembers what its build said.
+#[derive(Debug, Clone, thiserror::Error)]
+enum BuildError {
+    /// No thread to build it on.
+    #[error("could not start an engine thread: {0}")]
+    Thread(Arc<std::io::Error>),
+    /// The thread went away before saying.
+    #[error("the engine thread stopped while building a runtime")]
+    ThreadStopped,
+    /// No event loop for the engine.
+    #[error("could not start the engine's event loop: {0}")]
+    EventLoop(Arc<std::io::Error>),
+    /// The engine could not build the runtime.
+    #[error("could not build a script runtime: {0}")]
+    Runtime(Arc<EngineError>),
+}
+
 /// An engine thread that has built (or is building) the runtime for the next
 /// execution and waits for it. Each execution gets its own thread: the QuickJS
 /// backend's per-thread tables only grow, so a thread serves one runtime and
 /// exits (see `engine::MAX_RUNTIMES_PER_THREAD`).
 struct PreparedEngine {
     heap_bytes: u64,
-    built: std_mpsc::Receiver<Result<(), String>>,
+    built: std_mpsc::Receiver<Result<(), BuildError>>,
     /// What `built` said, once it has.
-    outcome_of_build: Option<Result<(), String>>,
+    outcome_of_build: Option<Result<(), BuildError>>,
     job: std_mpsc::Sender<(Job, std_mpsc::Sender<ScriptOutcome>)>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl PreparedEngine {
-    fn spawn(heap_bytes: u64, link: &HostLink) -> Result<PreparedEngine, String> {
+    fn spawn(heap_bytes: u64, link: &HostLink) -> Result<PreparedEngine, BuildError> {
         let (built_tx, built) = std_mpsc::channel();
         let (job, job_rx) = std_mpsc::channel();
         let link = link.clone();
@@ -279,7 +297,7 @@ impl PreparedEngine {
             .name("quiver-js".into())
             .stack_size(ENGINE_STACK_BYTES)
             .spawn(move || run_engine_thread(heap_bytes, built_tx, job_rx, link))
-            .map_err(|e| format!("could not start an engine thread: {e}"))?;
+            .map_err(|e| BuildError::Thread(Arc::new(e)))?;
         Ok(PreparedEngine {
             heap_bytes,
             built,
@@ -290,19 +308,15 @@ impl PreparedEngine {
     }
 
     /// Waits until its runtime exists (or failed to).
-    fn ready(&mut self) -> Result<(), String> {
+    fn ready(&mut self) -> Result<(), BuildError> {
         let built = &self.built;
         self.outcome_of_build
-            .get_or_insert_with(|| {
-                built.recv().unwrap_or_else(|_| {
-                    Err("the engine thread stopped while building a runtime".into())
-                })
-            })
+            .get_or_insert_with(|| built.recv().unwrap_or(Err(BuildError::ThreadStopped)))
             .clone()
     }
 
     /// Spawns one and waits for its runtime.
-    fn spawn_ready(heap_bytes: u64, link: &HostLink) -> Result<PreparedEngine, String> {
+    fn spawn_ready(heap_bytes: u64, link: &HostLink) -> Result<PreparedEngine, BuildError> {
         let mut engine = PreparedEngine::spawn(heap_bytes, link)?;
         engine.ready()?;
         Ok(engine)
@@ -343,7 +357,7 @@ pub(super) fn internal_outcome(message: String) -> ScriptOutcome {
 /// One engine thread: build a runtime, report it built, run at most one job.
 fn run_engine_thread(
     heap_bytes: u64,
-    built: std_mpsc::Sender<Result<(), String>>,
+    built: std_mpsc::Sender<Result<(), BuildError>>,
     jobs: std_mpsc::Receiver<(Job, std_mpsc::Sender<ScriptOutcome>)>,
     link: HostLink,
 ) {
@@ -353,14 +367,14 @@ fn run_engine_thread(
     {
         Ok(tokio) => tokio,
         Err(e) => {
-            let _ = built.send(Err(format!("could not start the engine's event loop: {e}")));
+            let _ = built.send(Err(BuildError::EventLoop(Arc::new(e))));
             return;
         }
     };
     let mut runtime = match ScriptRuntime::new(heap_bytes) {
         Ok(runtime) => runtime,
         Err(e) => {
-            let _ = built.send(Err(format!("could not build a script runtime: {e}")));
+            let _ = built.send(Err(BuildError::Runtime(Arc::new(e))));
             return;
         }
     };
