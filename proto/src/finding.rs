@@ -185,6 +185,7 @@ mod tests {
         assert!(
             HoldAt::parse("sometimes")
                 .unwrap_err()
+                .to_string()
                 .contains("low, medium, high or never")
         );
     }
