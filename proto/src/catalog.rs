@@ -107,7 +107,7 @@ impl Catalog {
                 _ => servers_by_id(&entries),
             },
         }
-        .map_err(format_error)?;
+        .map_err(|e| format_error(e.to_string()))?;
 
         let mut taken = HashSet::new();
         let servers = raw
@@ -142,19 +142,65 @@ fn plain_server(name: &str, tools: Vec<ToolDef>) -> RawServer {
     }
 }
 
+/// What is wrong with a part of a catalogue.
+#[derive(Debug, thiserror::Error)]
+enum ShapeProblem {
+    /// A server entry of a list.
+    #[error(
+        "expected an object with `name` and `tools` (a list of servers, as livemcpbench)"
+    )]
+    NotServer,
+    /// A group of tools.
+    #[error("expected an object with a `tools` list")]
+    NotToolGroup,
+    /// A server's `tools`.
+    #[error("expected `tools` to be a list of tools or an object of tool groups")]
+    NotTools,
+    /// A server of an object of servers.
+    #[error("expected an object with a `tools` list (servers by id, as oslook)")]
+    NotServerById,
+    /// A tool.
+    #[error("expected an object with `name`, `description` and `inputSchema`")]
+    NotTool,
+    /// A tool whose name is not a string.
+    #[error(
+        "expected an object with `name`, `description` and `inputSchema` (`name` must be a string)"
+    )]
+    ToolName,
+    /// A member that must be a string.
+    #[error("`{0}` must be a string")]
+    NotString(&'static str),
+}
+
+/// A [`ShapeProblem`] and where it is (`entry 2 (`fs`): tools: tool 0: `).
+#[derive(Debug, thiserror::Error)]
+#[error("{at}{problem}")]
+struct ShapeError {
+    at: String,
+    problem: ShapeProblem,
+}
+
+impl ShapeProblem {
+    /// This problem, at `at`.
+    fn at(self, at: impl Into<String>) -> ShapeError {
+        ShapeError {
+            at: at.into(),
+            problem: self,
+        }
+    }
+}
+
 /// livemcpbench: `[{name, description, tools: {<key>: {tools: [tool…]}} | [tool…]}]`.
-fn server_list(entries: &[Value]) -> Result<Vec<RawServer>, String> {
+fn server_list(entries: &[Value]) -> Result<Vec<RawServer>, ShapeError> {
     entries
         .iter()
         .enumerate()
         .map(|(i, entry)| {
-            let expected = || {
-                format!("entry {i}: expected an object with `name` and `tools` (a list of servers, as livemcpbench)")
-            };
+            let expected = || ShapeProblem::NotServer.at(format!("entry {i}: "));
             let server = entry.as_object().ok_or_else(expected)?;
             let name = server.get("name").and_then(Value::as_str).ok_or_else(expected)?;
             let at = format!("entry {i} (`{name}`): ");
-            let description = optional_string(server, "description").map_err(|e| format!("{at}{e}"))?;
+            let description = optional_string(server, "description").map_err(|e| e.at(&at))?;
             let tools = match server.get("tools") {
                 Some(Value::Array(tools)) => tool_list(tools, &format!("{at}tools: "))?,
                 Some(Value::Object(groups)) => {
@@ -163,12 +209,12 @@ fn server_list(entries: &[Value]) -> Result<Vec<RawServer>, String> {
                         let group_at = format!("{at}tools.{key}: ");
                         match group.get("tools") {
                             Some(Value::Array(list)) => tools.extend(tool_list(list, &group_at)?),
-                            _ => return Err(format!("{group_at}expected an object with a `tools` list")),
+                            _ => return Err(ShapeProblem::NotToolGroup.at(group_at)),
                         }
                     }
                     tools
                 }
-                _ => return Err(format!("{at}expected `tools` to be a list of tools or an object of tool groups")),
+                _ => return Err(ShapeProblem::NotTools.at(at)),
             };
             Ok(RawServer { name: name.to_string(), description, tools })
         })
@@ -176,13 +222,12 @@ fn server_list(entries: &[Value]) -> Result<Vec<RawServer>, String> {
 }
 
 /// oslook: `{<server>: {tools: [tool…], server_info: {description}}}`.
-fn servers_by_id(entries: &[(String, Value)]) -> Result<Vec<RawServer>, String> {
+fn servers_by_id(entries: &[(String, Value)]) -> Result<Vec<RawServer>, ShapeError> {
     entries
         .iter()
         .map(|(name, server)| {
             let at = format!("server `{name}`: ");
-            let expected =
-                || format!("{at}expected an object with a `tools` list (servers by id, as oslook)");
+            let expected = || ShapeProblem::NotServerById.at(&at);
             let server = server.as_object().ok_or_else(expected)?;
             let Some(Value::Array(tools)) = server.get("tools") else {
                 return Err(expected());
@@ -206,20 +251,19 @@ fn servers_by_id(entries: &[(String, Value)]) -> Result<Vec<RawServer>, String> 
         .collect()
 }
 
-fn tool_list(tools: &[Value], at: &str) -> Result<Vec<ToolDef>, String> {
+fn tool_list(tools: &[Value], at: &str) -> Result<Vec<ToolDef>, ShapeError> {
     tools
         .iter()
         .enumerate()
-        .map(|(i, tool)| tool_def(tool).map_err(|e| format!("{at}tool {i}: {e}")))
+        .map(|(i, tool)| tool_def(tool).map_err(|e| e.at(format!("{at}tool {i}: "))))
         .collect()
 }
 
-fn tool_def(tool: &Value) -> Result<ToolDef, String> {
-    let expected = "expected an object with `name`, `description` and `inputSchema`";
-    let map = tool.as_object().ok_or(expected)?;
+fn tool_def(tool: &Value) -> Result<ToolDef, ShapeProblem> {
+    let map = tool.as_object().ok_or(ShapeProblem::NotTool)?;
     let name = match map.get("name") {
         Some(Value::String(name)) => name.clone(),
-        _ => return Err(format!("{expected} (`name` must be a string)")),
+        _ => return Err(ShapeProblem::ToolName),
     };
     let title = map.get("title").and_then(Value::as_str).map(str::to_string);
     let description = optional_string(map, "description")?;
@@ -239,11 +283,11 @@ fn tool_def(tool: &Value) -> Result<ToolDef, String> {
 }
 
 /// A string member; missing or `null` is empty.
-fn optional_string(map: &Map<String, Value>, key: &str) -> Result<String, String> {
+fn optional_string(map: &Map<String, Value>, key: &'static str) -> Result<String, ShapeProblem> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(text)) => Ok(text.clone()),
-        Some(_) => Err(format!("`{key}` must be a string")),
+        Some(_) => Err(ShapeProblem::NotString(key)),
     }
 }
 
