@@ -77,6 +77,17 @@ pub enum SignalStoreError {
     },
 }
 
+/// Why a tenant's signals file is skipped at load (logged; the tenant starts afresh).
+#[derive(Debug, thiserror::Error)]
+enum UnreadableSignals {
+    /// The file could not be read.
+    #[error("{0}")]
+    Read(std::io::Error),
+    /// It is not a tenant's signals.
+    #[error("{0}")]
+    Parse(serde_json::Error),
+}
+
 impl SignalStore {
     /// The store persisted in `dir` (created if missing), with every tenant
     /// file in it loaded. A file that does not parse is skipped and named in
@@ -97,9 +108,9 @@ impl SignalStore {
                 continue;
             }
             let parsed = std::fs::read(&path)
-                .map_err(|e| e.to_string())
+                .map_err(UnreadableSignals::Read)
                 .and_then(|b| {
-                    serde_json::from_slice::<TenantSignals>(&b).map_err(|e| e.to_string())
+                    serde_json::from_slice::<TenantSignals>(&b).map_err(UnreadableSignals::Parse)
                 });
             match parsed {
                 Ok(signals) => {
