@@ -102,8 +102,8 @@ impl Catalogue {
         }
     }
 
-    /// The tools of servers other than `server` named in `folded`.
-    fn others_named(&self, server: &str, folded: &str) -> Vec<(usize, usize, String)> {
+    /// Where `folded` names tools of servers other than `server` (byte ranges).
+    fn others_named(&self, server: &str, folded: &str) -> Vec<(usize, usize)> {
         if self.names.is_empty() {
             return Vec::new();
         }
@@ -112,7 +112,7 @@ impl Catalogue {
             if let Some(servers) = self.names.get(word)
                 && !servers.contains(server)
             {
-                found.push((start, start + word.len(), word.to_string()));
+                found.push((start, start + word.len()));
             }
         }
         found
@@ -129,24 +129,32 @@ fn distinctive(name: &str) -> bool {
                 && name.chars().any(char::is_lowercase)))
 }
 
-/// The identifier-like words of `text` (letters, digits, `_`, `-`) and
-/// where they start.
+/// The identifier-like words of `text` (letters, digits, `_`, inner `-`)
+/// and where they start.
 fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut out = Vec::new();
     let mut start = None;
+    let mut push = |from: usize, to: usize| {
+        let word = &text[from..to];
+        let lead = word.len() - word.trim_start_matches('-').len();
+        let trimmed = word.trim_matches('-');
+        if !trimmed.is_empty() {
+            out.push((from + lead, trimmed));
+        }
+    };
     for (i, c) in text.char_indices() {
         let part = c.is_alphanumeric() || c == '_' || c == '-';
         match (part, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
-                out.push((s, text[s..i].trim_matches('-')));
+                push(s, i);
                 start = None;
             }
             _ => {}
         }
     }
     if let Some(s) = start {
-        out.push((s, text[s..].trim_matches('-')));
+        push(s, text.len());
     }
     out.into_iter()
 }
@@ -231,7 +239,7 @@ impl Screen {
         } else {
             catalogue.others_named(server, &folded.text)
         };
-        for (start, end, name) in named {
+        for (start, end) in named {
             let (s, e) = folded.span(start, end);
             let sentence = sentence_around(&folded.text, start, end);
             // Preferring this tool to another server's is a preference
@@ -255,7 +263,6 @@ impl Screen {
                 s,
                 e,
             ));
-            let _ = name;
         }
         // A pseudo-system tag or hidden markup around an instruction is an
         // attempt to pass it off as the host's: as high as it gets.
