@@ -359,13 +359,13 @@ impl ExecutorFleet {
             .collect();
         if eligible.is_empty() {
             return Err(if members.is_empty() {
-                NoExecutor::NoneJoined
+                NoExecutor::EmptyFleet
             } else {
                 let states: Vec<String> = members
                     .values()
                     .map(|m| format!("{} {}", m.info.node, state_of(m, &canonical)))
                     .collect();
-                NoExecutor::NoneTakesWork {
+                NoExecutor::AllUnavailable {
                     states: states.join(", "),
                 }
             });
@@ -380,7 +380,7 @@ impl ExecutorFleet {
             })
             .copied()
             .cloned();
-        best.ok_or(NoExecutor::NoneLeft)
+        best.ok_or(NoExecutor::NothingLeft)
     }
 }
 
@@ -389,16 +389,16 @@ impl ExecutorFleet {
 enum NoExecutor {
     /// The fleet is empty.
     #[error("no executor has joined the fleet")]
-    NoneJoined,
+    EmptyFleet,
     /// Every member is tried, not ready, fenced or behind an open breaker.
     #[error("no executor can take work ({states})")]
-    NoneTakesWork {
+    AllUnavailable {
         /// Each member and its state.
         states: String,
     },
     /// None was left to pick.
     #[error("no executor can take work")]
-    NoneLeft,
+    NothingLeft,
 }
 
 fn state_of(member: &Member, canonical: &str) -> &'static str {

@@ -160,8 +160,10 @@ pub enum ReplicaUnavailable {
 /// return the replica's revision after them.
 pub trait StashReplica: Send + Sync {
     /// Every live entry of `session`'s stash.
-    fn load<'a>(&'a self, session: &'a str)
-    -> BoxFuture<'a, Result<ReplicaSnapshot, ReplicaUnavailable>>;
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<ReplicaSnapshot, ReplicaUnavailable>>;
     /// Stores `value` under `key` for `ttl`, unless the session's tenant
     /// would then hold more than `quota` across everything the replica keeps.
     fn put<'a>(

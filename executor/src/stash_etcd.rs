@@ -305,10 +305,7 @@ impl StashReplica for EtcdStash {
                     TxnOp::put(size_key.as_str(), bytes.to_string(), with_lease()),
                     TxnOp::put(epoch_key(tenant), "", None),
                 ]);
-                let answer = client
-                    .txn(txn)
-                    .await
-                    .map_err(failed("writing the entry"))?;
+                let answer = client.txn(txn).await.map_err(failed("writing the entry"))?;
                 let revision = answer.header().map_or(0, |h| h.revision());
                 if answer.succeeded() {
                     let held = StashAmount::new(

@@ -146,9 +146,7 @@ fn plain_server(name: &str, tools: Vec<ToolDef>) -> RawServer {
 #[derive(Debug, thiserror::Error)]
 enum ShapeProblem {
     /// A server entry of a list.
-    #[error(
-        "expected an object with `name` and `tools` (a list of servers, as livemcpbench)"
-    )]
+    #[error("expected an object with `name` and `tools` (a list of servers, as livemcpbench)")]
     NotServer,
     /// A group of tools.
     #[error("expected an object with a `tools` list")]
@@ -198,7 +196,10 @@ fn server_list(entries: &[Value]) -> Result<Vec<RawServer>, ShapeError> {
         .map(|(i, entry)| {
             let expected = || ShapeProblem::NotServer.at(format!("entry {i}: "));
             let server = entry.as_object().ok_or_else(expected)?;
-            let name = server.get("name").and_then(Value::as_str).ok_or_else(expected)?;
+            let name = server
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(expected)?;
             let at = format!("entry {i} (`{name}`): ");
             let description = optional_string(server, "description").map_err(|e| e.at(&at))?;
             let tools = match server.get("tools") {
@@ -216,7 +217,11 @@ fn server_list(entries: &[Value]) -> Result<Vec<RawServer>, ShapeError> {
                 }
                 _ => return Err(ShapeProblem::NotTools.at(at)),
             };
-            Ok(RawServer { name: name.to_string(), description, tools })
+            Ok(RawServer {
+                name: name.to_string(),
+                description,
+                tools,
+            })
         })
         .collect()
 }

@@ -186,8 +186,9 @@ impl TelemetrySettings {
             self.otlp_endpoint.clone().map(Some)
         };
         let log_format = match set("QUIVER_LOG_FORMAT") {
-            Some(value) => LogFormat::parse(&value)
-                .map_err(SettingsError::in_variable("QUIVER_LOG_FORMAT"))?,
+            Some(value) => {
+                LogFormat::parse(&value).map_err(SettingsError::in_variable("QUIVER_LOG_FORMAT"))?
+            }
             None => self.log_format.unwrap_or_default(),
         };
         if let Some(Some(endpoint)) = &export

@@ -158,9 +158,7 @@ pub enum TransportKeyError {
         hint: &'static str,
     },
     /// Neither `stdio` nor `http`.
-    #[error(
-        "upstream `{id}`: transport = \"{transport}\" is not known; use \"stdio\" or \"http\""
-    )]
+    #[error("upstream `{id}`: transport = \"{transport}\" is not known; use \"stdio\" or \"http\"")]
     UnknownTransport {
         /// Upstream id.
         id: String,

@@ -45,11 +45,12 @@ pub(crate) fn spawn(
         }
     }
     for (key, value) in env {
-        let value = crate::reference::expand_with_secrets(value, secrets)
-            .map_err(|source| SpawnError::Env {
+        let value = crate::reference::expand_with_secrets(value, secrets).map_err(|source| {
+            SpawnError::Env {
                 key: key.clone(),
                 source,
-            })?;
+            }
+        })?;
         cmd.env(key, value);
     }
     if let Some(dir) = cwd {

@@ -45,11 +45,12 @@ pub(crate) fn transport(
 ) -> Result<StreamableHttpClientTransport<TracingHttpClient>, HttpTransportError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     for (name, value) in headers {
-        let value = &crate::reference::expand_with_secrets(value, secrets)
-            .map_err(|source| HttpTransportError::Expand {
+        let value = &crate::reference::expand_with_secrets(value, secrets).map_err(|source| {
+            HttpTransportError::Expand {
                 name: name.clone(),
                 source,
-            })?;
+            }
+        })?;
         if http::HeaderValue::try_from(value.as_str()).is_err() {
             return Err(HttpTransportError::InvalidValue { name: name.clone() });
         }

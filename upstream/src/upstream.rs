@@ -145,10 +145,10 @@ fn meaningful_data(code: i32, data: Option<serde_json::Value>) -> Option<Box<ser
 enum ServeFailure {
     /// `server/discover` found no revision both sides speak.
     #[error("initialize failed: {0}")]
-    NoCommonVersion(rmcp::service::ClientInitializeError),
+    NoCommonVersion(Box<rmcp::service::ClientInitializeError>),
     /// The lifecycle failed otherwise.
     #[error("initialize failed: {0}")]
-    Initialize(rmcp::service::ClientInitializeError),
+    Initialize(Box<rmcp::service::ClientInitializeError>),
     /// An in-process upstream's stream was used up.
     #[error("the in-process stream has ended and cannot be reopened")]
     StreamEnded,
@@ -164,9 +164,9 @@ impl From<rmcp::service::ClientInitializeError> for ServeFailure {
     fn from(e: rmcp::service::ClientInitializeError) -> ServeFailure {
         match e {
             rmcp::service::ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
-                ServeFailure::NoCommonVersion(e)
+                ServeFailure::NoCommonVersion(Box::new(e))
             }
-            other => ServeFailure::Initialize(other),
+            other => ServeFailure::Initialize(Box::new(other)),
         }
     }
 }
@@ -505,9 +505,7 @@ impl Upstream {
         let connecting = AbortOnDropHandle::new(tokio::spawn(async move { this.connect().await }));
         let connected = tokio::time::timeout(self.config.connect_timeout(), connecting)
             .await
-            .map(|joined| {
-                joined.unwrap_or_else(|e| Err(ConnectError::Task(e)))
-            });
+            .map(|joined| joined.unwrap_or_else(|e| Err(ConnectError::Task(e))));
         let result = match connected {
             Ok(Ok(l)) => l,
             Ok(Err(reason)) => return Err(self.failed(reason.to_string())),
@@ -661,7 +659,9 @@ impl Upstream {
             // refuses `server/discover` with the versions it does speak, on a
             // connection it then closes: open another with `initialize`, and
             // go straight to it from now on.
-            Err(reason @ ServeFailure::NoCommonVersion(_)) if protocol == UpstreamProtocol::Auto => {
+            Err(reason @ ServeFailure::NoCommonVersion(_))
+                if protocol == UpstreamProtocol::Auto =>
+            {
                 tracing::debug!(upstream = %self.config.id, "{reason}; opening a session instead");
                 self.speaks_sessions.store(true, Ordering::Relaxed);
                 self.serve_as(handler, secrets, UpstreamProtocol::Sessions)

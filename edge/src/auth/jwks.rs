@@ -213,10 +213,7 @@ pub(crate) enum KeyFailure<E> {
     RefetchTooSoon { missing: String, interval: Duration },
     /// No key, and re-reading the set failed.
     #[error("{missing}; re-reading the JWKS failed: {source}")]
-    RefetchFailed {
-        missing: String,
-        source: FetchError,
-    },
+    RefetchFailed { missing: String, source: FetchError },
 }
 
 /// One usable key of a JWKS.
@@ -484,13 +481,12 @@ impl JwksSource {
                 })
             }
             JwksSource::Url { url, client } => {
-                let document =
-                    fetch_url(client, url)
-                        .await
-                        .map_err(|source| FetchError::Url {
-                            url: url.clone(),
-                            source,
-                        })?;
+                let document = fetch_url(client, url)
+                    .await
+                    .map_err(|source| FetchError::Url {
+                        url: url.clone(),
+                        source,
+                    })?;
                 KeySet::from_json(&document).map_err(|source| FetchError::UrlDocument {
                     url: url.clone(),
                     source,
@@ -518,10 +514,7 @@ pub(crate) fn read_jwks_file(path: &Path) -> io::Result<Vec<u8>> {
 /// The body of a JWKS URL, refused on a non-success status or past
 /// [`MAX_JWKS_BYTES`] (checked as the body arrives, not only by its
 /// announced length).
-async fn fetch_url(
-    client: &reqwest::Client,
-    url: &reqwest::Url,
-) -> Result<Vec<u8>, UrlFetchError> {
+async fn fetch_url(client: &reqwest::Client, url: &reqwest::Url) -> Result<Vec<u8>, UrlFetchError> {
     let mut response = client
         .get(url.clone())
         .header(reqwest::header::ACCEPT, "application/json")

@@ -24,8 +24,8 @@ use quiver_contract::{Limits, ScriptOutcome};
 use crate::{
     engine::{BYTECODE_CACHE_OFF, startup_snapshot},
     ipc::{
-        CallLimitReached, FrameError, FrameReader, FrameWriter, HostError, HostMessage, HostRequest, ToolNames,
-        WorkerMessage,
+        CallLimitReached, FrameError, FrameReader, FrameWriter, HostError, HostMessage,
+        HostRequest, ToolNames, WorkerMessage,
     },
     pool::script_context::{ScriptContext, StashOp},
 };
