@@ -18,11 +18,11 @@ use rand::RngExt as _;
 use crate::{
     admin::{
         AdminAnswer, AdminError, AdminRequest, ClusterInitialized, ClusterStatus, Committed,
-        DriftReport, ElectionSwitch, FindingStatus, FindingsReport, FleetMember, FleetVerification,
-        IssuedKey, LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown,
-        ManifestSummary, MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict,
-        PublicTenant, RefreshStarted, SecretList, SecretSummary, ToolFindings, ToolSummary,
-        UpstreamDetail, UpstreamSummary, UsageReport, Verdict, VoterPromoted,
+        DriftReport, ElectionSwitch, FindingsReport, FleetMember, FleetVerification, IssuedKey,
+        LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary,
+        MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict, PublicTenant,
+        RefreshStarted, SecretList, SecretSummary, ToolSummary, UpstreamDetail, UpstreamSummary,
+        UsageReport, Verdict, VoterPromoted,
     },
     client::AdminClient,
     cluster_key::{CLUSTER_KEY_ENV, CLUSTER_KEY_FILE_ENV, ClusterKey, MAX_SECRET_BYTES},
@@ -33,7 +33,7 @@ use crate::{
     outcome::{CommandResult, Refusal, RefusalCode},
     raft::{Node, NodeId, network::TlsMaterial},
     replica::Replica,
-    state::{ControlState, EventKind, definition_hash},
+    state::ControlState,
     tenant::hash_key,
 };
 
@@ -189,10 +189,10 @@ impl Operator {
                 })
             }
             AdminRequest::UpstreamDrift { id } => {
-                AdminAnswer::UpstreamDrift(r.read(|s| drift_report(s, id.as_deref())).await?)
+                AdminAnswer::UpstreamDrift(r.read(|s| DriftReport::of(s, id.as_deref())).await?)
             }
             AdminRequest::UpstreamFindings { id } => AdminAnswer::UpstreamFindings(
-                r.read(|s| findings_report(s, id.as_deref())).await?,
+                r.read(|s| FindingsReport::of(s, id.as_deref())).await?,
             ),
             AdminRequest::UpstreamApprove { id, tool } => {
                 // A named tool that screening holds back is approved as it is;
@@ -750,63 +750,6 @@ fn upstream_detail(
         state: connection_state(statuses, id),
         config: config.clone(),
     })
-}
-
-fn findings_report(s: &ControlState, id: Option<&str>) -> FindingsReport {
-    let wanted = |u: &str| id.is_none_or(|i| i == u);
-    let mut tools: Vec<ToolFindings> = s
-        .held
-        .iter()
-        .filter(|(u, _)| wanted(u))
-        .flat_map(|(u, held)| {
-            held.iter().map(move |(name, h)| ToolFindings {
-                upstream: u.clone(),
-                tool: name.clone(),
-                status: FindingStatus::Held,
-                held_since_ms: Some(h.seen_ms),
-                findings: h.findings.clone(),
-            })
-        })
-        .collect();
-    for (u, entry) in s.catalogue.iter().filter(|(u, _)| wanted(u)) {
-        for (name, findings) in &entry.findings {
-            let approved = s.approved.get(u).and_then(|a| a.get(name));
-            let current = entry.tools.iter().find(|t| &t.name == name);
-            let status = match (approved, current) {
-                (Some(hash), Some(tool)) if *hash == definition_hash(tool) => {
-                    FindingStatus::Approved
-                }
-                _ => FindingStatus::Served,
-            };
-            tools.push(ToolFindings {
-                upstream: u.clone(),
-                tool: name.clone(),
-                status,
-                held_since_ms: None,
-                findings: findings.clone(),
-            });
-        }
-    }
-    tools.sort_by(|a, b| (a.status, &a.upstream, &a.tool).cmp(&(b.status, &b.upstream, &b.tool)));
-    FindingsReport { tools }
-}
-
-fn drift_report(s: &ControlState, id: Option<&str>) -> DriftReport {
-    DriftReport {
-        events: s
-            .events
-            .iter()
-            .filter(|e| e.kind == EventKind::Drift)
-            .filter(|e| id.is_none() || e.upstream.as_deref() == id)
-            .cloned()
-            .collect(),
-        pending: s
-            .pending
-            .iter()
-            .filter(|(u, _)| id.is_none_or(|i| i == u.as_str()))
-            .map(|(u, p)| (u.clone(), p.keys().cloned().collect()))
-            .collect(),
-    }
 }
 
 /// The current manifest (`version` absent or current), or a kept version's record.

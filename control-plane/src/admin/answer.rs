@@ -534,6 +534,27 @@ pub struct DriftReport {
     pub pending: BTreeMap<String, Vec<String>>,
 }
 
+impl DriftReport {
+    /// The drift events and quarantined changes of `s` (only `id`'s when given).
+    pub(crate) fn of(s: &crate::state::ControlState, id: Option<&str>) -> DriftReport {
+        DriftReport {
+            events: s
+                .events
+                .iter()
+                .filter(|e| e.kind == crate::state::EventKind::Drift)
+                .filter(|e| id.is_none() || e.upstream.as_deref() == id)
+                .cloned()
+                .collect(),
+            pending: s
+                .pending
+                .iter()
+                .filter(|(u, _)| id.is_none_or(|i| i == u.as_str()))
+                .map(|(u, p)| (u.clone(), p.keys().cloned().collect()))
+                .collect(),
+        }
+    }
+}
+
 /// A tenant as operators see it: key ids and dates, never key hashes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PublicTenant {
@@ -773,122 +794,6 @@ pub struct ManifestHash {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
+mod tests;
 
-    use super::*;
-    use crate::outcome::UpstreamRemoved;
-
-    #[test]
-    fn an_answer_travels_tagged_and_prints_as_its_own_fields() {
-        let answer = AdminAnswer::ManifestHash(ManifestHash {
-            version: 3,
-            stub_hash: "ab".into(),
-            tools: 2,
-        });
-        let wire = serde_json::to_string(&answer).unwrap();
-        assert_eq!(serde_json::from_str::<AdminAnswer>(&wire).unwrap(), answer);
-        assert_eq!(
-            answer.to_json(),
-            json!({"version": 3, "stub_hash": "ab", "tools": 2})
-        );
-    }
-
-    #[test]
-    fn a_write_prints_its_result_and_where_it_landed() {
-        let answer = AdminAnswer::UpstreamRemove(Committed {
-            result: CommandResult::RemoveUpstream(UpstreamRemoved { id: "gh".into() }),
-            manifest_version: 4,
-            log_index: 9,
-        });
-        assert_eq!(
-            answer.to_json(),
-            json!({"result": {"id": "gh"}, "manifest_version": 4, "log_index": 9})
-        );
-    }
-
-    #[test]
-    fn roles_and_verdicts_print_as_they_serialize() {
-        for role in [
-            MemberRole::Leader,
-            MemberRole::Follower,
-            MemberRole::Learner,
-        ] {
-            assert_eq!(serde_json::to_value(role).unwrap(), role.as_str());
-        }
-        for verdict in [Verdict::Ok, Verdict::Behind, Verdict::Mismatch] {
-            assert_eq!(serde_json::to_value(verdict).unwrap(), verdict.as_str());
-        }
-    }
-
-    #[test]
-    fn a_tenant_is_shown_with_key_ids_never_hashes() {
-        let mut tenant = crate::tenant::TenantPatch::default().create("acme", 1);
-        tenant.keys.insert(
-            "k1".into(),
-            crate::tenant::ApiKey {
-                sha256: "f".repeat(64),
-                created_ms: 2,
-            },
-        );
-        let shown = serde_json::to_value(PublicTenant::from(&tenant)).unwrap();
-        assert_eq!(shown["keys"], json!([{"key_id": "k1", "created_ms": 2}]));
-        assert!(!shown.to_string().contains(&"f".repeat(64)));
-    }
-}
-
-/// An upstream's connection state as answers carry it: its name, or
-/// `unknown` when the answering node holds no connection to it.
-mod state_or_unknown {
-    use quiver_upstream::UpstreamState;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer, de::IntoDeserializer};
-
-    const UNKNOWN: &str = "unknown";
-
-    pub(crate) fn serialize<S: Serializer>(
-        state: &Option<UpstreamState>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        match state {
-            Some(state) => state.serialize(serializer),
-            None => serializer.serialize_str(UNKNOWN),
-        }
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<UpstreamState>, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        if name == UNKNOWN {
-            return Ok(None);
-        }
-        UpstreamState::deserialize(name.into_deserializer()).map(Some)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use quiver_upstream::UpstreamState;
-        use serde_json::json;
-
-        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
-        struct Row {
-            #[serde(with = "super")]
-            state: Option<UpstreamState>,
-        }
-
-        #[test]
-        fn states_keep_their_names_and_none_is_unknown() {
-            for (state, name) in [
-                (Some(UpstreamState::Connected), "connected"),
-                (Some(UpstreamState::Down), "down"),
-                (None, "unknown"),
-            ] {
-                let row = Row { state };
-                let value = serde_json::to_value(&row).unwrap();
-                assert_eq!(value, json!({ "state": name }));
-                assert_eq!(serde_json::from_value::<Row>(value).unwrap(), row);
-            }
-            assert!(serde_json::from_value::<Row>(json!({ "state": "sideways" })).is_err());
-        }
-    }
-}
+mod state_or_unknown;
