@@ -177,6 +177,9 @@ fn select_server(catalog: &Catalog, wanted: Option<&str>) -> anyhow::Result<Cata
 type Subscribed = (String, Peer<RoleServer>);
 
 /// The one resource of a mock with test hooks.
+mod test_hooks;
+use test_hooks::test_hook_tools;
+
 const TEST_RESOURCE: &str = "quiver-test://note";
 
 #[derive(Clone)]
@@ -238,61 +241,6 @@ impl MockServer {
     fn tools(&self) -> std::sync::MutexGuard<'_, Vec<Tool>> {
         self.tools.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-fn test_hook_tools() -> Vec<Tool> {
-    let tool = |name: &str, description: &str, schema: Value| -> Option<Tool> {
-        serde_json::from_value(
-            json!({"name": name, "description": description, "inputSchema": schema}),
-        )
-        .ok()
-    };
-    [
-        tool("quiver_test_crash", "Exit the server process immediately (tests only).", json!({"type": "object"})),
-        tool(
-            "quiver_test_sleep",
-            "Sleep, then answer (tests only).",
-            json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
-        ),
-        tool("quiver_test_stats", "Counters of what this server saw: cancellations, calls per tool (tests only).", json!({"type": "object"})),
-        tool(
-            "quiver_test_fail",
-            "Fail with an error that names the path asked for beside this server's secret (env QUIVER_TEST_SECRET), an internal address and a server path (tests only).",
-            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
-        ),
-        tool(
-            "quiver_test_add_tool",
-            "Add a tool and announce tools/list_changed (tests only).",
-            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-        ),
-        tool(
-            "quiver_test_rendezvous",
-            "Wait until `parties` calls of `group` are in flight, send `logs` log messages, report `steps` progress notifications tagged `tag`, make `asks` sampling or elicitation requests (`ask`), wait until every call of the group got that far, then answer with what the client said (tests only).",
-            json!({"type": "object", "properties": {
-                "group": {"type": "string"}, "parties": {"type": "integer"}, "steps": {"type": "integer"},
-                "tag": {"type": "string"}, "ask": {"enum": ["sampling", "elicitation"]}, "asks": {"type": "integer"},
-                "logs": {"type": "integer"}
-            }, "required": ["group", "parties", "steps", "tag"]}),
-        ),
-        tool(
-            "quiver_test_request_header",
-            "Answer with the SHA-256 (hex) of header `name` of the HTTP request that carried this call (with `meta`, of the string under key `name` of the call's `_meta`), or null without one; with `echo`, its value too, as a careless server would in an error (tests only).",
-            json!({"type": "object", "properties": {"name": {"type": "string"}, "echo": {"type": "boolean"}, "meta": {"type": "boolean"}}, "required": ["name"]}),
-        ),
-        tool(
-            "quiver_test_touch_resource",
-            "Announce notifications/resources/updated for `uri` to the clients subscribed to it (tests only).",
-            json!({"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}),
-        ),
-        tool(
-            "quiver_test_large",
-            "Answer with `bytes` bytes of text: lines `{n:015}\\n`, n from 0, the last one cut (tests only).",
-            json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}),
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
 }
 
 impl ServerHandler for MockServer {
