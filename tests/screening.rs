@@ -12,9 +12,8 @@ use std::path::Path;
 
 use crate::support;
 
-use rmcp::{RoleClient, model::CallToolRequestParams, service::RunningService};
 use serde_json::{Value, json};
-use support::{QuiverDev, connect_as, ctl, ctl_json, text};
+use support::{QuiverDev, answers::answer, connect_as, ctl, ctl_json};
 
 /// The real servers served beside the poisoned ones.
 const REAL: [&str; 8] = [
@@ -117,23 +116,6 @@ fn catalogue(dir: &Path, name: &str, poisoned: &[Poisoned]) -> String {
     path.to_str().unwrap().to_string()
 }
 
-/// Everything a client can read from one answer.
-async fn answer(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> String {
-    let mut params = CallToolRequestParams::new(tool.to_string());
-    params.arguments = args.as_object().cloned();
-    match client.call_tool(params).await {
-        Ok(result) => format!(
-            "{} {}",
-            text(&result),
-            result
-                .structured_content
-                .map(|v| v.to_string())
-                .unwrap_or_default()
-        ),
-        Err(e) => e.to_string(),
-    }
-}
-
 /// What a client of each mode observes: the listing, and probes with every
 /// poisoned tool's names and words.
 async fn observe(dev: &QuiverDev, poisoned: &[Poisoned]) -> Vec<String> {
@@ -169,8 +151,8 @@ async fn observe(dev: &QuiverDev, poisoned: &[Poisoned]) -> Vec<String> {
             probes.push(("execute", json!({"code": "return Object.keys(tools)"})));
         }
         for (tool, args) in probes {
-            let answer = answer(&client, tool, args.clone()).await;
-            seen.push(format!("{mode} {tool} {args}: {answer}"));
+            let said = answer(&client, tool, args.clone()).await;
+            seen.push(format!("{mode} {tool} {args}: {said}"));
         }
         client.cancel().await.unwrap();
     }

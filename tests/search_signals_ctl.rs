@@ -19,16 +19,25 @@ const ZERO_HIT: &str = "xyzzy plugh frobnicate";
 const ZERO_HIT_BEFORE_CRASH: &str = "qwertzuiop asdfghjkl";
 
 /// `quiver dev` in search mode on `data`, with `edge_config` as its `[edge]` table.
+///
+/// Lexical ranking: only a search that shows nothing keeps its words, and
+/// whether the sentence model shows something for nonsense depends on
+/// whether it has embedded the view yet (it does so in the background), not
+/// on what these tests are about.
 fn start(data: &Path, dir: &Path, edge_config: &str) -> QuiverDev {
     let config = write_file(dir, "quiver.toml", &format!("[edge]\n{edge_config}\n"));
-    QuiverDev::start(&[
-        "--mode",
-        "search",
-        "--data",
-        data.to_str().expect("utf-8 path"),
-        "--config",
-        config.to_str().expect("utf-8 path"),
-    ])
+    let no_model = dir.join("no-model");
+    QuiverDev::start_with_env(
+        &[
+            "--mode",
+            "search",
+            "--data",
+            data.to_str().expect("utf-8 path"),
+            "--config",
+            config.to_str().expect("utf-8 path"),
+        ],
+        &[("QUIVER_SEARCH_MODEL_DIR", no_model.as_path())],
+    )
 }
 
 /// Runs `quiver ctl --edge <dev> <args>`; returns (success, stdout, stderr).

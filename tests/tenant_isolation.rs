@@ -8,9 +8,8 @@
 
 use crate::support;
 
-use rmcp::{RoleClient, model::CallToolRequestParams, service::RunningService};
 use serde_json::{Value, json};
-use support::{QuiverDev, call, connect_as, ctl, ctl_json, post_initialize, text};
+use support::{QuiverDev, answers::answer, call, connect_as, ctl, ctl_json, post_initialize, text};
 
 /// Creates tenant `id` seeing `server` and issues it a key.
 fn tenant_with_key(cp: &str, id: &str, server: &str) -> (String, String) {
@@ -21,28 +20,6 @@ fn tenant_with_key(cp: &str, id: &str, server: &str) -> (String, String) {
         key["key"].as_str().expect("the key").to_string(),
         key["key_id"].as_str().expect("the key id").to_string(),
     )
-}
-
-/// Everything a client can read from one answer: text, structured content,
-/// or a protocol error's message.
-fn observed(result: Result<rmcp::model::CallToolResult, rmcp::ServiceError>) -> String {
-    match result {
-        Ok(result) => format!(
-            "{} {}",
-            text(&result),
-            result
-                .structured_content
-                .map(|v| v.to_string())
-                .unwrap_or_default()
-        ),
-        Err(e) => e.to_string(),
-    }
-}
-
-async fn call_any(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> String {
-    let mut params = CallToolRequestParams::new(name.to_string());
-    params.arguments = args.as_object().cloned();
-    observed(client.call_tool(params).await)
 }
 
 /// Writes the demo catalog restricted to `servers` and returns its path.
@@ -139,8 +116,8 @@ async fn observe(url_of: impl Fn(&str) -> String, key: Option<&str>) -> Vec<Stri
         }
         for (probe_mode, tool, args) in probes() {
             if probe_mode == mode {
-                let answer = call_any(&client, tool, args.clone()).await;
-                seen.push(format!("{mode} {tool} {args}: {answer}"));
+                let said = answer(&client, tool, args.clone()).await;
+                seen.push(format!("{mode} {tool} {args}: {said}"));
             }
         }
         client.cancel().await.unwrap();
@@ -326,7 +303,7 @@ async fn a_child_executor_rechecks_every_call_against_the_tenants_view() {
     let dev = QuiverDev::start(&["--auth", "required", "--executor", "child"]);
     let (key, _) = tenant_with_key(&dev.control_plane, "weather-only", "weather");
     let client = connect_as(&dev.mode_url("code"), &key).await;
-    let own = call_any(
+    let own = answer(
         &client,
         "execute",
         json!({"code": "return await tools.weather.get_forecast({city: 'Lisbon'})"}),
@@ -336,7 +313,7 @@ async fn a_child_executor_rechecks_every_call_against_the_tenants_view() {
         own.contains("get_forecast") && own.contains("Lisbon"),
         "{own}"
     );
-    let hidden = call_any(
+    let hidden = answer(
         &client,
         "execute",
         json!({"code": "return await tools.call('github__create_issue', {repo: 'a/b', title: 'x'})"}),

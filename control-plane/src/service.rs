@@ -312,20 +312,7 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        Arc::new(Manifest::build(
-            version,
-            vec![ServerEntry {
-                id: "s".into(),
-                description: String::new(),
-                namespace: "s".into(),
-                tags: vec![],
-                group: String::new(),
-                validation: Default::default(),
-                features: vec![],
-                tools,
-                findings: Default::default(),
-            }],
-        ))
+        Arc::new(Manifest::build(version, vec![ServerEntry::new("s", tools)]))
     }
 
     fn parts(upstreams: &str) -> (String, String, String) {

@@ -137,15 +137,8 @@ mod tests {
 
     fn server(id: &str, tools: Vec<ToolDef>) -> ServerEntry {
         ServerEntry {
-            id: id.into(),
             description: format!("the {id} server"),
-            namespace: id.into(),
-            tags: vec![],
-            group: String::new(),
-            validation: Default::default(),
-            features: vec![],
-            tools,
-            findings: Default::default(),
+            ..ServerEntry::new(id, tools)
         }
     }
 

@@ -50,6 +50,26 @@ pub struct ServerEntry {
     pub findings: BTreeMap<String, Vec<Finding>>,
 }
 
+impl ServerEntry {
+    /// A server `id` (also its namespace) with `tools` and nothing else
+    /// set: no description, tags, group, features or findings, default
+    /// validation.
+    pub fn new(id: impl Into<String>, tools: Vec<ToolDef>) -> ServerEntry {
+        let id = id.into();
+        ServerEntry {
+            namespace: id.clone(),
+            id,
+            description: String::new(),
+            tags: Vec::new(),
+            group: String::new(),
+            validation: ValidationMode::default(),
+            features: Vec::new(),
+            tools,
+            findings: BTreeMap::new(),
+        }
+    }
+}
+
 /// How call arguments are checked against a tool's `inputSchema` before forwarding.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

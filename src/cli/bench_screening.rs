@@ -190,17 +190,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
     let mut entries: Vec<ServerEntry> = Vec::new();
     for i in 0..args.tools {
         if i % 50 == 0 {
-            entries.push(ServerEntry {
-                id: format!("server{}", i / 50),
-                description: String::new(),
-                namespace: format!("server{}", i / 50),
-                tags: vec![],
-                group: String::new(),
-                validation: Default::default(),
-                features: vec![],
-                tools: vec![],
-                findings: Default::default(),
-            });
+            entries.push(ServerEntry::new(format!("server{}", i / 50), Vec::new()));
         }
         let mut tool = pool[i % pool.len()].clone();
         tool.name = format!("{}_{i}", tool.name);

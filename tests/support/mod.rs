@@ -2,6 +2,7 @@
 //! loopback and talk to them with real rmcp clients.
 #![allow(dead_code)]
 
+pub mod answers;
 pub mod doc_session;
 pub mod etcd;
 pub mod markdown_blocks;

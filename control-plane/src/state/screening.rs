@@ -182,17 +182,7 @@ mod tests {
 
     /// A discovery of `tools`, screened as discovery screens it.
     fn discovered(tools: Vec<ToolDef>) -> Command {
-        let mut entry = ServerEntry {
-            id: "mail".into(),
-            description: String::new(),
-            namespace: "mail".into(),
-            tags: vec![],
-            group: String::new(),
-            validation: Default::default(),
-            features: vec![],
-            tools,
-            findings: Default::default(),
-        };
+        let mut entry = ServerEntry::new("mail", tools);
         quiver_screen::screen_entry(&mut entry, &quiver_screen::Catalogue::default());
         Command::RecordDiscovery {
             entries: vec![entry],

@@ -24,17 +24,7 @@ fn tool(name: &str, param: &str) -> ToolDef {
 
 fn discovered(id: &str, tools: Vec<ToolDef>) -> Command {
     Command::RecordDiscovery {
-        entries: vec![ServerEntry {
-            id: id.into(),
-            description: String::new(),
-            namespace: id.into(),
-            tags: vec![],
-            group: String::new(),
-            validation: Default::default(),
-            features: vec![],
-            tools,
-            findings: Default::default(),
-        }],
+        entries: vec![ServerEntry::new(id, tools)],
     }
 }
 
