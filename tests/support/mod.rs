@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod answers;
+mod control_plane;
 pub mod doc_session;
 pub mod etcd;
 pub mod markdown_blocks;
@@ -10,6 +11,10 @@ pub mod node_tools;
 pub mod otlp;
 pub mod partial_run;
 pub mod session_client;
+mod tls;
+
+pub use control_plane::*;
+pub use tls::*;
 
 use std::{
     io::{BufRead, BufReader},
@@ -654,79 +659,6 @@ pub fn serving_addr(banner: &str) -> String {
         .to_string()
 }
 
-/// A running `quiver control-plane` node (SIGKILLed on drop).
-pub struct ControlPlaneProcess {
-    child: Option<Child>,
-    /// Node id.
-    pub id: u64,
-    /// gRPC address.
-    pub addr: String,
-    /// Data directory.
-    pub data: PathBuf,
-    extra: Vec<String>,
-}
-
-impl ControlPlaneProcess {
-    /// Starts node `id` with `data` on a port it chooses (`127.0.0.1:0`) and
-    /// reads that address back from its startup line; `extra` are more flags
-    /// (`--bootstrap`, `--snapshot-every N`).
-    pub fn start(id: u64, data: &Path, extra: &[&str]) -> ControlPlaneProcess {
-        let mut node = ControlPlaneProcess {
-            child: None,
-            id,
-            addr: "127.0.0.1:0".to_string(),
-            data: data.to_path_buf(),
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-        };
-        node.restart();
-        node
-    }
-
-    /// Starts the process again on the same address and data directory (the
-    /// cluster's membership names that address, so a restarted node must come
-    /// back on it; the port is free only between the kill and this restart).
-    pub fn restart(&mut self) {
-        let mut command = Command::new(quiver_bin());
-        command
-            .args(["control-plane", "--node-id", &self.id.to_string()])
-            .args(["--listen", &self.addr, "--data"])
-            .arg(&self.data)
-            .args(["--heartbeat-ms", "50", "--election-timeout-ms", "300"])
-            .args(&self.extra);
-        let (child, banner) = spawn_with_banner(&mut command, "quiver control-plane");
-        assert!(banner.contains("serving on"), "{banner}");
-        self.addr = serving_addr(&banner);
-        // Only the first start bootstraps; a restart resumes from disk.
-        self.extra.retain(|a| a != "--bootstrap");
-        self.child = Some(child);
-    }
-
-    /// The process id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    /// SIGTERM, and waits for it to exit.
-    pub fn stop_gracefully(&mut self) -> std::process::ExitStatus {
-        let mut child = self.child.take().expect("the node runs");
-        terminate(&mut child, "the control-plane node")
-    }
-
-    /// `kill -9`.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for ControlPlaneProcess {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Runs `quiver ctl <args>`; returns (success, stdout, stderr).
 pub fn ctl(endpoints: &str, args: &[&str]) -> (bool, String, String) {
     let output = Command::new(quiver_bin())
@@ -795,139 +727,6 @@ pub fn ctl_json(endpoints: &str, args: &[&str]) -> Value {
     let (ok, stdout, stderr) = ctl(endpoints, &all);
     assert!(ok, "quiver ctl {args:?} failed: {stderr}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
-
-/// A throwaway certificate authority for mTLS tests.
-pub struct TestCa {
-    /// The CA certificate (PEM).
-    pub pem: String,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-}
-
-impl TestCa {
-    /// A new self-signed CA.
-    pub fn new() -> TestCa {
-        let key = rcgen::KeyPair::generate().expect("CA key");
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let pem = params.self_signed(&key).expect("CA certificate").pem();
-        TestCa {
-            pem,
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// A certificate for `name` (a DNS name or an IP address) and its key, PEM.
-    pub fn issue(&self, name: &str) -> (String, String) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
-            .expect("params")
-            .signed_by(&key, &self.issuer)
-            .expect("certificate");
-        (cert.pem(), key.serialize_pem())
-    }
-}
-
-impl TestCa {
-    /// A certificate for `name` valid only from `not_before` to `not_after`
-    /// (year, month, day; midnight UTC) and its key, PEM: with `not_after` in
-    /// the past, an expired certificate from a trusted CA.
-    pub fn issue_with(
-        &self,
-        name: &str,
-        not_before: (i32, u8, u8),
-        not_after: (i32, u8, u8),
-    ) -> (String, String) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).expect("params");
-        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
-        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
-        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
-        (cert.pem(), key.serialize_pem())
-    }
-}
-
-/// The counterpart of [`tls_refusal`] for a client the server must serve:
-/// completes the handshake as `server_name`, trusting `ca_pem` and presenting
-/// `identity` if given, sends an HTTP/2 preface and returns how many bytes the
-/// server answered with (its SETTINGS); the client's error chain otherwise.
-pub fn tls_answer(
-    addr: &str,
-    server_name: &str,
-    ca_pem: &str,
-    identity: Option<(&str, &str)>,
-) -> Result<usize, String> {
-    use std::io::{Read, Write};
-
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject};
-
-    quiver_upstream::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("CA PEM"))
-        .expect("a usable CA");
-    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
-    let config = match identity {
-        Some((cert, key)) => builder
-            .with_client_auth_cert(
-                vec![CertificateDer::from_pem_slice(cert.as_bytes()).expect("cert PEM")],
-                PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key PEM"),
-            )
-            .expect("a client identity"),
-        None => builder.with_no_client_auth(),
-    };
-    let name = ServerName::try_from(server_name.to_string()).expect("a server name");
-    let connection =
-        rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("a TLS client");
-    let socket = std::net::TcpStream::connect(addr).expect("TCP connect");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("read timeout");
-    let mut tls = rustls::StreamOwned::new(connection, socket);
-    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-        .and_then(|()| tls.flush())
-        .map_err(|e| error_chain(&e))?;
-    let mut buffer = [0u8; 64];
-    match tls.read(&mut buffer) {
-        Ok(0) => Err("the server closed the connection without answering".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(error_chain(&e)),
-    }
-}
-
-/// Starts three `quiver control-plane` nodes in `dir` (node 1 bootstrapped),
-/// adds 2 and 3 as learners and promotes them with `quiver ctl`; returns the
-/// nodes and the comma-separated endpoints.
-pub fn start_three_node_cluster(dir: &Path) -> (Vec<ControlPlaneProcess>, String) {
-    let nodes: Vec<ControlPlaneProcess> = (1..=3u64)
-        .map(|id| {
-            let extra: &[&str] = if id == 1 { &["--bootstrap"] } else { &[] };
-            ControlPlaneProcess::start(id, &dir.join(format!("n{id}")), extra)
-        })
-        .collect();
-    let endpoints = nodes
-        .iter()
-        .map(|n| n.addr.as_str())
-        .collect::<Vec<_>>()
-        .join(",");
-    for node in &nodes[1..] {
-        let id = node.id.to_string();
-        let (ok, _, err) = ctl(
-            &endpoints,
-            &[
-                "cluster",
-                "add-learner",
-                "--node-id",
-                &id,
-                "--addr",
-                &node.addr,
-            ],
-        );
-        assert!(ok, "add-learner {id}: {err}");
-        let (ok, _, err) = ctl(&endpoints, &["cluster", "promote", &id]);
-        assert!(ok, "promote {id}: {err}");
-    }
-    (nodes, endpoints)
 }
 
 /// The word after `key` in a startup line (`; admin http://…;` → the URL).
