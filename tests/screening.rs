@@ -127,31 +127,37 @@ async fn observe(dev: &QuiverDev, poisoned: &[Poisoned]) -> Vec<String> {
             .await
             .map(|t| serde_json::to_string(&t).unwrap());
         seen.push(format!("{mode} tools/list: {tools:?}"));
-        let mut probes: Vec<(&str, Value)> = Vec::new();
+        let mut probes: Vec<(String, Value)> = Vec::new();
         for p in poisoned {
             let exposed = p.exposed();
             match mode {
-                "passthrough" => probes.push((Box::leak(exposed.into_boxed_str()), json!({}))),
+                "passthrough" => probes.push((exposed, json!({}))),
                 "search" => {
-                    probes.push(("search_tools", json!({"query": p.words()})));
-                    probes.push(("call_tool", json!({"name": exposed, "arguments": {}})));
+                    probes.push(("search_tools".into(), json!({"query": p.words()})));
+                    probes.push((
+                        "call_tool".into(),
+                        json!({"name": exposed, "arguments": {}}),
+                    ));
                 }
                 _ => {
-                    probes.push(("search", json!({"query": p.words(), "limit": 10})));
-                    probes.push(("describe", json!({"names": [exposed]})));
+                    probes.push(("search".into(), json!({"query": p.words(), "limit": 10})));
+                    probes.push(("describe".into(), json!({"names": [exposed]})));
                     probes.push((
-                        "execute",
+                        "execute".into(),
                         json!({"code": format!("return await tools.call('{exposed}', {{}})")}),
                     ));
                 }
             }
         }
         if mode == "code" {
-            probes.push(("list", json!({})));
-            probes.push(("execute", json!({"code": "return Object.keys(tools)"})));
+            probes.push(("list".into(), json!({})));
+            probes.push((
+                "execute".into(),
+                json!({"code": "return Object.keys(tools)"}),
+            ));
         }
         for (tool, args) in probes {
-            let said = answer(&client, tool, args.clone()).await;
+            let said = answer(&client, &tool, args.clone()).await;
             seen.push(format!("{mode} {tool} {args}: {said}"));
         }
         client.cancel().await.unwrap();
