@@ -248,21 +248,12 @@ impl Screen {
             let preferred_over = self.preferred_over.is_match(&folded.text[..start]);
             let shadowing =
                 !preferred_over && (directive || self.directive_words.is_match(sentence));
-            out.push(finding(
-                if shadowing {
-                    "shadowing"
-                } else {
-                    "cross-server-reference"
-                },
-                if shadowing {
-                    Severity::High
-                } else {
-                    Severity::Medium
-                },
-                field,
-                s,
-                e,
-            ));
+            let (rule, severity) = if shadowing {
+                ("shadowing", Severity::High)
+            } else {
+                ("cross-server-reference", Severity::Medium)
+            };
+            out.push(finding(rule, severity, field, s, e));
         }
         // A pseudo-system tag or hidden markup around an instruction is an
         // attempt to pass it off as the host's: as high as it gets.
