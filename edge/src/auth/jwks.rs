@@ -1,9 +1,10 @@
 //! JSON Web Key Sets: each trusted issuer's signing keys, read from a file or
 //! fetched over HTTP, cached, and re-read on an unknown key id at most once per
-//! interval. Keys are parsed and signatures checked by `jsonwebtoken`; this
-//! module holds only the edge's policy: which keys of a set it will use for
-//! which algorithm, and when to re-read the set. Keys named inside a token
-//! (`jku`, `x5u`, `jwk`) are never fetched or used.
+//! interval. Keys are parsed (`jsonwebtoken::jwk::Jwk`) and signatures checked
+//! by `jsonwebtoken`; this module holds only the edge's policy: which keys of
+//! a set it will use for which algorithm, the floor on key strength, and when
+//! to re-read the set. Keys named inside a token (`jku`, `x5u`, `jwk`) are
+//! never fetched or used.
 
 use std::{
     io::{self, Read},
@@ -14,7 +15,10 @@ use std::{
 
 use arc_swap::ArcSwap;
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD_INDIFFERENT};
-use jsonwebtoken::{Algorithm, DecodingKey, jwk::Jwk};
+use jsonwebtoken::{
+    Algorithm, DecodingKey,
+    jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyOperations, PublicKeyUse},
+};
 use serde_json::{Map, Value};
 
 /// The largest JWKS document read from a file or a URL, in bytes.
@@ -48,13 +52,24 @@ pub fn is_accepted(alg: Algorithm) -> bool {
     )
 }
 
-/// The key type and curve a JWK must have to verify `alg`.
-fn key_type_for(alg: Algorithm) -> (&'static str, Option<&'static str>) {
-    match alg {
-        Algorithm::ES256 => ("EC", Some("P-256")),
-        Algorithm::ES384 => ("EC", Some("P-384")),
-        Algorithm::EdDSA => ("OKP", Some("Ed25519")),
-        _ => ("RSA", None),
+/// The key types (with their curve) the edge verifies signatures with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeyKind {
+    Rsa,
+    P256,
+    P384,
+    Ed25519,
+}
+
+impl KeyKind {
+    /// The kind of key that verifies `alg`.
+    fn verifying(alg: Algorithm) -> KeyKind {
+        match alg {
+            Algorithm::ES256 => KeyKind::P256,
+            Algorithm::ES384 => KeyKind::P384,
+            Algorithm::EdDSA => KeyKind::Ed25519,
+            _ => KeyKind::Rsa,
+        }
     }
 }
 
@@ -74,7 +89,7 @@ pub enum JwksError {
     /// No key in the set can verify a token signature.
     #[error(
         "the JWKS holds no usable signing key (RSA of 2048-8192 bits, EC P-256 or P-384, or OKP Ed25519, with \"use\" absent or \"sig\"){}",
-        skipped_note(skipped)
+        if skipped.is_empty() { String::new() } else { format!("; skipped: {}", skipped.join("; ")) }
     )]
     NoUsableKey {
         /// Why each key that was present was left out.
@@ -82,103 +97,52 @@ pub enum JwksError {
     },
 }
 
-fn skipped_note(skipped: &[String]) -> String {
-    if skipped.is_empty() {
-        String::new()
-    } else {
-        format!("; skipped: {}", skipped.join("; "))
-    }
-}
-
-/// Why a key of a supported type was left out of a set.
+/// Why a key was left out of a set, naming it by its `kid`.
 #[derive(Debug, thiserror::Error)]
-enum KeyRejection {
-    /// Its `kid` is not a string.
-    #[error("\"kid\" is not a string")]
-    KidNotString,
-    /// It is unusable, as `problem` says.
-    #[error("{}: {problem}", key_name(.kid.as_deref()))]
-    Unusable {
-        kid: Option<String>,
-        problem: KeyProblem,
-    },
+#[error("{}: {problem}", match kid { Some(kid) => format!("key {kid:?}"), None => "key without kid".to_owned() })]
+struct KeyRejection {
+    kid: Option<String>,
+    problem: KeyProblem,
 }
 
-/// How the operator's log names a key.
-fn key_name(kid: Option<&str>) -> String {
-    match kid {
-        Some(kid) => format!("key {kid:?}"),
-        None => "key without kid".to_owned(),
-    }
-}
-
-/// What is wrong with a key of a supported type.
+/// What is wrong with a key.
 #[derive(Debug, thiserror::Error)]
 enum KeyProblem {
-    /// Its `alg` is not a string.
-    #[error("\"alg\" is not a string")]
-    AlgNotString,
-    /// Its `alg` needs another key type.
-    #[error("\"alg\": {0:?} does not fit the key type")]
-    AlgMismatch(Algorithm),
-    /// Too weak, or coordinates of the wrong size.
-    #[error(transparent)]
-    Size(#[from] KeySizeError),
     /// `jsonwebtoken` cannot read it as a JWK.
     #[error("not a readable JWK ({0})")]
     Unreadable(serde_json::Error),
-    /// `jsonwebtoken` cannot make a public key of it.
-    #[error("not a usable public key ({0})")]
-    NotAKey(jsonwebtoken::errors::Error),
-}
-
-/// Why a key falls below the edge's floor on key strength.
-#[derive(Debug, thiserror::Error)]
-enum KeySizeError {
-    /// A member is absent or not a string.
-    #[error("\"{0}\" is missing or not a string")]
-    Missing(&'static str),
+    /// Its `alg` needs another key type.
+    #[error("\"alg\": {0:?} does not fit the key type")]
+    AlgMismatch(Algorithm),
     /// A member is not base64url.
     #[error("\"{0}\" is not base64url")]
     NotBase64(&'static str),
     /// An RSA modulus out of range.
     #[error("RSA modulus of {0} bits; 2048 to 8192 bits are accepted")]
     RsaBits(usize),
-    /// EC coordinates not of the curve's size.
-    #[error("EC coordinates must be {0} bytes each")]
-    EcCoordinates(usize),
-    /// An Ed25519 key not of 32 bytes.
-    #[error("Ed25519 \"x\" must be 32 bytes")]
-    Ed25519Length,
+    /// Coordinates or a public key not of the curve's size.
+    #[error("{0:?} key members must be {1} bytes each")]
+    Length(KeyKind, usize),
+    /// `jsonwebtoken` cannot make a public key of it.
+    #[error("not a usable public key ({0})")]
+    NotAKey(jsonwebtoken::errors::Error),
 }
 
 /// Why a JWKS could not be re-read (the previous keys stay).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FetchError {
-    /// Reading the file was interrupted.
-    #[error("reading {} stopped: {source}", path.display())]
-    Stopped {
-        path: PathBuf,
-        source: tokio::task::JoinError,
-    },
     /// The file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read { path: PathBuf, source: io::Error },
-    /// The file is not a usable JWKS.
-    #[error("{}: {source}", path.display())]
-    FileDocument { path: PathBuf, source: JwksError },
     /// The URL could not be fetched.
     #[error("{url}: {source}")]
     Url {
         url: reqwest::Url,
         source: UrlFetchError,
     },
-    /// The URL's document is not a usable JWKS.
-    #[error("{url}: {source}")]
-    UrlDocument {
-        url: reqwest::Url,
-        source: JwksError,
-    },
+    /// The file's or the URL's document is not a usable JWKS.
+    #[error("{from}: {source}")]
+    Document { from: String, source: JwksError },
 }
 
 /// Why a JWKS URL gave no document.
@@ -217,130 +181,98 @@ pub(crate) enum KeyFailure<E> {
 }
 
 /// One usable key of a JWKS.
+#[derive(Debug)]
 struct SigningKey {
     kid: Option<String>,
     /// The `alg` the key is restricted to, when the JWK names one.
     alg: Option<Algorithm>,
-    kty: &'static str,
-    crv: Option<&'static str>,
+    kind: KeyKind,
     key: DecodingKey,
-}
-
-impl std::fmt::Debug for SigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SigningKey")
-            .field("kid", &self.kid)
-            .field("alg", &self.alg)
-            .field("kty", &self.kty)
-            .field("crv", &self.crv)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SigningKey {
     /// Whether this key may verify a signature made with `alg`.
     fn accepts(&self, alg: Algorithm) -> bool {
-        self.alg.is_none_or(|declared| declared == alg) && key_type_for(alg) == (self.kty, self.crv)
+        self.alg.is_none_or(|declared| declared == alg) && KeyKind::verifying(alg) == self.kind
     }
 
-    /// The key a JWK object describes: `Ok(None)` for one that is not for
-    /// signatures or of a type the edge does not verify, `Err` for one of a
-    /// supported type that `jsonwebtoken` cannot read or that is too weak.
-    fn from_object(object: &Map<String, Value>) -> Result<Option<SigningKey>, KeyRejection> {
-        let kid = match object.get("kid") {
-            None => None,
-            Some(Value::String(kid)) => Some(kid.clone()),
-            Some(_) => return Err(KeyRejection::KidNotString),
-        };
-        let named = |problem: KeyProblem| KeyRejection::Unusable {
-            kid: kid.clone(),
+    /// The key a JWK describes: `Ok(None)` for one that is not for
+    /// signatures, restricted to an algorithm the edge refuses, or of a type
+    /// the edge does not verify (symmetric `oct`, other curves); `Err` for
+    /// one that is malformed or below the floor on key strength (RSA moduli
+    /// of 2048 to 8192 bits, EC and Ed25519 members of their curve's size).
+    fn from_value(entry: &Value) -> Result<Option<SigningKey>, KeyRejection> {
+        let jwk: Jwk = serde_json::from_value(entry.clone()).map_err(|e| KeyRejection {
+            kid: entry.get("kid").and_then(Value::as_str).map(str::to_owned),
+            problem: KeyProblem::Unreadable(e),
+        })?;
+        let common = &jwk.common;
+        let named = |problem| KeyRejection {
+            kid: common.key_id.clone(),
             problem,
         };
-        if object.get("use").is_some_and(|u| u.as_str() != Some("sig")) {
+        let for_signatures = common
+            .public_key_use
+            .as_ref()
+            .is_none_or(|usage| *usage == PublicKeyUse::Signature)
+            && common
+                .key_operations
+                .as_ref()
+                .is_none_or(|ops| ops.contains(&KeyOperations::Verify));
+        // A key restricted to an algorithm the edge refuses (HS256, RSA-OAEP
+        // for encryption, ...) can never verify a token.
+        let alg = common
+            .key_algorithm
+            .map(|alg| accepted_algorithm(&alg.to_string()));
+        if !for_signatures || alg.is_some_and(|alg| alg.is_none()) {
             return Ok(None);
         }
-        if let Some(ops) = object.get("key_ops")
-            && !ops
-                .as_array()
-                .is_some_and(|ops| ops.iter().any(|op| op.as_str() == Some("verify")))
-        {
-            return Ok(None);
-        }
-        let alg = match object.get("alg") {
-            None => None,
-            // A key restricted to an algorithm the edge refuses (HS256,
-            // RSA-OAEP for encryption, ...) can never verify a token.
-            Some(Value::String(name)) => match accepted_algorithm(name) {
-                Some(alg) => Some(alg),
-                None => return Ok(None),
-            },
-            Some(_) => return Err(named(KeyProblem::AlgNotString)),
+        let alg = alg.flatten();
+        let decode = |member: &'static str, text: &str| {
+            URL_SAFE_NO_PAD_INDIFFERENT
+                .decode(text)
+                .map_err(|_| named(KeyProblem::NotBase64(member)))
         };
-        let crv = object.get("crv").and_then(Value::as_str);
-        let (kty, crv) = match (object.get("kty").and_then(Value::as_str), crv) {
-            (Some("RSA"), _) => ("RSA", None),
-            (Some("EC"), Some("P-256")) => ("EC", Some("P-256")),
-            (Some("EC"), Some("P-384")) => ("EC", Some("P-384")),
-            (Some("OKP"), Some("Ed25519")) => ("OKP", Some("Ed25519")),
-            // Symmetric ("oct"), other curves and unknown types never verify.
+        let sized = |kind, size, members: &[(&'static str, &str)]| {
+            for (member, text) in members {
+                if decode(member, text)?.len() != size {
+                    return Err(named(KeyProblem::Length(kind, size)));
+                }
+            }
+            Ok(kind)
+        };
+        let kind = match &jwk.algorithm {
+            AlgorithmParameters::RSA(rsa) => {
+                let bits = decode("n", &rsa.n)?.iter().skip_while(|b| **b == 0).count() * 8;
+                if !(2048..=8192).contains(&bits) {
+                    return Err(named(KeyProblem::RsaBits(bits)));
+                }
+                decode("e", &rsa.e)?;
+                KeyKind::Rsa
+            }
+            AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
+                sized(KeyKind::P256, 32, &[("x", &ec.x), ("y", &ec.y)])?
+            }
+            AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P384 => {
+                sized(KeyKind::P384, 48, &[("x", &ec.x), ("y", &ec.y)])?
+            }
+            AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
+                sized(KeyKind::Ed25519, 32, &[("x", &okp.x)])?
+            }
             _ => return Ok(None),
         };
         if let Some(alg) = alg
-            && key_type_for(alg) != (kty, crv)
+            && KeyKind::verifying(alg) != kind
         {
             return Err(named(KeyProblem::AlgMismatch(alg)));
         }
-        check_key_size(object, kty, crv).map_err(|e| named(e.into()))?;
-        let jwk: Jwk = serde_json::from_value(Value::Object(object.clone()))
-            .map_err(|e| named(KeyProblem::Unreadable(e)))?;
         let key = DecodingKey::from_jwk(&jwk).map_err(|e| named(KeyProblem::NotAKey(e)))?;
         Ok(Some(SigningKey {
-            kid,
+            kid: common.key_id.clone(),
             alg,
-            kty,
-            crv,
+            kind,
             key,
         }))
-    }
-}
-
-/// The edge's floor on key strength, and coordinates of the right length
-/// for the curve: RSA moduli of 2048 to 8192 bits, EC coordinates and
-/// Ed25519 keys of their curve's size.
-fn check_key_size(
-    object: &Map<String, Value>,
-    kty: &str,
-    crv: Option<&str>,
-) -> Result<(), KeySizeError> {
-    let bytes = |member: &'static str| -> Result<Vec<u8>, KeySizeError> {
-        let text = object
-            .get(member)
-            .and_then(Value::as_str)
-            .ok_or(KeySizeError::Missing(member))?;
-        URL_SAFE_NO_PAD_INDIFFERENT
-            .decode(text)
-            .map_err(|_| KeySizeError::NotBase64(member))
-    };
-    match (kty, crv) {
-        ("RSA", _) => {
-            let n = bytes("n")?;
-            let bits = n.iter().skip_while(|b| **b == 0).count() * 8;
-            if !(2048..=8192).contains(&bits) {
-                return Err(KeySizeError::RsaBits(bits));
-            }
-            bytes("e").map(|_| ())
-        }
-        ("EC", Some(curve)) => {
-            let size = if curve == "P-256" { 32 } else { 48 };
-            if bytes("x")?.len() != size || bytes("y")?.len() != size {
-                return Err(KeySizeError::EcCoordinates(size));
-            }
-            Ok(())
-        }
-        _ => match bytes("x")?.len() {
-            32 => Ok(()),
-            _ => Err(KeySizeError::Ed25519Length),
-        },
     }
 }
 
@@ -379,23 +311,24 @@ impl KeySet {
             .get("keys")
             .and_then(Value::as_array)
             .ok_or(JwksError::NoKeysArray)?;
-        let mut keys = Vec::new();
-        let mut skipped = Vec::new();
+        let mut set = KeySet::default();
         for (index, entry) in entries.iter().enumerate() {
-            let Some(entry) = entry.as_object() else {
-                skipped.push(format!("keys[{index}] is not an object"));
+            if !entry.is_object() {
+                set.skipped.push(format!("keys[{index}] is not an object"));
                 continue;
-            };
-            match SigningKey::from_object(entry) {
-                Ok(Some(key)) => keys.push(key),
+            }
+            match SigningKey::from_value(entry) {
+                Ok(Some(key)) => set.keys.push(key),
                 Ok(None) => {}
-                Err(reason) => skipped.push(format!("keys[{index}] {reason}")),
+                Err(reason) => set.skipped.push(format!("keys[{index}] {reason}")),
             }
         }
-        if keys.is_empty() {
-            return Err(JwksError::NoUsableKey { skipped });
+        if set.keys.is_empty() {
+            return Err(JwksError::NoUsableKey {
+                skipped: set.skipped,
+            });
         }
-        Ok(KeySet { keys, skipped })
+        Ok(set)
     }
 
     /// How many usable signing keys the set holds.
@@ -462,23 +395,17 @@ pub(crate) enum JwksSource {
 impl JwksSource {
     /// The current key set at the source.
     async fn fetch(&self) -> Result<KeySet, FetchError> {
-        match self {
+        let (from, document) = match self {
             JwksSource::File(path) => {
                 let reading = path.clone();
                 let document = tokio::task::spawn_blocking(move || read_jwks_file(&reading))
                     .await
-                    .map_err(|source| FetchError::Stopped {
-                        path: path.clone(),
-                        source,
-                    })?
+                    .unwrap_or_else(|stopped| Err(io::Error::other(stopped)))
                     .map_err(|source| FetchError::Read {
                         path: path.clone(),
                         source,
                     })?;
-                KeySet::from_json(&document).map_err(|source| FetchError::FileDocument {
-                    path: path.clone(),
-                    source,
-                })
+                (path.display().to_string(), document)
             }
             JwksSource::Url { url, client } => {
                 let document = fetch_url(client, url)
@@ -487,12 +414,10 @@ impl JwksSource {
                         url: url.clone(),
                         source,
                     })?;
-                KeySet::from_json(&document).map_err(|source| FetchError::UrlDocument {
-                    url: url.clone(),
-                    source,
-                })
+                (url.to_string(), document)
             }
-        }
+        };
+        KeySet::from_json(&document).map_err(|source| FetchError::Document { from, source })
     }
 }
 
