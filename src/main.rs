@@ -28,6 +28,8 @@ enum Command {
     Ctl(cli::ctl::CtlArgs),
     /// Serve tools from a catalog file as an MCP server (deterministic answers).
     MockUpstream(cli::mock_upstream::MockUpstreamArgs),
+    /// Ask a role's admin listener whether it is ready (exit 0 on 2xx): the image's healthcheck.
+    Probe(cli::probe::ProbeArgs),
     /// Print the token cost of what a client loads up front, per mode.
     Tokens(cli::tokens::TokensArgs),
     /// Print a shell completion script: `quiver completions bash > ~/.local/share/bash-completion/completions/quiver`.
@@ -94,6 +96,7 @@ fn main() -> std::process::ExitCode {
             Command::ControlPlane(args) => cli::control_plane::run(args).await,
             Command::Ctl(args) => cli::ctl::run(args).await,
             Command::MockUpstream(args) => cli::mock_upstream::run(args).await,
+            Command::Probe(args) => cli::probe::run(args).await,
             Command::Tokens(args) => cli::tokens::run(args).await,
             Command::Completions(args) => cli::completions::run::<Cli>(args),
             Command::Bench(command) => cli::bench::run(command).await,

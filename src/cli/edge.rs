@@ -59,7 +59,7 @@ pub struct EdgeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     drain_notice: u64,
     /// Serve `/healthz`, `/readyz` and `/metrics` here too (overrides `edge.admin_listen`).
-    #[arg(long)]
+    #[arg(long, env = "QUIVER_ADMIN_LISTEN")]
     admin_listen: Option<SocketAddr>,
     /// etcd endpoints (`host:port`, comma-separated): learn the executors
     /// from their records there (see `quiver executor --etcd`), and register

@@ -85,7 +85,7 @@ pub struct ExecutorArgs {
     node_name: Option<String>,
     /// Serve `/healthz`, `/readyz` (a manifest held and sandbox workers
     /// warm) and `/metrics` on this HTTP address; port 0 picks one.
-    #[arg(long)]
+    #[arg(long, env = "QUIVER_ADMIN_LISTEN")]
     admin_listen: Option<SocketAddr>,
     /// Exit when standard input closes (used when started as a child of `quiver dev`,
     /// so the executor never outlives its parent).

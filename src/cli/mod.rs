@@ -23,5 +23,6 @@ pub mod executor;
 mod leases;
 pub mod logging;
 pub mod mock_upstream;
+pub mod probe;
 pub mod readiness;
 pub mod tokens;

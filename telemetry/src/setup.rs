@@ -146,6 +146,9 @@ pub fn init(
     let fmt = match resolved.log_format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            // Colours only for a person at a terminal: a container's or a
+            // service manager's log keeps plain text.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_target(false)
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
