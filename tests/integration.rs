@@ -12,6 +12,7 @@ mod cluster_script;
 mod cluster_status_readiness;
 mod code_mode_execute;
 mod completions;
+mod compose_fleet;
 mod concurrent_sessions_share_upstream;
 mod control_plane_cluster;
 mod control_plane_ctl;

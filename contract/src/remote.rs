@@ -166,7 +166,8 @@ impl HopError {
 }
 
 /// Whether `status` says the request never left this process: the
-/// transport could not connect.
+/// transport could not connect, or not even resolve the executor's name (a
+/// container that stopped leaves the network's DNS).
 fn not_sent(status: &tonic::Status) -> bool {
     if status.code() != tonic::Code::Unavailable {
         return false;
@@ -182,6 +183,7 @@ fn not_sent(status: &tonic::Status) -> bool {
         "connect error",
         "connection refused",
         "error trying to connect",
+        "dns error",
         "(connect)",
     ]
     .iter()
@@ -560,5 +562,21 @@ impl Scripts for RemoteExecutor {
                     })
                 })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HopError, not_sent};
+
+    #[test]
+    fn a_name_that_no_longer_resolves_is_not_sent_and_a_reset_is_lost() {
+        // What tonic answers when the executor's host name is gone.
+        let gone = tonic::Status::unavailable("dns error");
+        assert!(not_sent(&gone));
+        assert!(matches!(HopError::of(&gone), Some(HopError::NotSent(_))));
+        let reset = tonic::Status::unavailable("connection reset by peer");
+        assert!(!not_sent(&reset));
+        assert!(matches!(HopError::of(&reset), Some(HopError::Lost(_))));
     }
 }

@@ -177,6 +177,7 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
     let admin_shutdown = CancellationToken::new();
     let admin = readiness::open_admin(
         args.admin_listen.or(file.admin_listen),
+        Some(node.addr()),
         &health,
         &admin_shutdown,
     )

@@ -235,7 +235,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         ),
         (None, None) => health,
     };
-    let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
+    let admin = readiness::open_admin(config.edge.admin_listen, None, &health, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
     reported_health
         .reported(std::time::Duration::from_secs(2))

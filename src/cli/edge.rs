@@ -265,7 +265,13 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
                 Err(format!("no executor takes work ({} known)", states.len()).into())
             }
         });
-    let admin = readiness::open_admin(config.edge.admin_listen, &health, &shutdown).await?;
+    let admin = readiness::open_admin(
+        config.edge.admin_listen,
+        args.advertise.as_deref(),
+        &health,
+        &shutdown,
+    )
+    .await?;
     reported_health.set(health.clone(), admin.clone());
     reported_health
         .reported(std::time::Duration::from_secs(2))

@@ -252,7 +252,13 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     if !args.control_plane.is_empty() {
         health = health.check("control-plane", contact.check(store.clone()));
     }
-    let admin = readiness::open_admin(args.admin_listen, &health, &shutdown).await?;
+    let admin = readiness::open_admin(
+        args.admin_listen,
+        args.advertise.as_deref(),
+        &health,
+        &shutdown,
+    )
+    .await?;
     reported_health.set(health.clone(), admin.clone());
     if !args.control_plane.is_empty() {
         reported_health

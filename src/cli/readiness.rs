@@ -82,10 +82,13 @@ pub fn remote_executor_ready(
     move || last.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-/// Opens `/healthz`, `/readyz` and `/metrics` on `addr` when given; the
-/// bound address as `http://…`.
+/// Opens `/healthz`, `/readyz` and `/metrics` on `addr` when given; where
+/// others reach it, as `http://…`: the bound address, or, bound to every
+/// interface (`0.0.0.0`, `::`), the host of `advertise` (this node's
+/// `host:port` for its peers) with the bound port.
 pub async fn open_admin(
     addr: Option<SocketAddr>,
+    advertise: Option<&str>,
     health: &Health,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Option<String>> {
@@ -95,7 +98,53 @@ pub async fn open_admin(
         .with_context(|| format!("--admin-listen: cannot listen on {addr}"))?;
     let bound = listener.local_addr()?;
     listener.spawn(shutdown.clone());
-    Ok(Some(format!("http://{bound}")))
+    Ok(Some(reachable_admin(bound, advertise)))
+}
+
+/// The admin URL for `bound`, with `advertise`'s host in place of an
+/// unspecified address.
+fn reachable_admin(bound: SocketAddr, advertise: Option<&str>) -> String {
+    let host = advertise
+        .filter(|_| bound.ip().is_unspecified())
+        .map(|advertise| {
+            advertise
+                .split_once("://")
+                .map_or(advertise, |(_, rest)| rest)
+        })
+        .and_then(|authority| authority.rsplit_once(':').map(|(host, _)| host))
+        .filter(|host| !host.is_empty());
+    match host {
+        Some(host) => format!("http://{host}:{}", bound.port()),
+        None => format!("http://{bound}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reachable_admin;
+
+    #[test]
+    fn an_admin_listener_on_every_interface_is_reached_at_the_advertised_host() {
+        let any = "0.0.0.0:9090".parse().unwrap();
+        assert_eq!(
+            reachable_admin(any, Some("edge1:8080")),
+            "http://edge1:9090"
+        );
+        assert_eq!(
+            reachable_admin(any, Some("http://10.0.0.7:8080")),
+            "http://10.0.0.7:9090"
+        );
+        assert_eq!(
+            reachable_admin("[::]:9090".parse().unwrap(), Some("[fd00::7]:7070")),
+            "http://[fd00::7]:9090"
+        );
+        assert_eq!(reachable_admin(any, None), "http://0.0.0.0:9090");
+        let loopback = "127.0.0.1:9601".parse().unwrap();
+        assert_eq!(
+            reachable_admin(loopback, Some("edge1:8080")),
+            "http://127.0.0.1:9601"
+        );
+    }
 }
 
 /// The banner's admin part: `; admin http://…` (empty without one).
