@@ -41,5 +41,13 @@ mkdir -p target && rm -f "$empty_archive" && ar rc "$empty_archive"
 RUSTY_V8_ARCHIVE="$empty_archive" cargo check --no-default-features --features v8 -p quiver-executor --target-dir target/v8-check
 
 report_disk
+echo "== the fleet on a container engine (deploy/compose.yaml through scripts/compose.sh)"
+if podman info >/dev/null 2>&1 || docker info >/dev/null 2>&1; then
+  cargo nextest run -p quiver --run-ignored only -E 'test(/compose_fleet/)'
+else
+  echo "   skipped: no container engine answers (podman info, docker info); scripts/compose.sh install adds podman"
+fi
+
+report_disk
 echo "== MCP conformance"
 scripts/conformance.sh

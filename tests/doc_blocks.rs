@@ -207,6 +207,24 @@ const DEPLOY_README: &[Listed] = &[
         starts: "scripts/cluster.sh up",
         check: fresh_shell(&["http://127.0.0.1:8082/mcp", "executor"]),
     },
+    Listed {
+        starts: "docker build -f deploy/Dockerfile",
+        check: Check::Elsewhere(
+            "needs Docker Hub and quay.io, which no machine here reaches; the same Dockerfile and compose file run through scripts/compose.sh in tests/compose_fleet.rs",
+        ),
+    },
+    Listed {
+        starts: "scripts/compose.sh up",
+        check: Check::Elsewhere(
+            "needs a container engine and takes minutes: tests/compose_fleet.rs runs up and down, and scripts/test.sh runs it when an engine answers",
+        ),
+    },
+    Listed {
+        starts: "podman exec quiver_cp1_1",
+        check: Check::Elsewhere(
+            "tests/compose_fleet.rs runs `cluster verify` in cp1's container, as here",
+        ),
+    },
 ];
 
 fn read(file: &str) -> Vec<CodeBlock> {
