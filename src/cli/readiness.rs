@@ -119,6 +119,31 @@ fn reachable_admin(bound: SocketAddr, advertise: Option<&str>) -> String {
     }
 }
 
+/// The banner's admin part: `; admin http://…` (empty without one).
+pub fn admin_banner(admin: &Option<String>) -> String {
+    admin
+        .as_ref()
+        .map(|url| format!("; admin {url}; metrics {url}/metrics"))
+        .unwrap_or_default()
+}
+
+/// Where an edge's (or `quiver dev`'s) Prometheus scrape target is, for its
+/// startup line when it has no admin listener: the MCP port serves
+/// `/metrics` only when it authenticates nobody (the metrics name tenants).
+pub fn edge_metrics_banner(
+    admin: &Option<String>,
+    mcp_base: &str,
+    auth: quiver_edge::auth::AuthMode,
+) -> String {
+    match (admin, auth) {
+        (Some(_), _) => String::new(),
+        (None, quiver_edge::auth::AuthMode::None) => format!("; metrics {mcp_base}/metrics"),
+        (None, _) => {
+            "; metrics: none (the MCP port keeps them from clients that authenticate; serve them with --admin-listen ADDR)".to_string()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::reachable_admin;
@@ -144,30 +169,5 @@ mod tests {
             reachable_admin(loopback, Some("edge1:8080")),
             "http://127.0.0.1:9601"
         );
-    }
-}
-
-/// The banner's admin part: `; admin http://…` (empty without one).
-pub fn admin_banner(admin: &Option<String>) -> String {
-    admin
-        .as_ref()
-        .map(|url| format!("; admin {url}; metrics {url}/metrics"))
-        .unwrap_or_default()
-}
-
-/// Where an edge's (or `quiver dev`'s) Prometheus scrape target is, for its
-/// startup line when it has no admin listener: the MCP port serves
-/// `/metrics` only when it authenticates nobody (the metrics name tenants).
-pub fn edge_metrics_banner(
-    admin: &Option<String>,
-    mcp_base: &str,
-    auth: quiver_edge::auth::AuthMode,
-) -> String {
-    match (admin, auth) {
-        (Some(_), _) => String::new(),
-        (None, quiver_edge::auth::AuthMode::None) => format!("; metrics {mcp_base}/metrics"),
-        (None, _) => {
-            "; metrics: none (the MCP port keeps them from clients that authenticate; serve them with --admin-listen ADDR)".to_string()
-        }
     }
 }
