@@ -13,20 +13,14 @@ use support::{call, connect, ctl_until, quiver_bin, text};
 
 /// The script with this test's state directory, binary and ports.
 fn cluster(state: &Path, offset: u32, verb: &str) -> (bool, String) {
-    let output = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh"))
-        .arg(verb)
-        .env("QUIVER_CLUSTER_DIR", state)
-        .env("QUIVER_BIN", quiver_bin())
-        .env("QUIVER_CLUSTER_PORT_OFFSET", offset.to_string())
-        .output()
-        .expect("run scripts/cluster.sh");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), all)
+    support::output_of(
+        Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh"))
+            .arg(verb)
+            .env("QUIVER_CLUSTER_DIR", state)
+            .env("QUIVER_BIN", quiver_bin())
+            .env("QUIVER_CLUSTER_PORT_OFFSET", offset.to_string()),
+    )
 }
 
 /// Runs `down` however the test ends.

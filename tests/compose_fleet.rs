@@ -17,7 +17,7 @@ use std::{
 };
 
 use serde_json::json;
-use support::{call, connect, text};
+use support::{call, connect, output_of, text};
 
 const PROJECT: &str = "quiver";
 
@@ -37,33 +37,19 @@ fn engine() -> String {
 
 /// `scripts/compose.sh VERB` with this build's binary in the image.
 fn compose(verb: &str) -> String {
-    let output = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/compose.sh"))
-        .arg(verb)
-        .env("QUIVER_BIN", support::quiver_bin())
-        .output()
-        .expect("run scripts/compose.sh");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    let (ok, all) = output_of(
+        Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/compose.sh"))
+            .arg(verb)
+            .env("QUIVER_BIN", support::quiver_bin()),
     );
-    assert!(output.status.success(), "compose.sh {verb} failed:\n{all}");
+    assert!(ok, "compose.sh {verb} failed:\n{all}");
     all
 }
 
-/// Runs the engine with `args`; its standard output.
+/// Runs the engine with `args`: whether it succeeded, and what it said.
 fn run(engine: &str, args: &[&str]) -> (bool, String) {
-    let output = Command::new(engine)
-        .args(args)
-        .output()
-        .expect("run the container engine");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), all)
+    output_of(Command::new(engine).args(args))
 }
 
 /// The container of a service of the fleet.

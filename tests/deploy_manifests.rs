@@ -238,17 +238,11 @@ fn deploy_checkers() -> Option<PathBuf> {
 
 /// `kubernetes-validate --strict` on `files`: whether it passed, and what it said.
 fn kubernetes_validate(checkers: &Path, files: &[PathBuf]) -> (bool, String) {
-    let output = Command::new(checkers.join("venv/bin/kubernetes-validate"))
-        .args(["--strict", "--kubernetes-version", "1.37.0", "--no-warn"])
-        .args(files)
-        .output()
-        .expect("run kubernetes-validate");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), said)
+    support::output_of(
+        Command::new(checkers.join("venv/bin/kubernetes-validate"))
+            .args(["--strict", "--kubernetes-version", "1.37.0", "--no-warn"])
+            .args(files),
+    )
 }
 
 /// The Compose schema's complaints about `file` (none: valid).

@@ -34,6 +34,20 @@ use rmcp::{
 };
 use serde_json::Value;
 
+/// Runs `command` to its end: whether it succeeded, and its standard output
+/// followed by its standard error.
+pub fn output_of(command: &mut Command) -> (bool, String) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), said)
+}
+
 /// SIGTERM to `child`, then waits (up to 30 s) for it to exit.
 pub fn terminate(child: &mut Child, what: &str) -> std::process::ExitStatus {
     let pid = i32::try_from(child.id()).expect("pid fits");
