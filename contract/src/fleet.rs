@@ -80,6 +80,39 @@ impl ExecutorInfo {
     }
 }
 
+/// Whether an executor gets work from this edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoutingState {
+    /// It takes work.
+    Ok,
+    /// Its `/readyz` says it is not ready.
+    NotReady,
+    /// Its stub hash is not the canonical one: it runs another manifest.
+    Fenced,
+    /// Calls to it failed in a row; it is left alone until the breaker
+    /// lets a trial through.
+    BreakerOpen,
+}
+
+impl RoutingState {
+    /// Its name, as `/status` and `quiver ctl` show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoutingState::Ok => "ok",
+            RoutingState::NotReady => "not-ready",
+            RoutingState::Fenced => "fenced",
+            RoutingState::BreakerOpen => "breaker-open",
+        }
+    }
+}
+
+impl std::fmt::Display for RoutingState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why an executor gets no work, as `quiver ctl` and `/status` show it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MemberState {
@@ -87,8 +120,9 @@ pub struct MemberState {
     pub node: String,
     /// Its address.
     pub url: String,
-    /// `ok`, `fenced`, `not-ready` or `breaker-open`.
-    pub state: &'static str,
+    /// Whether it gets work, and why not (`ok`, `fenced`, `not-ready` or
+    /// `breaker-open` in JSON).
+    pub state: RoutingState,
     /// Requests this edge has outstanding on it.
     pub outstanding: usize,
     /// Its stub hash.
@@ -329,7 +363,7 @@ impl ExecutorFleet {
         let members = self.members.lock().unwrap_or_else(|p| p.into_inner());
         members
             .get(&node)
-            .filter(|m| state_of(m, &canonical) == "ok")
+            .filter(|m| state_of(m, &canonical) == RoutingState::Ok)
             .cloned()
     }
 
@@ -355,7 +389,9 @@ impl ExecutorFleet {
         let members = self.members.lock().unwrap_or_else(|p| p.into_inner());
         let eligible: Vec<&Arc<Member>> = members
             .values()
-            .filter(|m| state_of(m, &canonical) == "ok" && !tried.contains(&m.info.node))
+            .filter(|m| {
+                state_of(m, &canonical) == RoutingState::Ok && !tried.contains(&m.info.node)
+            })
             .collect();
         if eligible.is_empty() {
             return Err(if members.is_empty() {
@@ -401,20 +437,20 @@ enum NoExecutor {
     NothingLeft,
 }
 
-fn state_of(member: &Member, canonical: &str) -> &'static str {
+fn state_of(member: &Member, canonical: &str) -> RoutingState {
     if !member.info.ready {
-        "not-ready"
+        RoutingState::NotReady
     } else if member.info.stub_hash != canonical {
-        "fenced"
+        RoutingState::Fenced
     } else if !member
         .breaker
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .closed()
     {
-        "breaker-open"
+        RoutingState::BreakerOpen
     } else {
-        "ok"
+        RoutingState::Ok
     }
 }
 

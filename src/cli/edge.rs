@@ -258,7 +258,10 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         .check("control-plane", contact.check(store.clone()))
         .check("executors", move || {
             let states = routable.states();
-            let ok = states.iter().filter(|s| s.state == "ok").count();
+            let ok = states
+                .iter()
+                .filter(|s| s.state == quiver_contract::fleet::RoutingState::Ok)
+                .count();
             if ok > 0 {
                 Ok(format!("{ok} of {} executors take work", states.len()))
             } else {
