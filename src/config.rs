@@ -88,9 +88,10 @@ impl DevConfig {
                 .with_context(|| format!("QUIVER_DEV_LISTEN: `{listen}` is not HOST:PORT"))?;
         }
         if let Ok(mode) = std::env::var("QUIVER_DEV_DEFAULT_MODE") {
-            self.edge.default_mode = mode
-                .parse()
-                .map_err(|e: String| anyhow::anyhow!("QUIVER_DEV_DEFAULT_MODE: {e}"))?;
+            self.edge.default_mode =
+                mode.parse().map_err(|e: quiver_edge::mode::UnknownMode| {
+                    anyhow::anyhow!("QUIVER_DEV_DEFAULT_MODE: {e}")
+                })?;
         }
         Ok(())
     }

@@ -102,7 +102,7 @@ impl TenantPatch {
     pub fn validate(&self) -> Result<(), TenantPatchError> {
         if let Some(mode) = self.mode.as_deref()
             && !mode.is_empty()
-            && !MODES.contains(&mode)
+            && mode.parse::<quiver_proto::mode::Mode>().is_err()
         {
             return Err(TenantPatchError::UnknownMode {
                 mode: mode.to_string(),
@@ -171,7 +171,8 @@ impl TenantPatch {
             tenant.display_name = name.clone();
         }
         if let Some(mode) = &patch.mode {
-            tenant.mode = (!mode.is_empty()).then(|| mode.clone());
+            // Validated: a mode's name, or empty for the edge's default.
+            tenant.mode = mode.parse().ok();
         }
         if let Some(servers) = &patch.servers {
             tenant.servers = servers.clone();

@@ -217,8 +217,7 @@ impl SessionHandler {
                     .views()
                     .tenants()
                     .get(&principal.tenant)
-                    .and_then(|t| t.mode.as_deref())
-                    .and_then(|m| m.parse().ok())
+                    .and_then(|t| t.mode)
                     .unwrap_or(self.gateway.config().default_mode)
             });
             Bound {

@@ -20,6 +20,7 @@ pub mod delta;
 pub mod finding;
 pub mod hash;
 pub mod manifest;
+pub mod mode;
 pub mod naming;
 pub mod stub;
 pub mod tenant;

@@ -24,7 +24,7 @@ pub struct Tenant {
     /// MCP mode served at `/mcp` for this tenant (`passthrough`, `search`, `code`);
     /// `None` uses the edge's default.
     #[serde(default)]
-    pub mode: Option<String>,
+    pub mode: Option<crate::mode::Mode>,
     /// How the tenant's call arguments are checked (`schema`, `strict`,
     /// `off`); `None` uses each server's own setting.
     #[serde(default)]

@@ -563,7 +563,7 @@ pub struct PublicTenant {
     /// See [`Tenant::display_name`].
     pub display_name: String,
     /// See [`Tenant::mode`].
-    pub mode: Option<String>,
+    pub mode: Option<quiver_proto::mode::Mode>,
     /// See [`Tenant::servers`].
     pub servers: Vec<String>,
     /// See [`Tenant::tools`].
@@ -607,7 +607,7 @@ impl From<&Tenant> for PublicTenant {
         PublicTenant {
             id: t.id.clone(),
             display_name: t.display_name.clone(),
-            mode: t.mode.clone(),
+            mode: t.mode,
             servers: t.servers.clone(),
             tools: t.tools.clone(),
             tags: t.tags.clone(),

@@ -340,7 +340,8 @@ fn tenant_table(tenants: &[PublicTenant]) {
                 vec![
                     t.id.clone(),
                     t.display_name.clone(),
-                    t.mode.clone().unwrap_or_else(|| "-".into()),
+                    t.mode
+                        .map_or_else(|| "-".to_string(), |mode| mode.to_string()),
                     t.servers.join(","),
                     t.keys.len().to_string(),
                 ]
