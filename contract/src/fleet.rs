@@ -69,7 +69,9 @@ impl ExecutorInfo {
     pub fn from_records(records: &[crate::membership::MemberRecord]) -> Vec<ExecutorInfo> {
         records
             .iter()
-            .filter(|r| r.role == "executor" && !r.address.is_empty())
+            .filter(|r| {
+                r.role == quiver_proto::node_role::NodeRole::Executor && !r.address.is_empty()
+            })
             .map(|r| ExecutorInfo {
                 node: r.node.clone(),
                 url: r.address.clone(),

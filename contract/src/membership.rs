@@ -45,8 +45,8 @@ const LONGEST_BACKOFF: Duration = Duration::from_secs(2);
 pub struct MemberRecord {
     /// Its unique name in the fleet.
     pub node: String,
-    /// `executor` or `edge`.
-    pub role: String,
+    /// `executor` or `edge` (in JSON).
+    pub role: quiver_proto::node_role::NodeRole,
     /// Executors: where they serve `quiver.v1.Executor`; edges: their MCP URL.
     pub address: String,
     /// Most requests (executors: scripts) it runs at once.
@@ -500,7 +500,7 @@ mod tests {
     fn a_record_lives_under_its_role_and_name() {
         let record = MemberRecord {
             node: "executor-1".into(),
-            role: "executor".into(),
+            role: quiver_proto::node_role::NodeRole::Executor,
             address: "http://10.0.0.5:7070".into(),
             capacity: 8,
             load: 0,

@@ -31,7 +31,11 @@ mod leader_discovery;
 pub mod manifest_store;
 pub mod node;
 mod node_metrics;
-pub mod node_role;
+/// The role of a node in the fleet (the type lives in `quiver-proto`: etcd
+/// records carry it too).
+pub mod node_role {
+    pub use quiver_proto::node_role::NodeRole;
+}
 mod operator;
 pub mod outcome;
 pub mod raft;

@@ -22,6 +22,7 @@ pub mod hash;
 pub mod manifest;
 pub mod mode;
 pub mod naming;
+pub mod node_role;
 pub mod stub;
 pub mod tenant;
 pub mod tool;

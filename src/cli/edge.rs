@@ -197,34 +197,32 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         move || canonical.current().stub_hash.to_hex(),
         executor_tls,
     ));
-    let etcd_follower = if args.etcd.is_empty() {
-        follow_membership(
-            fleet.clone(),
-            peers.clone(),
-            args.control_plane.clone(),
-            control_plane_tls,
-            shutdown.clone(),
-        );
-        None
-    } else {
-        let (members, peer_edges) = (fleet.clone(), peers.clone());
-        Some(membership::follow(
-            args.etcd.clone(),
-            move |records| {
-                members.update(ExecutorInfo::from_records(&records));
-                peer_edges.update(
-                    records
-                        .iter()
-                        .filter(|r| r.role == NodeRole::Edge.as_str())
-                        .map(|r| {
+    let etcd_follower =
+        if args.etcd.is_empty() {
+            follow_membership(
+                fleet.clone(),
+                peers.clone(),
+                args.control_plane.clone(),
+                control_plane_tls,
+                shutdown.clone(),
+            );
+            None
+        } else {
+            let (members, peer_edges) = (fleet.clone(), peers.clone());
+            Some(membership::follow(
+                args.etcd.clone(),
+                move |records| {
+                    members.update(ExecutorInfo::from_records(&records));
+                    peer_edges.update(records.iter().filter(|r| r.role == NodeRole::Edge).map(
+                        |r| {
                             let base = r.address.trim_end_matches("/mcp");
                             (r.node.clone(), base.to_string())
-                        }),
-                );
-            },
-            shutdown.clone(),
-        ))
-    };
+                        },
+                    ));
+                },
+                shutdown.clone(),
+            ))
+        };
     // Serve once the executors are known (bounded, as for the manifest: with
     // no answer, /readyz says no executor takes work meanwhile).
     let _ = tokio::time::timeout(Duration::from_secs(10), fleet.membership_known()).await;
@@ -287,7 +285,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             let load: usize = fleet.states().iter().map(|s| s.outstanding).sum();
             MemberRecord {
                 node: node.clone(),
-                role: NodeRole::Edge.to_string(),
+                role: NodeRole::Edge,
                 address: address.clone(),
                 capacity: 0,
                 load: u32::try_from(load).unwrap_or(u32::MAX),

@@ -277,7 +277,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             let stats = pool.stats();
             quiver_contract::membership::MemberRecord {
                 node: node.clone(),
-                role: NodeRole::Executor.to_string(),
+                role: NodeRole::Executor,
                 address: advertised.clone(),
                 capacity: u32::try_from(pool.capacity()).unwrap_or(u32::MAX),
                 load: u32::try_from(stats.running + stats.waiting).unwrap_or(u32::MAX),

@@ -74,7 +74,7 @@ pub(crate) fn etcd_members(members: &[MemberRecord], canonical: &str) {
                 };
                 vec![
                     m.node.clone(),
-                    m.role.clone(),
+                    m.role.to_string(),
                     m.address.clone(),
                     format!("{}/{}", m.load, m.capacity),
                     format!("v{}", m.manifest_version),

@@ -1,7 +1,7 @@
-//! What kind of node reports the manifest it holds to the control plane:
-//! carried as an enum in `NodeReport`, shown by `quiver ctl cluster verify`.
+//! What kind of node a fleet member is: carried as an enum in `NodeReport`
+//! and in etcd's member records, shown by `quiver ctl cluster verify`.
 
-use quiver_proto::pb;
+use crate::pb;
 use serde::{Deserialize, Serialize};
 
 /// The role of a reporting node; `edge`, `executor` or `dev` in JSON.
