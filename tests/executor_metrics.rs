@@ -3,7 +3,9 @@
 //! waiting callers, and workers recycled by reason. One test, so one pool
 //! in this process reports the pool gauges.
 
-use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Duration};
+use crate::support;
+
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
 
 use futures::future::BoxFuture;
 use quiver_contract::{Limits, ScriptOutcome};
@@ -73,16 +75,6 @@ fn recycled(reason: &str) -> f64 {
     )
 }
 
-async fn wait_for(condition: impl Fn() -> bool) {
-    for _ in 0..2_000 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("condition did not hold in time");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn executions_workers_and_recycling_are_measured() {
     let mut config = PoolConfig::new(WorkerCommand {
@@ -138,7 +130,7 @@ async fn executions_workers_and_recycling_are_measured() {
     );
 
     eprintln!("--- a script held in a tool call keeps the only worker busy; another waits");
-    wait_for(|| pool.stats().idle == 1).await;
+    support::wait_for("a warm worker idle", || pool.stats().idle == 1).await;
     let held = tokio::spawn({
         let runner_pool = pool.clone();
         let context = context.clone();
@@ -173,7 +165,10 @@ async fn executions_workers_and_recycling_are_measured() {
                 .await
         }
     });
-    wait_for(|| pool.stats().waiting == 1).await;
+    support::wait_for("a caller waiting for a worker", || {
+        pool.stats().waiting == 1
+    })
+    .await;
     assert_eq!(sample("quiver_worker_pool_queued", ""), 1.0);
     release.notify_one();
     held.await.unwrap().unwrap();

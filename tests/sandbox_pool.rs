@@ -2,6 +2,8 @@
 //! between executions, recycling, limits (time, memory, output, code size, tool
 //! calls, parallelism), the busy queue, and health after every failure.
 
+use crate::support;
+
 use std::{
     collections::BTreeMap,
     path::PathBuf,
@@ -258,12 +260,15 @@ async fn a_full_queue_answers_busy_instead_of_hanging() {
         let pool = pool.clone();
         async move { run(&pool, slow).await }
     });
-    wait_for(|| pool.stats().running == 1).await;
+    support::wait_for("a worker running", || pool.stats().running == 1).await;
     let second = tokio::spawn({
         let pool = pool.clone();
         async move { run(&pool, "return 'queued';").await }
     });
-    wait_for(|| pool.stats().waiting == 1).await;
+    support::wait_for("a caller waiting for a worker", || {
+        pool.stats().waiting == 1
+    })
+    .await;
     let third = pool
         .run(
             "return 'third';",
@@ -275,17 +280,6 @@ async fn a_full_queue_answers_busy_instead_of_hanging() {
     assert!(third.unwrap_err().to_string().contains("busy"));
     assert_eq!(ok_value(&first.await.unwrap()), json!("slow"));
     assert_eq!(ok_value(&second.await.unwrap()), json!("queued"));
-}
-
-/// Polls a condition until it holds (bounded).
-async fn wait_for(condition: impl Fn() -> bool) {
-    for _ in 0..2_000 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("condition did not hold in time");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -334,7 +328,7 @@ async fn idle_workers_above_the_minimum_are_reaped() {
         (1, 1),
         "{after_run:?}"
     );
-    wait_for(|| pool.stats().idle == 0).await;
+    support::wait_for("no idle worker", || pool.stats().idle == 0).await;
     let reaped = pool.stats();
     assert_eq!((reaped.retired, reaped.spawned), (1, 1), "{reaped:?}");
 }
@@ -383,7 +377,10 @@ async fn a_dead_idle_worker_is_found_by_the_health_check_and_replaced() {
         .status()
         .unwrap();
     assert!(status.success());
-    wait_for(|| pool.stats().retired == 1 && pool.idle_pids().iter().any(|p| *p != pid)).await;
+    support::wait_for("the retired worker replaced by another", || {
+        pool.stats().retired == 1 && pool.idle_pids().iter().any(|p| *p != pid)
+    })
+    .await;
     assert_eq!(
         ok_value(&run(&pool, "return 'replaced';").await),
         json!("replaced")
@@ -544,14 +541,17 @@ async fn a_waiting_script_process_killed_before_its_job_costs_nothing() {
     // An idle worker keeps one process forked ahead, waiting for the next
     // execution: the first one's runs this script, and the worker forks
     // another while idle again.
-    wait_for(|| children_of(worker).len() == 1).await;
+    support::wait_for("the worker's one child", || children_of(worker).len() == 1).await;
     let first = children_of(worker)[0];
     assert_eq!(ok_value(&run(&pool, "return 1;").await), json!(1));
     let alive = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/status"))
             .is_ok_and(|status| !status.contains("State:\tZ"))
     };
-    wait_for(|| children_of(worker).iter().any(|&c| c != first && alive(c))).await;
+    support::wait_for("a new live child in the first one's place", || {
+        children_of(worker).iter().any(|&c| c != first && alive(c))
+    })
+    .await;
     let spare = children_of(worker)
         .into_iter()
         .find(|&c| c != first && alive(c))
@@ -563,7 +563,7 @@ async fn a_waiting_script_process_killed_before_its_job_costs_nothing() {
     assert!(status.success());
     // Once it is dead (a zombie, or reaped), the next execution finds it so,
     // forks another and runs.
-    wait_for(|| !alive(spare)).await;
+    support::wait_for("the spare stopped", || !alive(spare)).await;
     assert_eq!(
         ok_value(&run(&pool, "return 'after';").await),
         json!("after")

@@ -7,6 +7,8 @@
 
 #![cfg(target_os = "linux")]
 
+use crate::support;
+
 use std::{
     collections::BTreeMap,
     path::PathBuf,
@@ -140,15 +142,6 @@ async fn busy_worker(pool: &WorkerPool) -> u32 {
     }
 }
 
-/// Polls `condition` every 5 ms until it holds; fails the test after 30 s.
-async fn wait_for(what: &str, condition: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !condition() {
-        assert!(Instant::now() < deadline, "{what}: not within 30 s");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// Waits for the script's first tool call: from then on it is running.
 async fn script_is_running(calls: &mut mpsc::UnboundedReceiver<()>) {
     let reported = tokio::time::timeout(Duration::from_secs(30), calls.recv()).await;
@@ -161,12 +154,12 @@ async fn script_is_running(calls: &mut mpsc::UnboundedReceiver<()>) {
 /// After a fault: `pid` is gone, it was retired (one more than `before`), a
 /// warm worker other than it is ready and runs the next script.
 async fn replaced_after_fault(pool: &WorkerPool, pid: u32, before: PoolStats) {
-    wait_for(
+    support::wait_for(
         "the failed worker is gone",
         || !matches!(proc_state(pid), Some((state, _)) if state != 'Z'),
     )
     .await;
-    wait_for("a warm worker in its place", || {
+    support::wait_for("a warm worker in its place", || {
         let idle = pool.idle_pids();
         idle.len() == 1 && !idle.contains(&pid)
     })
@@ -248,7 +241,7 @@ async fn a_frozen_worker_is_killed_by_the_host_at_its_deadline_and_replaced() {
 
         tracing::info!("--- freeze the worker (SIGSTOP)");
         kill(Pid::from_raw(pid as i32), Signal::SIGSTOP).expect("stop the worker");
-        wait_for("the worker is stopped", || {
+        support::wait_for("the worker is stopped", || {
             matches!(proc_state(pid), Some(('T', _)))
         })
         .await;
@@ -261,7 +254,7 @@ async fn a_frozen_worker_is_killed_by_the_host_at_its_deadline_and_replaced() {
             .expect("an overrun is a timeout outcome, not a pool error");
         if !frozen_in_time {
             tracing::warn!("the worker was frozen only after its own deadline; again");
-            wait_for("a new warm worker", || {
+            support::wait_for("a new warm worker", || {
                 let idle = pool.idle_pids();
                 idle.len() == 1 && !idle.contains(&pid)
             })
