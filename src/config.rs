@@ -3,10 +3,10 @@
 //! expanded from the environment; `QUIVER_DEV_LISTEN` and
 //! `QUIVER_DEV_DEFAULT_MODE` override the file. Errors name the key and the fix.
 
-use std::{collections::BTreeSet, path::Path};
+use std::{collections::BTreeSet, net::SocketAddr, path::Path};
 
 use anyhow::{Context as _, bail};
-use quiver_edge::EdgeConfig;
+use quiver_edge::{EdgeConfig, Mode, auth::AuthMode};
 use quiver_upstream::UpstreamConfig;
 use serde::Deserialize;
 
@@ -350,5 +350,41 @@ impl ControlPlaneFile {
         value
             .try_into()
             .with_context(|| format!("{origin}: invalid control-plane configuration"))
+    }
+}
+
+/// The `[edge]` settings `quiver dev` and `quiver edge` take as flags too;
+/// a flag given wins over the file.
+pub struct EdgeFlags {
+    /// `--listen`.
+    pub listen: Option<SocketAddr>,
+    /// `--mode`.
+    pub mode: Option<Mode>,
+    /// `--auth`.
+    pub auth: Option<AuthMode>,
+    /// `--grpc-listen`.
+    pub grpc_listen: Option<SocketAddr>,
+    /// `--admin-listen`.
+    pub admin_listen: Option<SocketAddr>,
+}
+
+impl EdgeFlags {
+    /// Puts the flags given into `edge`.
+    pub fn apply(self, edge: &mut EdgeConfig) {
+        if let Some(listen) = self.listen {
+            edge.listen = listen;
+        }
+        if let Some(mode) = self.mode {
+            edge.default_mode = mode;
+        }
+        if let Some(auth) = self.auth {
+            edge.auth = auth;
+        }
+        if self.grpc_listen.is_some() {
+            edge.grpc_listen = self.grpc_listen;
+        }
+        if self.admin_listen.is_some() {
+            edge.admin_listen = self.admin_listen;
+        }
     }
 }

@@ -96,21 +96,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         None => DevConfig::default(),
     };
     let _telemetry = logging::init("dev", &config.telemetry, "info,rmcp=warn,openraft=warn")?;
-    if let Some(listen) = args.listen {
-        config.edge.listen = listen;
+    crate::config::EdgeFlags {
+        listen: args.listen,
+        mode: args.mode,
+        auth: args.auth,
+        grpc_listen: args.grpc_listen,
+        admin_listen: args.admin_listen,
     }
-    if let Some(mode) = args.mode {
-        config.edge.default_mode = mode;
-    }
-    if let Some(auth) = args.auth {
-        config.edge.auth = auth;
-    }
-    if let Some(grpc) = args.grpc_listen {
-        config.edge.grpc_listen = Some(grpc);
-    }
-    if let Some(admin) = args.admin_listen {
-        config.edge.admin_listen = Some(admin);
-    }
+    .apply(&mut config.edge);
     if config.edge.grpc_tls.is_some() && config.edge.grpc_listen.is_none() {
         anyhow::bail!(
             "edge.grpc_tls is set but the gRPC API is off; set edge.grpc_listen (or pass --grpc-listen), or remove edge.grpc_tls"
