@@ -355,22 +355,35 @@ impl ControlPlaneFile {
 
 /// The `[edge]` settings `quiver dev` and `quiver edge` take as flags too;
 /// a flag given wins over the file.
+#[derive(clap::Args, Debug)]
 pub struct EdgeFlags {
-    /// `--listen`.
+    /// MCP listen address (overrides `edge.listen`), e.g. 127.0.0.1:8080;
+    /// port 0 picks a free one.
+    #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// `--mode`.
+    /// Mode served at /mcp (overrides `edge.default_mode`).
+    #[arg(long)]
     pub mode: Option<Mode>,
-    /// `--auth`.
+    /// `none` (default): anonymous callers are the built-in tenant `default`,
+    /// which sees every tool; `required`: every MCP request must carry an API
+    /// key (`quiver ctl key issue`) or an OAuth access token (overrides
+    /// `edge.auth`).
+    #[arg(long)]
     pub auth: Option<AuthMode>,
-    /// `--grpc-listen`.
+    /// Serve the `quiver.v1.Gateway` gRPC API here too (overrides
+    /// `edge.grpc_listen`; port 0 picks a free one). Off unless set.
+    #[arg(long)]
     pub grpc_listen: Option<SocketAddr>,
-    /// `--admin-listen`.
+    /// Also serve `/healthz`, `/readyz` and `/metrics` on this address
+    /// (overrides `edge.admin_listen`; port 0 picks one). The MCP listener
+    /// serves the probes always and `/metrics` only with `auth = "none"`.
+    #[arg(long, env = "QUIVER_ADMIN_LISTEN")]
     pub admin_listen: Option<SocketAddr>,
 }
 
 impl EdgeFlags {
     /// Puts the flags given into `edge`.
-    pub fn apply(self, edge: &mut EdgeConfig) {
+    pub fn apply(&self, edge: &mut EdgeConfig) {
         if let Some(listen) = self.listen {
             edge.listen = listen;
         }

@@ -15,7 +15,7 @@ use quiver_control_plane::{
     node_role::NodeRole,
     watcher::{ReportedHealth, WatchConfig, spawn_watcher},
 };
-use quiver_edge::{Gateway, Mode, auth::AuthMode};
+use quiver_edge::{Gateway, auth::AuthMode};
 use quiver_executor::{
     LocalExecutor,
     audit::{AuditShipper, AuditedScripts, Auditor},
@@ -40,20 +40,11 @@ pub struct DevArgs {
     /// Configuration file (see deploy/quiver.toml).
     #[arg(long, short)]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    edge: crate::config::EdgeFlags,
     /// Serve every server of this catalog file as a mock upstream.
     #[arg(long)]
     catalog: Option<PathBuf>,
-    /// Listen address (overrides the config), e.g. 127.0.0.1:8080; port 0 picks a free one.
-    #[arg(long)]
-    listen: Option<SocketAddr>,
-    /// Mode served at /mcp (overrides the config).
-    #[arg(long)]
-    mode: Option<Mode>,
-    /// `none` (default): anonymous callers are the built-in tenant `default`,
-    /// which sees every tool; `required`: every MCP request must carry an API
-    /// key (`quiver ctl key issue`) or an OAuth access token (overrides the config).
-    #[arg(long)]
-    auth: Option<AuthMode>,
     /// Serve one MCP session on stdin/stdout instead of HTTP.
     #[arg(long)]
     stdio: bool,
@@ -78,15 +69,6 @@ pub struct DevArgs {
     /// made on the first start.
     #[command(flatten)]
     cluster_key: ClusterKeyArgs,
-    /// Serve the `quiver.v1.Gateway` gRPC API here too (overrides
-    /// `edge.grpc_listen`; port 0 picks a free one). Off unless set.
-    #[arg(long)]
-    grpc_listen: Option<SocketAddr>,
-    /// Also serve `/healthz`, `/readyz` and `/metrics` on this address
-    /// (overrides `edge.admin_listen`; port 0 picks one). The edge's own
-    /// listener serves the probes always and `/metrics` only with `auth = "none"`.
-    #[arg(long)]
-    admin_listen: Option<SocketAddr>,
 }
 
 /// Runs until Ctrl-C / SIGTERM (or, with `--stdio`, until the client disconnects).
@@ -96,14 +78,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         None => DevConfig::default(),
     };
     let _telemetry = logging::init("dev", &config.telemetry, "info,rmcp=warn,openraft=warn")?;
-    crate::config::EdgeFlags {
-        listen: args.listen,
-        mode: args.mode,
-        auth: args.auth,
-        grpc_listen: args.grpc_listen,
-        admin_listen: args.admin_listen,
-    }
-    .apply(&mut config.edge);
+    args.edge.apply(&mut config.edge);
     if config.edge.grpc_tls.is_some() && config.edge.grpc_listen.is_none() {
         anyhow::bail!(
             "edge.grpc_tls is set but the gRPC API is off; set edge.grpc_listen (or pass --grpc-listen), or remove edge.grpc_tls"

@@ -4,7 +4,7 @@
 //! an executor of the fleet (see [`quiver_contract::fleet`]), whose members
 //! it learns from the control plane's fleet registry.
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
@@ -21,7 +21,7 @@ use quiver_control_plane::{
     raft::network::{ClusterTls, TlsMaterial},
     watcher::{ReportedHealth, WatchConfig, spawn_watcher},
 };
-use quiver_edge::{Gateway, Mode, auth::AuthMode, peers::EdgePeers};
+use quiver_edge::{Gateway, peers::EdgePeers};
 use tokio_util::sync::CancellationToken;
 
 use super::{dev::stop_signal, logging, readiness};
@@ -37,30 +37,17 @@ pub struct EdgeArgs {
     /// (see deploy/quiver.toml); upstreams live in the control plane.
     #[arg(long, short)]
     config: Option<PathBuf>,
-    /// MCP listen address (overrides `edge.listen`); port 0 picks a free one.
-    #[arg(long)]
-    listen: Option<SocketAddr>,
+    #[command(flatten)]
+    edge: crate::config::EdgeFlags,
     /// Control-plane endpoints (`host:port`, comma-separated).
     #[arg(long, value_delimiter = ',', required = true)]
     control_plane: Vec<String>,
-    /// Mode served at /mcp (overrides the config).
-    #[arg(long)]
-    mode: Option<Mode>,
-    /// `none` or `required` (overrides `edge.auth`; see `quiver dev --help`).
-    #[arg(long)]
-    auth: Option<AuthMode>,
-    /// Serve the `quiver.v1.Gateway` gRPC API here too (overrides `edge.grpc_listen`).
-    #[arg(long)]
-    grpc_listen: Option<SocketAddr>,
     /// Seconds a stopping edge keeps serving after its `/readyz` turned 503
     /// `draining`, so that load balancers polling it take it out of
     /// rotation before it stops accepting connections (then it finishes
     /// the requests in flight).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     drain_notice: u64,
-    /// Serve `/healthz`, `/readyz` and `/metrics` here too (overrides `edge.admin_listen`).
-    #[arg(long, env = "QUIVER_ADMIN_LISTEN")]
-    admin_listen: Option<SocketAddr>,
     /// etcd endpoints (`host:port`, comma-separated): learn the executors
     /// from their records there (see `quiver executor --etcd`), and register
     /// this edge too; without it, the control plane's registry is asked.
@@ -106,14 +93,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         None => DevConfig::default(),
     };
     let _telemetry = logging::init("edge", &config.telemetry, "info,rmcp=warn")?;
-    crate::config::EdgeFlags {
-        listen: args.listen,
-        mode: args.mode,
-        auth: args.auth,
-        grpc_listen: args.grpc_listen,
-        admin_listen: args.admin_listen,
-    }
-    .apply(&mut config.edge);
+    args.edge.apply(&mut config.edge);
     if let Some(oauth) = &config.edge.oauth {
         quiver_edge::auth::jwt::JwtValidator::new(oauth.clone())?;
     }
