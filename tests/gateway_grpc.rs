@@ -127,7 +127,15 @@ async fn mcp_as(url: &str, key: &str) -> RunningService<RoleClient, ()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tenant_reaches_only_its_own_tools_through_every_rpc() {
-    let dev = QuiverDev::start(&["--auth", "required", "--grpc-listen", "127.0.0.1:0"]);
+    // Lexical ranking on both paths: with the model, the semantic index is
+    // built in the background and two searches a moment apart may rank
+    // differently.
+    let models = tempfile::tempdir().unwrap();
+    let no_model = models.path().join("none");
+    let dev = QuiverDev::start_with_env(
+        &["--auth", "required", "--grpc-listen", "127.0.0.1:0"],
+        &[("QUIVER_SEARCH_MODEL_DIR", no_model.as_path())],
+    );
     let cp = dev.control_plane.clone();
     let weather = tenant_with_key(&cp, "weather-only", "weather");
     let github = tenant_with_key(&cp, "github-only", "github");
