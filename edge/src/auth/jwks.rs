@@ -219,15 +219,18 @@ impl SigningKey {
                 .key_operations
                 .as_ref()
                 .is_none_or(|ops| ops.contains(&KeyOperations::Verify));
-        // A key restricted to an algorithm the edge refuses (HS256, RSA-OAEP
-        // for encryption, ...) can never verify a token.
-        let alg = common
-            .key_algorithm
-            .map(|alg| accepted_algorithm(&alg.to_string()));
-        if !for_signatures || alg.is_some_and(|alg| alg.is_none()) {
+        if !for_signatures {
             return Ok(None);
         }
-        let alg = alg.flatten();
+        let alg = match common.key_algorithm {
+            None => None,
+            Some(named) => match accepted_algorithm(&named.to_string()) {
+                Some(alg) => Some(alg),
+                // Restricted to an algorithm the edge refuses (HS256,
+                // RSA-OAEP for encryption, ...): it can never verify a token.
+                None => return Ok(None),
+            },
+        };
         let decode = |member: &'static str, text: &str| {
             URL_SAFE_NO_PAD_INDIFFERENT
                 .decode(text)
