@@ -217,8 +217,14 @@ up() {
   build
   local started=$SECONDS
   # Podman without systemd cannot schedule healthchecks and says so for
-  # every container; `compose.sh status` and the wait below ask /readyz.
-  compose up -d 2>&1 >/dev/null | grep -v -e 'systemd connection' -e 'no such volume' -e 'connect to syslog' >&2 || true
+  # every container (podman-compose adds two more harmless lines);
+  # `compose.sh status` and the wait below ask /readyz.
+  local said ok=1
+  said=$(mktemp)
+  compose up -d >/dev/null 2>"$said" || ok=0
+  grep -v -e 'systemd connection' -e 'no such volume' -e 'connect to syslog' "$said" >&2 || true
+  rm -f "$said"
+  ((ok)) || die "bringing the fleet up failed (above); \`scripts/compose.sh down\` removes what started"
   wait_ready
   say "fleet ready in $((SECONDS - started)) s; MCP on http://127.0.0.1:8081/mcp and http://127.0.0.1:8082/mcp"
 }
@@ -246,13 +252,13 @@ down() {
   # What a compose tool may leave behind: containers of the project, its
   # network and its named volumes. (Podman without systemd complains here
   # that it cannot remove healthcheck timers it never made.)
-  local left
-  left=$("$ENGINE" ps -a -q --filter "label=com.docker.compose.project=$PROJECT")
-  [[ -z $left ]] || "$ENGINE" rm -f $left >/dev/null 2>&1 || true
-  left=$("$ENGINE" volume ls -q --filter "label=com.docker.compose.project=$PROJECT")
-  [[ -z $left ]] || "$ENGINE" volume rm -f $left >/dev/null 2>&1 || true
-  left=$("$ENGINE" network ls -q --filter "label=com.docker.compose.project=$PROJECT")
-  [[ -z $left ]] || "$ENGINE" network rm -f $left >/dev/null 2>&1 || true
+  local kind id left
+  while read -r kind id; do
+    case $kind in
+      ps) "$ENGINE" rm -f "$id" ;;
+      *) "$ENGINE" "$kind" rm -f "$id" ;;
+    esac >/dev/null 2>&1 || true
+  done < <(leftovers)
   left=$(leftovers)
   [[ -z $left ]] || die "left behind: $left"
   say "fleet removed in $((SECONDS - started)) s"
