@@ -3,6 +3,7 @@
 //! time). Each file below is a module; `cargo nextest run -E
 //! 'test(/^file_name::/)'` runs one file's tests.
 
+mod every_mode_prompts_resources;
 mod support;
 
 mod bench_revocation;

@@ -11,6 +11,7 @@ mod dispatch;
 pub mod encoded_size;
 mod execute_error;
 pub mod fleet;
+pub mod forwarded;
 mod limits;
 pub mod membership;
 mod outcome;

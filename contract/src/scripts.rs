@@ -17,7 +17,8 @@ pub const API_DECLARATION: &str = "\
 declare const tools: { [server: string]: { [tool: string]: (args?: object) => Promise<any> }; call(name: string, args?: object): Promise<any> };
 declare function search(query: string, limit?: number): Promise<{ name: string; signature: string; summary: string }[]>;
 declare function describe(name: string): Promise<string>;
-declare const stash: { get(key: string): Promise<any>; set(key: string, value: any, ttlSecs?: number): Promise<boolean>; delete(key: string): Promise<boolean>; keys(): Promise<string[]> };";
+declare const stash: { get(key: string): Promise<any>; set(key: string, value: any, ttlSecs?: number): Promise<boolean>; delete(key: string): Promise<boolean>; keys(): Promise<string[]> };
+declare const resources: { list(): Promise<{ uri: string; name: string; mimeType?: string }[]>; read(uri: string): Promise<{ uri: string; mimeType?: string; text?: string; blob?: string }[]> };";
 
 /// One script to run.
 #[derive(Debug, Clone, PartialEq)]

@@ -252,22 +252,13 @@ impl SessionHandler {
         Ok((bound, view))
     }
 
-    /// The view of a request that only passthrough serves.
-    fn passthrough_view(
+    /// The caller's view, for a request about the upstreams' prompts and
+    /// resources, which every mode serves as passthrough does.
+    fn content_view(
         &self,
-        method: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<Arc<ToolView>, ErrorData> {
-        let (bound, view) = self.caller(context)?;
-        if bound.mode == Mode::Passthrough {
-            Ok(view)
-        } else {
-            Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("{method} is served in passthrough mode only (path /passthrough/mcp)"),
-                None,
-            ))
-        }
+        self.caller(context).map(|(_, view)| view)
     }
 
     /// How long a client may keep a `tools/list` answer, and who may share
@@ -322,7 +313,7 @@ impl SessionHandler {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let view = self.passthrough_view(method, context)?;
+        let view = self.content_view(context)?;
         let server = forwarded::route_uri(self.dispatch(), &view, uri).await?;
         if method == "resources/subscribe" {
             let peer = Some(context.peer.clone());
@@ -358,7 +349,7 @@ impl SessionHandler {
         owner: &str,
         context: &RequestContext<RoleServer>,
     ) {
-        let Ok(view) = self.passthrough_view("subscriptions/listen", context) else {
+        let Ok(view) = self.content_view(context) else {
             return;
         };
         for uri in uris {
@@ -457,7 +448,7 @@ impl ServerHandler for SessionHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let view = self.passthrough_view("resources/list", &context)?;
+        let view = self.content_view(&context)?;
         convert(forwarded::list_resources(self.dispatch(), &view, false).await)
     }
 
@@ -466,7 +457,7 @@ impl ServerHandler for SessionHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let view = self.passthrough_view("resources/templates/list", &context)?;
+        let view = self.content_view(&context)?;
         convert(forwarded::list_resources(self.dispatch(), &view, true).await)
     }
 
@@ -475,7 +466,7 @@ impl ServerHandler for SessionHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let view = self.passthrough_view("resources/read", &context)?;
+        let view = self.content_view(&context)?;
         let server = forwarded::route_uri(self.dispatch(), &view, &request.uri).await?;
         let mut params = serde_json::json!({"uri": request.uri});
         with_input(&mut params, request.input_responses, request.request_state);
@@ -509,7 +500,7 @@ impl ServerHandler for SessionHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let view = self.passthrough_view("prompts/list", &context)?;
+        let view = self.content_view(&context)?;
         convert(forwarded::list_prompts(self.dispatch(), &view).await)
     }
 
@@ -518,7 +509,7 @@ impl ServerHandler for SessionHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let view = self.passthrough_view("prompts/get", &context)?;
+        let view = self.content_view(&context)?;
         let (server, name) = forwarded::route_prompt(self.dispatch(), &view, &request.name).await?;
         let mut params = serde_json::json!({"name": name});
         if let Some(arguments) = request.arguments {
@@ -537,7 +528,7 @@ impl ServerHandler for SessionHandler {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let view = self.passthrough_view("completion/complete", &context)?;
+        let view = self.content_view(&context)?;
         let mut params = serde_json::to_value(&request)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let server = match params["ref"]["type"].as_str() {
@@ -600,16 +591,12 @@ impl ServerHandler for SessionHandler {
 
     /// A tool's definition for checking a stateless request's `Mcp-Param-*`
     /// headers against its `x-mcp-header` annotations (rmcp asks before the
-    /// request reaches a handler). Only where every caller sees the same view
-    /// (an edge that authenticates nobody) and only for tools the path's mode
-    /// calls by their own names: elsewhere the caller's view is not known yet,
+    /// request reaches a handler; every mode calls a tool of the view by its
+    /// own name). Only where every caller sees the same view (an edge that
+    /// authenticates nobody): elsewhere the caller's view is not known yet,
     /// and the headers are not checked.
     fn get_tool(&self, name: &str) -> Option<Tool> {
         if self.gateway.config().auth != AuthMode::None {
-            return None;
-        }
-        let mode = self.path_mode.unwrap_or(self.gateway.config().default_mode);
-        if mode == Mode::Code {
             return None;
         }
         modes::listed_tool(&self.gateway.view(), name)

@@ -120,6 +120,7 @@ async fn the_global_scope_holds_only_standard_javascript_and_the_api() {
         "search",
         "describe",
         "stash",
+        "resources",
         "console",
         "setTimeout",
     ] {

@@ -39,6 +39,8 @@ impl HostBridge for RecordingHost {
                 HostRequest::StashGet { key } => Ok(json!({ "key": key })),
                 HostRequest::StashSet { .. } | HostRequest::StashDelete { .. } => Ok(Value::Null),
                 HostRequest::StashKeys => Ok(json!(["a", "b"])),
+                HostRequest::ListResources => Ok(json!([{ "uri": "file:///a.txt", "name": "a" }])),
+                HostRequest::ReadResource { uri } => Ok(json!([{ "uri": uri, "text": "hello" }])),
                 HostRequest::HasName { server, tool } => Ok(json!(
                     quiver_executor::script::names_in(&tools(), Some(&server))
                         .is_some_and(|names| tool.is_none_or(|t| names.contains(&t)))
@@ -129,6 +131,39 @@ async fn tool_calls_round_trip_through_the_host() {
         }))
     );
     assert_eq!(host.seen.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn resources_are_listed_and_read_through_the_host() {
+    let host = RecordingHost::default();
+    let code = r#"
+        const listed = await resources.list();
+        const [content] = await resources.read(listed[0].uri);
+        let refused = null;
+        try { await resources.read(42); } catch (e) { refused = e.message; }
+        return { text: content.text, refused };
+    "#;
+    let outcome = run_with(code, Limits::default(), host.clone()).await;
+    assert_eq!(outcome.error, None, "{outcome:?}");
+    let result = outcome.result.unwrap();
+    assert_eq!(result["text"], json!("hello"));
+    assert!(
+        result["refused"]
+            .as_str()
+            .unwrap()
+            .contains("uri must be a string"),
+        "{result}"
+    );
+    // The refused read never reached the host.
+    assert_eq!(
+        host.seen.lock().unwrap().clone(),
+        vec![
+            HostRequest::ListResources,
+            HostRequest::ReadResource {
+                uri: "file:///a.txt".into()
+            },
+        ]
+    );
 }
 
 #[tokio::test]

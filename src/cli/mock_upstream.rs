@@ -176,11 +176,9 @@ fn select_server(catalog: &Catalog, wanted: Option<&str>) -> anyhow::Result<Cata
 /// A client subscribed to a resource URI.
 type Subscribed = (String, Peer<RoleServer>);
 
-/// The one resource of a mock with test hooks.
+/// The tools, resource and prompt of a mock with test hooks.
 mod test_hooks;
 use test_hooks::test_hook_tools;
-
-const TEST_RESOURCE: &str = "quiver-test://note";
 
 #[derive(Clone)]
 struct MockServer {
@@ -246,11 +244,13 @@ impl MockServer {
 impl ServerHandler for MockServer {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = if self.test_hooks {
-            // One subscribable resource, `quiver-test://note`.
+            // One subscribable resource, `quiver-test://note`, and one
+            // prompt, `brief`.
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_prompts()
                 .build()
         } else {
             ServerCapabilities::builder().enable_tools().build()
@@ -305,10 +305,7 @@ impl ServerHandler for MockServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
         let resources = if self.test_hooks {
-            serde_json::from_value(
-                json!([{"uri": TEST_RESOURCE, "name": "note", "mimeType": "text/plain"}]),
-            )
-            .unwrap_or_default()
+            test_hooks::resources()
         } else {
             Vec::new()
         };
@@ -320,14 +317,41 @@ impl ServerHandler for MockServer {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        if !self.test_hooks || request.uri != TEST_RESOURCE {
+        if !self.test_hooks {
             return Err(ErrorData::resource_not_found(
                 format!("no resource `{}`", request.uri),
                 None,
             ));
         }
-        let contents = vec![rmcp::model::ResourceContents::text("a note", TEST_RESOURCE)];
+        let contents = test_hooks::read_resource(&request.uri)?;
         Ok(rmcp::model::ReadResourceResult::new(contents).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let prompts = if self.test_hooks {
+            test_hooks::prompts()
+        } else {
+            Vec::new()
+        };
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        if !self.test_hooks {
+            return Err(ErrorData::invalid_params(
+                "this server has no prompts",
+                None,
+            ));
+        }
+        test_hooks::render_prompt(&request).map(Into::into)
     }
 
     async fn subscribe(
@@ -574,10 +598,10 @@ impl ServerHandler for MockServer {
                         .and_then(|a| a.get("bytes"))
                         .and_then(Value::as_u64)
                         .unwrap_or(0);
-                    return Ok(
-                        CallToolResult::success(vec![ContentBlock::text(numbered_lines(bytes))])
-                            .into(),
-                    );
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(
+                        test_hooks::numbered_lines(bytes),
+                    )])
+                    .into());
                 }
                 _ => {}
             }
@@ -763,18 +787,4 @@ fn record_authorization(
         .unwrap_or_else(|p| p.into_inner())
         .entry(key)
         .or_default() += 1;
-}
-
-/// `bytes` bytes of numbered lines (`{n:015}\n`, n from 0), the last one cut:
-/// a reader can tell a dropped, doubled or reordered piece from its position.
-fn numbered_lines(bytes: u64) -> String {
-    let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-    let mut text = String::with_capacity(bytes.saturating_add(16));
-    let mut n = 0u64;
-    while text.len() < bytes {
-        text.push_str(&format!("{n:015}\n"));
-        n += 1;
-    }
-    text.truncate(bytes);
-    text
 }

@@ -82,7 +82,8 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(r#"(?i)\b(?P<key>[a-z0-9_-]*(?:api[_-]?key|token|secret|password|passwd|credentials?|authorization))(?P<sep>["']?\s*[:=]\s*["']?)(?P<value>[^\s"',;&]{4,})"#, "$key$sep[redacted]", Secret, looks_like_secret),
         // An environment assignment as printed by `env` or a shell: NAME=value.
         rule(r"\b(?P<key>[A-Z][A-Z0-9]*_[A-Z0-9_]+)=(?P<value>[^\s'\x22,;&]+)", "$key=[redacted]", Secret, always),
-        rule(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\x22<>)]+", "[url]", Location, always),
+        // A backtick is never part of a URL (RFC 3986), and messages quote with it.
+        rule(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\x22<>)\x60]+", "[url]", Location, always),
         rule(r"\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b", "[address]", Location, always),
         rule(r"\[?\b([0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}\b\]?(:\d+)?", "[address]", Location, always),
         rule(r"(?P<pre>^|[\s'\x22`(=])(/[A-Za-z0-9._-]+){2,}/?", "$pre[path]", Location, always),

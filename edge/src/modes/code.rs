@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
+    forward::forward,
     handler::{Backends, ModeHandler, ToolRequest},
     reply_cap::within_cap,
     tool_result::{
@@ -117,6 +118,27 @@ impl CodeMode {
         CodeTool::ALL
             .into_iter()
             .filter(|t| *t != CodeTool::Execute || self.backends.scripts.is_some())
+    }
+
+    /// A tool of the view called by its own name, as passthrough calls it.
+    async fn call_by_name(&self, request: ToolRequest<'_>) -> Result<CallToolResult, ErrorData> {
+        let Some(tool) = request.view.by_exposed(request.name) else {
+            return Ok(unknown_tool(
+                &request.view,
+                request.name,
+                "use search to find tool names",
+            ));
+        };
+        forward(
+            self.backends.dispatch.as_ref(),
+            &request.view,
+            request.tenant,
+            request.origin,
+            tool,
+            request.arguments,
+            request.context,
+        )
+        .await
     }
 
     /// `search {query, limit?}`.
@@ -255,8 +277,10 @@ impl ModeHandler for CodeMode {
         self.offered().map(CodeTool::definition).collect()
     }
 
-    fn offers(&self, _view: &ToolView, name: &str) -> bool {
+    fn offers(&self, view: &ToolView, name: &str) -> bool {
+        // A tool of the view may also be called by its own name.
         CodeTool::named(name).is_some_and(|t| self.offered().any(|o| o == t))
+            || view.by_exposed(name).is_some()
     }
 
     fn call<'a>(
@@ -274,6 +298,9 @@ impl ModeHandler for CodeMode {
                     describe_tool(&request.view, request.tenant, request.arguments)
                 }
                 Some(CodeTool::Execute) => self.execute_tool(request).await,
+                None if request.view.by_exposed(request.name).is_some() => {
+                    return self.call_by_name(request).await;
+                }
                 None => {
                     let other = request.name;
                     let offered: Vec<&str> = self

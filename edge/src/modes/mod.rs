@@ -4,7 +4,6 @@
 
 mod code;
 mod forward;
-pub mod forwarded;
 mod handler;
 mod passthrough;
 mod reply_cap;
@@ -12,6 +11,8 @@ mod search;
 mod tool_result;
 
 use std::sync::Arc;
+
+pub use quiver_contract::forwarded;
 
 use code::CodeMode;
 pub(crate) use forward::call_checked;

@@ -11,12 +11,17 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// What a mode that lists a fixed set of meta-tools declares: tools (whose
-/// list never changes) and logging.
+/// list never changes), logging, and the upstreams' prompts, resources and
+/// completions, which every mode serves as passthrough does.
 #[allow(deprecated)] // logging is current in the protocol versions served here
 pub(crate) fn meta_tool_capabilities() -> ServerCapabilities {
     let mut capabilities = ServerCapabilities::builder()
         .enable_tools()
         .enable_logging()
+        .enable_prompts()
+        .enable_resources()
+        .enable_resources_subscribe()
+        .enable_completions()
         .build();
     capabilities.tools.get_or_insert_default().list_changed = None;
     capabilities

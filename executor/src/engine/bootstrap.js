@@ -376,6 +376,18 @@
     keys: named(() => request({ op: "stash_keys" }), "keys"),
   });
 
+  const resources = nullObject({
+    list: named(() => request({ op: "list_resources" }), "list"),
+    read: named((uri) => {
+      if (typeof uri !== "string") {
+        throw scrub(new TypeError(
+          'resources.read(uri): uri must be a string such as "file:///notes.txt"',
+        ));
+      }
+      return request({ op: "read_resource", uri });
+    }, "read"),
+  });
+
   // --- console, timers -------------------------------------------------------
   let logsFull = false;
   let logsCut = false;
@@ -582,6 +594,7 @@
   defineFixed(globalThis, "search", search);
   defineFixed(globalThis, "describe", describe);
   defineFixed(globalThis, "stash", stash);
+  defineFixed(globalThis, "resources", resources);
   defineFixed(globalThis, "setTimeout", setTimeout);
   defineFixed(globalThis, "queueMicrotask", queueMicrotask);
 

@@ -77,6 +77,13 @@ pub enum HostRequest {
     },
     /// Session stash: list keys.
     StashKeys,
+    /// The resources of the tenant's upstreams (`resources/list`).
+    ListResources,
+    /// One resource's contents (`resources/read`).
+    ReadResource {
+        /// Its URI.
+        uri: String,
+    },
     /// Whether `tools.<server>` (with `tool`: `tools.<server>.<tool>`)
     /// exists for this script: answered with a boolean. The script waits
     /// for it (a property read cannot), so the host answers it at once.

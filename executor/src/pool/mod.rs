@@ -8,7 +8,7 @@ mod worker_pool;
 mod worker_process;
 
 pub use fair_admission::{Owner, Refusal};
-pub use script_context::{ScriptContext, StashOp, names_in};
+pub use script_context::{ResourceOp, ScriptContext, StashOp, names_in};
 pub use worker_pool::{PoolConfig, PoolError, PoolStats, Retirement, WorkerPool};
 pub use worker_process::{
     DEADLINE_GRACE, SNAPSHOT_FROM_HOST_FLAG, WorkerCommand, WorkerFault, WorkerProcess,

@@ -32,6 +32,15 @@ pub enum StashOp {
     Keys,
 }
 
+/// One request about the upstreams' resources.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceOp {
+    /// The resources the script's upstreams list.
+    List,
+    /// One resource's contents.
+    Read(String),
+}
+
 /// The host side of one execution.
 pub trait ScriptContext: Send + Sync {
     /// The JavaScript names a script finds under `tools` (`server` None:
@@ -58,4 +67,15 @@ pub trait ScriptContext: Send + Sync {
     fn describe(&self, name: String) -> BoxFuture<'_, Result<Value, HostError>>;
     /// Session stash.
     fn stash(&self, op: StashOp) -> BoxFuture<'_, Result<Value, HostError>>;
+    /// The upstreams' resources; a context without upstreams has none.
+    fn resources(&self, op: ResourceOp) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async move {
+            match op {
+                ResourceOp::List => Ok(Value::Array(Vec::new())),
+                ResourceOp::Read(uri) => {
+                    Err(format!("no upstream serves resources; `{uri}` is unknown").into())
+                }
+            }
+        })
+    }
 }

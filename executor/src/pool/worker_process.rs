@@ -27,7 +27,7 @@ use crate::{
         CallLimitReached, FrameError, FrameReader, FrameWriter, HostError, HostMessage,
         HostRequest, ToolNames, WorkerMessage,
     },
-    pool::script_context::{ScriptContext, StashOp},
+    pool::script_context::{ResourceOp, ScriptContext, StashOp},
 };
 
 /// How long past its wall limit a worker may take to report before it is
@@ -355,6 +355,8 @@ async fn answer(context: &dyn ScriptContext, request: HostRequest) -> Result<Val
         } => context.stash(StashOp::Set(key, value, ttl_secs)).await,
         HostRequest::StashDelete { key } => context.stash(StashOp::Delete(key)).await,
         HostRequest::StashKeys => context.stash(StashOp::Keys).await,
+        HostRequest::ListResources => context.resources(ResourceOp::List).await,
+        HostRequest::ReadResource { uri } => context.resources(ResourceOp::Read(uri)).await,
         lookup_request @ (HostRequest::HasName { .. } | HostRequest::Names { .. }) => {
             lookup(context, lookup_request)
         }

@@ -8,7 +8,7 @@ mod scripts;
 mod view_context;
 
 // What a script asks of its host is answered by the pool's workers' host side.
-pub use crate::pool::{ScriptContext, StashOp, names_in};
+pub use crate::pool::{ResourceOp, ScriptContext, StashOp, names_in};
 pub use execution_end::ExecutionEnd;
 pub use script_runner::ScriptRunner;
 pub use scripts::LocalScripts;

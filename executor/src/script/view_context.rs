@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use opentelemetry::KeyValue;
-use quiver_contract::{CallOptions, CallOrigin, CallSink, Dispatch};
+use quiver_contract::{CallOptions, CallOrigin, CallSink, Dispatch, forwarded};
 use quiver_telemetry::{instruments, quiver_span, spans};
 use quiver_view::{
     SearchResult, ToolView,
@@ -23,7 +23,7 @@ use tracing::Instrument as _;
 use crate::{
     ipc::HostError,
     pool::Owner,
-    script::{ScriptContext, StashOp},
+    script::{ResourceOp, ScriptContext, StashOp},
     stash::{ReplicaError, ReplicaUnavailable, StashError, StashStore},
 };
 
@@ -226,6 +226,31 @@ impl ScriptContext for ViewScriptContext {
                 }
                 None => Err(self.unknown(&name)),
             }
+        })
+    }
+
+    fn resources(&self, op: ResourceOp) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async move {
+            let dispatch = self.dispatch.as_ref();
+            let answer = match op {
+                ResourceOp::List => {
+                    let mut listed = forwarded::list_resources(dispatch, &self.view, false).await;
+                    Ok(listed
+                        .get_mut("resources")
+                        .map(Value::take)
+                        .unwrap_or_else(|| Value::Array(Vec::new())))
+                }
+                ResourceOp::Read(uri) => {
+                    tokio::select! {
+                        read = forwarded::read_resource_contents(dispatch, &self.view, &uri) => read,
+                        () = self.cancel.cancelled() => {
+                            return Err("the script was stopped".into());
+                        }
+                    }
+                }
+            };
+            // Already redacted for the caller (what it sent stays).
+            answer.map_err(|e| HostError::from(e.message.into_owned()))
         })
     }
 

@@ -1,8 +1,70 @@
-//! The tools `quiver mock-upstream --test-hooks` adds for Quiver's own
-//! tests: crash, sleep, fail, rendezvous, large answers and the like.
+//! What `quiver mock-upstream --test-hooks` adds for Quiver's own tests:
+//! tools (crash, sleep, fail, rendezvous, large answers and the like), one
+//! subscribable resource and one prompt.
 
-use rmcp::model::Tool;
+use rmcp::{
+    ErrorData,
+    model::{
+        GetPromptRequestParams, GetPromptResult, Prompt, PromptMessage, Resource, ResourceContents,
+        Role, Tool,
+    },
+};
 use serde_json::{Value, json};
+
+/// The one resource.
+const RESOURCE: &str = "quiver-test://note";
+/// The one prompt.
+const PROMPT: &str = "brief";
+
+/// The resources, `quiver-test://note` alone.
+pub(super) fn resources() -> Vec<Resource> {
+    serde_json::from_value(json!([{"uri": RESOURCE, "name": "note", "mimeType": "text/plain"}]))
+        .unwrap_or_default()
+}
+
+/// The contents of `uri`, if it is the one resource.
+pub(super) fn read_resource(uri: &str) -> Result<Vec<ResourceContents>, ErrorData> {
+    if uri != RESOURCE {
+        return Err(ErrorData::resource_not_found(
+            format!("no resource `{uri}`"),
+            None,
+        ));
+    }
+    Ok(vec![ResourceContents::text("a note", RESOURCE)])
+}
+
+/// The prompts, `brief {topic}` alone.
+pub(super) fn prompts() -> Vec<Prompt> {
+    serde_json::from_value(json!([{
+        "name": PROMPT,
+        "description": "A one-line brief on a topic",
+        "arguments": [{"name": "topic", "required": true}],
+    }]))
+    .unwrap_or_default()
+}
+
+/// `brief` rendered for its `topic`.
+pub(super) fn render_prompt(
+    request: &GetPromptRequestParams,
+) -> Result<GetPromptResult, ErrorData> {
+    if request.name != PROMPT {
+        return Err(ErrorData::invalid_params(
+            format!("no prompt `{}`", request.name),
+            None,
+        ));
+    }
+    let topic = request
+        .arguments
+        .as_ref()
+        .and_then(|a| a.get("topic"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorData::invalid_params("`topic` is required", None))?;
+    let text = format!("Write a one-line brief on {topic}.");
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+        Role::User,
+        text,
+    )]))
+}
 
 /// The test-hook tools, in a fixed order.
 pub(super) fn test_hook_tools() -> Vec<Tool> {
@@ -58,4 +120,18 @@ pub(super) fn test_hook_tools() -> Vec<Tool> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// `bytes` bytes of numbered lines (`{n:015}\n`, n from 0), the last one cut:
+/// a reader can tell a dropped, doubled or reordered piece from its position.
+pub(super) fn numbered_lines(bytes: u64) -> String {
+    let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    let mut text = String::with_capacity(bytes.saturating_add(16));
+    let mut n = 0u64;
+    while text.len() < bytes {
+        text.push_str(&format!("{n:015}\n"));
+        n += 1;
+    }
+    text.truncate(bytes);
+    text
 }

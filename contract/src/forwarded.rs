@@ -1,14 +1,16 @@
-//! Passthrough of the rest of MCP: resources (list, templates, read, subscribe),
-//! prompts (namespaced like tools) and completion, forwarded to the upstreams
-//! that declared them. Only servers in the session's view are asked.
+//! The rest of MCP beyond tools: resources (list, templates, read, subscribe),
+//! prompts (namespaced like tools) and completion, forwarded over a
+//! [`Dispatch`] to the upstreams that declared them. Only servers in the
+//! caller's view are asked. Every mode of the edge serves them this way, and
+//! a code-mode script's `resources` reads through the same functions.
 
-use quiver_contract::{CallOptions, Dispatch, UpstreamError};
+use crate::{CallOptions, Dispatch, UpstreamError};
 use quiver_proto::{manifest::ManifestServer, naming::assign_exposed_names};
 use rmcp::{ErrorData, model::ClientRequest};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use quiver_view::{ToolView, redact::redact};
+use quiver_view::{ToolView, redact::redact_for_caller};
 
 /// Most pages followed when listing from one upstream.
 const MAX_PAGES: usize = 100;
@@ -18,7 +20,9 @@ fn client_request(method: &str, params: Value) -> Result<ClientRequest, ErrorDat
         .map_err(|e| ErrorData::internal_error(format!("cannot build {method} request: {e}"), None))
 }
 
-fn upstream_error(e: UpstreamError) -> ErrorData {
+/// An upstream's failure as the caller hears it: redacted, keeping what the
+/// caller itself sent in `params` (the URI it asked for, say).
+fn upstream_error(e: UpstreamError, params: &Value) -> ErrorData {
     match e {
         UpstreamError::Remote {
             code,
@@ -27,15 +31,15 @@ fn upstream_error(e: UpstreamError) -> ErrorData {
             ..
         } => ErrorData::new(
             rmcp::model::ErrorCode(code),
-            redact(&message),
+            redact_for_caller(&message, params),
             data.map(|d| *d),
         ),
-        other => ErrorData::internal_error(redact(&other.to_string()), None),
+        other => ErrorData::internal_error(redact_for_caller(&other.to_string(), params), None),
     }
 }
 
 /// Converts an upstream result into the type a handler returns.
-pub(crate) fn convert<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
+pub fn convert<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
     // An upstream of an older revision sends no `resultType`; a complete
     // result says so (rmcp strips it again for clients of older revisions).
     if let Value::Object(result) = &mut value {
@@ -57,17 +61,17 @@ fn servers_with<'a>(
 }
 
 /// Sends `method` with `params` to `server` and returns the result as JSON.
-pub(crate) async fn send(
+pub async fn send(
     dispatch: &dyn Dispatch,
     server: &str,
     method: &str,
     params: Value,
 ) -> Result<Value, ErrorData> {
-    let request = client_request(method, params)?;
+    let request = client_request(method, params.clone())?;
     let result = dispatch
         .request(server, request, CallOptions::default())
         .await
-        .map_err(upstream_error)?;
+        .map_err(|e| upstream_error(e, &params))?;
     serde_json::to_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
@@ -207,6 +211,21 @@ pub async fn route_uri(
         format!("no upstream lists resource `{uri}`; call resources/list"),
         None,
     ))
+}
+
+/// What a code-mode script's `resources.read(uri)` gets: the `contents` of
+/// `resources/read` at the upstream of `view` that serves `uri`.
+pub async fn read_resource_contents(
+    dispatch: &dyn Dispatch,
+    view: &ToolView,
+    uri: &str,
+) -> Result<Value, ErrorData> {
+    let server = route_uri(dispatch, view, uri).await?;
+    let mut result = send(dispatch, &server, "resources/read", json!({"uri": uri})).await?;
+    Ok(result
+        .get_mut("contents")
+        .map(Value::take)
+        .unwrap_or_else(|| Value::Array(Vec::new())))
 }
 
 /// Prompts of every upstream with their exposed names: `(exposed, server, prompt JSON)`.
