@@ -8,6 +8,7 @@ mod prompts;
 mod resources;
 mod server;
 mod stateless;
+mod tasks;
 mod tools;
 
 use std::net::SocketAddr;

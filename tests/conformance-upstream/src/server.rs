@@ -15,17 +15,18 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-        SubscriptionFilter, UnsubscribeRequestParams,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+        CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+        Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
+        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+        UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 
-use crate::{prompts, resources, stateless, tools};
+use crate::{prompts, resources, stateless, tasks, tools};
 
 /// One MCP session's worth of the fixture. The HTTP transport builds one per session;
 /// stdio serves exactly one.
@@ -80,6 +81,7 @@ impl ServerHandler for ConformanceServer {
             .enable_resources()
             .enable_resources_subscribe()
             .enable_tools()
+            .enable_tasks()
             .build();
         let mut capabilities = capabilities;
         // The trigger tools change both lists (`stateless`).
@@ -112,6 +114,7 @@ impl ServerHandler for ConformanceServer {
         tools::catalogue()
             .into_iter()
             .chain(stateless::catalogue())
+            .chain(tasks::catalogue())
             .find(|tool| tool.name == name)
     }
 
@@ -139,6 +142,7 @@ impl ServerHandler for ConformanceServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let mut all = tools::catalogue();
         all.extend(stateless::catalogue());
+        all.extend(tasks::catalogue());
         Ok(ListToolsResult::with_all_items(all))
     }
 
@@ -152,6 +156,9 @@ impl ServerHandler for ConformanceServer {
             request.request_state.clone(),
         );
         if let Some(answer) = stateless::call(&request.name, responses, state, &context).await {
+            return answer;
+        }
+        if let Some(answer) = tasks::call(&request, &context).await {
             return answer;
         }
         tools::call(self, request, context).await
@@ -227,6 +234,32 @@ impl ServerHandler for ConformanceServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         prompts::complete(&request)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        tasks::TASKS
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::TASKS.update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::TASKS.cancel_task(&request.task_id)
     }
 
     async fn set_level(
