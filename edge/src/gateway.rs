@@ -21,6 +21,7 @@ use crate::{
     },
     config::EdgeConfig,
     input_required::ParkedCalls,
+    tasks::{EdgeTasks, TaskLimits},
 };
 
 /// State shared by every session of one edge.
@@ -36,6 +37,8 @@ pub struct Gateway {
     scripts: Option<Arc<dyn Scripts>>,
     /// Calls of stateless clients waiting for their `input_required` answers.
     parked: ParkedCalls,
+    /// Calls of clients that take tasks, made tasks (SEP-2663).
+    tasks: Arc<EdgeTasks>,
     /// The other edges of the fleet, to hand them resumes of calls they hold.
     peers: std::sync::OnceLock<Arc<crate::peers::EdgePeers>>,
     /// Who subscribed to which upstream resource (`resources/subscribe` of a
@@ -106,6 +109,7 @@ impl Gateway {
             listeners: Mutex::new(Vec::new()),
             scripts,
             parked: ParkedCalls::default(),
+            tasks: Arc::new(EdgeTasks::new(TaskLimits::default())),
             peers: std::sync::OnceLock::new(),
             subscribers: Mutex::new(Vec::new()),
             updated: tokio::sync::broadcast::channel(256).0,
@@ -342,6 +346,11 @@ impl Gateway {
     /// The calls of stateless clients waiting for them.
     pub(crate) fn parked_calls(&self) -> &ParkedCalls {
         &self.parked
+    }
+
+    /// The tasks of this edge's clients.
+    pub(crate) fn tasks(&self) -> &Arc<EdgeTasks> {
+        &self.tasks
     }
 
     /// Makes this edge one of `peers`' fleet: the calls it parks are named as

@@ -26,7 +26,7 @@ use rmcp::{
     model::{CallToolResult, InputRequests, InputRequiredResult, InputResponses},
 };
 use tokio::{
-    sync::{mpsc, oneshot},
+    sync::{mpsc, oneshot, watch},
     task::JoinHandle,
 };
 use tokio_util::sync::CancellationToken;
@@ -53,7 +53,13 @@ pub(crate) struct AskClient(pub(crate) mpsc::Sender<Ask>);
 #[derive(Clone)]
 pub(crate) struct GivenInput(pub(crate) InputResponses);
 
-/// A call running on behalf of a stateless client.
+/// Set by a call's relay when the upstream made a task of the call (see
+/// `tasks`): the call becomes a task of this edge at once.
+#[derive(Clone)]
+pub(crate) struct UpstreamTaskSignal(pub(crate) watch::Sender<bool>);
+
+/// A call running on behalf of a stateless client, or of a client that takes
+/// tasks (it may become one of this edge's tasks).
 pub(crate) struct RunningCall {
     tenant: String,
     tool: String,
@@ -61,6 +67,18 @@ pub(crate) struct RunningCall {
     asks: mpsc::Receiver<Ask>,
     /// Ends the call (and its upstream request) when nobody comes back.
     cancel: CancellationToken,
+    /// Turns true when the upstream made a task of the call.
+    upstream_task: Option<watch::Receiver<bool>>,
+}
+
+/// What a running call did next.
+pub(crate) enum CallEvent {
+    /// It finished.
+    Done(Result<CallToolResult, ErrorData>),
+    /// It needs the client.
+    Asked(Ask),
+    /// The upstream made a task of it.
+    UpstreamTask,
 }
 
 impl Drop for RunningCall {
@@ -80,12 +98,36 @@ struct Parked {
     until: Instant,
 }
 
-/// How a stateless call went on: its result, or what it needs first.
+/// How a call went on: its result, what it needs first, or that it is
+/// still running and should become a task.
 pub(crate) enum Progress {
     /// It finished.
     Done(Result<CallToolResult, ErrorData>),
     /// It needs the client: answer `input_required`.
     NeedsInput(InputRequiredResult),
+    /// It ran past its window, or its upstream made a task of it, or (for a
+    /// client in a session) it needs the client: make it a task, with what it
+    /// asked if it asked.
+    Running(RunningCall, Option<Ask>),
+}
+
+/// How [`ParkedCalls::drive_within`] treats a call.
+#[derive(Clone, Copy)]
+pub(crate) struct Drive {
+    /// How long it may run before it becomes a task; `None`: it never does.
+    pub(crate) window: Option<Duration>,
+    /// Whether a question parks it for `input_required` (a stateless
+    /// client), rather than making it a task.
+    pub(crate) park_asks: bool,
+}
+
+#[cfg(test)]
+impl Drive {
+    /// A stateless client's call that never becomes a task.
+    pub(crate) const PARK: Drive = Drive {
+        window: None,
+        park_asks: true,
+    };
 }
 
 impl RunningCall {
@@ -104,7 +146,51 @@ impl RunningCall {
             task,
             asks,
             cancel,
+            upstream_task: None,
         }
+    }
+
+    /// The same call, told by `signal` when its upstream makes a task of it.
+    pub(crate) fn watching(mut self, signal: watch::Receiver<bool>) -> RunningCall {
+        self.upstream_task = Some(signal);
+        self
+    }
+
+    /// The tenant it runs for.
+    pub(crate) fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// Waits for what the call does next. After [`CallEvent::Done`] it has
+    /// nothing more to say.
+    pub(crate) async fn next(&mut self) -> CallEvent {
+        let upstream_task = async {
+            match &mut self.upstream_task {
+                Some(signal) => {
+                    if signal.wait_for(|made| *made).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            joined = &mut self.task => CallEvent::Done(finished(joined)),
+            ask = self.asks.recv() => match ask {
+                Some(ask) => CallEvent::Asked(ask),
+                None => CallEvent::Done(finished((&mut self.task).await)),
+            },
+            () = upstream_task => {
+                // Heard once: a call becomes a task only once.
+                self.upstream_task = None;
+                CallEvent::UpstreamTask
+            }
+        }
+    }
+
+    /// Stops the call (and its upstream request).
+    pub(crate) fn stop(&self) {
+        self.cancel.cancel();
     }
 }
 
@@ -141,16 +227,36 @@ impl ParkedCalls {
 
     /// Runs `call` until it finishes or asks the client something; then it
     /// is parked and the answer is `input_required` with its state.
-    pub(crate) async fn drive(&self, mut call: RunningCall) -> Progress {
-        tokio::select! {
-            joined = &mut call.task => Progress::Done(finished(joined)),
-            ask = call.asks.recv() => match ask {
-                Some(ask) => self.park(call, ask, InputResponses::new()),
-                None => {
-                    let joined = (&mut call.task).await;
-                    Progress::Done(finished(joined))
+    #[cfg(test)]
+    pub(crate) async fn drive(&self, call: RunningCall) -> Progress {
+        self.drive_within(call, Drive::PARK).await
+    }
+
+    /// Runs `call` until it finishes, asks the client something (parked for
+    /// `input_required`, or handed back to become a task, as `how` says),
+    /// runs past `how.window`, or its upstream makes a task of it (both
+    /// handed back to become a task when there is a window).
+    pub(crate) async fn drive_within(&self, mut call: RunningCall, how: Drive) -> Progress {
+        let deadline = how
+            .window
+            .map(|window| tokio::time::Instant::now() + window);
+        loop {
+            let event = match deadline {
+                Some(deadline) => match tokio::time::timeout_at(deadline, call.next()).await {
+                    Ok(event) => event,
+                    Err(_) => return Progress::Running(call, None),
+                },
+                None => call.next().await,
+            };
+            return match event {
+                CallEvent::Done(result) => Progress::Done(result),
+                CallEvent::Asked(ask) if how.park_asks => {
+                    self.park(call, ask, InputResponses::new())
                 }
-            },
+                CallEvent::Asked(ask) => Progress::Running(call, Some(ask)),
+                CallEvent::UpstreamTask if how.window.is_some() => Progress::Running(call, None),
+                CallEvent::UpstreamTask => continue,
+            };
         }
     }
 
@@ -159,9 +265,9 @@ impl ParkedCalls {
     pub(crate) async fn resume(
         &self,
         state: &str,
-        tenant: &str,
-        tool: &str,
+        (tenant, tool): (&str, &str),
         responses: Option<InputResponses>,
+        how: Drive,
     ) -> Progress {
         let parked = {
             let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
@@ -190,7 +296,7 @@ impl ParkedCalls {
         }
         if ask.requests.keys().all(|key| given.contains_key(key)) {
             let _ = ask.answer.send(Ok(given));
-            return self.drive(call).await;
+            return self.drive_within(call, how).await;
         }
         self.park(call, ask, given)
     }
@@ -291,6 +397,7 @@ mod tests {
         match progress {
             Progress::NeedsInput(asked) => asked.request_state.clone().unwrap(),
             Progress::Done(done) => panic!("expected input_required, got {done:?}"),
+            Progress::Running(..) => panic!("expected input_required, got a running call"),
         }
     }
 
@@ -301,20 +408,29 @@ mod tests {
         let first = state(&parked.drive(call).await);
 
         for (tenant, tool) in [("other", "greet"), ("t", "other")] {
-            let refused = parked.resume(&first, tenant, tool, None).await;
+            let refused = parked
+                .resume(&first, (tenant, tool), None, Drive::PARK)
+                .await;
             assert!(matches!(refused, Progress::Done(Err(ref e)) if e.code.0 == -32602));
         }
         // Still there for its own caller; without the answer, asked again.
-        let again = parked.resume(&first, "t", "greet", None).await;
+        let again = parked
+            .resume(&first, ("t", "greet"), None, Drive::PARK)
+            .await;
         let second = state(&again);
         assert_ne!(first, second, "each question gets a state of its own");
         assert!(matches!(
-            parked.resume(&first, "t", "greet", None).await,
+            parked
+                .resume(&first, ("t", "greet"), None, Drive::PARK)
+                .await,
             Progress::Done(Err(_))
         ));
 
         let answers = InputResponses::from([("q".to_string(), json!("Ada"))]);
-        match parked.resume(&second, "t", "greet", Some(answers)).await {
+        match parked
+            .resume(&second, ("t", "greet"), Some(answers), Drive::PARK)
+            .await
+        {
             Progress::Done(Ok(result)) => {
                 assert!(format!("{result:?}").contains("Ada"), "{result:?}")
             }
@@ -335,7 +451,9 @@ mod tests {
         let _ = parked.drive(other).await;
         assert!(ended.is_cancelled());
         assert!(matches!(
-            parked.resume(&first, "t", "greet", None).await,
+            parked
+                .resume(&first, ("t", "greet"), None, Drive::PARK)
+                .await,
             Progress::Done(Err(_))
         ));
     }

@@ -19,6 +19,7 @@ mod revision;
 pub mod serve_error;
 pub mod session;
 pub mod stdio;
+pub mod tasks;
 pub mod tls;
 mod traced_session;
 

@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 
 use crate::{
-    input_required::{Ask, AskClient},
+    input_required::{Ask, AskClient, UpstreamTaskSignal},
     revision::is_stateless,
 };
 
@@ -30,9 +30,13 @@ pub struct SessionRelay {
     progress_token: Option<ProgressToken>,
     /// The least severe log message relayed; `None` relays none.
     log_level: Option<LoggingLevel>,
-    /// For a stateless client: where to ask it things (the call is parked
-    /// and the client answers `input_required`).
+    /// For a stateless client, or a call that may become a task: where to
+    /// ask the client things (the call is parked and the client answers
+    /// `input_required`, or the task asks and the client answers
+    /// `tasks/update`).
     ask: Option<AskClient>,
+    /// Told when the upstream makes a task of the call.
+    upstream_task: Option<UpstreamTaskSignal>,
     /// What the client said it can do (for a stateless one, in `_meta`).
     capabilities: Option<ClientCapabilities>,
 }
@@ -42,7 +46,8 @@ impl SessionRelay {
     /// only if it asked for it with a token; log messages as its protocol
     /// says (every one in a session, those at the `_meta` `logLevel` or
     /// above in a stateless request); questions as server-to-client requests
-    /// in a session, as `input_required` to a stateless client.
+    /// in a session, as `input_required` to a stateless client or as a
+    /// task's `inputRequests` (whoever put an [`AskClient`] in the request).
     pub fn for_request(context: &RequestContext<RoleServer>) -> SessionRelay {
         let stateless = is_stateless(context);
         let log_level = if stateless {
@@ -54,9 +59,8 @@ impl SessionRelay {
             peer: context.peer.clone(),
             progress_token: context.meta.get_progress_token(),
             log_level,
-            ask: stateless
-                .then(|| context.extensions.get::<AskClient>().cloned())
-                .flatten(),
+            ask: context.extensions.get::<AskClient>().cloned(),
+            upstream_task: context.extensions.get::<UpstreamTaskSignal>().cloned(),
             capabilities: context.client_capabilities(),
         }
     }
@@ -225,6 +229,12 @@ impl CallSink for SessionRelay {
 
     fn log_level(&self) -> Option<LoggingLevel> {
         self.log_level
+    }
+
+    fn task_started(&self) {
+        if let Some(signal) = &self.upstream_task {
+            signal.0.send_replace(true);
+        }
     }
 
     fn live(&self) -> bool {

@@ -13,13 +13,14 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        DiscoverResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+        CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams,
+        CompleteRequestParams, CompleteResult, CreateTaskResult, DiscoverResult, ErrorCode,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
         Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
         ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
         ResultType, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-        SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -32,7 +33,7 @@ use serde_json::json;
 use crate::{
     auth::{AuthMode, Principal},
     gateway::Gateway,
-    input_required::{AskClient, GivenInput, Progress, RunningCall},
+    input_required::{AskClient, Drive, GivenInput, Progress, RunningCall, UpstreamTaskSignal},
     mode::Mode,
     modes::{
         self, Backends, ModeHandler, ToolRequest,
@@ -655,32 +656,51 @@ impl ServerHandler for SessionHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !is_stateless(&context) {
+        let stateless = is_stateless(&context);
+        let (bound, _) = self.caller(&context)?;
+        let tenant = bound.principal.tenant.clone();
+        let tasks = self.gateway.tasks().clone();
+        // A client that takes tasks (SEP-2663) gets one for a call that runs
+        // long, that its upstream made a task of, or (in a session) that
+        // needs the client; while its tenant has room for one.
+        let may_become_task = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+            && tasks.has_room(&tenant);
+        if !stateless && !may_become_task {
             return self.call_tool_now(request, context).await.map(Into::into);
         }
         // A stateless client cannot be asked mid-call: a call that needs it
         // is parked, and the client answers `input_required` (see
         // `input_required`).
-        let (bound, _) = self.caller(&context)?;
-        let tenant = bound.principal.tenant.clone();
+        let how = Drive {
+            window: may_become_task.then(|| tasks.limits().after),
+            park_asks: stateless,
+        };
         let tool = request.name.to_string();
         let parked = self.gateway.parked_calls();
         let progress = match request.request_state.clone() {
             Some(state) => {
                 let responses = request.input_responses.clone();
-                parked.resume(&state, &tenant, &tool, responses).await
+                parked
+                    .resume(&state, (&tenant, &tool), responses, how)
+                    .await
             }
             None => {
                 let (asks, asked) = tokio::sync::mpsc::channel(1);
                 let cancel = tokio_util::sync::CancellationToken::new();
                 let mut call_context = context.clone();
                 // The call outlives this HTTP request when it waits for the
-                // client; it ends when nobody drives it any more.
+                // client or becomes a task; it ends when nobody drives it any more.
                 call_context.ct = cancel.clone();
                 call_context.extensions.insert(AskClient(asks));
                 if let Some(given) = request.input_responses.clone() {
                     call_context.extensions.insert(GivenInput(given));
                 }
+                let (made_task, upstream_task) = tokio::sync::watch::channel(false);
+                call_context
+                    .extensions
+                    .insert(UpstreamTaskSignal(made_task));
                 let this = self.clone();
                 // In the request's span, so the call's spans (the hop, the
                 // executor's) stay in the caller's trace.
@@ -688,14 +708,54 @@ impl ServerHandler for SessionHandler {
                     async move { this.call_tool_now(request, call_context).await },
                     tracing::Span::current(),
                 ));
-                parked
-                    .drive(RunningCall::new(&tenant, &tool, task, asked, cancel))
-                    .await
+                let call =
+                    RunningCall::new(&tenant, &tool, task, asked, cancel).watching(upstream_task);
+                parked.drive_within(call, how).await
             }
         };
         match progress {
             Progress::Done(result) => result.map(Into::into),
             Progress::NeedsInput(asked) => Ok(CallToolResponse::InputRequired(asked)),
+            Progress::Running(call, asked) => Ok(CallToolResponse::Task(CreateTaskResult::new(
+                tasks.adopt(call, asked),
+            ))),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (bound, _) = self.caller(&context)?;
+        let task = self
+            .gateway
+            .tasks()
+            .get(&bound.principal.tenant, &request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (bound, _) = self.caller(&context)?;
+        self.gateway.tasks().update(
+            &bound.principal.tenant,
+            &request.task_id,
+            request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (bound, _) = self.caller(&context)?;
+        self.gateway
+            .tasks()
+            .cancel(&bound.principal.tenant, &request.task_id)
     }
 }

@@ -16,12 +16,13 @@ use quiver_telemetry::{instruments, mcp_server_span, propagation, spans};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        DiscoverResult, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams,
-        InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-        SubscriptionFilter, UnsubscribeRequestParams,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+        CompleteResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+        GetTaskResult, InitializeRequestParams, InitializeResult, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+        UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -137,6 +138,7 @@ impl Outcome for ListPromptsResult {}
 impl Outcome for GetPromptResponse {}
 impl Outcome for CompleteResult {}
 impl Outcome for DiscoverResult {}
+impl Outcome for GetTaskResult {}
 
 /// `error.type` of a request's outcome: `tool_error` for a result with
 /// `isError`, the JSON-RPC code for an error; `None` when it succeeded.
@@ -411,6 +413,36 @@ impl ServerHandler for GatewaySession {
     ) -> Result<ListToolsResult, ErrorData> {
         let traced = self.start("tools/list", None, None, &context);
         self.traced(traced, self.handler.list_tools(request, context))
+            .await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let traced = self.start("tasks/get", None, None, &context);
+        self.traced(traced, self.handler.get_task(request, context))
+            .await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let traced = self.start("tasks/update", None, None, &context);
+        self.traced(traced, self.handler.update_task(request, context))
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let traced = self.start("tasks/cancel", None, None, &context);
+        self.traced(traced, self.handler.cancel_task(request, context))
             .await
     }
 

@@ -101,6 +101,11 @@ pub trait CallSink: Send + Sync {
     fn log_level(&self) -> Option<LoggingLevel> {
         Some(LoggingLevel::Info)
     }
+
+    /// The upstream made a task of the call (SEP-2663); it is followed to
+    /// its end all the same. A caller that keeps tasks of its own may make
+    /// the call one now. The default ignores it.
+    fn task_started(&self) {}
 }
 
 /// The calls in flight on one connection, keyed by the progress token rmcp put

@@ -96,6 +96,17 @@ pub enum UpstreamError {
         /// resource that was not found.
         data: Option<Box<serde_json::Value>>,
     },
+    /// A task the upstream made of the call (SEP-2663) ended as failed: a
+    /// protocol-level failure, not a tool's error result.
+    #[error("upstream `{id}`'s task failed: {message}")]
+    TaskFailed {
+        /// Upstream id.
+        id: String,
+        /// The JSON-RPC code of the task's error.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
     /// The upstream answered with something that is not a valid response.
     #[error("upstream `{id}` sent an unexpected response: {detail}")]
     Protocol {
@@ -121,6 +132,7 @@ impl UpstreamError {
             UpstreamError::Cancelled { .. } => "cancelled",
             UpstreamError::Refused { .. } => "refused",
             UpstreamError::Remote { code, .. } => return code.to_string(),
+            UpstreamError::TaskFailed { .. } => "task_failed",
             UpstreamError::Protocol { .. } => "protocol",
         };
         kind.to_string()

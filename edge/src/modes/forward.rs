@@ -69,7 +69,8 @@ pub(crate) async fn forward(
 /// the call is dispatched at most once and its outcome recorded in the
 /// tenant's search signals. An upstream's error result comes back redacted
 /// for the caller, a failure to reach the tool as a redacted tool error, the
-/// client's missing capability (`-32021`) as that error.
+/// client's missing capability (`-32021`) and an upstream task's failure as
+/// protocol errors.
 pub(crate) async fn call_checked(
     dispatch: &dyn Dispatch,
     view: &ToolView,
@@ -99,6 +100,15 @@ pub(crate) async fn call_checked(
                 ErrorCode(code),
                 redact_for_caller(&message, &args_value),
                 data.map(|d| *d),
+            )));
+        }
+        // The upstream ran the call as a task that failed: a protocol-level
+        // failure, which a task of this edge reports as `failed` too.
+        Err(UpstreamError::TaskFailed { code, message, .. }) => {
+            return Ok(Err(ErrorData::new(
+                ErrorCode(code),
+                redact_for_caller(&message, &args_value),
+                None,
             )));
         }
         Err(e) => {

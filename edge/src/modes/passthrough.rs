@@ -80,6 +80,7 @@ impl ModeHandler for PassthroughMode {
             .enable_resources()
             .enable_resources_subscribe()
             .enable_completions()
+            .enable_tasks()
             .build()
     }
 

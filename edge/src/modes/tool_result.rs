@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// What a mode that lists a fixed set of meta-tools declares: tools (whose
-/// list never changes), logging, and the upstreams' prompts, resources and
-/// completions, which every mode serves as passthrough does.
+/// list never changes), logging, the upstreams' prompts, resources and
+/// completions, which every mode serves as passthrough does, and tasks.
 #[allow(deprecated)] // logging is current in the protocol versions served here
 pub(crate) fn meta_tool_capabilities() -> ServerCapabilities {
     let mut capabilities = ServerCapabilities::builder()
@@ -22,6 +22,7 @@ pub(crate) fn meta_tool_capabilities() -> ServerCapabilities {
         .enable_resources()
         .enable_resources_subscribe()
         .enable_completions()
+        .enable_tasks()
         .build();
     capabilities.tools.get_or_insert_default().list_changed = None;
     capabilities

@@ -57,7 +57,7 @@ pub fn catalogue() -> Vec<Tool> {
         ),
         (
             CONFIRM_DELETE,
-            "A task that asks for a confirmation, then answers",
+            "Asks for a confirmation, then answers (a task for callers that take tasks)",
             object(json!({})),
         ),
         (
@@ -102,8 +102,8 @@ pub async fn call(
                 .unwrap_or("stranger");
             return Some(Ok(text(format!("Hello, {name}!")).into()));
         }
-        SLOW_COMPUTE | PROTOCOL_ERROR_JOB => Support::Optional,
-        FAILING_JOB | CONFIRM_DELETE | MULTI_INPUT | TOOL_WITH_TASK => Support::Required,
+        SLOW_COMPUTE | PROTOCOL_ERROR_JOB | CONFIRM_DELETE => Support::Optional,
+        FAILING_JOB | MULTI_INPUT | TOOL_WITH_TASK => Support::Required,
         _ => return None,
     };
     let takes_tasks = context
@@ -114,9 +114,7 @@ pub async fn call(
             Support::Required => Err(ErrorData::missing_required_client_capability(
                 ClientCapabilities::builder().enable_tasks().build(),
             )),
-            Support::Optional => run_directly(&request.name, &arguments)
-                .await
-                .map(Into::into),
+            Support::Optional => run_directly(request, &arguments, context).await,
         });
     }
     if request.name == TOOL_WITH_TASK {
@@ -175,9 +173,7 @@ fn operation(name: String, arguments: JsonObject, task: TaskContext) -> TaskFutu
                 let answer = task
                     .request_input("confirm", elicitation("Delete the file?", "confirm"))
                     .await?;
-                let confirmed = answer["content"]["confirm"].as_bool().unwrap_or(false)
-                    || answer["action"] == "accept";
-                Ok(text(if confirmed { "deleted" } else { "kept" }))
+                Ok(confirmed(&answer))
             }
             _ => {
                 let (first, second) = tokio::join!(
@@ -194,15 +190,50 @@ fn operation(name: String, arguments: JsonObject, task: TaskContext) -> TaskFutu
 }
 
 /// An optional tool for a caller without tasks.
-async fn run_directly(name: &str, arguments: &JsonObject) -> Result<CallToolResult, ErrorData> {
-    if name == PROTOCOL_ERROR_JOB {
-        return Err(ErrorData::internal_error(
+async fn run_directly(
+    request: &CallToolRequestParams,
+    arguments: &JsonObject,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    match request.name.as_ref() {
+        PROTOCOL_ERROR_JOB => Err(ErrorData::internal_error(
             "protocol_error_job hit an internal error",
             None,
-        ));
+        )),
+        CONFIRM_DELETE => {
+            let question = elicitation("Delete the file?", "confirm");
+            let answer = if crate::stateless::is_stateless(context) {
+                match crate::stateless::ask(&request.input_responses, "confirm", question) {
+                    Ok(answer) => answer,
+                    Err(asked) => return Ok((*asked).into()),
+                }
+            } else {
+                let InputRequest::Elicitation(asked) = question else {
+                    unreachable!("an elicitation")
+                };
+                let answer = context
+                    .peer
+                    .create_elicitation(asked.params)
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                serde_json::to_value(answer).unwrap_or_default()
+            };
+            Ok(confirmed(&answer).into())
+        }
+        _ => {
+            tokio::time::sleep(seconds(arguments)).await;
+            Ok(computed(arguments).into())
+        }
     }
-    tokio::time::sleep(seconds(arguments)).await;
-    Ok(computed(arguments))
+}
+
+/// `deleted` when the answer confirms, else `kept`.
+fn confirmed(answer: &Value) -> CallToolResult {
+    let yes = answer["action"] == "accept"
+        && answer["content"]["confirm"]
+            .as_bool()
+            .unwrap_or(answer["content"]["confirm"] == "yes");
+    text(if yes { "deleted" } else { "kept" })
 }
 
 fn seconds(arguments: &JsonObject) -> Duration {

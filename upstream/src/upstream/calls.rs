@@ -8,9 +8,22 @@ use super::*;
 /// and the least severe log message it wants, in the request's `_meta`.
 fn request_options(peer: &Peer, sink: Option<&dyn crate::CallSink>) -> PeerRequestOptions {
     let options = PeerRequestOptions::no_options();
-    let Some(sink) = sink.filter(|_| is_stateless(peer)) else {
+    let Some(sink) = sink else {
         return options;
     };
+    if !is_stateless(peer) {
+        // In a session, the capabilities are the session's; a caller that
+        // takes tasks (SEP-2663) says so on its requests, so the upstream
+        // may make them tasks (followed in `task_follow`).
+        return match sink.client_capabilities().filter(|c| c.supports_tasks()) {
+            Some(capabilities) => {
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                meta.set_client_capabilities(capabilities);
+                options.with_meta(meta)
+            }
+            None => options,
+        };
+    }
     let mut meta = rmcp::model::RequestMetaObject::new();
     if let Some(capabilities) = sink.client_capabilities() {
         meta.set_client_capabilities(capabilities);
@@ -258,6 +271,10 @@ impl Upstream {
                 .await?
             {
                 ServerResult::InputRequiredResult(asked) => asked,
+                // The upstream made a task of it: the caller still gets one result.
+                ServerResult::CreateTaskResult(created) => {
+                    return self.follow_task(created, options).await;
+                }
                 other => return Ok(other),
             };
             // Without a sink, the caller answers `input_required` itself
@@ -285,7 +302,7 @@ impl Upstream {
         })
     }
 
-    fn input_not_given(&self, reason: String) -> UpstreamError {
+    pub(super) fn input_not_given(&self, reason: String) -> UpstreamError {
         UpstreamError::Protocol {
             id: self.config.id.clone(),
             detail: format!("it asked the client for input, which was not given: {reason}"),
@@ -293,7 +310,7 @@ impl Upstream {
     }
 
     /// [`Upstream::request`] past the circuit breaker, scrubbed.
-    async fn request_admitted(
+    pub(super) async fn request_admitted(
         self: &Arc<Self>,
         request: ClientRequest,
         options: CallOptions,
@@ -456,7 +473,7 @@ impl Upstream {
     }
 }
 
-fn response_kind(result: &ServerResult) -> String {
+pub(super) fn response_kind(result: &ServerResult) -> String {
     serde_json::to_value(result)
         .ok()
         .and_then(|v| {

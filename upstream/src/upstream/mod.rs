@@ -49,6 +49,7 @@ use crate::{
 
 mod calls;
 mod connect;
+mod task_follow;
 
 type Peer = rmcp::service::Peer<RoleClient>;
 

@@ -1,0 +1,528 @@
+//! Tasks (the MCP tasks extension, SEP-2663, `io.modelcontextprotocol/tasks`)
+//! of one edge. For a client that declared the extension, a `tools/call`
+//! that is still running after a short window, or whose upstream made a task
+//! of it, or (in a session) that needs the client's input, becomes a task:
+//! the client gets a task handle at once and follows the call with
+//! `tasks/get`, answers its questions with `tasks/update`, and stops it with
+//! `tasks/cancel`. Tasks of every mode are kept here: a passthrough or
+//! search-mode call and a code-mode `execute` alike.
+//!
+//! A task belongs to the tenant that started it; to any other it does not
+//! exist (`-32602`, as an unknown id). Each tenant holds at most
+//! [`TaskLimits::per_tenant`] tasks (past that, calls answer directly); a
+//! result larger than [`TaskLimits::result_bytes`] fails its task. A task is
+//! kept [`TaskLimits::ttl`] from its start (a task still running then is
+//! stopped and failed), and at least [`KEPT_AFTER_END`] after it ends.
+//!
+//! Tasks live in this edge's memory: they end with the edge that holds them.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ErrorData,
+    model::{
+        CallToolResult, DetailedTask, InputRequest, InputResponses, JsonObject, Task, TaskPayload,
+        TaskStatus,
+    },
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::input_required::{Ask, CallEvent, RunningCall};
+
+/// The least time an ended task stays readable, whatever its TTL.
+pub const KEPT_AFTER_END: Duration = Duration::from_secs(60);
+/// How long a cancelled call may take to stop before its task is settled as
+/// cancelled all the same.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// What the edge allows tasks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskLimits {
+    /// How long a call of a client that takes tasks runs before it becomes one.
+    pub after: Duration,
+    /// Tasks one tenant may hold (running or ended and still kept).
+    pub per_tenant: usize,
+    /// The largest result a task keeps, in bytes of JSON.
+    pub result_bytes: usize,
+    /// How long a task is kept from its start (`ttlMs`).
+    pub ttl: Duration,
+    /// The polling interval suggested to clients (`pollIntervalMs`).
+    pub poll_interval: Duration,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            after: Duration::from_millis(500),
+            per_tenant: 100,
+            result_bytes: 4 * 1024 * 1024,
+            ttl: Duration::from_secs(3600),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// One task.
+struct Entry {
+    tenant: String,
+    task: Task,
+    /// The ended task's outcome; `None` while it runs.
+    ended: Option<(TaskPayload, Instant)>,
+    /// Questions the client has not answered yet, under the keys it was given.
+    pending: BTreeMap<String, InputRequest>,
+    /// Where `tasks/update` answers go, to the task's driver.
+    answers: mpsc::UnboundedSender<InputResponses>,
+    /// Fired by `tasks/cancel`.
+    cancel: CancellationToken,
+    started: Instant,
+}
+
+impl Entry {
+    fn detailed(&self) -> DetailedTask {
+        let payload = match &self.ended {
+            Some((payload, _)) => payload.clone(),
+            None if !self.pending.is_empty() => TaskPayload::InputRequired {
+                input_requests: self
+                    .pending
+                    .iter()
+                    .map(|(key, request)| (key.clone(), request.clone()))
+                    .collect(),
+            },
+            None => TaskPayload::Working,
+        };
+        DetailedTask::new(self.task.clone(), payload)
+    }
+
+    /// Whether it may be forgotten at `now`.
+    fn expired(&self, now: Instant, ttl: Duration) -> bool {
+        self.ended.as_ref().is_some_and(|(_, at)| {
+            now.duration_since(self.started) >= ttl && now.duration_since(*at) >= KEPT_AFTER_END
+        })
+    }
+}
+
+/// The tasks of one edge.
+pub struct EdgeTasks {
+    entries: Mutex<HashMap<String, Entry>>,
+    limits: TaskLimits,
+}
+
+impl EdgeTasks {
+    /// No tasks yet, under `limits`.
+    pub fn new(limits: TaskLimits) -> EdgeTasks {
+        EdgeTasks {
+            entries: Mutex::default(),
+            limits,
+        }
+    }
+
+    /// What tasks are allowed.
+    pub fn limits(&self) -> &TaskLimits {
+        &self.limits
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `tenant` may start another task.
+    pub(crate) fn has_room(&self, tenant: &str) -> bool {
+        let mut entries = self.entries();
+        self.sweep(&mut entries);
+        entries.values().filter(|e| e.tenant == tenant).count() < self.limits.per_tenant
+    }
+
+    /// Makes `call` a task of its tenant (with `asked`, what it already
+    /// asked the client) and drives it to its end; the handle to answer with.
+    pub(crate) fn adopt(self: &Arc<Self>, call: RunningCall, asked: Option<Ask>) -> Task {
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = timestamp();
+        let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
+        task.ttl_ms = Some(millis(self.limits.ttl));
+        task.poll_interval_ms = Some(millis(self.limits.poll_interval).max(1));
+        let (answers, answered) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        self.entries().insert(
+            id.clone(),
+            Entry {
+                tenant: call.tenant().to_string(),
+                task: task.clone(),
+                ended: None,
+                pending: BTreeMap::new(),
+                answers,
+                cancel: cancel.clone(),
+                started: Instant::now(),
+            },
+        );
+        let tasks = self.clone();
+        tokio::spawn(async move {
+            let payload = tasks.drive(&id, call, asked, answered, cancel).await;
+            tasks.settle(&id, payload);
+        });
+        task
+    }
+
+    /// `tasks/get` of `id` for `tenant`.
+    pub(crate) fn get(&self, tenant: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+        let mut entries = self.entries();
+        self.sweep(&mut entries);
+        entries
+            .get(id)
+            .filter(|e| e.tenant == tenant)
+            .map(Entry::detailed)
+            .ok_or_else(|| unknown(id))
+    }
+
+    /// `tasks/update`: answers to what task `id` asked; keys it did not ask
+    /// (or asked and had answered) are ignored.
+    pub(crate) fn update(
+        &self,
+        tenant: &str,
+        id: &str,
+        responses: InputResponses,
+    ) -> Result<(), ErrorData> {
+        let mut entries = self.entries();
+        let entry = entries
+            .get_mut(id)
+            .filter(|e| e.tenant == tenant)
+            .ok_or_else(|| unknown(id))?;
+        let given: InputResponses = responses
+            .into_iter()
+            .filter(|(key, _)| entry.pending.remove(key).is_some())
+            .collect();
+        if !given.is_empty() {
+            entry.task.last_updated_at = timestamp();
+            let _ = entry.answers.send(given);
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: stops task `id` (it settles as `cancelled` once its
+    /// call has stopped); an ended task stays as it ended.
+    pub(crate) fn cancel(&self, tenant: &str, id: &str) -> Result<(), ErrorData> {
+        let entries = self.entries();
+        let entry = entries
+            .get(id)
+            .filter(|e| e.tenant == tenant)
+            .ok_or_else(|| unknown(id))?;
+        entry.cancel.cancel();
+        Ok(())
+    }
+
+    /// Runs the task's call to its end: its questions become the task's
+    /// `inputRequests`, answered by `tasks/update`; `cancel` stops it.
+    async fn drive(
+        &self,
+        id: &str,
+        mut call: RunningCall,
+        first: Option<Ask>,
+        mut answered: mpsc::UnboundedReceiver<InputResponses>,
+        cancel: CancellationToken,
+    ) -> TaskPayload {
+        // Each question still open: the keys the client was given for it
+        // (to its own keys), and the answers so far.
+        let mut open: Vec<(Ask, BTreeMap<String, String>, InputResponses)> = Vec::new();
+        if let Some(ask) = first {
+            open.push(self.ask(id, ask));
+        }
+        let expires = tokio::time::sleep(self.limits.ttl);
+        tokio::pin!(expires);
+        loop {
+            tokio::select! {
+                event = call.next() => match event {
+                    CallEvent::Done(result) => return self.outcome(result),
+                    CallEvent::Asked(ask) => open.push(self.ask(id, ask)),
+                    CallEvent::UpstreamTask => {}
+                },
+                Some(given) = answered.recv() => {
+                    for (_, keys, answers) in &mut open {
+                        for (key, value) in &given {
+                            if let Some(own) = keys.get(key) {
+                                answers.insert(own.clone(), value.clone());
+                            }
+                        }
+                    }
+                    // A question answered in full goes back to the call.
+                    let (done, waiting): (Vec<_>, Vec<_>) = open
+                        .into_iter()
+                        .partition(|(_, keys, answers)| answers.len() == keys.len());
+                    open = waiting;
+                    for (ask, _, answers) in done {
+                        let _ = ask.answer.send(Ok(answers));
+                    }
+                }
+                () = cancel.cancelled() => {
+                    call.stop();
+                    // Its open questions go unanswered: the call stops waiting.
+                    open.clear();
+                    self.clear_pending(id);
+                    // The call ends promptly once stopped; its result no longer counts.
+                    let _ = tokio::time::timeout(STOP_GRACE, async {
+                        while !matches!(call.next().await, CallEvent::Done(_)) {}
+                    })
+                    .await;
+                    return TaskPayload::Cancelled;
+                }
+                () = &mut expires => {
+                    call.stop();
+                    return failed(ErrorData::internal_error(
+                        format!("the task ran past its time to live of {} s and was stopped", self.limits.ttl.as_secs()),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Shows `ask`'s questions to the client under keys of this task.
+    fn ask(&self, id: &str, ask: Ask) -> (Ask, BTreeMap<String, String>, InputResponses) {
+        let mut keys = BTreeMap::new();
+        let mut entries = self.entries();
+        if let Some(entry) = entries.get_mut(id) {
+            for (own, request) in &ask.requests {
+                // Keys stay the call's own unless another question of the
+                // task holds one already.
+                let mut key = own.clone();
+                let mut n = 1;
+                while entry.pending.contains_key(&key) || keys.contains_key(&key) {
+                    n += 1;
+                    key = format!("{own}-{n}");
+                }
+                entry.pending.insert(key.clone(), request.clone());
+                keys.insert(key, own.clone());
+            }
+            entry.task.last_updated_at = timestamp();
+        }
+        (ask, keys, InputResponses::new())
+    }
+
+    fn clear_pending(&self, id: &str) {
+        if let Some(entry) = self.entries().get_mut(id) {
+            entry.pending.clear();
+        }
+    }
+
+    /// How a call's end reads as a task's.
+    fn outcome(&self, result: Result<CallToolResult, ErrorData>) -> TaskPayload {
+        match result {
+            Ok(result) => match serde_json::to_value(&result) {
+                Ok(serde_json::Value::Object(object)) => {
+                    let size = serde_json::to_vec(&object).map_or(usize::MAX, |b| b.len());
+                    if size > self.limits.result_bytes {
+                        failed(ErrorData::internal_error(
+                            format!(
+                                "the result is {size} bytes; a task keeps at most {} bytes",
+                                self.limits.result_bytes
+                            ),
+                            None,
+                        ))
+                    } else {
+                        TaskPayload::Completed { result: object }
+                    }
+                }
+                _ => failed(ErrorData::internal_error(
+                    "the result could not be kept",
+                    None,
+                )),
+            },
+            Err(error) => failed(error),
+        }
+    }
+
+    fn settle(&self, id: &str, payload: TaskPayload) {
+        if let Some(entry) = self.entries().get_mut(id) {
+            entry.pending.clear();
+            entry.task.status = payload.status();
+            entry.task.last_updated_at = timestamp();
+            entry.ended = Some((payload, Instant::now()));
+        }
+    }
+
+    /// Forgets tasks past their keeping.
+    fn sweep(&self, entries: &mut HashMap<String, Entry>) {
+        let now = Instant::now();
+        entries.retain(|_, entry| !entry.expired(now, self.limits.ttl));
+    }
+}
+
+fn failed(error: ErrorData) -> TaskPayload {
+    let mut object = JsonObject::new();
+    object.insert("code".into(), error.code.0.into());
+    object.insert("message".into(), error.message.to_string().into());
+    if let Some(data) = error.data {
+        object.insert("data".into(), data);
+    }
+    TaskPayload::Failed { error: object }
+}
+
+fn unknown(id: &str) -> ErrorData {
+    let shown: String = id.chars().take(64).collect();
+    ErrorData::invalid_params(
+        format!("no task `{shown}` (unknown, expired, or another tenant's)"),
+        None,
+    )
+}
+
+fn timestamp() -> String {
+    rmcp::task_manager::current_timestamp()
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The questions of a task, for tests: what `tasks/get` shows.
+#[cfg(test)]
+fn questions(task: &DetailedTask) -> Vec<String> {
+    match &task.payload {
+        TaskPayload::InputRequired { input_requests } => input_requests.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{ContentBlock, ElicitRequest, ElicitRequestParams, InputRequests};
+    use serde_json::json;
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    fn question() -> InputRequest {
+        let params: ElicitRequestParams = serde_json::from_value(json!({
+            "message": "name?", "requestedSchema": {"type": "object", "properties": {}}
+        }))
+        .unwrap();
+        InputRequest::Elicitation(ElicitRequest::new(params))
+    }
+
+    /// A call for tenant `t` that asks `keys` at once, then answers with what
+    /// it was told; and the token that says it was stopped.
+    fn asking_call(keys: &[&str]) -> (RunningCall, CancellationToken) {
+        let (asks, asked) = mpsc::channel(1);
+        let cancel = CancellationToken::new();
+        let requests: InputRequests = keys.iter().map(|k| (k.to_string(), question())).collect();
+        let stopped = cancel.clone();
+        let task = tokio::spawn(async move {
+            let (answer, answered) = oneshot::channel();
+            asks.send(Ask { requests, answer }).await.unwrap();
+            let told = answered.await.unwrap()?;
+            Ok(CallToolResult::success(vec![ContentBlock::text(
+                serde_json::to_string(&told).unwrap(),
+            )]))
+        });
+        (RunningCall::new("t", "tool", task, asked, cancel), stopped)
+    }
+
+    async fn settled(tasks: &EdgeTasks, id: &str) -> DetailedTask {
+        loop {
+            let task = tasks.get("t", id).unwrap();
+            if task.status().is_terminal() {
+                return task;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    async fn asking(tasks: &EdgeTasks, id: &str) -> Vec<String> {
+        loop {
+            let keys = questions(&tasks.get("t", id).unwrap());
+            if !keys.is_empty() {
+                return keys;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_given_one_at_a_time_resume_the_call_once_all_are_in() {
+        let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
+        let (call, _) = asking_call(&["first", "second"]);
+        let id = tasks.adopt(call, None).task_id;
+        assert_eq!(asking(&tasks, &id).await, ["first", "second"]);
+
+        tasks
+            .update(
+                "t",
+                &id,
+                InputResponses::from([("first".into(), json!("a"))]),
+            )
+            .unwrap();
+        assert_eq!(questions(&tasks.get("t", &id).unwrap()), ["second"]);
+        // Another tenant sees no such task, and cannot answer it.
+        assert!(tasks.get("u", &id).is_err());
+        assert!(tasks.update("u", &id, InputResponses::new()).is_err());
+
+        tasks
+            .update(
+                "t",
+                &id,
+                InputResponses::from([("second".into(), json!("b"))]),
+            )
+            .unwrap();
+        let ended = settled(&tasks, &id).await;
+        assert_eq!(ended.status(), TaskStatus::Completed);
+        let TaskPayload::Completed { result } = ended.payload else {
+            unreachable!()
+        };
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("\"first\":\"a\"") && text.contains("\"second\":\"b\""),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_task_stops_its_call_and_ends_cancelled() {
+        let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
+        let (call, stopped) = asking_call(&["q"]);
+        let id = tasks.adopt(call, None).task_id;
+        asking(&tasks, &id).await;
+        tasks.cancel("t", &id).unwrap();
+        assert_eq!(settled(&tasks, &id).await.status(), TaskStatus::Cancelled);
+        assert!(stopped.is_cancelled(), "the call was stopped");
+        // Cancelling an ended task changes nothing.
+        tasks.cancel("t", &id).unwrap();
+        assert_eq!(tasks.get("t", &id).unwrap().status(), TaskStatus::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn a_result_over_the_limit_fails_its_task_and_a_full_tenant_has_no_room() {
+        let limits = TaskLimits {
+            result_bytes: 16,
+            per_tenant: 1,
+            ..TaskLimits::default()
+        };
+        let tasks = Arc::new(EdgeTasks::new(limits));
+        assert!(tasks.has_room("t"));
+        let (call, _) = asking_call(&["q"]);
+        let id = tasks.adopt(call, None).task_id;
+        assert!(!tasks.has_room("t"), "one task is the tenant's limit");
+        assert!(tasks.has_room("u"), "limits are per tenant");
+        asking(&tasks, &id).await;
+        tasks
+            .update(
+                "t",
+                &id,
+                InputResponses::from([("q".into(), json!("a long answer"))]),
+            )
+            .unwrap();
+        let ended = settled(&tasks, &id).await;
+        assert_eq!(ended.status(), TaskStatus::Failed);
+        let TaskPayload::Failed { error } = ended.payload else {
+            unreachable!()
+        };
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most 16 bytes"),
+            "{error:?}"
+        );
+    }
+}
