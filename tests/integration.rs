@@ -58,6 +58,7 @@ mod session_end;
 mod shutdown_reaps_upstreams;
 mod stateless_protocol;
 mod stdio_session;
+mod tasks;
 mod telemetry_export;
 mod telemetry_prometheus;
 mod telemetry_traces;

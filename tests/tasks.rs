@@ -1,0 +1,194 @@
+//! Tasks (SEP-2663) through a real `quiver dev` and a real rmcp client that
+//! declares the extension: a code-mode script that runs long becomes a task
+//! the client follows with `tasks/get`, a short one answers directly, and a
+//! cancelled task's script stops making tool calls. A client without the
+//! extension never gets a task.
+
+use std::time::{Duration, Instant};
+
+use rmcp::{
+    ClientHandler, RoleClient, ServiceExt,
+    model::{
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientInfo,
+        GetTaskParams, TaskPayload, TaskStatus,
+    },
+    service::RunningService,
+    transport::StreamableHttpClientTransport,
+};
+use serde_json::{Value, json};
+
+use crate::support::{call, connect, quiver_bin, start_with_config, text};
+
+/// A client that takes tasks.
+#[derive(Clone, Default)]
+struct TaskClient;
+
+impl ClientHandler for TaskClient {
+    fn get_info(&self) -> ClientInfo {
+        let mut info = ClientInfo::default();
+        info.capabilities = ClientCapabilities::builder().enable_tasks().build();
+        info
+    }
+}
+
+async fn connect_taking_tasks(url: &str) -> RunningService<RoleClient, TaskClient> {
+    quiver_upstream::install_crypto_provider();
+    TaskClient
+        .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+        .await
+        .expect("MCP client connects")
+}
+
+/// One stdio upstream `w` (the weather mock with its test hooks).
+fn config() -> String {
+    format!(
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
+        quiver_bin()
+    )
+}
+
+fn execute(code: &str) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new("execute");
+    params.arguments = json!({ "code": code }).as_object().cloned();
+    params
+}
+
+/// Polls task `id` until it ends (at most a minute).
+async fn ended(client: &RunningService<RoleClient, TaskClient>, id: &str) -> TaskPayload {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let task = client
+            .peer()
+            .get_task(GetTaskParams::new(id))
+            .await
+            .expect("tasks/get");
+        assert_eq!(task.task.task.task_id, id);
+        if task.task.status().is_terminal() {
+            return task.task.payload;
+        }
+        assert!(Instant::now() < deadline, "task {id} never ended");
+        let pause = task.task.task.poll_interval_ms.unwrap_or(100);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+    }
+}
+
+/// How many times `w`'s `get_forecast` was called, as the upstream counts.
+async fn forecasts(client: &RunningService<RoleClient, ()>) -> u64 {
+    let stats = call(client, "w__quiver_test_stats", json!({})).await;
+    let stats: Value = serde_json::from_str(&text(&stats)).expect("stats as JSON");
+    stats["calls"]["get_forecast"].as_u64().unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_long_script_becomes_a_task_and_a_short_one_answers_directly() {
+    let (dev, _dir) = start_with_config(&config(), &[]);
+    let client = connect_taking_tasks(&dev.mode_url("code")).await;
+    let info = client.peer_info().expect("initialized");
+    assert!(
+        info.capabilities.supports_tasks(),
+        "{:?}",
+        info.capabilities
+    );
+
+    let short = client
+        .peer()
+        .call_tool_once(execute("return 6 * 7;"))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Complete(short) = short else {
+        panic!("a short script answers directly: {short:?}")
+    };
+    assert!(text(&short).contains("42"), "{}", text(&short));
+
+    let long = execute(
+        "await new Promise((r) => setTimeout(r, 3000)); \
+         const f = await tools.w.get_forecast({ city: 'Oslo' }); return { done: true, f };",
+    );
+    let created = client
+        .peer()
+        .call_tool_once(long)
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(created) = created else {
+        panic!("a script still running after the window is a task: {created:?}")
+    };
+    assert_eq!(created.task.status, TaskStatus::Working);
+    assert!(created.task.ttl_ms.is_some_and(|ttl| ttl > 0));
+    let TaskPayload::Completed { result } = ended(&client, &created.task.task_id).await else {
+        panic!("the task completes")
+    };
+    let result = serde_json::to_string(&result).unwrap();
+    assert!(
+        result.contains("done") && result.contains("Oslo"),
+        "{result}"
+    );
+
+    // A client without the extension waits for the same script instead.
+    let plain = connect(&dev.mode_url("code")).await;
+    let waited = call(
+        &plain,
+        "execute",
+        json!({ "code": "await new Promise((r) => setTimeout(r, 1000)); return 'waited';" }),
+    )
+    .await;
+    assert!(text(&waited).contains("waited"), "{}", text(&waited));
+}
+
+#[tokio::test]
+async fn a_cancelled_task_stops_its_script() {
+    let (dev, _dir) = start_with_config(&config(), &[]);
+    let client = connect_taking_tasks(&dev.mode_url("code")).await;
+    let observer = connect(&dev.mode_url("passthrough")).await;
+    let before = forecasts(&observer).await;
+
+    let looping = execute(
+        "for (;;) { await tools.w.get_forecast({ city: 'Oslo' }); \
+         await new Promise((r) => setTimeout(r, 20)); }",
+    );
+    let created = client
+        .peer()
+        .call_tool_once(looping)
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(created) = created else {
+        panic!("an endless script is a task: {created:?}")
+    };
+    let id = created.task.task_id;
+    // It is running: its calls reach the upstream.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while forecasts(&observer).await <= before {
+        assert!(
+            Instant::now() < deadline,
+            "the script never called the tool"
+        );
+    }
+
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(ended(&client, &id).await, TaskPayload::Cancelled);
+
+    // Stopped: over a window in which it would have called the tool dozens
+    // of times, the upstream sees no further call.
+    let at_stop = forecasts(&observer).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        forecasts(&observer).await,
+        at_stop,
+        "the cancelled script made no further call"
+    );
+
+    // Cancelling again is acknowledged; an unknown task is an error.
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(id))
+        .await
+        .expect("cancelling an ended task is acknowledged");
+    let unknown = client
+        .peer()
+        .get_task(GetTaskParams::new("no-such-task"))
+        .await;
+    assert!(unknown.is_err(), "{unknown:?}");
+}
