@@ -9,23 +9,23 @@ use std::time::{Duration, Instant};
 use rmcp::{
     ClientHandler, RoleClient, ServiceExt,
     model::{
-        CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientInfo,
-        GetTaskParams, TaskPayload, TaskStatus,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+        ClientConfig, GetTaskParams, TaskPayload, TaskStatus,
     },
     service::RunningService,
     transport::StreamableHttpClientTransport,
 };
 use serde_json::{Value, json};
 
-use crate::support::{call, connect, quiver_bin, start_with_config, text};
+use crate::support::{call, connect, ctl_until, quiver_bin, start_with_config, text};
 
 /// A client that takes tasks.
 #[derive(Clone, Default)]
 struct TaskClient;
 
 impl ClientHandler for TaskClient {
-    fn get_info(&self) -> ClientInfo {
-        let mut info = ClientInfo::default();
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
         info.capabilities = ClientCapabilities::builder().enable_tasks().build();
         info
     }
@@ -121,6 +121,30 @@ async fn a_long_script_becomes_a_task_and_a_short_one_answers_directly() {
     assert!(
         result.contains("done") && result.contains("Oslo"),
         "{result}"
+    );
+
+    // The audit log says when the call became a task and how it ended.
+    let id = created.task.task_id.clone();
+    let task_records = |out: &str| -> Vec<Value> {
+        serde_json::from_str::<Value>(out)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r["kind"] == "task" && r["task_id"] == json!(id))
+            .collect()
+    };
+    let out = ctl_until(&dev.control_plane, &["-o", "json", "audit"], |ok, out| {
+        ok && task_records(out).len() == 2
+    });
+    let outcomes: Vec<Value> = task_records(&out)
+        .iter()
+        .map(|r| r["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, [json!("created"), json!("completed")], "{out}");
+    assert!(
+        task_records(&out).iter().all(|r| r["tool"] == "execute"),
+        "{out}"
     );
 
     // A client without the extension waits for the same script instead.

@@ -129,6 +129,7 @@ mod tests {
             latency_us: 1,
             outcome: "ok".into(),
             script_sha256: None,
+            task_id: None,
         }
     }
 

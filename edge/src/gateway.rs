@@ -353,6 +353,12 @@ impl Gateway {
         &self.tasks
     }
 
+    /// Sends an audit record to `audit` whenever a call becomes a task and
+    /// whenever a task ends (set once).
+    pub fn audit_tasks_to(&self, audit: crate::tasks::TaskAudit) {
+        self.tasks.audit_to(audit);
+    }
+
     /// Makes this edge one of `peers`' fleet: the calls it parks are named as
     /// its own, and a resume of a call another edge holds is handed to it.
     /// Set once, before serving.

@@ -716,9 +716,11 @@ impl ServerHandler for SessionHandler {
         match progress {
             Progress::Done(result) => result.map(Into::into),
             Progress::NeedsInput(asked) => Ok(CallToolResponse::InputRequired(asked)),
-            Progress::Running(call, asked) => Ok(CallToolResponse::Task(CreateTaskResult::new(
-                tasks.adopt(call, asked),
-            ))),
+            Progress::Running(call, asked) => {
+                let origin = self.gateway.origin_of(&bound.principal);
+                let task = tasks.adopt(call, asked, (&origin, &tool));
+                Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+            }
         }
     }
 

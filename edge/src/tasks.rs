@@ -18,10 +18,12 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    sync::{Arc, Mutex, OnceLock},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use quiver_proto::audit::{AuditKind, AuditRecord, Decision};
+use quiver_view::CallOrigin;
 use rmcp::{
     ErrorData,
     model::{
@@ -67,9 +69,15 @@ impl Default for TaskLimits {
     }
 }
 
+/// Where a task's audit records go (the process's audit log).
+pub type TaskAudit = Arc<dyn Fn(AuditRecord) + Send + Sync>;
+
 /// One task.
 struct Entry {
     tenant: String,
+    /// Who started it, and what it calls: for its audit records.
+    origin: CallOrigin,
+    tool: String,
     task: Task,
     /// The ended task's outcome; `None` while it runs.
     ended: Option<(TaskPayload, Instant)>,
@@ -110,6 +118,7 @@ impl Entry {
 pub struct EdgeTasks {
     entries: Mutex<HashMap<String, Entry>>,
     limits: TaskLimits,
+    audit: OnceLock<TaskAudit>,
 }
 
 impl EdgeTasks {
@@ -118,7 +127,40 @@ impl EdgeTasks {
         EdgeTasks {
             entries: Mutex::default(),
             limits,
+            audit: OnceLock::new(),
         }
+    }
+
+    /// Sends an audit record to `audit` when a task is made and when it
+    /// ends (set once).
+    pub fn audit_to(&self, audit: TaskAudit) {
+        let _ = self.audit.set(audit);
+    }
+
+    fn record(&self, entry: &Entry, outcome: &str, reason: Option<String>) {
+        let Some(audit) = self.audit.get() else {
+            return;
+        };
+        audit(AuditRecord {
+            id: 0,
+            at_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            tenant: entry.tenant.clone(),
+            caller: entry.origin.caller.clone(),
+            edge: entry.origin.edge.clone(),
+            executor: String::new(),
+            kind: AuditKind::Task,
+            tool: Some(entry.tool.clone()),
+            arguments_sha256: None,
+            arguments: None,
+            decision: Decision::Allowed,
+            reason,
+            latency_us: u64::try_from(entry.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            outcome: outcome.to_string(),
+            script_sha256: None,
+            task_id: Some(entry.task.task_id.clone()),
+        });
     }
 
     /// What tasks are allowed.
@@ -137,9 +179,15 @@ impl EdgeTasks {
         entries.values().filter(|e| e.tenant == tenant).count() < self.limits.per_tenant
     }
 
-    /// Makes `call` a task of its tenant (with `asked`, what it already
-    /// asked the client) and drives it to its end; the handle to answer with.
-    pub(crate) fn adopt(self: &Arc<Self>, call: RunningCall, asked: Option<Ask>) -> Task {
+    /// Makes `call` (of `tool`, made by `origin`) a task of its tenant (with
+    /// `asked`, what it already asked the client) and drives it to its end;
+    /// the handle to answer with.
+    pub(crate) fn adopt(
+        self: &Arc<Self>,
+        call: RunningCall,
+        asked: Option<Ask>,
+        (origin, tool): (&CallOrigin, &str),
+    ) -> Task {
         let id = uuid::Uuid::new_v4().to_string();
         let now = timestamp();
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
@@ -147,18 +195,19 @@ impl EdgeTasks {
         task.poll_interval_ms = Some(millis(self.limits.poll_interval).max(1));
         let (answers, answered) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
-        self.entries().insert(
-            id.clone(),
-            Entry {
-                tenant: call.tenant().to_string(),
-                task: task.clone(),
-                ended: None,
-                pending: BTreeMap::new(),
-                answers,
-                cancel: cancel.clone(),
-                started: Instant::now(),
-            },
-        );
+        let entry = Entry {
+            tenant: call.tenant().to_string(),
+            origin: origin.clone(),
+            tool: tool.to_string(),
+            task: task.clone(),
+            ended: None,
+            pending: BTreeMap::new(),
+            answers,
+            cancel: cancel.clone(),
+            started: Instant::now(),
+        };
+        self.record(&entry, "created", None);
+        self.entries().insert(id.clone(), entry);
         let tasks = self.clone();
         tokio::spawn(async move {
             let payload = tasks.drive(&id, call, asked, answered, cancel).await;
@@ -335,12 +384,26 @@ impl EdgeTasks {
     }
 
     fn settle(&self, id: &str, payload: TaskPayload) {
-        if let Some(entry) = self.entries().get_mut(id) {
-            entry.pending.clear();
-            entry.task.status = payload.status();
-            entry.task.last_updated_at = timestamp();
-            entry.ended = Some((payload, Instant::now()));
-        }
+        let mut entries = self.entries();
+        let Some(entry) = entries.get_mut(id) else {
+            return;
+        };
+        entry.pending.clear();
+        entry.task.status = payload.status();
+        entry.task.last_updated_at = timestamp();
+        let (outcome, reason) = match &payload {
+            TaskPayload::Completed { .. } => ("completed", None),
+            TaskPayload::Failed { error } => (
+                "failed",
+                error
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .map(str::to_string),
+            ),
+            _ => ("cancelled", None),
+        };
+        entry.ended = Some((payload, Instant::now()));
+        self.record(entry, outcome, reason);
     }
 
     /// Forgets tasks past their keeping.
@@ -443,7 +506,9 @@ mod tests {
     async fn answers_given_one_at_a_time_resume_the_call_once_all_are_in() {
         let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
         let (call, _) = asking_call(&["first", "second"]);
-        let id = tasks.adopt(call, None).task_id;
+        let id = tasks
+            .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .task_id;
         assert_eq!(asking(&tasks, &id).await, ["first", "second"]);
 
         tasks
@@ -481,7 +546,9 @@ mod tests {
     async fn a_cancelled_task_stops_its_call_and_ends_cancelled() {
         let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
         let (call, stopped) = asking_call(&["q"]);
-        let id = tasks.adopt(call, None).task_id;
+        let id = tasks
+            .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .task_id;
         asking(&tasks, &id).await;
         tasks.cancel("t", &id).unwrap();
         assert_eq!(settled(&tasks, &id).await.status(), TaskStatus::Cancelled);
@@ -501,7 +568,9 @@ mod tests {
         let tasks = Arc::new(EdgeTasks::new(limits));
         assert!(tasks.has_room("t"));
         let (call, _) = asking_call(&["q"]);
-        let id = tasks.adopt(call, None).task_id;
+        let id = tasks
+            .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .task_id;
         assert!(!tasks.has_room("t"), "one task is the tenant's limit");
         assert!(tasks.has_room("u"), "limits are per tenant");
         asking(&tasks, &id).await;

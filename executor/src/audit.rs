@@ -191,6 +191,7 @@ impl Scripts for AuditedScripts {
                 latency_us: 0,
                 outcome: "ok".into(),
                 script_sha256: Some(script_digest(&request.code)),
+                task_id: None,
             };
             let result = self.inner.execute(request, view, cancel, sink).await;
             record.latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);

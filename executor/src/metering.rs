@@ -483,6 +483,7 @@ fn call_record(call: &ToolCall, with_arguments: bool) -> AuditRecord {
         latency_us: 0,
         outcome: "ok".into(),
         script_sha256: call.origin.script_sha256.clone(),
+        task_id: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Audit records: one per tool call (made directly or from a script) and per
-//! script execution, written by the executor that ran it and kept by the
-//! control plane (append-only, bounded by a retention setting).
+//! script execution, written by the executor that ran it, and one when a call
+//! becomes a task and one when it ends, written by the edge that holds it;
+//! kept by the control plane (append-only, bounded by a retention setting).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,6 +20,11 @@ pub enum AuditKind {
     /// An operator let a tool that screening held back be served (`tool`
     /// names it, `reason` the findings accepted; no tenant).
     Approval,
+    /// A call became a task (`outcome` `created`), or a task ended
+    /// (`completed`, `failed` with the reason, `cancelled`; `latency_us`
+    /// from its creation). `tool` names the call, `task_id` the task, and
+    /// `edge` the edge that holds it.
+    Task,
 }
 
 /// Whether the gateway let it run.
@@ -70,6 +76,9 @@ pub struct AuditRecord {
     /// Hex SHA-256 of the script (an execution, or a call a script made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script_sha256: Option<String>,
+    /// The task a `task` record is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// Hex SHA-256 of the canonical JSON of `value` (absent arguments are `{}`).

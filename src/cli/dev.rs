@@ -163,6 +163,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         Some(scripts),
         config.edge.clone(),
     );
+    let edge_name = format!("dev-{}-edge", std::process::id());
+    let task_audit = Arc::new(super::leases::NodeLeases {
+        node: control_plane.clone(),
+        name: edge_name.clone(),
+    });
+    super::leases::audit_tasks(&gateway, &edge_name, task_audit);
     // Bound before the startup line, so it can name the address; every
     // problem with the address or the TLS files stops the start.
     let grpc = match config.edge.grpc_listen {

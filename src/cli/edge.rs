@@ -176,7 +176,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
                 fleet.clone(),
                 peers.clone(),
                 args.control_plane.clone(),
-                control_plane_tls,
+                control_plane_tls.clone(),
                 shutdown.clone(),
             );
             None
@@ -209,6 +209,12 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         config.edge.clone(),
     );
     gateway.join_peers(peers.clone());
+    let task_audit = Arc::new(super::leases::ClientLeases::new(
+        args.control_plane.clone(),
+        control_plane_tls.clone(),
+        node_name.clone(),
+    ));
+    super::leases::audit_tasks(&gateway, &node_name, task_audit);
     if let Some(addr) = config.edge.grpc_listen {
         let grpc = quiver_edge::grpc::GrpcListener::bind(
             gateway.clone(),

@@ -171,3 +171,15 @@ impl LeaseSource for ClientLeases {
         })
     }
 }
+
+/// Gives `gateway`'s task records (a call made a task, a task ended) to an
+/// auditor of node `name` that ships them through `shipper` to the cluster's
+/// audit log, as executors ship theirs.
+pub(crate) fn audit_tasks(
+    gateway: &quiver_edge::Gateway,
+    name: &str,
+    shipper: Arc<dyn AuditShipper>,
+) {
+    let auditor = quiver_executor::audit::Auditor::new(name, Some(shipper));
+    gateway.audit_tasks_to(Arc::new(move |record| auditor.record(record)));
+}

@@ -132,6 +132,7 @@ impl ControlState {
                 latency_us: 0,
                 outcome: "approved".into(),
                 script_sha256: None,
+                task_id: None,
             }],
             at,
         );
