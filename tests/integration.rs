@@ -4,6 +4,7 @@
 //! 'test(/^file_name::/)'` runs one file's tests.
 
 mod every_mode_prompts_resources;
+mod fleet_tasks;
 mod support;
 
 mod bench_revocation;

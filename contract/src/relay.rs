@@ -45,6 +45,10 @@ pub struct RelaySink {
     down: mpsc::Sender<Result<pb::HopDown, Status>>,
     pending: Mutex<HashMap<u64, oneshot::Sender<pb::HopReply>>>,
     next: AtomicU64,
+    /// Set when the caller made the call a task (`HopDetach`).
+    detached: tokio::sync::watch::Sender<Option<quiver_upstream::TaskTicket>>,
+    /// Fired when the caller stops the call (`HopCancel`).
+    cancelled: tokio_util::sync::CancellationToken,
 }
 
 impl RelaySink {
@@ -58,17 +62,29 @@ impl RelaySink {
             down,
             pending: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
+            detached: tokio::sync::watch::channel(None).0,
+            cancelled: tokio_util::sync::CancellationToken::new(),
         });
         let weak = Arc::downgrade(&sink);
         tokio::spawn(async move {
             while let Ok(Some(message)) = up.message().await {
-                let Some(hop_up::Message::Reply(reply)) = message.message else {
-                    continue;
-                };
                 let Some(sink) = weak.upgrade() else { return };
-                let waiting = sink.lock().remove(&reply.id);
-                if let Some(waiting) = waiting {
-                    let _ = waiting.send(reply);
+                match message.message {
+                    Some(hop_up::Message::Reply(reply)) => {
+                        let waiting = sink.lock().remove(&reply.id);
+                        if let Some(waiting) = waiting {
+                            let _ = waiting.send(reply);
+                        }
+                    }
+                    Some(hop_up::Message::Cancel(_)) => sink.cancelled.cancel(),
+                    Some(hop_up::Message::Detach(detach)) => {
+                        sink.detached
+                            .send_replace(Some(quiver_upstream::TaskTicket {
+                                id: detach.task_id,
+                                tenant: detach.tenant,
+                            }));
+                    }
+                    _ => {}
                 }
             }
             // The caller is gone: what still waits for an answer fails.
@@ -77,6 +93,16 @@ impl RelaySink {
             }
         });
         sink
+    }
+
+    /// Fired when the caller stops the call.
+    pub fn cancelled(&self) -> tokio_util::sync::CancellationToken {
+        self.cancelled.clone()
+    }
+
+    /// Turns to the task's ticket when the caller makes the call a task.
+    pub fn detached(&self) -> tokio::sync::watch::Receiver<Option<quiver_upstream::TaskTicket>> {
+        self.detached.subscribe()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<pb::HopReply>>> {
@@ -282,13 +308,29 @@ async fn answer(sink: &dyn CallSink, ask: pb::HopAsk) -> pb::HopReply {
     }
 }
 
+/// The ticket `watched` turns to, once it does; never when there is none.
+async fn ticket_issued(
+    watched: &mut Option<tokio::sync::watch::Receiver<Option<quiver_upstream::TaskTicket>>>,
+) -> quiver_upstream::TaskTicket {
+    if let Some(watched) = watched
+        && let Ok(issued) = watched.wait_for(Option::is_some).await
+        && let Some(ticket) = issued.clone()
+    {
+        return ticket;
+    }
+    std::future::pending().await
+}
+
 /// Sends `first` up a stream `open` opens, hands what comes down to `sink`
 /// (answering asks through it, each on a task of its own so progress keeps
 /// flowing) and returns the final message; the status when the stream could
-/// not be opened or failed before it.
+/// not be opened or failed before it. When `sink` makes the call a task, the
+/// executor is told (`HopDetach`); when `cancel` fires, it is told to stop
+/// (`HopCancel`) and the answer is a `Cancelled` status.
 pub async fn drive<F, Fut>(
     first: hop_up::Message,
     sink: Arc<dyn CallSink>,
+    cancel: &tokio_util::sync::CancellationToken,
     open: F,
 ) -> Result<hop_down::Message, Status>
 where
@@ -309,8 +351,34 @@ where
         Ok(response) => response.into_inner(),
         Err(status) => return Err(status),
     };
+    // Told once, when the caller makes the call a task: the executor then
+    // keeps it running past this stream.
+    let mut ticket = sink.became_task();
     loop {
-        let message = match down.message().await {
+        let received = tokio::select! {
+            received = down.message() => received,
+            () = cancel.cancelled() => {
+                // Said outright: a call that became a task keeps running
+                // when its stream merely closes.
+                let _ = up
+                    .send(pb::HopUp {
+                        message: Some(hop_up::Message::Cancel(pb::HopCancel {})),
+                    })
+                    .await;
+                return Err(Status::cancelled("cancelled by the caller"));
+            }
+            issued = ticket_issued(&mut ticket) => {
+                ticket = None;
+                let detach = pb::HopDetach { task_id: issued.id, tenant: issued.tenant };
+                let _ = up
+                    .send(pb::HopUp {
+                        message: Some(hop_up::Message::Detach(detach)),
+                    })
+                    .await;
+                continue;
+            }
+        };
+        let message = match received {
             Ok(Some(pb::HopDown {
                 message: Some(message),
             })) => message,

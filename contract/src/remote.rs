@@ -340,18 +340,17 @@ impl RemoteExecutor {
         let span = hop_span("CallToolStream");
         let mut client = self.client.clone();
         let traced = span.clone();
-        let driven = crate::relay::drive(hop_up::Message::Call(request), sink, |mut up| {
-            traced.in_scope(|| propagation::inject_into_metadata(up.metadata_mut()));
-            async move { client.call_tool_stream(up).await }
-        });
-        let answer = tokio::select! {
-            answer = driven.instrument(span.clone()) => answer,
-            // Dropping the stream cancels the call on the executor.
-            () = cancel.cancelled() => {
-                spans::record_error(&span, "cancelled");
-                return Ok(Err(UpstreamError::Cancelled { id: server }));
-            }
-        };
+        let driven =
+            crate::relay::drive(hop_up::Message::Call(request), sink, &cancel, |mut up| {
+                traced.in_scope(|| propagation::inject_into_metadata(up.metadata_mut()));
+                async move { client.call_tool_stream(up).await }
+            });
+        // Cancelling tells the executor to stop the call.
+        let answer = driven.instrument(span.clone()).await;
+        if cancel.is_cancelled() {
+            spans::record_error(&span, "cancelled");
+            return Ok(Err(UpstreamError::Cancelled { id: server }));
+        }
         match answer {
             Ok(hop_down::Message::CallResult(result)) => Ok(serde_json::from_str(
                 &result.result_json,
@@ -390,20 +389,18 @@ impl RemoteExecutor {
         let mut client = self.client.clone();
         let traced = span.clone();
         let first = hop_up::Message::Execute(wire::request_to_pb(&request));
-        let driven = crate::relay::drive(first, sink, |mut up| {
+        let driven = crate::relay::drive(first, sink, &cancel, |mut up| {
             traced.in_scope(|| propagation::inject_into_metadata(up.metadata_mut()));
             async move { client.execute_stream(up).await }
         });
-        let answer = tokio::select! {
-            answer = driven.instrument(span.clone()) => answer,
-            // Dropping the stream stops the script on the executor.
-            () = cancel.cancelled() => {
-                spans::record_error(&span, "cancelled");
-                return Ok(Err(ExecuteError::Failed {
-                    reason: "the script was cancelled and its worker was stopped".into(),
-                }));
-            }
-        };
+        // Cancelling tells the executor to stop the script.
+        let answer = driven.instrument(span.clone()).await;
+        if cancel.is_cancelled() {
+            spans::record_error(&span, "cancelled");
+            return Ok(Err(ExecuteError::Failed {
+                reason: "the script was cancelled and its worker was stopped".into(),
+            }));
+        }
         match answer {
             Ok(hop_down::Message::ExecuteResult(result)) => Ok(wire::result_from_pb(Ok(result))),
             Ok(_) => Ok(Err(ExecuteError::Failed {

@@ -33,6 +33,10 @@ pub struct ExecuteRequest {
     pub limits: Option<Limits>,
     /// Who asked and through which edge (for audit; the script's calls carry it too).
     pub origin: CallOrigin,
+    /// The wall time asked for a script that may run as a task (its tenant's
+    /// setting), in milliseconds; the executor grants it up to its own
+    /// maximum for tasks. `None`: the usual wall time.
+    pub task_wall_ms: Option<u64>,
 }
 
 impl ExecuteRequest {
@@ -48,7 +52,15 @@ impl ExecuteRequest {
             code: code.into(),
             limits: None,
             origin: CallOrigin::default(),
+            task_wall_ms: None,
         }
+    }
+
+    /// The same request, for a script that may run as a task with `wall_ms`
+    /// of wall time (up to the executor's maximum for tasks).
+    pub fn as_possible_task(mut self, wall_ms: u64) -> ExecuteRequest {
+        self.task_wall_ms = Some(wall_ms);
+        self
     }
 
     /// The same request, made by `origin`.

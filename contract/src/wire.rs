@@ -61,6 +61,7 @@ pub fn request_to_pb(request: &ExecuteRequest) -> pb::ExecuteRequest {
         limits: request.limits.as_ref().map(limits_to_pb),
         caller: request.origin.caller.clone(),
         edge: request.origin.edge.clone(),
+        task_wall_ms: request.task_wall_ms.unwrap_or(0),
     }
 }
 
@@ -76,6 +77,7 @@ pub fn request_from_pb(request: pb::ExecuteRequest) -> ExecuteRequest {
             edge: request.edge,
             script_sha256: None,
         },
+        task_wall_ms: (request.task_wall_ms > 0).then_some(request.task_wall_ms),
     }
 }
 

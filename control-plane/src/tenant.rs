@@ -51,6 +51,9 @@ pub struct TenantPatch {
     /// See [`Tenant::stash_keys`]; `Some(0)` goes back to the executor's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stash_keys: Option<u64>,
+    /// See [`Tenant::task_wall_ms`]; `Some(0)` goes back to the usual wall time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_wall_ms: Option<u64>,
     /// See [`Tenant::budget`]; a negative value clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
@@ -153,6 +156,7 @@ impl TenantPatch {
             audit_arguments: false,
             stash_bytes: None,
             stash_keys: None,
+            task_wall_ms: None,
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),
@@ -200,6 +204,9 @@ impl TenantPatch {
         }
         if let Some(keys) = patch.stash_keys {
             tenant.stash_keys = (keys > 0).then_some(keys);
+        }
+        if let Some(wall) = patch.task_wall_ms {
+            tenant.task_wall_ms = (wall > 0).then_some(wall);
         }
         if let Some(audit) = patch.audit_arguments {
             tenant.audit_arguments = audit;

@@ -353,6 +353,30 @@ impl Gateway {
         &self.tasks
     }
 
+    /// Keeps the fleet's records of this edge's tasks in `records` (etcd),
+    /// so that the other edges answer for them once this one is gone; an
+    /// executor named in a record runs on while `executor_alive` says so.
+    /// Call after [`Gateway::join_peers`] (task ids carry its tag).
+    pub fn record_tasks_in(
+        &self,
+        records: Arc<quiver_contract::task_records::TaskRecords>,
+        holder: &str,
+        executor_alive: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    ) {
+        let tag = self
+            .peers
+            .get()
+            .map_or_else(|| crate::peers::tag_of(holder), |p| p.tag().to_string());
+        let peers = self.peers.get().cloned();
+        self.tasks.in_fleet(crate::tasks::TaskFleet {
+            records,
+            holder: holder.to_string(),
+            tag,
+            executor_alive,
+            edge_alive: Arc::new(move |node: &str| peers.as_ref().is_some_and(|p| p.knows(node))),
+        });
+    }
+
     /// Sends an audit record to `audit` whenever a call becomes a task and
     /// whenever a task ends (set once).
     pub fn audit_tasks_to(&self, audit: crate::tasks::TaskAudit) {

@@ -335,10 +335,39 @@ async fn check_json_rpc(
                 let id = message.get("id").cloned().unwrap_or_default();
                 return peers.forward(&holder, parts, bytes, id).await;
             }
+            // A request about a task another edge holds goes to that edge
+            // while it lives; once it is gone, this edge answers from the
+            // task's record.
+            // (A session's request cannot move: its session lives here.)
+            let in_session = parts.headers.contains_key("mcp-session-id");
+            let task_holder = gateway
+                .peers()
+                .zip(task_of(&message).filter(|_| !in_session))
+                .and_then(|(peers, task)| Some((peers, peers.holder(task)?)));
+            if let (Some((peers, holder)), false) = (task_holder, forwarded) {
+                match peers
+                    .try_forward(&holder, parts.clone(), bytes.clone())
+                    .await
+                {
+                    Ok(response) => return response,
+                    Err(e) => tracing::info!(
+                        "the edge at {holder} holding a task is unreachable ({e}); answering from its record"
+                    ),
+                }
+            }
         }
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The `taskId` of a `tasks/get`, `tasks/update` or `tasks/cancel`.
+fn task_of(message: &serde_json::Value) -> Option<&str> {
+    let method = message.get("method")?.as_str()?;
+    if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
+        return None;
+    }
+    message.get("params")?.get("taskId")?.as_str()
 }
 
 /// The `requestState` of a `tools/call` that resumes a parked call.

@@ -21,6 +21,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use quiver_contract::task_records::TaskTicket;
 use rmcp::{
     ErrorData,
     model::{CallToolResult, InputRequests, InputRequiredResult, InputResponses},
@@ -58,6 +59,16 @@ pub(crate) struct GivenInput(pub(crate) InputResponses);
 #[derive(Clone)]
 pub(crate) struct UpstreamTaskSignal(pub(crate) watch::Sender<bool>);
 
+/// The wall time a code-mode script of this call may have, as a call that
+/// may become a task of a tenant that allows its scripts more (milliseconds).
+#[derive(Clone, Copy)]
+pub(crate) struct TaskWall(pub(crate) u64);
+
+/// Set when the call became a task of this edge: the relay hands it to the
+/// executor running the call, which then keeps it running past this edge.
+#[derive(Clone)]
+pub(crate) struct TaskTicketSlot(pub(crate) watch::Sender<Option<TaskTicket>>);
+
 /// A call running on behalf of a stateless client, or of a client that takes
 /// tasks (it may become one of this edge's tasks).
 pub(crate) struct RunningCall {
@@ -69,6 +80,8 @@ pub(crate) struct RunningCall {
     cancel: CancellationToken,
     /// Turns true when the upstream made a task of the call.
     upstream_task: Option<watch::Receiver<bool>>,
+    /// Where the call learns it became a task.
+    ticket: Option<watch::Sender<Option<TaskTicket>>>,
 }
 
 /// What a running call did next.
@@ -147,6 +160,7 @@ impl RunningCall {
             asks,
             cancel,
             upstream_task: None,
+            ticket: None,
         }
     }
 
@@ -154,6 +168,17 @@ impl RunningCall {
     pub(crate) fn watching(mut self, signal: watch::Receiver<bool>) -> RunningCall {
         self.upstream_task = Some(signal);
         self
+    }
+
+    /// The same call, told through `slot` when it becomes a task.
+    pub(crate) fn ticketed(mut self, slot: watch::Sender<Option<TaskTicket>>) -> RunningCall {
+        self.ticket = Some(slot);
+        self
+    }
+
+    /// Where to tell the call it became a task, if it can hear it.
+    pub(crate) fn ticket_slot(&self) -> Option<watch::Sender<Option<TaskTicket>>> {
+        self.ticket.clone()
     }
 
     /// The tenant it runs for.

@@ -108,6 +108,17 @@ impl EdgePeers {
             .map(|(_, url)| url.clone())
     }
 
+    /// Whether `node` is this edge or a peer it knows now.
+    pub fn knows(&self, node: &str) -> bool {
+        node == self.node
+            || self
+                .peers
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .any(|(known, _)| known == node)
+    }
+
     /// The peers known now, `{node, url}` by name, for `/status`.
     pub fn status(&self) -> serde_json::Value {
         let peers = self.peers.read().unwrap_or_else(|p| p.into_inner());
@@ -130,6 +141,34 @@ impl EdgePeers {
         body: Bytes,
         id: serde_json::Value,
     ) -> Response {
+        match self.try_forward(base, parts, body).await {
+            Ok(response) => response,
+            Err(e) => {
+                // Its call went with it: the client starts the call again.
+                tracing::warn!("handing a resumed call to the edge at {base} failed: {e}");
+                let error = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {
+                        "code": -32602,
+                        "message": "requestState names a call held by an edge that cannot be \
+                                    reached now (its call is lost); call the tool again without \
+                                    requestState",
+                    },
+                });
+                axum::Json(error).into_response()
+            }
+        }
+    }
+
+    /// Sends the request to the peer at `base` as [`EdgePeers::forward`]
+    /// does; the transport's error when the peer cannot be reached.
+    pub(crate) async fn try_forward(
+        &self,
+        base: &str,
+        parts: Parts,
+        body: Bytes,
+    ) -> Result<Response, reqwest::Error> {
         let path = parts
             .uri
             .path_and_query()
@@ -155,34 +194,16 @@ impl EdgePeers {
             .body(body)
             .send()
             .await;
-        match sent {
-            Ok(answer) => {
-                let mut response = Response::builder().status(answer.status());
-                for (name, value) in answer.headers() {
-                    if !HOP_BY_HOP.contains(name) {
-                        response = response.header(name, value);
-                    }
-                }
-                response
-                    .body(Body::from_stream(answer.bytes_stream()))
-                    .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
-            }
-            Err(e) => {
-                // Its call went with it: the client starts the call again.
-                tracing::warn!("handing a resumed call to the edge at {base} failed: {e}");
-                let error = serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {
-                        "code": -32602,
-                        "message": "requestState names a call held by an edge that cannot be \
-                                    reached now (its call is lost); call the tool again without \
-                                    requestState",
-                    },
-                });
-                axum::Json(error).into_response()
+        let answer = sent?;
+        let mut response = Response::builder().status(answer.status());
+        for (name, value) in answer.headers() {
+            if !HOP_BY_HOP.contains(name) {
+                response = response.header(name, value);
             }
         }
+        Ok(response
+            .body(Body::from_stream(answer.bytes_stream()))
+            .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response()))
     }
 }
 

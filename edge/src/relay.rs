@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 
 use crate::{
-    input_required::{Ask, AskClient, UpstreamTaskSignal},
+    input_required::{Ask, AskClient, TaskTicketSlot, UpstreamTaskSignal},
     revision::is_stateless,
 };
 
@@ -37,6 +37,8 @@ pub struct SessionRelay {
     ask: Option<AskClient>,
     /// Told when the upstream makes a task of the call.
     upstream_task: Option<UpstreamTaskSignal>,
+    /// Told when the call becomes a task of this edge.
+    ticket: Option<TaskTicketSlot>,
     /// What the client said it can do (for a stateless one, in `_meta`).
     capabilities: Option<ClientCapabilities>,
 }
@@ -61,6 +63,7 @@ impl SessionRelay {
             log_level,
             ask: context.extensions.get::<AskClient>().cloned(),
             upstream_task: context.extensions.get::<UpstreamTaskSignal>().cloned(),
+            ticket: context.extensions.get::<TaskTicketSlot>().cloned(),
             capabilities: context.client_capabilities(),
         }
     }
@@ -237,9 +240,19 @@ impl CallSink for SessionRelay {
         }
     }
 
+    fn became_task(
+        &self,
+    ) -> Option<tokio::sync::watch::Receiver<Option<quiver_contract::task_records::TaskTicket>>>
+    {
+        self.ticket.as_ref().map(|slot| slot.0.subscribe())
+    }
+
     fn live(&self) -> bool {
         let caps = self.capabilities.as_ref();
-        self.progress_token.is_some()
+        // A call that may become a task streams, so that its executor can
+        // be told it did.
+        self.ticket.is_some()
+            || self.progress_token.is_some()
             || caps.is_some_and(|c| c.sampling.is_some() || c.elicitation.is_some())
     }
 }

@@ -33,7 +33,10 @@ use serde_json::json;
 use crate::{
     auth::{AuthMode, Principal},
     gateway::Gateway,
-    input_required::{AskClient, Drive, GivenInput, Progress, RunningCall, UpstreamTaskSignal},
+    input_required::{
+        AskClient, Drive, GivenInput, Progress, RunningCall, TaskTicketSlot, TaskWall,
+        UpstreamTaskSignal,
+    },
     mode::Mode,
     modes::{
         self, Backends, ModeHandler, ToolRequest,
@@ -701,6 +704,21 @@ impl ServerHandler for SessionHandler {
                 call_context
                     .extensions
                     .insert(UpstreamTaskSignal(made_task));
+                let (ticket, _) = tokio::sync::watch::channel(None);
+                if may_become_task {
+                    call_context
+                        .extensions
+                        .insert(TaskTicketSlot(ticket.clone()));
+                    let wall = self
+                        .gateway
+                        .views()
+                        .tenants()
+                        .get(&tenant)
+                        .and_then(|t| t.task_wall_ms);
+                    if let Some(wall) = wall {
+                        call_context.extensions.insert(TaskWall(wall));
+                    }
+                }
                 let this = self.clone();
                 // In the request's span, so the call's spans (the hop, the
                 // executor's) stay in the caller's trace.
@@ -708,8 +726,9 @@ impl ServerHandler for SessionHandler {
                     async move { this.call_tool_now(request, call_context).await },
                     tracing::Span::current(),
                 ));
-                let call =
-                    RunningCall::new(&tenant, &tool, task, asked, cancel).watching(upstream_task);
+                let call = RunningCall::new(&tenant, &tool, task, asked, cancel)
+                    .watching(upstream_task)
+                    .ticketed(ticket);
                 parked.drive_within(call, how).await
             }
         };
@@ -733,7 +752,8 @@ impl ServerHandler for SessionHandler {
         let task = self
             .gateway
             .tasks()
-            .get(&bound.principal.tenant, &request.task_id)?;
+            .get(&bound.principal.tenant, &request.task_id)
+            .await?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -743,11 +763,14 @@ impl ServerHandler for SessionHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (bound, _) = self.caller(&context)?;
-        self.gateway.tasks().update(
-            &bound.principal.tenant,
-            &request.task_id,
-            request.input_responses,
-        )
+        self.gateway
+            .tasks()
+            .update(
+                &bound.principal.tenant,
+                &request.task_id,
+                request.input_responses,
+            )
+            .await
     }
 
     async fn cancel_task(
@@ -759,5 +782,6 @@ impl ServerHandler for SessionHandler {
         self.gateway
             .tasks()
             .cancel(&bound.principal.tenant, &request.task_id)
+            .await
     }
 }

@@ -22,6 +22,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use quiver_contract::task_records::{TaskEnd, TaskRecord, TaskRecords, TaskTicket};
 use quiver_proto::audit::{AuditKind, AuditRecord, Decision};
 use quiver_view::CallOrigin;
 use rmcp::{
@@ -114,11 +115,27 @@ impl Entry {
     }
 }
 
+/// What makes an edge's tasks outlive it in a fleet with etcd.
+pub struct TaskFleet {
+    /// The fleet's task records.
+    pub records: Arc<TaskRecords>,
+    /// This edge's name in the fleet (a record's holder).
+    pub holder: String,
+    /// This edge's tag, the prefix of its task ids (see `peers`), so that
+    /// another edge hands it the requests about its tasks while it lives.
+    pub tag: String,
+    /// Whether an executor of that name is in the fleet now.
+    pub executor_alive: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Whether an edge of that name is in the fleet now.
+    pub edge_alive: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
 /// The tasks of one edge.
 pub struct EdgeTasks {
     entries: Mutex<HashMap<String, Entry>>,
     limits: TaskLimits,
     audit: OnceLock<TaskAudit>,
+    fleet: OnceLock<TaskFleet>,
 }
 
 impl EdgeTasks {
@@ -128,7 +145,28 @@ impl EdgeTasks {
             entries: Mutex::default(),
             limits,
             audit: OnceLock::new(),
+            fleet: OnceLock::new(),
         }
+    }
+
+    /// Records this edge's tasks in `fleet`'s etcd, names them with its tag,
+    /// and answers for tasks other edges held (set once).
+    pub fn in_fleet(&self, fleet: TaskFleet) {
+        let _ = self.fleet.set(fleet);
+    }
+
+    /// Writes `record` in the background (a failure is logged: the task
+    /// still lives here, only its edge's death would lose it).
+    fn write(&self, record: TaskRecord) {
+        let Some(fleet) = self.fleet.get() else {
+            return;
+        };
+        let records = fleet.records.clone();
+        tokio::spawn(async move {
+            if let Err(e) = records.put(&record).await {
+                tracing::warn!(task = %record.task.task_id, "the task's record was not written: {e}");
+            }
+        });
     }
 
     /// Sends an audit record to `audit` when a task is made and when it
@@ -188,7 +226,10 @@ impl EdgeTasks {
         asked: Option<Ask>,
         (origin, tool): (&CallOrigin, &str),
     ) -> Task {
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = match self.fleet.get() {
+            Some(fleet) => format!("{}.{}", fleet.tag, uuid::Uuid::new_v4().simple()),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
         let now = timestamp();
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
         task.ttl_ms = Some(millis(self.limits.ttl));
@@ -207,6 +248,40 @@ impl EdgeTasks {
             started: Instant::now(),
         };
         self.record(&entry, "created", None);
+        let ticket = TaskTicket {
+            id: id.clone(),
+            tenant: entry.tenant.clone(),
+        };
+        let slot = call.ticket_slot();
+        match self.fleet.get() {
+            // The record first: the executor that hears of the task names
+            // itself in it.
+            Some(fleet) => {
+                let record = TaskRecord {
+                    tenant: entry.tenant.clone(),
+                    tool: entry.tool.clone(),
+                    task: task.clone(),
+                    holder: fleet.holder.clone(),
+                    executor: None,
+                    end: None,
+                };
+                let records = fleet.records.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = records.put(&record).await {
+                        tracing::warn!(task = %ticket.id, "the task's record was not written; it ends with this edge: {e}");
+                        return;
+                    }
+                    if let Some(slot) = slot {
+                        slot.send_replace(Some(ticket));
+                    }
+                });
+            }
+            None => {
+                if let Some(slot) = slot {
+                    slot.send_replace(Some(ticket));
+                }
+            }
+        }
         self.entries().insert(id.clone(), entry);
         let tasks = self.clone();
         tokio::spawn(async move {
@@ -216,51 +291,157 @@ impl EdgeTasks {
         task
     }
 
-    /// `tasks/get` of `id` for `tenant`.
-    pub(crate) fn get(&self, tenant: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+    /// `tasks/get` of `id` for `tenant`, held here.
+    fn get_held(&self, tenant: &str, id: &str) -> Option<DetailedTask> {
         let mut entries = self.entries();
         self.sweep(&mut entries);
         entries
             .get(id)
             .filter(|e| e.tenant == tenant)
             .map(Entry::detailed)
-            .ok_or_else(|| unknown(id))
+    }
+
+    /// `tasks/get` of `id` for `tenant`: held here, or (in a fleet) as its
+    /// record says, for a task whose edge is gone.
+    pub(crate) async fn get(&self, tenant: &str, id: &str) -> Result<DetailedTask, ErrorData> {
+        if let Some(task) = self.get_held(tenant, id) {
+            return Ok(task);
+        }
+        let record = self.orphan(tenant, id).await?;
+        Ok(self.from_record(record))
+    }
+
+    /// The record of a task this edge does not hold, when it is `tenant`'s.
+    async fn orphan(&self, tenant: &str, id: &str) -> Result<TaskRecord, ErrorData> {
+        let Some(fleet) = self.fleet.get() else {
+            return Err(unknown(id));
+        };
+        match fleet.records.get(id).await {
+            Ok(Some(record)) if record.tenant == tenant => Ok(record),
+            Ok(_) => Err(unknown(id)),
+            Err(e) => Err(ErrorData::internal_error(
+                format!("the task records cannot be read now ({e}); ask again shortly"),
+                None,
+            )),
+        }
+    }
+
+    /// What `tasks/get` says of a task its record describes.
+    fn from_record(&self, record: TaskRecord) -> DetailedTask {
+        let payload = match record.end {
+            Some(TaskEnd::Detailed { task }) => return task,
+            Some(TaskEnd::Script { outcome }) => {
+                self.outcome(Ok(crate::modes::script_result(Ok(*outcome))))
+            }
+            Some(TaskEnd::ScriptFailed { reason }) => self.outcome(Ok(
+                crate::modes::script_result(Err(quiver_contract::ExecuteError::Failed { reason })),
+            )),
+            Some(TaskEnd::Tool { result }) => match serde_json::from_value(result) {
+                Ok(result) => self.outcome(Ok(result)),
+                Err(e) => failed(ErrorData::internal_error(
+                    format!("unreadable result: {e}"),
+                    None,
+                )),
+            },
+            Some(TaskEnd::ToolFailed { code, message }) => {
+                failed(ErrorData::new(rmcp::model::ErrorCode(code), message, None))
+            }
+            // Still running: on the edge that holds it (which answers in
+            // full; a session's requests are answered here from the record),
+            // or past it on its executor.
+            None if self
+                .fleet
+                .get()
+                .is_some_and(|f| (f.edge_alive)(&record.holder)) =>
+            {
+                TaskPayload::Working
+            }
+            None => match &record.executor {
+                Some(node) if self.fleet.get().is_some_and(|f| (f.executor_alive)(node)) => {
+                    TaskPayload::Working
+                }
+                Some(node) => failed(ErrorData::internal_error(
+                    format!("the executor {node} running this task left before it ended"),
+                    None,
+                )),
+                None => failed(ErrorData::internal_error(
+                    "the edge holding this task left before its work was handed on; it is lost",
+                    None,
+                )),
+            },
+        };
+        DetailedTask::new(record.task, payload)
     }
 
     /// `tasks/update`: answers to what task `id` asked; keys it did not ask
     /// (or asked and had answered) are ignored.
-    pub(crate) fn update(
+    pub(crate) async fn update(
         &self,
         tenant: &str,
         id: &str,
         responses: InputResponses,
     ) -> Result<(), ErrorData> {
-        let mut entries = self.entries();
-        let entry = entries
-            .get_mut(id)
-            .filter(|e| e.tenant == tenant)
-            .ok_or_else(|| unknown(id))?;
-        let given: InputResponses = responses
-            .into_iter()
-            .filter(|(key, _)| entry.pending.remove(key).is_some())
-            .collect();
-        if !given.is_empty() {
-            entry.task.last_updated_at = timestamp();
-            let _ = entry.answers.send(given);
+        let held = {
+            let mut entries = self.entries();
+            entries
+                .get_mut(id)
+                .filter(|e| e.tenant == tenant)
+                .map(|entry| {
+                    let given: InputResponses = responses
+                        .into_iter()
+                        .filter(|(key, _)| entry.pending.remove(key).is_some())
+                        .collect();
+                    if !given.is_empty() {
+                        entry.task.last_updated_at = timestamp();
+                        let _ = entry.answers.send(given);
+                    }
+                })
+        };
+        match held {
+            Some(()) => Ok(()),
+            None => self.orphan_refusal(tenant, id, "answered").await,
         }
-        Ok(())
     }
 
     /// `tasks/cancel`: stops task `id` (it settles as `cancelled` once its
     /// call has stopped); an ended task stays as it ended.
-    pub(crate) fn cancel(&self, tenant: &str, id: &str) -> Result<(), ErrorData> {
-        let entries = self.entries();
-        let entry = entries
+    pub(crate) async fn cancel(&self, tenant: &str, id: &str) -> Result<(), ErrorData> {
+        let held = self
+            .entries()
             .get(id)
             .filter(|e| e.tenant == tenant)
-            .ok_or_else(|| unknown(id))?;
-        entry.cancel.cancel();
-        Ok(())
+            .map(|e| e.cancel.clone());
+        match held {
+            Some(cancel) => {
+                cancel.cancel();
+                Ok(())
+            }
+            None => self.orphan_refusal(tenant, id, "cancelled").await,
+        }
+    }
+
+    /// The answer to answering or cancelling a task this edge does not
+    /// hold: an ended one takes it as done; a running one's questions and
+    /// stop belong to the edge that held it, which is gone.
+    async fn orphan_refusal(&self, tenant: &str, id: &str, what: &str) -> Result<(), ErrorData> {
+        let record = self.orphan(tenant, id).await?;
+        let holder = record.holder.clone();
+        if self.from_record(record).status().is_terminal() {
+            return Ok(());
+        }
+        let holder_alive = self.fleet.get().is_some_and(|f| (f.edge_alive)(&holder));
+        Err(ErrorData::internal_error(
+            if holder_alive {
+                format!(
+                    "this task is held by another edge; it can be {what} there, or through any edge by a client of MCP 2026-07-28 (whose requests are handed to it)"
+                )
+            } else {
+                format!(
+                    "the edge holding this task left; it runs on, but can no longer be {what}: poll it with tasks/get"
+                )
+            },
+            None,
+        ))
     }
 
     /// Runs the task's call to its end: its questions become the task's
@@ -359,6 +540,17 @@ impl EdgeTasks {
     /// How a call's end reads as a task's.
     fn outcome(&self, result: Result<CallToolResult, ErrorData>) -> TaskPayload {
         match result {
+            // The script's executor failed it (lost, or could not run it):
+            // the work did not end by itself.
+            Ok(result) if executor_failed(&result) => failed(ErrorData::internal_error(
+                result
+                    .content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                None,
+            )),
             Ok(result) => match serde_json::to_value(&result) {
                 Ok(serde_json::Value::Object(object)) => {
                     let size = serde_json::to_vec(&object).map_or(usize::MAX, |b| b.len());
@@ -404,6 +596,20 @@ impl EdgeTasks {
         };
         entry.ended = Some((payload, Instant::now()));
         self.record(entry, outcome, reason);
+        if let Some(fleet) = self.fleet.get() {
+            let record = TaskRecord {
+                tenant: entry.tenant.clone(),
+                tool: entry.tool.clone(),
+                task: entry.task.clone(),
+                holder: fleet.holder.clone(),
+                executor: None,
+                end: Some(TaskEnd::Detailed {
+                    task: entry.detailed(),
+                }),
+            };
+            drop(entries);
+            self.write(record);
+        }
     }
 
     /// Forgets tasks past their keeping.
@@ -411,6 +617,16 @@ impl EdgeTasks {
         let now = Instant::now();
         entries.retain(|_, entry| !entry.expired(now, self.limits.ttl));
     }
+}
+
+/// Whether `result` is code mode's answer for a script its executor could
+/// not run or lost (`executor_error`), rather than the script's own end.
+fn executor_failed(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+        && result
+            .structured_content
+            .as_ref()
+            .is_some_and(|s| s["error"]["code"] == "executor_error")
 }
 
 fn failed(error: ErrorData) -> TaskPayload {
@@ -484,7 +700,7 @@ mod tests {
 
     async fn settled(tasks: &EdgeTasks, id: &str) -> DetailedTask {
         loop {
-            let task = tasks.get("t", id).unwrap();
+            let task = tasks.get("t", id).await.unwrap();
             if task.status().is_terminal() {
                 return task;
             }
@@ -494,7 +710,7 @@ mod tests {
 
     async fn asking(tasks: &EdgeTasks, id: &str) -> Vec<String> {
         loop {
-            let keys = questions(&tasks.get("t", id).unwrap());
+            let keys = questions(&tasks.get("t", id).await.unwrap());
             if !keys.is_empty() {
                 return keys;
             }
@@ -517,11 +733,12 @@ mod tests {
                 &id,
                 InputResponses::from([("first".into(), json!("a"))]),
             )
+            .await
             .unwrap();
-        assert_eq!(questions(&tasks.get("t", &id).unwrap()), ["second"]);
+        assert_eq!(questions(&tasks.get("t", &id).await.unwrap()), ["second"]);
         // Another tenant sees no such task, and cannot answer it.
-        assert!(tasks.get("u", &id).is_err());
-        assert!(tasks.update("u", &id, InputResponses::new()).is_err());
+        assert!(tasks.get("u", &id).await.is_err());
+        assert!(tasks.update("u", &id, InputResponses::new()).await.is_err());
 
         tasks
             .update(
@@ -529,6 +746,7 @@ mod tests {
                 &id,
                 InputResponses::from([("second".into(), json!("b"))]),
             )
+            .await
             .unwrap();
         let ended = settled(&tasks, &id).await;
         assert_eq!(ended.status(), TaskStatus::Completed);
@@ -550,12 +768,15 @@ mod tests {
             .adopt(call, None, (&CallOrigin::default(), "tool"))
             .task_id;
         asking(&tasks, &id).await;
-        tasks.cancel("t", &id).unwrap();
+        tasks.cancel("t", &id).await.unwrap();
         assert_eq!(settled(&tasks, &id).await.status(), TaskStatus::Cancelled);
         assert!(stopped.is_cancelled(), "the call was stopped");
         // Cancelling an ended task changes nothing.
-        tasks.cancel("t", &id).unwrap();
-        assert_eq!(tasks.get("t", &id).unwrap().status(), TaskStatus::Cancelled);
+        tasks.cancel("t", &id).await.unwrap();
+        assert_eq!(
+            tasks.get("t", &id).await.unwrap().status(),
+            TaskStatus::Cancelled
+        );
     }
 
     #[tokio::test]
@@ -580,6 +801,7 @@ mod tests {
                 &id,
                 InputResponses::from([("q".into(), json!("a long answer"))]),
             )
+            .await
             .unwrap();
         let ended = settled(&tasks, &id).await;
         assert_eq!(ended.status(), TaskStatus::Failed);

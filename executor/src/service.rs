@@ -8,6 +8,7 @@ use futures::StreamExt as _;
 use quiver_contract::{
     CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts,
     relay::{CollectedLogs, HopDownStream, RelaySink},
+    task_records::{TaskEnd, TaskRecords, TaskTicket},
     wire,
 };
 use quiver_proto::{
@@ -33,6 +34,9 @@ pub struct ExecutorService {
     scripts: Arc<dyn Scripts>,
     /// This executor's name in the fleet, on its spans.
     node: Option<String>,
+    /// The fleet's task records, where a call that became a task has its
+    /// end written (with etcd).
+    task_records: Option<Arc<TaskRecords>>,
     /// Cancelled when the executor stops: the streams that would otherwise
     /// never end (resource updates) end then, so shutdown does not wait on them.
     stopping: CancellationToken,
@@ -69,6 +73,7 @@ impl ExecutorService {
             dispatch,
             scripts,
             node: None,
+            task_records: None,
             stopping: CancellationToken::new(),
         }
     }
@@ -77,6 +82,13 @@ impl ExecutorService {
     /// cancelled (the executor's shutdown waits for every open stream).
     pub fn stopping_on(mut self, stopping: CancellationToken) -> ExecutorService {
         self.stopping = stopping;
+        self
+    }
+
+    /// The same service, writing how calls that became tasks end into
+    /// `records` (the fleet's etcd).
+    pub fn recording_tasks_in(mut self, records: Arc<TaskRecords>) -> ExecutorService {
+        self.task_records = Some(records);
         self
     }
 
@@ -274,11 +286,33 @@ impl ExecutorService {
     {
         let (down, rx) = tokio::sync::mpsc::channel(32);
         let sink = RelaySink::start(down.clone(), up);
+        let (mut detached, stopped) = (sink.detached(), sink.cancelled());
+        let (records, node) = (self.task_records.clone(), self.node.clone());
         tokio::spawn(async move {
-            let answer = tokio::select! {
-                answer = tracing::Instrument::instrument(work(sink), span) => answer,
-                () = down.closed() => return,
+            let work = tracing::Instrument::instrument(work(sink), span);
+            tokio::pin!(work);
+            let mut told = true;
+            let answer = loop {
+                // A call that became a task runs on when its caller's stream
+                // closes (its edge left); only an explicit cancel stops it.
+                let task = detached.borrow().clone();
+                tokio::select! {
+                    answer = &mut work => break answer,
+                    () = stopped.cancelled() => return,
+                    () = down.closed(), if task.is_none() => return,
+                    changed = detached.changed(), if task.is_none() && told => {
+                        told = changed.is_ok();
+                        let ticket = detached.borrow().clone();
+                        if let (Some(records), Some(ticket)) = (&records, ticket) {
+                            record_runner(records.clone(), ticket, node.clone());
+                        }
+                    }
+                }
             };
+            let ticket = detached.borrow().clone();
+            if let (Some(records), Some(ticket)) = (&records, ticket) {
+                record_end(records, &ticket, node.clone(), &answer).await;
+            }
             let last = answer
                 .map(|message| pb::HopDown {
                     message: Some(message),
@@ -287,6 +321,62 @@ impl ExecutorService {
             let _ = down.send(last).await;
         });
         Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    }
+}
+
+/// Names `node` as the runner in task `ticket`'s record (in the background).
+fn record_runner(records: Arc<TaskRecords>, ticket: TaskTicket, node: Option<String>) {
+    tokio::spawn(async move {
+        let named = records
+            .update(&ticket.id, |record| {
+                if record.tenant == ticket.tenant {
+                    record.executor = Some(node.unwrap_or_else(|| "executor".into()));
+                }
+            })
+            .await;
+        if let Err(e) = named {
+            tracing::warn!(task = %ticket.id, "could not name this executor in the task's record: {e}");
+        }
+    });
+}
+
+/// Writes how the work of task `ticket` ended into its record, so that any
+/// edge can answer for it when its own edge is gone.
+async fn record_end(
+    records: &TaskRecords,
+    ticket: &TaskTicket,
+    node: Option<String>,
+    answer: &Result<hop_down::Message, Status>,
+) {
+    let end = match answer {
+        Ok(hop_down::Message::ExecuteResult(response)) => {
+            TaskEnd::of_script(wire::result_from_pb(Ok(response.clone())))
+        }
+        Ok(hop_down::Message::CallResult(response)) => {
+            match serde_json::from_str(&response.result_json) {
+                Ok(result) => TaskEnd::Tool { result },
+                Err(e) => TaskEnd::ToolFailed {
+                    code: -32603,
+                    message: format!("unreadable result: {e}"),
+                },
+            }
+        }
+        Ok(_) => return,
+        Err(status) => TaskEnd::ToolFailed {
+            code: -32603,
+            message: redact(status.message()),
+        },
+    };
+    let written = records
+        .update(&ticket.id, |record| {
+            if record.tenant == ticket.tenant && record.end.is_none() {
+                record.executor = Some(node.unwrap_or_else(|| "executor".into()));
+                record.end = Some(end);
+            }
+        })
+        .await;
+    if let Err(e) = written {
+        tracing::warn!(task = %ticket.id, "could not record how the task ended: {e}");
     }
 }
 

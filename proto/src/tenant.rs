@@ -70,6 +70,11 @@ pub struct Tenant {
     /// Stashed keys the tenant may keep, likewise.
     #[serde(default)]
     pub stash_keys: Option<u64>,
+    /// Wall time of a code-mode script that may run as a task (its client
+    /// takes tasks), in milliseconds, up to the executors' own maximum for
+    /// tasks; `None`: the usual wall time, as for any script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_wall_ms: Option<u64>,
     /// API keys by key id: hashes only.
     #[serde(default)]
     pub keys: BTreeMap<String, ApiKey>,
@@ -337,6 +342,7 @@ mod tests {
             audit_arguments: false,
             stash_bytes: None,
             stash_keys: None,
+            task_wall_ms: None,
             budget: None,
             prices: BTreeMap::new(),
             keys: BTreeMap::new(),

@@ -40,6 +40,10 @@ pub struct DevArgs {
     /// Configuration file (see deploy/quiver.toml).
     #[arg(long, short)]
     config: Option<PathBuf>,
+    /// The longest wall time a code-mode script that may run as a task is
+    /// granted, whatever its tenant's `--task-wall` asks (`20s`, `5m`).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+    task_wall_max: std::time::Duration,
     #[command(flatten)]
     edge: crate::config::EdgeFlags,
     /// Serve every server of this catalog file as a mock upstream.
@@ -151,6 +155,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             link,
             &name,
             Default::default(),
+            args.task_wall_max,
         )
         .await?;
         metered = Some(executor.clone());
@@ -558,6 +563,7 @@ pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
     link: Arc<L>,
     node: &str,
     stash: Arc<StashStore>,
+    task_wall_max: std::time::Duration,
 ) -> anyhow::Result<(Arc<Metered>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
     let auditor = Auditor::new(node, Some(link.clone() as Arc<dyn AuditShipper>));
     stash.follow_tenants(tenants.clone());
@@ -575,7 +581,10 @@ pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
     if let Err(e) = pool.warm_up().await {
         tracing::warn!("sandbox workers are not starting ({e}); execute will report errors");
     }
-    let runner = Arc::new(ScriptRunner::new(pool.clone(), Limits::default()));
+    let runner = Arc::new(
+        ScriptRunner::new(pool.clone(), Limits::default())
+            .with_task_wall_max(u64::try_from(task_wall_max.as_millis()).unwrap_or(u64::MAX)),
+    );
     let scripts: Arc<dyn Scripts> = Arc::new(AuditedScripts::new(
         Arc::new(LocalScripts::with_stash(runner, executor, stash)),
         auditor,

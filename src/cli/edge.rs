@@ -209,6 +209,18 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         config.edge.clone(),
     );
     gateway.join_peers(peers.clone());
+    if !args.etcd.is_empty() {
+        // Tasks are recorded in etcd: they outlive this edge.
+        let members = fleet.clone();
+        gateway.record_tasks_in(
+            Arc::new(quiver_contract::task_records::TaskRecords::new(
+                args.etcd.clone(),
+                quiver_edge::tasks::KEPT_AFTER_END,
+            )),
+            &node_name,
+            Arc::new(move |node: &str| members.states().iter().any(|m| m.node == node)),
+        );
+    }
     let task_audit = Arc::new(super::leases::ClientLeases::new(
         args.control_plane.clone(),
         control_plane_tls.clone(),

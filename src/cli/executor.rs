@@ -34,6 +34,10 @@ pub struct ExecutorArgs {
     /// Configuration file with `[[upstream]]` entries (see deploy/quiver.toml).
     #[arg(long, short)]
     config: Option<PathBuf>,
+    /// The longest wall time a code-mode script that may run as a task is
+    /// granted, whatever its tenant's `--task-wall` asks (`20s`, `5m`).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+    task_wall_max: std::time::Duration,
     /// Serve every server of this catalog file as a mock upstream.
     #[arg(long)]
     catalog: Option<PathBuf>,
@@ -234,6 +238,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         link,
         &lease_name,
         Arc::new(stash),
+        args.task_wall_max,
     )
     .await?;
     let dispatch: Arc<dyn quiver_contract::Dispatch> = metered.clone();
@@ -246,6 +251,16 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     )
     .named(lease_name.clone())
     .stopping_on(shutdown.clone());
+    // With etcd, a call or script that became a task has its end recorded
+    // there, for whichever edge the client asks next.
+    let service = if args.etcd.is_empty() {
+        service
+    } else {
+        service.recording_tasks_in(Arc::new(quiver_contract::task_records::TaskRecords::new(
+            args.etcd.clone(),
+            quiver_edge::tasks::KEPT_AFTER_END,
+        )))
+    };
     let mut health = quiver_telemetry::Health::new("executor")
         .check("manifest", readiness::manifest_held(store.clone()))
         .check("workers", readiness::workers_warm(pool.clone()));

@@ -106,6 +106,23 @@ pub trait CallSink: Send + Sync {
     /// its end all the same. A caller that keeps tasks of its own may make
     /// the call one now. The default ignores it.
     fn task_started(&self) {}
+
+    /// Turns to `Some` when the caller made the call a task of its own
+    /// (SEP-2663): whoever runs the call for it then keeps it running when
+    /// the caller goes, and records its end. `None` (the default): the call
+    /// never becomes one.
+    fn became_task(&self) -> Option<tokio::sync::watch::Receiver<Option<TaskTicket>>> {
+        None
+    }
+}
+
+/// What the caller of a call that became a task hands whoever runs it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskTicket {
+    /// The task's id.
+    pub id: String,
+    /// Its tenant.
+    pub tenant: String,
 }
 
 /// The calls in flight on one connection, keyed by the progress token rmcp put

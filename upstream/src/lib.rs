@@ -28,7 +28,7 @@ mod upstream;
 
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 pub use call_options::CallOptions;
-pub use client::{CallSink, SinkFuture};
+pub use client::{CallSink, SinkFuture, TaskTicket};
 pub use config::{
     ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamProtocol, valid_secret_name,
 };

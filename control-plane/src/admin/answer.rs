@@ -590,6 +590,9 @@ pub struct PublicTenant {
     /// See [`Tenant::stash_keys`].
     #[serde(default)]
     pub stash_keys: Option<u64>,
+    /// See [`Tenant::task_wall_ms`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_wall_ms: Option<u64>,
     /// See [`Tenant::budget`].
     pub budget: Option<f64>,
     /// See [`Tenant::prices`].
@@ -617,6 +620,7 @@ impl From<&Tenant> for PublicTenant {
             validation: t.validation.map(|v| v.as_str().to_string()),
             stash_bytes: t.stash_bytes,
             stash_keys: t.stash_keys,
+            task_wall_ms: t.task_wall_ms,
             hold_findings: t.hold_findings,
             budget: t.budget,
             prices: t.prices.clone(),

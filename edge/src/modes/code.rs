@@ -29,7 +29,7 @@ use super::{
         meta_tool, meta_tool_capabilities, parse_args, tool_error, tool_ok, unknown_tool,
     },
 };
-use crate::relay::SessionRelay;
+use crate::{input_required::TaskWall, relay::SessionRelay};
 
 /// Most tools `describe` renders in one call.
 const MAX_DESCRIBE: usize = 20;
@@ -199,10 +199,15 @@ impl CodeMode {
             );
         };
         let relay = SessionRelay::for_request(request.context);
+        let mut execute = ExecuteRequest::new(request.tenant, stash, args.code.as_str())
+            .from_origin(request.origin.clone());
+        // A script that may run as a task gets its tenant's wall time for tasks.
+        if let Some(wall) = request.context.extensions.get::<TaskWall>() {
+            execute = execute.as_possible_task(wall.0);
+        }
         let outcome = scripts
             .execute(
-                ExecuteRequest::new(request.tenant, stash, args.code.as_str())
-                    .from_origin(request.origin.clone()),
+                execute,
                 request.view.clone(),
                 request.context.ct.clone(),
                 Some(std::sync::Arc::new(relay)),
@@ -212,6 +217,13 @@ impl CodeMode {
         let cap = usize::try_from(Limits::default().output_bytes).unwrap_or(usize::MAX);
         within_cap(execute_result(outcome, &args.code), cap)
     }
+}
+
+/// What `execute` answers for a script that ended while its edge was away
+/// (the script's own words are not at hand, so redaction keeps none of them).
+pub(crate) fn script_result(outcome: Result<ScriptOutcome, ExecuteError>) -> CallToolResult {
+    let cap = usize::try_from(Limits::default().output_bytes).unwrap_or(usize::MAX);
+    within_cap(execute_result(outcome, ""), cap)
 }
 
 /// What `execute` answers for how a script ended.

@@ -15,6 +15,7 @@ use std::sync::Arc;
 pub use quiver_contract::forwarded;
 
 use code::CodeMode;
+pub(crate) use code::script_result;
 pub(crate) use forward::call_checked;
 pub use handler::{Backends, ModeHandler, ToolRequest};
 use passthrough::PassthroughMode;

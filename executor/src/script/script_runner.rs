@@ -17,12 +17,40 @@ use crate::{
 pub struct ScriptRunner {
     pool: Arc<WorkerPool>,
     limits: Limits,
+    /// The longest wall time a script that may run as a task is granted.
+    task_wall_max: u64,
 }
+
+/// The longest wall time a script that may run as a task is granted unless
+/// the operator says otherwise: five minutes.
+pub const DEFAULT_TASK_WALL_MAX_MS: u64 = 300_000;
 
 impl ScriptRunner {
     /// A runner over `pool` with default per-execution `limits`.
     pub fn new(pool: Arc<WorkerPool>, limits: Limits) -> ScriptRunner {
-        ScriptRunner { pool, limits }
+        ScriptRunner {
+            pool,
+            limits,
+            task_wall_max: DEFAULT_TASK_WALL_MAX_MS,
+        }
+    }
+
+    /// The same runner, granting a script that may run as a task at most
+    /// `ms` of wall time (never less than the usual wall time).
+    pub fn with_task_wall_max(mut self, ms: u64) -> ScriptRunner {
+        self.task_wall_max = ms;
+        self
+    }
+
+    /// The limits of a script that asked for `task_wall_ms` as a possible
+    /// task: the usual ones, with the wall time raised to what it asked, up
+    /// to the maximum for tasks.
+    pub fn limits_for(&self, task_wall_ms: Option<u64>) -> Limits {
+        let mut limits = self.limits;
+        if let Some(asked) = task_wall_ms {
+            limits.wall_ms = limits.wall_ms.max(asked.min(self.task_wall_max));
+        }
+        limits
     }
 
     /// The limits every execution gets.
@@ -48,6 +76,21 @@ impl ScriptRunner {
             .await
     }
 
+    /// Like [`ScriptRunner::execute_within`], for a script that may run as
+    /// a task with `task_wall_ms` of wall time (see [`ScriptRunner::limits_for`]).
+    pub async fn execute_as_task(
+        &self,
+        owner: &Owner,
+        code: &str,
+        (limits, task_wall_ms): (Option<&Limits>, Option<u64>),
+        context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
+    ) -> Result<ScriptOutcome, ExecuteError> {
+        let base = self.limits_for(task_wall_ms);
+        let limits = limits.map_or(base, |asked| base.tightened_by(asked));
+        self.run_counted(owner, code, limits, context, cancel).await
+    }
+
     /// Like [`ScriptRunner::execute`], under `limits` where they are tighter
     /// than the runner's own. Every execution is counted by how it ended
     /// (see [`ExecutionEnd`]).
@@ -56,6 +99,22 @@ impl ScriptRunner {
         owner: &Owner,
         code: &str,
         limits: Option<&Limits>,
+        context: Arc<dyn ScriptContext>,
+        cancel: CancellationToken,
+    ) -> Result<ScriptOutcome, ExecuteError> {
+        let limits = match limits {
+            Some(asked) => self.limits.tightened_by(asked),
+            None => self.limits,
+        };
+        self.run_counted(owner, code, limits, context, cancel).await
+    }
+
+    /// Runs under `limits`, counting how the execution ended.
+    async fn run_counted(
+        &self,
+        owner: &Owner,
+        code: &str,
+        limits: Limits,
         context: Arc<dyn ScriptContext>,
         cancel: CancellationToken,
     ) -> Result<ScriptOutcome, ExecuteError> {
@@ -71,14 +130,10 @@ impl ScriptRunner {
         &self,
         owner: &Owner,
         code: &str,
-        limits: Option<&Limits>,
+        limits: Limits,
         context: Arc<dyn ScriptContext>,
         cancel: CancellationToken,
     ) -> Result<ScriptOutcome, ExecuteError> {
-        let limits = match limits {
-            Some(asked) => self.limits.tightened_by(asked),
-            None => self.limits,
-        };
         let validation = ValidationLimits {
             max_code_bytes: usize::try_from(limits.code_bytes).unwrap_or(usize::MAX),
             ..ValidationLimits::default()

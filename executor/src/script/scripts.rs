@@ -83,10 +83,10 @@ impl Scripts for LocalScripts {
             );
             let outcome = self
                 .runner
-                .execute_within(
+                .execute_as_task(
                     &owner,
                     &request.code,
-                    request.limits.as_ref(),
+                    (request.limits.as_ref(), request.task_wall_ms),
                     context,
                     cancel,
                 )

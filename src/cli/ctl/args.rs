@@ -338,6 +338,11 @@ pub(crate) struct TenantFlags {
     /// Stashed keys the tenant may keep, likewise (0: the executor's default).
     #[arg(long)]
     pub(crate) stash_keys: Option<u64>,
+    /// Wall time of a code-mode script that may run as a task (its client
+    /// takes tasks), up to the executors' `--task-wall-max`: `20s`, `5m`,
+    /// `1500ms`; 0 goes back to the usual wall time.
+    #[arg(long, value_parser = parse_millis)]
+    pub(crate) task_wall: Option<u64>,
     /// Budget (negative clears).
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) budget: Option<f64>,
@@ -405,6 +410,16 @@ pub(crate) enum ManifestCommand {
     },
     /// The current version and its stub hash.
     Hash,
+}
+
+/// A duration (`20s`, `5m`, `1500ms`; `0` alone) as milliseconds.
+pub(crate) fn parse_millis(text: &str) -> Result<u64, String> {
+    if text.trim() == "0" {
+        return Ok(0);
+    }
+    let duration = humantime::parse_duration(text)
+        .map_err(|e| format!("{e}; expected a duration such as 20s, 5m or 1500ms"))?;
+    u64::try_from(duration.as_millis()).map_err(|_| "the duration is too long".to_string())
 }
 
 /// A size in bytes: digits, then optionally `B`, `KiB`, `MiB` or `GiB` (or

@@ -249,6 +249,7 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         hold_findings: flags.hold_findings,
         stash_bytes: flags.stash_bytes,
         stash_keys: flags.stash_keys,
+        task_wall_ms: flags.task_wall,
         budget: flags.budget,
         prices,
     };

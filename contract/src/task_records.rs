@@ -1,0 +1,181 @@
+//! Task records in etcd (`/quiver/tasks/<id>`): what lets a task of the MCP
+//! tasks extension outlive the edge that made it. The edge that holds a task
+//! writes its record when the task is made and when it ends; an executor
+//! that runs the task's script or call past its edge (the edge handed it a
+//! [`TaskTicket`]) names itself in the record, and writes how the work ended.
+//! Any edge reads a record it does not hold. Each record lives under an etcd
+//! lease of the task's time to live plus the time an ended task stays
+//! readable, so etcd forgets it by itself.
+
+use std::time::Duration;
+
+use etcd_client::{Client, PutOptions};
+use rmcp::model::{DetailedTask, Task};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::{ExecuteError, ScriptOutcome, membership};
+
+/// The prefix of every task record.
+pub const PREFIX: &str = "/quiver/tasks/";
+
+pub use quiver_upstream::TaskTicket;
+
+/// How the work of a task ended, as whoever saw it end wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "as", rename_all = "snake_case")]
+pub enum TaskEnd {
+    /// The holding edge's own view of the ended task.
+    Detailed {
+        /// The task, as `tasks/get` answers it.
+        task: DetailedTask,
+    },
+    /// A script's outcome, from the executor that ran it.
+    Script {
+        /// What the script returned or how it failed.
+        outcome: Box<ScriptOutcome>,
+    },
+    /// A script that could not run, from the executor.
+    ScriptFailed {
+        /// Why.
+        reason: String,
+    },
+    /// A tool call's result (JSON of `CallToolResult`), from the executor.
+    Tool {
+        /// The result.
+        result: Value,
+    },
+    /// A tool call that failed (code and message of its error), from the executor.
+    ToolFailed {
+        /// The JSON-RPC code.
+        code: i32,
+        /// The message.
+        message: String,
+    },
+}
+
+impl TaskEnd {
+    /// The end of a script, as the executor's answer says.
+    pub fn of_script(result: Result<ScriptOutcome, ExecuteError>) -> TaskEnd {
+        match result {
+            Ok(outcome) => TaskEnd::Script {
+                outcome: Box::new(outcome),
+            },
+            Err(e) => TaskEnd::ScriptFailed {
+                reason: e.to_string(),
+            },
+        }
+    }
+}
+
+/// One task's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The tenant it belongs to.
+    pub tenant: String,
+    /// The tool it calls.
+    pub tool: String,
+    /// The task as it was made (id, times, TTL, polling interval).
+    pub task: Task,
+    /// The edge that holds it.
+    pub holder: String,
+    /// The executor that runs its work past the holder, once it said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<String>,
+    /// How it ended, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<TaskEnd>,
+}
+
+/// Why a task record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskRecordError {
+    /// etcd could not be reached.
+    #[error("etcd is unreachable: {0}")]
+    Unreachable(#[from] membership::MembershipError),
+    /// etcd refused the request.
+    #[error("etcd refused the request: {0}")]
+    Etcd(#[from] etcd_client::Error),
+    /// The stored record does not parse.
+    #[error("the task record does not parse: {0}")]
+    Unreadable(#[from] serde_json::Error),
+}
+
+/// Task records in the etcd at some endpoints.
+pub struct TaskRecords {
+    endpoints: Vec<String>,
+    client: Mutex<Option<Client>>,
+    /// How long a record outlives its task's TTL.
+    kept_after: Duration,
+}
+
+impl TaskRecords {
+    /// Records in the etcd at `endpoints`, each kept `kept_after` past its
+    /// task's TTL.
+    pub fn new(endpoints: Vec<String>, kept_after: Duration) -> TaskRecords {
+        TaskRecords {
+            endpoints,
+            client: Mutex::new(None),
+            kept_after,
+        }
+    }
+
+    async fn client(&self) -> Result<Client, TaskRecordError> {
+        let mut held = self.client.lock().await;
+        if let Some(client) = held.as_ref() {
+            return Ok(client.clone());
+        }
+        let client = membership::connect(&self.endpoints).await?;
+        *held = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Writes `record` under its task's id, for the task's TTL and then some.
+    pub async fn put(&self, record: &TaskRecord) -> Result<(), TaskRecordError> {
+        let mut client = self.client().await?;
+        let ttl = Duration::from_millis(record.task.ttl_ms.unwrap_or(0)) + self.kept_after;
+        let lease = client
+            .lease_grant(
+                i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX),
+                None,
+            )
+            .await?
+            .id();
+        let value = serde_json::to_vec(record)?;
+        client
+            .put(
+                format!("{PREFIX}{}", record.task.task_id),
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The record of task `id`, if etcd holds one.
+    pub async fn get(&self, id: &str) -> Result<Option<TaskRecord>, TaskRecordError> {
+        let mut client = self.client().await?;
+        let found = client.get(format!("{PREFIX}{id}"), None).await?;
+        match found.kvs().first() {
+            Some(kv) => Ok(Some(serde_json::from_slice(kv.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Changes task `id`'s record with `change`, if there is one (the
+    /// executor's side: its name, then the end of the work).
+    pub async fn update(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut TaskRecord),
+    ) -> Result<bool, TaskRecordError> {
+        let Some(mut record) = self.get(id).await? else {
+            return Ok(false);
+        };
+        change(&mut record);
+        self.put(&record).await?;
+        Ok(true)
+    }
+}
