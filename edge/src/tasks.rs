@@ -308,7 +308,7 @@ impl EdgeTasks {
             return Ok(task);
         }
         let record = self.orphan(tenant, id).await?;
-        Ok(self.from_record(record))
+        Ok(self.as_recorded(record))
     }
 
     /// The record of a task this edge does not hold, when it is `tenant`'s.
@@ -327,7 +327,7 @@ impl EdgeTasks {
     }
 
     /// What `tasks/get` says of a task its record describes.
-    fn from_record(&self, record: TaskRecord) -> DetailedTask {
+    fn as_recorded(&self, record: TaskRecord) -> DetailedTask {
         let payload = match record.end {
             Some(TaskEnd::Detailed { task }) => return task,
             Some(TaskEnd::Script { outcome }) => {
@@ -426,7 +426,7 @@ impl EdgeTasks {
     async fn orphan_refusal(&self, tenant: &str, id: &str, what: &str) -> Result<(), ErrorData> {
         let record = self.orphan(tenant, id).await?;
         let holder = record.holder.clone();
-        if self.from_record(record).status().is_terminal() {
+        if self.as_recorded(record).status().is_terminal() {
             return Ok(());
         }
         let holder_alive = self.fleet.get().is_some_and(|f| (f.edge_alive)(&holder));
