@@ -737,7 +737,7 @@ impl ServerHandler for SessionHandler {
             Progress::NeedsInput(asked) => Ok(CallToolResponse::InputRequired(asked)),
             Progress::Running(call, asked) => {
                 let origin = self.gateway.origin_of(&bound.principal);
-                let task = tasks.adopt(call, asked, (&origin, &tool));
+                let task = tasks.adopt(call, asked, (&origin, &tool)).await;
                 Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
             }
         }

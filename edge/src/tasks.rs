@@ -220,7 +220,7 @@ impl EdgeTasks {
     /// Makes `call` (of `tool`, made by `origin`) a task of its tenant (with
     /// `asked`, what it already asked the client) and drives it to its end;
     /// the handle to answer with.
-    pub(crate) fn adopt(
+    pub(crate) async fn adopt(
         self: &Arc<Self>,
         call: RunningCall,
         asked: Option<Ask>,
@@ -254,8 +254,9 @@ impl EdgeTasks {
         };
         let slot = call.ticket_slot();
         match self.fleet.get() {
-            // The record first: the executor that hears of the task names
-            // itself in it.
+            // The record first (before the client hears of the task, so
+            // that any edge finds it), then the executor hears of it and
+            // names itself in the record.
             Some(fleet) => {
                 let record = TaskRecord {
                     tenant: entry.tenant.clone(),
@@ -265,16 +266,17 @@ impl EdgeTasks {
                     executor: None,
                     end: None,
                 };
-                let records = fleet.records.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = records.put(&record).await {
-                        tracing::warn!(task = %ticket.id, "the task's record was not written; it ends with this edge: {e}");
-                        return;
+                match fleet.records.put(&record).await {
+                    Ok(()) => {
+                        if let Some(slot) = slot {
+                            slot.send_replace(Some(ticket));
+                        }
                     }
-                    if let Some(slot) = slot {
-                        slot.send_replace(Some(ticket));
-                    }
-                });
+                    Err(e) => tracing::warn!(
+                        task = %ticket.id,
+                        "the task's record was not written; it ends with this edge: {e}"
+                    ),
+                }
             }
             None => {
                 if let Some(slot) = slot {
@@ -724,6 +726,7 @@ mod tests {
         let (call, _) = asking_call(&["first", "second"]);
         let id = tasks
             .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .await
             .task_id;
         assert_eq!(asking(&tasks, &id).await, ["first", "second"]);
 
@@ -766,6 +769,7 @@ mod tests {
         let (call, stopped) = asking_call(&["q"]);
         let id = tasks
             .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .await
             .task_id;
         asking(&tasks, &id).await;
         tasks.cancel("t", &id).await.unwrap();
@@ -791,6 +795,7 @@ mod tests {
         let (call, _) = asking_call(&["q"]);
         let id = tasks
             .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .await
             .task_id;
         assert!(!tasks.has_room("t"), "one task is the tenant's limit");
         assert!(tasks.has_room("u"), "limits are per tenant");
