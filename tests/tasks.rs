@@ -216,3 +216,22 @@ async fn a_cancelled_task_stops_its_script() {
         .await;
     assert!(unknown.is_err(), "{unknown:?}");
 }
+
+#[tokio::test]
+async fn an_edge_configured_without_tasks_answers_every_call_directly() {
+    // `[edge.tasks]` before the upstream's table, so it is not read as part of it.
+    let config = format!("[edge.tasks]\nper_tenant = 0\n\n{}", config());
+    let (dev, _dir) = start_with_config(&config, &[]);
+    let client = connect_taking_tasks(&dev.mode_url("code")).await;
+    let answer = client
+        .peer()
+        .call_tool_once(execute(
+            "await new Promise((r) => setTimeout(r, 1500)); return 'direct';",
+        ))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Complete(answer) = answer else {
+        panic!("with per_tenant = 0 no call becomes a task: {answer:?}")
+    };
+    assert!(text(&answer).contains("direct"), "{}", text(&answer));
+}

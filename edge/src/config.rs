@@ -83,6 +83,70 @@ pub struct EdgeConfig {
     /// at most this much). Default 1.
     #[serde(default = "default_signal_flush_secs")]
     pub search_signal_flush_secs: u64,
+    /// Tasks (SEP-2663) for clients that take them, `[edge.tasks]`.
+    #[serde(default)]
+    pub tasks: TasksConfig,
+}
+
+/// `[edge.tasks]`: when a call of a client that takes tasks becomes one, and
+/// what a tenant's tasks may hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksConfig {
+    /// How long such a call runs before it becomes a task, in milliseconds.
+    /// Default 500.
+    #[serde(default = "default_task_after_ms")]
+    pub after_ms: u64,
+    /// Tasks one tenant may hold on one edge (running, or ended and still
+    /// kept); past that its calls answer directly. 0 turns tasks off.
+    /// Default 100.
+    #[serde(default = "default_tasks_per_tenant")]
+    pub per_tenant: usize,
+    /// The largest result a task keeps, in bytes of JSON; a larger one fails
+    /// its task. Default 4 MiB.
+    #[serde(default = "default_task_result_bytes")]
+    pub result_bytes: usize,
+    /// How long a task is kept from its start (its `ttlMs`), in seconds; one
+    /// still running then is stopped and failed. Default 3600.
+    #[serde(default = "default_task_ttl_secs")]
+    pub ttl_secs: u64,
+}
+
+fn default_task_after_ms() -> u64 {
+    500
+}
+fn default_tasks_per_tenant() -> usize {
+    100
+}
+fn default_task_result_bytes() -> usize {
+    4 * 1024 * 1024
+}
+fn default_task_ttl_secs() -> u64 {
+    3600
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        TasksConfig {
+            after_ms: default_task_after_ms(),
+            per_tenant: default_tasks_per_tenant(),
+            result_bytes: default_task_result_bytes(),
+            ttl_secs: default_task_ttl_secs(),
+        }
+    }
+}
+
+impl TasksConfig {
+    /// The limits the edge's tasks run under.
+    pub fn limits(&self) -> crate::tasks::TaskLimits {
+        crate::tasks::TaskLimits {
+            after: std::time::Duration::from_millis(self.after_ms),
+            per_tenant: self.per_tenant,
+            result_bytes: self.result_bytes,
+            ttl: std::time::Duration::from_secs(self.ttl_secs.max(1)),
+            ..crate::tasks::TaskLimits::default()
+        }
+    }
 }
 
 /// Certificate and key for the HTTPS listener.
@@ -145,6 +209,7 @@ impl Default for EdgeConfig {
             search_model_dir: None,
             search_data_dir: None,
             search_signal_flush_secs: default_signal_flush_secs(),
+            tasks: TasksConfig::default(),
         }
     }
 }

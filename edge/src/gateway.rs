@@ -21,7 +21,7 @@ use crate::{
     },
     config::EdgeConfig,
     input_required::ParkedCalls,
-    tasks::{EdgeTasks, TaskLimits},
+    tasks::EdgeTasks,
 };
 
 /// State shared by every session of one edge.
@@ -100,6 +100,7 @@ impl Gateway {
                 }
             });
         let mut installed = views.installed();
+        let tasks = Arc::new(EdgeTasks::new(config.tasks.limits()));
         let gateway = Arc::new(Gateway {
             views,
             name: format!("edge-{}", std::process::id()),
@@ -109,7 +110,7 @@ impl Gateway {
             listeners: Mutex::new(Vec::new()),
             scripts,
             parked: ParkedCalls::default(),
-            tasks: Arc::new(EdgeTasks::new(TaskLimits::default())),
+            tasks,
             peers: std::sync::OnceLock::new(),
             subscribers: Mutex::new(Vec::new()),
             updated: tokio::sync::broadcast::channel(256).0,
