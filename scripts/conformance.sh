@@ -2,8 +2,9 @@
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server
 # scenarios) against Quiver's edge: the requirement sets of MCP 2025-11-25 (sessions)
 # and 2026-07-28 (stateless) against passthrough, fronting the fixture upstream
-# tests/conformance-upstream over stdio with an empty namespace, and the scenarios
-# about the server itself against search and code mode. Results are named
+# tests/conformance-upstream over stdio with an empty namespace, and against search and
+# code mode the scenarios about the server itself, its prompts, resources and
+# completion, calls of a tool by its own name, and tasks. Results are named
 # `<mode>/<revision>/<scenario>`; those listed in tests/conformance/baseline.txt may
 # fail; any other failure makes this script exit 1.
 #
@@ -173,6 +174,21 @@ else
             done
             for scenario in server-stateless tools-list caching http-header-validation dns-rebinding-protection; do
                 runs+=("${mode}/2026-07-28|/${mode}/mcp|--scenario ${scenario} --spec-version 2026-07-28")
+            done
+            # Every mode serves the upstreams' prompts, resources and
+            # completion, calls a tool of the view by its own name, and makes
+            # long calls tasks. (Of the requirement sets, only the scenarios
+            # that look for a fixture tool in tools/list cannot apply to a
+            # mode that lists meta tools: json-schema-2020-12 and
+            # http-custom-header-server-validation.)
+            for scenario in completion-complete resources-list resources-read-text resources-read-binary \
+                resources-templates-read sep-2164-resource-not-found prompts-list prompts-get-simple \
+                prompts-get-with-args prompts-get-embedded-resource prompts-get-with-image \
+                tools-call-simple-text tools-call-error input-required-result-basic-elicitation; do
+                runs+=("${mode}/2026-07-28|/${mode}/mcp|--scenario ${scenario} --spec-version 2026-07-28")
+            done
+            for scenario in tasks-lifecycle tasks-mrtr-input tasks-capability-negotiation; do
+                runs+=("${mode}/2026-07-28|/${mode}/mcp|--scenario ${scenario} --spec-version 2026-07-28 --force")
             done
         done
     fi
