@@ -30,7 +30,7 @@ pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
 pub use quiver_upstream::{CallOptions, CallSink, ResourceUpdate, SinkFuture, UpstreamError};
 pub use quiver_view::{CallOrigin, ToolCall};
 pub use remote::RemoteExecutor;
-pub use scripts::{API_DECLARATION, ExecuteRequest, Scripts};
+pub use scripts::{API_DECLARATION, ExecuteRequest, MORE_API_DECLARATION, Scripts};
 pub use validation::{MAX_VIOLATIONS, ValidationErrors, Violation};
 
 /// The tenant of an edge that authenticates nobody; it sees every tool.

@@ -343,11 +343,11 @@ where
             message: Some(first),
         })
         .await;
-    let mut down = match open(tonic::Request::new(
-        tokio_stream::wrappers::ReceiverStream::new(up_rx),
-    ))
-    .await
-    {
+    let opened = tokio::select! {
+        opened = open(tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(up_rx))) => opened,
+        () = cancel.cancelled() => return Err(Status::cancelled("cancelled by the caller")),
+    };
+    let mut down = match opened {
         Ok(response) => response.into_inner(),
         Err(status) => return Err(status),
     };

@@ -11,13 +11,19 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{ExecuteError, Limits, ScriptOutcome};
 
-/// The script API as TypeScript declarations: shown in `execute`'s description
-/// and by `describe("api")`, and implemented by the worker's bootstrap.
+/// The script API as TypeScript declarations, shown in `execute`'s
+/// description (which a model reads up front, so it stays short), and by
+/// `describe("api")` with [`MORE_API_DECLARATION`]; implemented by the
+/// worker's bootstrap.
 pub const API_DECLARATION: &str = "\
 declare const tools: { [server: string]: { [tool: string]: (args?: object) => Promise<any> }; call(name: string, args?: object): Promise<any> };
 declare function search(query: string, limit?: number): Promise<{ name: string; signature: string; summary: string }[]>;
 declare function describe(name: string): Promise<string>;
-declare const stash: { get(key: string): Promise<any>; set(key: string, value: any, ttlSecs?: number): Promise<boolean>; delete(key: string): Promise<boolean>; keys(): Promise<string[]> };
+declare const stash: { get(key: string): Promise<any>; set(key: string, value: any, ttlSecs?: number): Promise<boolean>; delete(key: string): Promise<boolean>; keys(): Promise<string[]> };";
+
+/// The rest of the script API, shown by `describe("api")`: the upstreams'
+/// resources (each call a host call).
+pub const MORE_API_DECLARATION: &str = "\
 declare const resources: { list(): Promise<{ uri: string; name: string; mimeType?: string }[]>; read(uri: string): Promise<{ uri: string; mimeType?: string; text?: string; blob?: string }[]> };";
 
 /// One script to run.

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, PutOptions};
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use rmcp::model::{DetailedTask, Task};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,6 +19,14 @@ use crate::{ExecuteError, ScriptOutcome, membership};
 
 /// The prefix of every task record.
 pub const PREFIX: &str = "/quiver/tasks/";
+
+/// The largest end a record keeps, in bytes of JSON: well under etcd's
+/// default limit of 1.5 MiB per request. A larger end is recorded as a
+/// failure that says so (the edge holding the task still has it whole).
+pub const MAX_RECORDED_END: usize = 1024 * 1024;
+
+/// Tries of a change that lost a race with another writer.
+const UPDATE_TRIES: usize = 8;
 
 pub use quiver_upstream::TaskTicket;
 
@@ -134,6 +142,17 @@ impl TaskRecords {
 
     /// Writes `record` under its task's id, for the task's TTL and then some.
     pub async fn put(&self, record: &TaskRecord) -> Result<(), TaskRecordError> {
+        self.put_if(record, None).await.map(|_| ())
+    }
+
+    /// Writes `record` (its end cut to a failure past [`MAX_RECORDED_END`]),
+    /// only if the stored record is still at `revision` when one is given;
+    /// whether it was written.
+    async fn put_if(
+        &self,
+        record: &TaskRecord,
+        revision: Option<i64>,
+    ) -> Result<bool, TaskRecordError> {
         let mut client = self.client().await?;
         let ttl = Duration::from_millis(record.task.ttl_ms.unwrap_or(0)) + self.kept_after;
         let lease = client
@@ -143,39 +162,81 @@ impl TaskRecords {
             )
             .await?
             .id();
-        let value = serde_json::to_vec(record)?;
-        client
-            .put(
-                format!("{PREFIX}{}", record.task.task_id),
-                value,
-                Some(PutOptions::new().with_lease(lease)),
-            )
-            .await?;
-        Ok(())
+        let value = serde_json::to_vec(&kept(record)?)?;
+        let key = format!("{PREFIX}{}", record.task.task_id);
+        let put = Some(PutOptions::new().with_lease(lease));
+        let Some(revision) = revision else {
+            client.put(key, value, put).await?;
+            return Ok(true);
+        };
+        let unchanged = Compare::mod_revision(key.as_str(), CompareOp::Equal, revision);
+        let txn = Txn::new()
+            .when([unchanged])
+            .and_then([TxnOp::put(key.as_str(), value, put)]);
+        Ok(client.txn(txn).await?.succeeded())
     }
 
     /// The record of task `id`, if etcd holds one.
     pub async fn get(&self, id: &str) -> Result<Option<TaskRecord>, TaskRecordError> {
+        Ok(self.get_at(id).await?.map(|(record, _)| record))
+    }
+
+    /// The record of task `id` and the revision it was last written at.
+    async fn get_at(&self, id: &str) -> Result<Option<(TaskRecord, i64)>, TaskRecordError> {
         let mut client = self.client().await?;
         let found = client.get(format!("{PREFIX}{id}"), None).await?;
         match found.kvs().first() {
-            Some(kv) => Ok(Some(serde_json::from_slice(kv.value())?)),
+            Some(kv) => Ok(Some((
+                serde_json::from_slice(kv.value())?,
+                kv.mod_revision(),
+            ))),
             None => Ok(None),
         }
     }
 
     /// Changes task `id`'s record with `change`, if there is one (the
-    /// executor's side: its name, then the end of the work).
+    /// executor's side: its name, then the end of the work), as one step: a
+    /// change that raced another writer is made again on what it wrote. An
+    /// end once recorded is never taken back.
     pub async fn update(
         &self,
         id: &str,
-        change: impl FnOnce(&mut TaskRecord),
+        change: impl Fn(&mut TaskRecord),
     ) -> Result<bool, TaskRecordError> {
-        let Some(mut record) = self.get(id).await? else {
-            return Ok(false);
-        };
-        change(&mut record);
-        self.put(&record).await?;
-        Ok(true)
+        for _ in 0..UPDATE_TRIES {
+            let Some((mut record, revision)) = self.get_at(id).await? else {
+                return Ok(false);
+            };
+            let ended = record.end.clone();
+            change(&mut record);
+            if record.end.is_none() {
+                record.end = ended;
+            }
+            if self.put_if(&record, Some(revision)).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
+}
+
+/// `record` as it is stored: an end past [`MAX_RECORDED_END`] becomes a
+/// failure that says so.
+fn kept(record: &TaskRecord) -> Result<std::borrow::Cow<'_, TaskRecord>, serde_json::Error> {
+    let Some(end) = &record.end else {
+        return Ok(std::borrow::Cow::Borrowed(record));
+    };
+    let size = serde_json::to_vec(end)?.len();
+    if size <= MAX_RECORDED_END {
+        return Ok(std::borrow::Cow::Borrowed(record));
+    }
+    let mut cut = record.clone();
+    cut.end = Some(TaskEnd::ToolFailed {
+        code: -32603,
+        message: format!(
+            "the task's result is {size} bytes, more than the {MAX_RECORDED_END} a task record keeps; \
+             only the edge that held the task had it"
+        ),
+    });
+    Ok(std::borrow::Cow::Owned(cut))
 }

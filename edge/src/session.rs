@@ -729,7 +729,20 @@ impl ServerHandler for SessionHandler {
                 let call = RunningCall::new(&tenant, &tool, task, asked, cancel)
                     .watching(upstream_task)
                     .ticketed(ticket);
-                parked.drive_within(call, how).await
+                if stateless {
+                    parked.drive_within(call, how).await
+                } else {
+                    // A session's `notifications/cancelled`, or the session
+                    // ending, stops a call that has not become a task yet
+                    // (dropping it stops it).
+                    tokio::select! {
+                        progress = parked.drive_within(call, how) => progress,
+                        () = context.ct.cancelled() => Progress::Done(Err(ErrorData::internal_error(
+                            "the call was cancelled by the client",
+                            None,
+                        ))),
+                    }
+                }
             }
         };
         match progress {

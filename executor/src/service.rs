@@ -330,7 +330,7 @@ fn record_runner(records: Arc<TaskRecords>, ticket: TaskTicket, node: Option<Str
         let named = records
             .update(&ticket.id, |record| {
                 if record.tenant == ticket.tenant {
-                    record.executor = Some(node.unwrap_or_else(|| "executor".into()));
+                    record.executor = Some(node.clone().unwrap_or_else(|| "executor".into()));
                 }
             })
             .await;
@@ -350,7 +350,18 @@ async fn record_end(
 ) {
     let end = match answer {
         Ok(hop_down::Message::ExecuteResult(response)) => {
-            TaskEnd::of_script(wire::result_from_pb(Ok(response.clone())))
+            // What reaches etcd is redacted as what reaches a client is.
+            match wire::result_from_pb(Ok(response.clone())) {
+                Ok(mut outcome) => {
+                    if let Some(error) = &mut outcome.error {
+                        error.message = redact(&error.message);
+                    }
+                    TaskEnd::of_script(Ok(outcome))
+                }
+                Err(e) => TaskEnd::ScriptFailed {
+                    reason: redact(&e.to_string()),
+                },
+            }
         }
         Ok(hop_down::Message::CallResult(response)) => {
             match serde_json::from_str(&response.result_json) {
@@ -370,8 +381,8 @@ async fn record_end(
     let written = records
         .update(&ticket.id, |record| {
             if record.tenant == ticket.tenant && record.end.is_none() {
-                record.executor = Some(node.unwrap_or_else(|| "executor".into()));
-                record.end = Some(end);
+                record.executor = Some(node.clone().unwrap_or_else(|| "executor".into()));
+                record.end = Some(end.clone());
             }
         })
         .await;

@@ -5,7 +5,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use quiver_contract::{API_DECLARATION, CallOptions};
+use quiver_contract::{API_DECLARATION, CallOptions, MORE_API_DECLARATION};
 use quiver_proto::pb::{
     DescribeRequest, DescribeResponse, GatewayCallToolRequest, GatewayCallToolResponse,
     GatewayExecuteRequest, GatewayTool, ListToolsRequest, ListToolsResponse, SearchHit,
@@ -115,7 +115,7 @@ impl GatewayService {
             })
             .collect();
         let script_api = match self.gateway.scripts() {
-            Some(_) => API_DECLARATION.to_string(),
+            Some(_) => format!("{API_DECLARATION}\n{MORE_API_DECLARATION}"),
             None => String::new(),
         };
         Ok(Response::new(ListToolsResponse {

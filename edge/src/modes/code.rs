@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 
 use futures::future::BoxFuture;
-use quiver_contract::{API_DECLARATION, ExecuteError, ExecuteRequest, Limits, ScriptOutcome};
+use quiver_contract::{
+    API_DECLARATION, ExecuteError, ExecuteRequest, Limits, MORE_API_DECLARATION, ScriptOutcome,
+};
 use quiver_view::{
     ToolView,
     redact::{redact, redact_for_caller},
@@ -91,7 +93,7 @@ impl CodeTool {
             CodeTool::Execute => meta_tool(
                 self.name(),
                 &format!(
-                    "Run JavaScript, the body of an async function; only its return value and console.log lines come back. In scope:\n{API_DECLARATION}\nCall tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel. stash keeps values between this session's runs (or a stash_id's), 1 h unless ttlSecs."
+                    "Run JavaScript, the body of an async function; only its return value and console.log lines come back. In scope:\n{API_DECLARATION}\nCall tools.<server>.<tool>(args) or tools.call(name, args); Promise.all runs calls in parallel. stash keeps values between this session's runs, 1 h unless ttlSecs. describe([\"api\"]) adds resources."
                 ),
                 json!({"type": "object", "properties": {
                     "code": {"type": "string"},
@@ -476,6 +478,8 @@ fn describe_tool(view: &ToolView, tenant: &str, args: Option<JsonObject>) -> Cal
     for name in names.iter().take(MAX_DESCRIBE) {
         if name == "api" {
             text.push_str(API_DECLARATION);
+            text.push('\n');
+            text.push_str(MORE_API_DECLARATION);
             text.push('\n');
             continue;
         }

@@ -35,6 +35,18 @@ impl Upstream {
             sink.task_started();
         }
         let task_id = created.task.task_id.clone();
+        // Whatever ends this follow early (an error, the caller dropping it
+        // on an executor) cancels the upstream's task too.
+        let mut abandoned = CancelTaskOnDrop {
+            upstream: Some(self.clone()),
+            task_id: task_id.clone(),
+            options: options.clone(),
+        };
+        // The upstream fails its own task past its TTL; the follow ends then too.
+        let deadline = created
+            .task
+            .ttl_ms
+            .map(|ttl| tokio::time::Instant::now() + Duration::from_millis(ttl));
         let suggested = created
             .task
             .poll_interval_ms
@@ -43,9 +55,17 @@ impl Upstream {
         let mut pause = FIRST_POLL;
         let mut answered: HashSet<String> = HashSet::new();
         loop {
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                return Err(self.task_protocol(format!(
+                    "its task {task_id} ran past its own time to live without ending"
+                )));
+            }
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
-                () = options.cancel.cancelled() => return Err(self.cancel_task(&task_id, &options).await),
+                () = options.cancel.cancelled() => {
+                    abandoned.upstream = None;
+                    return Err(self.cancel_task(&task_id, &options).await);
+                }
             }
             pause = (pause * 2).min(suggested);
             let get = GetTaskRequest::new(GetTaskParams::new(task_id.clone()));
@@ -58,6 +78,9 @@ impl Upstream {
                     super::calls::response_kind(&polled)
                 )));
             };
+            if polled.task.status().is_terminal() {
+                abandoned.upstream = None;
+            }
             match polled.task.payload {
                 TaskPayload::Completed { result } => {
                     return serde_json::from_value(serde_json::Value::Object(result))
@@ -89,12 +112,14 @@ impl Upstream {
                         continue;
                     }
                     let Some(sink) = &options.sink else {
-                        let _ = self.cancel_task(&task_id, &options).await;
                         return Err(self.input_not_given("nobody to ask".into()));
                     };
                     let responses = tokio::select! {
                         given = sink.input(asked) => given.map_err(|e| self.input_not_given(e.message.to_string()))?,
-                        () = options.cancel.cancelled() => return Err(self.cancel_task(&task_id, &options).await),
+                        () = options.cancel.cancelled() => {
+                            abandoned.upstream = None;
+                            return Err(self.cancel_task(&task_id, &options).await);
+                        }
                     };
                     answered.extend(responses.keys().cloned());
                     let update =
@@ -139,6 +164,29 @@ impl Upstream {
         UpstreamError::Protocol {
             id: self.config.id.clone(),
             detail,
+        }
+    }
+}
+
+/// Cancels an upstream's task when the follow of it ends early (an error,
+/// or the follow dropped: the caller went away), unless disarmed (`upstream`
+/// taken) because the task ended or was cancelled already.
+struct CancelTaskOnDrop {
+    upstream: Option<Arc<Upstream>>,
+    task_id: String,
+    options: CallOptions,
+}
+
+impl Drop for CancelTaskOnDrop {
+    fn drop(&mut self) {
+        let Some(upstream) = self.upstream.take() else {
+            return;
+        };
+        let (task_id, options) = (self.task_id.clone(), self.options.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = upstream.cancel_task(&task_id, &options).await;
+            });
         }
     }
 }
