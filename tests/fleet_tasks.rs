@@ -10,45 +10,21 @@
 use std::time::{Duration, Instant};
 
 use rmcp::{
-    ClientHandler, RoleClient, ServiceExt,
-    model::{
-        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams,
-        TaskPayload, TaskStatus,
-    },
+    RoleClient,
+    model::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskPayload, TaskStatus},
     service::RunningService,
-    transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
-    },
 };
 use serde_json::json;
 
 use crate::support::{
-    EdgeProcess, ExecutorProcess, QuiverDev, ctl, ctl_json,
+    EdgeProcess, ExecutorProcess, QuiverDev, TaskClient, connect_taking_tasks, ctl, ctl_json,
     etcd::{Etcd, ok_nodes},
 };
-
-/// A client that takes tasks.
-#[derive(Clone, Default)]
-struct TaskClient;
-
-impl ClientHandler for TaskClient {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        info.capabilities = ClientCapabilities::builder().enable_tasks().build();
-        info
-    }
-}
 
 type Client = RunningService<RoleClient, TaskClient>;
 
 async fn connect(url: &str, key: &str) -> Client {
-    quiver_upstream::install_crypto_provider();
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
-    config.auth_header = Some(key.to_string());
-    TaskClient
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("MCP client connects")
+    connect_taking_tasks(url, Some(key)).await
 }
 
 /// Starts `code` through `client`: it must become a task; its id.

@@ -7,37 +7,18 @@
 use std::time::{Duration, Instant};
 
 use rmcp::{
-    ClientHandler, RoleClient, ServiceExt,
+    RoleClient,
     model::{
-        CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
-        ClientConfig, GetTaskParams, TaskPayload, TaskStatus,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload,
+        TaskStatus,
     },
     service::RunningService,
-    transport::StreamableHttpClientTransport,
 };
 use serde_json::{Value, json};
 
-use crate::support::{call, connect, ctl_until, quiver_bin, start_with_config, text};
-
-/// A client that takes tasks.
-#[derive(Clone, Default)]
-struct TaskClient;
-
-impl ClientHandler for TaskClient {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        info.capabilities = ClientCapabilities::builder().enable_tasks().build();
-        info
-    }
-}
-
-async fn connect_taking_tasks(url: &str) -> RunningService<RoleClient, TaskClient> {
-    quiver_upstream::install_crypto_provider();
-    TaskClient
-        .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
-        .await
-        .expect("MCP client connects")
-}
+use crate::support::{
+    TaskClient, call, connect, connect_taking_tasks, ctl_until, quiver_bin, start_with_config, text,
+};
 
 /// One stdio upstream `w` (the weather mock with its test hooks).
 fn config() -> String {
@@ -82,7 +63,7 @@ async fn forecasts(client: &RunningService<RoleClient, ()>) -> u64 {
 #[tokio::test]
 async fn a_long_script_becomes_a_task_and_a_short_one_answers_directly() {
     let (dev, _dir) = start_with_config(&config(), &[]);
-    let client = connect_taking_tasks(&dev.mode_url("code")).await;
+    let client = connect_taking_tasks(&dev.mode_url("code"), None).await;
     let info = client.peer_info().expect("initialized");
     assert!(
         info.capabilities.supports_tasks(),
@@ -161,7 +142,7 @@ async fn a_long_script_becomes_a_task_and_a_short_one_answers_directly() {
 #[tokio::test]
 async fn a_cancelled_task_stops_its_script() {
     let (dev, _dir) = start_with_config(&config(), &[]);
-    let client = connect_taking_tasks(&dev.mode_url("code")).await;
+    let client = connect_taking_tasks(&dev.mode_url("code"), None).await;
     let observer = connect(&dev.mode_url("passthrough")).await;
     let before = forecasts(&observer).await;
 
@@ -222,7 +203,7 @@ async fn an_edge_configured_without_tasks_answers_every_call_directly() {
     // `[edge.tasks]` before the upstream's table, so it is not read as part of it.
     let config = format!("[edge.tasks]\nper_tenant = 0\n\n{}", config());
     let (dev, _dir) = start_with_config(&config, &[]);
-    let client = connect_taking_tasks(&dev.mode_url("code")).await;
+    let client = connect_taking_tasks(&dev.mode_url("code"), None).await;
     let answer = client
         .peer()
         .call_tool_once(execute(

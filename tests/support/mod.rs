@@ -11,9 +11,11 @@ pub mod node_tools;
 pub mod otlp;
 pub mod partial_run;
 pub mod session_client;
+mod task_client;
 mod tls;
 
 pub use control_plane::*;
+pub use task_client::*;
 pub use tls::*;
 
 use std::{

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    forward::forward,
+    forward::forward_by_name,
     handler::{Backends, ModeHandler, ToolRequest},
     reply_cap::within_cap,
     tool_result::{
@@ -124,23 +124,10 @@ impl CodeMode {
 
     /// A tool of the view called by its own name, as passthrough calls it.
     async fn call_by_name(&self, request: ToolRequest<'_>) -> Result<CallToolResult, ErrorData> {
-        let Some(tool) = request.view.by_exposed(request.name) else {
-            return Ok(unknown_tool(
-                &request.view,
-                request.name,
-                "use search to find tool names",
-            ));
-        };
-        forward(
-            self.backends.dispatch.as_ref(),
-            &request.view,
-            request.tenant,
-            request.origin,
-            tool,
-            request.arguments,
-            request.context,
-        )
-        .await
+        let (view, name) = (request.view.clone(), request.name);
+        forward_by_name(self.backends.dispatch.as_ref(), request)
+            .await
+            .unwrap_or_else(|| Ok(unknown_tool(&view, name, "use search to find tool names")))
     }
 
     /// `search {query, limit?}`.

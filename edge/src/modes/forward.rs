@@ -63,6 +63,29 @@ pub(crate) async fn forward(
     }
 }
 
+/// [`forward`] of the tool of `request`'s view that `request.name` names,
+/// when there is one.
+pub(crate) async fn forward_by_name(
+    dispatch: &dyn Dispatch,
+    request: super::ToolRequest<'_>,
+) -> Option<Result<CallToolResult, ErrorData>> {
+    let view = request.view.clone();
+    let tool = view.by_exposed(request.name)?;
+    let (tenant, origin, context) = (request.tenant, request.origin, request.context);
+    Some(
+        forward(
+            dispatch,
+            &view,
+            tenant,
+            origin,
+            tool,
+            request.arguments,
+            context,
+        )
+        .await,
+    )
+}
+
 /// One call of a visible tool, whoever asks (an MCP mode or the gRPC API):
 /// `sent` (`null` when the caller sent no arguments) is checked against the
 /// tool's schema — a failure comes back untouched and nothing is sent —,

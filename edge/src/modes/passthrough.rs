@@ -15,7 +15,7 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use super::{
-    forward::forward,
+    forward::forward_by_name,
     handler::{Backends, ModeHandler, ToolRequest},
 };
 
@@ -104,25 +104,14 @@ impl ModeHandler for PassthroughMode {
         request: ToolRequest<'a>,
     ) -> BoxFuture<'a, Result<CallToolResult, ErrorData>> {
         Box::pin(async move {
-            let view = &request.view;
-            match view.by_exposed(request.name) {
-                Some(tool) => {
-                    forward(
-                        self.backends.dispatch.as_ref(),
-                        view,
-                        request.tenant,
-                        request.origin,
-                        tool,
-                        request.arguments,
-                        request.context,
-                    )
-                    .await
-                }
+            let (view, name) = (request.view.clone(), request.name);
+            match forward_by_name(self.backends.dispatch.as_ref(), request).await {
+                Some(answer) => answer,
                 None => {
-                    let suggestions = closest(request.name, view.exposed_names(), 3);
+                    let suggestions = closest(name, view.exposed_names(), 3);
                     Err(ErrorData::invalid_params(
                         unknown_tool_message(
-                            request.name,
+                            name,
                             &suggestions,
                             "call tools/list for the available names",
                         ),
