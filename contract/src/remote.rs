@@ -151,6 +151,77 @@ pub enum HopError {
 /// status without it comes from the transport.
 pub const ANSWERED_BY: &str = "quiver-answered-by";
 
+/// Metadata of an error status that stands for an upstream's JSON-RPC error:
+/// its code, so that the edge hears it as the upstream said it (`-32021`
+/// with the capabilities it needs, a failed task) and not as the
+/// executor's own failure.
+pub const UPSTREAM_CODE: &str = "quiver-upstream-code";
+/// The error's `data` (JSON), when it kept one.
+pub const UPSTREAM_DATA: &str = "quiver-upstream-data";
+/// `task` when the upstream ran the call as a task that failed.
+pub const UPSTREAM_KIND: &str = "quiver-upstream-kind";
+
+/// An executor's error status for `error` (its message already redacted),
+/// carrying an upstream's code and data.
+pub fn upstream_status(error: &UpstreamError, message: String) -> tonic::Status {
+    let mut status = tonic::Status::unavailable(message);
+    let (code, data, task) = match error {
+        UpstreamError::Remote { code, data, .. } => (*code, data.as_deref(), false),
+        UpstreamError::TaskFailed { code, .. } => (*code, None, true),
+        _ => return status,
+    };
+    let metadata = status.metadata_mut();
+    metadata.insert(UPSTREAM_CODE, code.into());
+    if let Some(data) = data
+        && let Ok(value) = tonic::metadata::MetadataValue::try_from(data.to_string())
+    {
+        metadata.insert(UPSTREAM_DATA, value);
+    }
+    if task {
+        metadata.insert(
+            UPSTREAM_KIND,
+            tonic::metadata::MetadataValue::from_static("task"),
+        );
+    }
+    status
+}
+
+/// The upstream error an executor's `status` stands for (see
+/// [`upstream_status`]); else the executor's own failure.
+fn upstream_error_of(server: String, status: &tonic::Status) -> UpstreamError {
+    let metadata = status.metadata();
+    let code = metadata
+        .get(UPSTREAM_CODE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i32>().ok());
+    let message = format!("executor: {}", status.message());
+    match code {
+        Some(code) if metadata.get(UPSTREAM_KIND).is_some_and(|k| k == "task") => {
+            UpstreamError::TaskFailed {
+                id: server,
+                code,
+                message,
+            }
+        }
+        Some(code) => UpstreamError::Remote {
+            id: server,
+            code,
+            message,
+            data: metadata
+                .get(UPSTREAM_DATA)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| serde_json::from_str(v).ok())
+                .map(Box::new),
+        },
+        None => UpstreamError::Remote {
+            id: server,
+            code: -32603,
+            message,
+            data: None,
+        },
+    }
+}
+
 impl HopError {
     fn of(status: &tonic::Status) -> Option<HopError> {
         if status.metadata().contains_key(ANSWERED_BY) {
@@ -267,14 +338,7 @@ impl RemoteExecutor {
             }
             let response = match response {
                 Ok(response) => response,
-                Err(status) => {
-                    return Ok(Err(UpstreamError::Remote {
-                        id: server.clone(),
-                        code: -32603,
-                        message: format!("executor: {}", status.message()),
-                        data: None,
-                    }));
-                }
+                Err(status) => return Ok(Err(upstream_error_of(server.clone(), &status))),
             };
             let response = response.into_inner();
             if let Some(sink) = &options.sink {
@@ -368,12 +432,7 @@ impl RemoteExecutor {
                 if let Some(hop) = HopError::of(&status) {
                     return Err(hop);
                 }
-                Ok(Err(UpstreamError::Remote {
-                    id: server,
-                    code: -32603,
-                    message: format!("executor: {}", status.message()),
-                    data: None,
-                }))
+                Ok(Err(upstream_error_of(server, &status)))
             }
         }
     }
@@ -564,7 +623,7 @@ impl Scripts for RemoteExecutor {
 
 #[cfg(test)]
 mod tests {
-    use super::{HopError, not_sent};
+    use super::{HopError, UpstreamError, not_sent, upstream_error_of, upstream_status};
 
     #[test]
     fn a_name_that_no_longer_resolves_is_not_sent_and_a_reset_is_lost() {
@@ -575,5 +634,41 @@ mod tests {
         let reset = tonic::Status::unavailable("connection reset by peer");
         assert!(!not_sent(&reset));
         assert!(matches!(HopError::of(&reset), Some(HopError::Lost(_))));
+    }
+
+    #[test]
+    fn an_upstreams_error_code_crosses_the_hop() {
+        let needs = serde_json::json!({"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+        let missing = UpstreamError::Remote {
+            id: "u".into(),
+            code: -32021,
+            message: "needs tasks".into(),
+            data: Some(Box::new(needs.clone())),
+        };
+        match upstream_error_of("u".into(), &upstream_status(&missing, "needs tasks".into())) {
+            UpstreamError::Remote { code, data, .. } => {
+                assert_eq!(code, -32021);
+                assert_eq!(data.as_deref(), Some(&needs));
+            }
+            other => panic!("{other:?}"),
+        }
+        let failed = UpstreamError::TaskFailed {
+            id: "u".into(),
+            code: -32603,
+            message: "boom".into(),
+        };
+        assert!(matches!(
+            upstream_error_of("u".into(), &upstream_status(&failed, "boom".into())),
+            UpstreamError::TaskFailed { code: -32603, .. }
+        ));
+        // The executor's own failures stay -32603 errors of the executor.
+        let timeout = UpstreamError::Timeout {
+            id: "u".into(),
+            timeout: std::time::Duration::from_secs(1),
+        };
+        assert!(matches!(
+            upstream_error_of("u".into(), &upstream_status(&timeout, "late".into())),
+            UpstreamError::Remote { code: -32603, .. }
+        ));
     }
 }

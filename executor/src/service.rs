@@ -461,11 +461,10 @@ impl ExecutorService {
                 request.timeout_ms,
             )));
         }
-        let result = self
-            .dispatch
-            .call_tool(call, options)
-            .await
-            .map_err(|e| Status::unavailable(redact(&e.to_string())))?;
+        let result =
+            self.dispatch.call_tool(call, options).await.map_err(|e| {
+                quiver_contract::remote::upstream_status(&e, redact(&e.to_string()))
+            })?;
         let result_json =
             serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
         Ok(pb::CallToolResponse {
