@@ -666,10 +666,12 @@ impl ServerHandler for SessionHandler {
         // A client that takes tasks (SEP-2663) gets one for a call that runs
         // long, that its upstream made a task of, or (in a session) that
         // needs the client; while its tenant has room for one.
-        let may_become_task = context
+        let room = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks())
-            && tasks.has_room(&tenant);
+            .then(|| tasks.reserve(&tenant))
+            .flatten();
+        let may_become_task = room.is_some();
         if !stateless && !may_become_task {
             return self.call_tool_now(request, context).await.map(Into::into);
         }
@@ -750,7 +752,11 @@ impl ServerHandler for SessionHandler {
             Progress::NeedsInput(asked) => Ok(CallToolResponse::InputRequired(asked)),
             Progress::Running(call, asked) => {
                 let origin = self.gateway.origin_of(&bound.principal);
-                let task = tasks.adopt(call, asked, (&origin, &tool)).await;
+                let Some(room) = room else {
+                    // Only a call with room is handed back to become a task.
+                    return Err(ErrorData::internal_error("no room for a task", None));
+                };
+                let task = tasks.adopt(call, asked, (&origin, &tool), room).await;
                 Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
             }
         }

@@ -133,6 +133,8 @@ pub struct TaskFleet {
 /// The tasks of one edge.
 pub struct EdgeTasks {
     entries: Mutex<HashMap<String, Entry>>,
+    /// Calls that may still become tasks, by tenant: they hold room.
+    reserved: Mutex<HashMap<String, usize>>,
     limits: TaskLimits,
     audit: OnceLock<TaskAudit>,
     fleet: OnceLock<TaskFleet>,
@@ -143,6 +145,7 @@ impl EdgeTasks {
     pub fn new(limits: TaskLimits) -> EdgeTasks {
         EdgeTasks {
             entries: Mutex::default(),
+            reserved: Mutex::default(),
             limits,
             audit: OnceLock::new(),
             fleet: OnceLock::new(),
@@ -210,11 +213,23 @@ impl EdgeTasks {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether `tenant` may start another task.
-    pub(crate) fn has_room(&self, tenant: &str) -> bool {
+    /// Room for one more task of `tenant`, held until the call it is for
+    /// ends or becomes a task (then the task holds it); `None` when the
+    /// tenant's tasks and the calls that may become ones fill its limit.
+    pub(crate) fn reserve(self: &Arc<Self>, tenant: &str) -> Option<TaskRoom> {
         let mut entries = self.entries();
         self.sweep(&mut entries);
-        entries.values().filter(|e| e.tenant == tenant).count() < self.limits.per_tenant
+        let held = entries.values().filter(|e| e.tenant == tenant).count();
+        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        let pending = reserved.entry(tenant.to_string()).or_default();
+        if held + *pending >= self.limits.per_tenant {
+            return None;
+        }
+        *pending += 1;
+        Some(TaskRoom {
+            tasks: self.clone(),
+            tenant: tenant.to_string(),
+        })
     }
 
     /// Makes `call` (of `tool`, made by `origin`) a task of its tenant (with
@@ -225,6 +240,7 @@ impl EdgeTasks {
         call: RunningCall,
         asked: Option<Ask>,
         (origin, tool): (&CallOrigin, &str),
+        room: TaskRoom,
     ) -> Task {
         let id = match self.fleet.get() {
             Some(fleet) => format!("{}.{}", fleet.tag, uuid::Uuid::new_v4().simple()),
@@ -285,6 +301,8 @@ impl EdgeTasks {
             }
         }
         self.entries().insert(id.clone(), entry);
+        // The task holds its tenant's room from now on.
+        drop(room);
         let tasks = self.clone();
         tokio::spawn(async move {
             let payload = tasks.drive(&id, call, asked, answered, cancel).await;
@@ -631,6 +649,28 @@ fn executor_failed(result: &CallToolResult) -> bool {
             .is_some_and(|s| s["error"]["code"] == "executor_error")
 }
 
+/// Room for one task of a tenant, held by a call that may become one.
+pub(crate) struct TaskRoom {
+    tasks: Arc<EdgeTasks>,
+    tenant: String,
+}
+
+impl Drop for TaskRoom {
+    fn drop(&mut self) {
+        let mut reserved = self
+            .tasks
+            .reserved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(pending) = reserved.get_mut(&self.tenant) {
+            *pending = pending.saturating_sub(1);
+            if *pending == 0 {
+                reserved.remove(&self.tenant);
+            }
+        }
+    }
+}
+
 fn failed(error: ErrorData) -> TaskPayload {
     let mut object = JsonObject::new();
     object.insert("code".into(), error.code.0.into());
@@ -725,7 +765,12 @@ mod tests {
         let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
         let (call, _) = asking_call(&["first", "second"]);
         let id = tasks
-            .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .adopt(
+                call,
+                None,
+                (&CallOrigin::default(), "tool"),
+                tasks.reserve("t").unwrap(),
+            )
             .await
             .task_id;
         assert_eq!(asking(&tasks, &id).await, ["first", "second"]);
@@ -768,7 +813,12 @@ mod tests {
         let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
         let (call, stopped) = asking_call(&["q"]);
         let id = tasks
-            .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .adopt(
+                call,
+                None,
+                (&CallOrigin::default(), "tool"),
+                tasks.reserve("t").unwrap(),
+            )
             .await
             .task_id;
         asking(&tasks, &id).await;
@@ -783,6 +833,27 @@ mod tests {
         );
     }
 
+    #[test]
+    fn calls_that_may_become_tasks_hold_room_until_they_end() {
+        let limits = TaskLimits {
+            per_tenant: 2,
+            ..TaskLimits::default()
+        };
+        let tasks = Arc::new(EdgeTasks::new(limits));
+        let first = tasks.reserve("t").expect("room for one");
+        let second = tasks.reserve("t").expect("room for two");
+        assert!(
+            tasks.reserve("t").is_none(),
+            "two calls in flight fill the limit"
+        );
+        drop(first);
+        let third = tasks
+            .reserve("t")
+            .expect("a call that ended gave its room back");
+        drop((second, third));
+        assert!(tasks.reserved.lock().unwrap().is_empty());
+    }
+
     #[tokio::test]
     async fn a_result_over_the_limit_fails_its_task_and_a_full_tenant_has_no_room() {
         let limits = TaskLimits {
@@ -791,14 +862,21 @@ mod tests {
             ..TaskLimits::default()
         };
         let tasks = Arc::new(EdgeTasks::new(limits));
-        assert!(tasks.has_room("t"));
         let (call, _) = asking_call(&["q"]);
         let id = tasks
-            .adopt(call, None, (&CallOrigin::default(), "tool"))
+            .adopt(
+                call,
+                None,
+                (&CallOrigin::default(), "tool"),
+                tasks.reserve("t").unwrap(),
+            )
             .await
             .task_id;
-        assert!(!tasks.has_room("t"), "one task is the tenant's limit");
-        assert!(tasks.has_room("u"), "limits are per tenant");
+        assert!(
+            tasks.reserve("t").is_none(),
+            "one task is the tenant's limit"
+        );
+        assert!(tasks.reserve("u").is_some(), "limits are per tenant");
         asking(&tasks, &id).await;
         tasks
             .update(
