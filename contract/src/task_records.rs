@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::{ExecuteError, ScriptOutcome, membership};
+use crate::{ScriptOutcome, membership};
 
 /// The prefix of every task record.
 pub const PREFIX: &str = "/quiver/tasks/";
@@ -61,20 +61,6 @@ pub enum TaskEnd {
         /// The message.
         message: String,
     },
-}
-
-impl TaskEnd {
-    /// The end of a script, as the executor's answer says.
-    pub fn of_script(result: Result<ScriptOutcome, ExecuteError>) -> TaskEnd {
-        match result {
-            Ok(outcome) => TaskEnd::Script {
-                outcome: Box::new(outcome),
-            },
-            Err(e) => TaskEnd::ScriptFailed {
-                reason: e.to_string(),
-            },
-        }
-    }
 }
 
 /// One task's record.

@@ -660,17 +660,20 @@ impl ServerHandler for SessionHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let stateless = is_stateless(&context);
+        let takes_tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        // A plain session call goes straight on (it checks its caller once).
+        if !stateless && !takes_tasks {
+            return self.call_tool_now(request, context).await.map(Into::into);
+        }
         let (bound, _) = self.caller(&context)?;
         let tenant = bound.principal.tenant.clone();
         let tasks = self.gateway.tasks().clone();
         // A client that takes tasks (SEP-2663) gets one for a call that runs
         // long, that its upstream made a task of, or (in a session) that
         // needs the client; while its tenant has room for one.
-        let room = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks())
-            .then(|| tasks.reserve(&tenant))
-            .flatten();
+        let room = takes_tasks.then(|| tasks.reserve(&tenant)).flatten();
         let may_become_task = room.is_some();
         if !stateless && !may_become_task {
             return self.call_tool_now(request, context).await.map(Into::into);
@@ -754,7 +757,11 @@ impl ServerHandler for SessionHandler {
                 let origin = self.gateway.origin_of(&bound.principal);
                 let Some(room) = room else {
                     // Only a call with room is handed back to become a task.
-                    return Err(ErrorData::internal_error("no room for a task", None));
+                    // (A call without room never runs past a window.)
+                    return Err(ErrorData::internal_error(
+                        "the call outgrew its request but its tenant had no room for a task; call the tool again",
+                        None,
+                    ));
                 };
                 let task = tasks.adopt(call, asked, (&origin, &tool), room).await;
                 Ok(CallToolResponse::Task(CreateTaskResult::new(task)))

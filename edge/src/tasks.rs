@@ -740,6 +740,13 @@ mod tests {
         (RunningCall::new("t", "tool", task, asked, cancel), stopped)
     }
 
+    /// `call` made a task of tenant `t`; its id.
+    async fn adopted(tasks: &Arc<EdgeTasks>, call: RunningCall) -> String {
+        let room = tasks.reserve("t").expect("room for a task");
+        let who = (&CallOrigin::default(), "tool");
+        tasks.adopt(call, None, who, room).await.task_id
+    }
+
     async fn settled(tasks: &EdgeTasks, id: &str) -> DetailedTask {
         loop {
             let task = tasks.get("t", id).await.unwrap();
@@ -764,15 +771,7 @@ mod tests {
     async fn answers_given_one_at_a_time_resume_the_call_once_all_are_in() {
         let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
         let (call, _) = asking_call(&["first", "second"]);
-        let id = tasks
-            .adopt(
-                call,
-                None,
-                (&CallOrigin::default(), "tool"),
-                tasks.reserve("t").unwrap(),
-            )
-            .await
-            .task_id;
+        let id = adopted(&tasks, call).await;
         assert_eq!(asking(&tasks, &id).await, ["first", "second"]);
 
         tasks
@@ -812,15 +811,7 @@ mod tests {
     async fn a_cancelled_task_stops_its_call_and_ends_cancelled() {
         let tasks = Arc::new(EdgeTasks::new(TaskLimits::default()));
         let (call, stopped) = asking_call(&["q"]);
-        let id = tasks
-            .adopt(
-                call,
-                None,
-                (&CallOrigin::default(), "tool"),
-                tasks.reserve("t").unwrap(),
-            )
-            .await
-            .task_id;
+        let id = adopted(&tasks, call).await;
         asking(&tasks, &id).await;
         tasks.cancel("t", &id).await.unwrap();
         assert_eq!(settled(&tasks, &id).await.status(), TaskStatus::Cancelled);
@@ -863,15 +854,7 @@ mod tests {
         };
         let tasks = Arc::new(EdgeTasks::new(limits));
         let (call, _) = asking_call(&["q"]);
-        let id = tasks
-            .adopt(
-                call,
-                None,
-                (&CallOrigin::default(), "tool"),
-                tasks.reserve("t").unwrap(),
-            )
-            .await
-            .task_id;
+        let id = adopted(&tasks, call).await;
         assert!(
             tasks.reserve("t").is_none(),
             "one task is the tenant's limit"

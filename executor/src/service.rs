@@ -356,7 +356,9 @@ async fn record_end(
                     if let Some(error) = &mut outcome.error {
                         error.message = redact(&error.message);
                     }
-                    TaskEnd::of_script(Ok(outcome))
+                    TaskEnd::Script {
+                        outcome: Box::new(outcome),
+                    }
                 }
                 Err(e) => TaskEnd::ScriptFailed {
                     reason: redact(&e.to_string()),
