@@ -34,6 +34,7 @@ mod fleet_etcd;
 mod fleet_etcd_soak;
 mod fleet_rolling_restart;
 mod fleet_routing;
+mod fleet_sessions;
 mod fleet_stash;
 mod fleet_streaming;
 mod gateway_grpc;

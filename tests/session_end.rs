@@ -1,11 +1,14 @@
 //! Ending a session the way MCP SDKs do: `DELETE` with the session id answers
 //! 204 No Content (the Python `mcp` SDK warns "Session termination failed" on
-//! anything but 200/204), and the session is gone afterwards.
+//! anything but 200/204), the session is gone afterwards, and its running
+//! script stops at once.
+
+use std::time::Duration;
 
 use crate::support;
 
 use serde_json::json;
-use support::QuiverDev;
+use support::{QuiverDev, raw_session::RawSession};
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
@@ -60,4 +63,55 @@ async fn delete_ends_the_session_with_204_on_every_path() {
             "the ended session still answers at {url}"
         );
     }
+}
+
+/// The probe stash's `count`, read through `session` at `url`.
+async fn count(session: &RawSession, url: &str) -> i64 {
+    let code = json!({"code": "return (await stash.get('count')) ?? 0;", "stash_id": "probe"});
+    let text = session.call(url, "execute", code).await.text();
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("a count: {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_sessions_script_stops_within_250_ms() {
+    let dev = QuiverDev::start(&[]);
+    let url = dev.mode_url("code");
+    let probe = RawSession::open(&url, None).await;
+    let doomed = RawSession::open(&url, None).await;
+    let running = {
+        let (doomed, url) = (doomed.clone(), url.clone());
+        tokio::spawn(async move {
+            let forever = "for (let i = 1; ; i++) { await stash.set('count', i); }";
+            doomed
+                .call(
+                    &url,
+                    "execute",
+                    json!({"code": forever, "stash_id": "probe"}),
+                )
+                .await
+        })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while count(&probe, &url).await < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the script never wrote"
+        );
+    }
+    assert_eq!(doomed.delete(&url).await, 204);
+    // The bound under test: nothing is written 250 ms after the DELETE
+    // (rmcp alone lets a closed session's handlers run on for 5 s).
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let settled = count(&probe, &url).await;
+    tokio::time::sleep(Duration::from_millis(750)).await;
+    assert_eq!(
+        count(&probe, &url).await,
+        settled,
+        "the deleted session's script still writes"
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(3), running)
+        .await
+        .expect("the deleted session's call ended");
 }

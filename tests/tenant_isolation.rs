@@ -243,21 +243,17 @@ async fn a_tenant_sees_only_its_servers_on_every_path_and_keys_are_required() {
             .unwrap()
             .to_string()
     };
-    let hijack = http
-        .post(dev.mode_url("passthrough"))
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", format!("Bearer {github_key}"))
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(hijack.contains("another tenant"), "{hijack}");
-    assert!(!hijack.contains("weather__"), "{hijack}");
+    // Another tenant naming the session learns nothing of it: the answer is
+    // the one for a session that does not exist.
+    let github_bearer = format!("Bearer {github_key}");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let url = dev.mode_url("passthrough");
+    let hijack =
+        support::raw_session::post(&url, Some(&github_bearer), Some(&session), &list).await;
+    let unknown = support::raw_session::post(&url, Some(&github_bearer), Some("none"), &list).await;
+    assert_eq!(hijack.status, 404, "{hijack:?}");
+    assert_eq!(hijack.body, unknown.body);
+    assert!(!hijack.body.contains("weather__"), "{hijack:?}");
 
     tracing::info!("--- a revoked key stops working on the open session");
     let (ok, _, err) = ctl(&cp, &["key", "revoke", "weather-only", &weather_key_id]);

@@ -18,6 +18,7 @@ mod outcome;
 pub mod relay;
 pub mod remote;
 mod scripts;
+pub mod session_records;
 pub mod task_records;
 mod validation;
 pub mod wire;

@@ -83,6 +83,12 @@ pub struct EdgeConfig {
     /// at most this much). Default 1.
     #[serde(default = "default_signal_flush_secs")]
     pub search_signal_flush_secs: u64,
+    /// How long a session (of a 2025-era client) lives across the fleet
+    /// without a request, in seconds, when edges record sessions in etcd.
+    /// Default 3600. Each edge also frees its in-memory copy of a session
+    /// after 5 minutes without a request; the record takes it up again.
+    #[serde(default = "default_session_idle_secs")]
+    pub session_idle_secs: u64,
     /// Tasks (SEP-2663) for clients that take them, `[edge.tasks]`.
     #[serde(default)]
     pub tasks: TasksConfig,
@@ -112,6 +118,9 @@ pub struct TasksConfig {
     pub ttl_secs: u64,
 }
 
+fn default_session_idle_secs() -> u64 {
+    3600
+}
 fn default_task_after_ms() -> u64 {
     500
 }
@@ -209,6 +218,7 @@ impl Default for EdgeConfig {
             search_model_dir: None,
             search_data_dir: None,
             search_signal_flush_secs: default_signal_flush_secs(),
+            session_idle_secs: default_session_idle_secs(),
             tasks: TasksConfig::default(),
         }
     }

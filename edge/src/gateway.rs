@@ -46,6 +46,10 @@ pub struct Gateway {
     subscribers: Mutex<Vec<Subscriber>>,
     /// Resource updates, for stateless listeners.
     updated: tokio::sync::broadcast::Sender<ResourceUpdate>,
+    /// The sessions this edge knows, and what ends their requests.
+    sessions: Arc<crate::sessions::SessionRegistry>,
+    /// The fleet's session records (etcd), when sessions outlive this edge.
+    session_records: std::sync::OnceLock<Arc<quiver_contract::session_records::SessionRecords>>,
 }
 
 /// One subscription to an upstream resource.
@@ -114,6 +118,8 @@ impl Gateway {
             peers: std::sync::OnceLock::new(),
             subscribers: Mutex::new(Vec::new()),
             updated: tokio::sync::broadcast::channel(256).0,
+            sessions: Arc::default(),
+            session_records: std::sync::OnceLock::new(),
         });
         // Resource updates reach the sessions that subscribed, and listeners.
         if let Some(mut updates) = gateway.dispatch.resource_updates() {
@@ -352,6 +358,25 @@ impl Gateway {
     /// The tasks of this edge's clients.
     pub(crate) fn tasks(&self) -> &Arc<EdgeTasks> {
         &self.tasks
+    }
+
+    /// The sessions this edge knows.
+    pub(crate) fn sessions(&self) -> &Arc<crate::sessions::SessionRegistry> {
+        &self.sessions
+    }
+
+    /// Keeps a record of every session this edge opens in `records`
+    /// (etcd), so that any edge serves it, also once this one is gone.
+    /// Call before building the router.
+    pub fn keep_sessions_in(&self, records: Arc<quiver_contract::session_records::SessionRecords>) {
+        let _ = self.session_records.set(records);
+    }
+
+    /// Where sessions are recorded, if they are.
+    pub(crate) fn session_records(
+        &self,
+    ) -> Option<Arc<quiver_contract::session_records::SessionRecords>> {
+        self.session_records.get().cloned()
     }
 
     /// Keeps the fleet's records of this edge's tasks in `records` (etcd),

@@ -18,16 +18,19 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use rmcp::transport::{
-    StreamableHttpServerConfig, StreamableHttpService,
-    streamable_http_server::session::local::LocalSessionManager,
-};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    access, gateway::Gateway, mode::Mode, serve_error::ServeError, session::GatewaySession, tls,
+    access,
+    gateway::Gateway,
+    mode::Mode,
+    serve_error::ServeError,
+    session::GatewaySession,
+    sessions::{self, EdgeSessions},
+    tls,
 };
 
 /// Extra JSON merged into `/status` (e.g. upstream health), supplied by the binary.
@@ -53,12 +56,18 @@ pub fn router(
         .collect();
     hosts.extend(with_ports);
     let operator_hosts: Arc<[String]> = hosts.clone().into();
-    let http_config = StreamableHttpServerConfig::default()
+    let edge_sessions = Arc::new(EdgeSessions::new(
+        gateway.sessions().clone(),
+        gateway.session_records(),
+    ));
+    edge_sessions.follow_ends(sessions.child_token());
+    let mut http_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(config.effective_allowed_origins())
         .with_max_request_body_bytes(config.max_body_bytes)
         .with_cancellation_token(sessions.child_token());
-    let sessions = Arc::new(LocalSessionManager::default());
+    http_config.session_store = edge_sessions.store();
+    let sessions = edge_sessions.clone();
     // `/mcp` serves each tenant its own mode (the edge's default when it names none).
     let service_for = |mode: Option<Mode>| {
         let gateway = gateway.clone();
@@ -83,6 +92,10 @@ pub fn router(
         .layer(middleware::from_fn_with_state(
             gateway.clone(),
             check_json_rpc,
+        ))
+        .layer(middleware::from_fn_with_state(
+            edge_sessions,
+            sessions::check_session,
         ))
         .layer(middleware::from_fn_with_state(
             gateway.clone(),

@@ -18,6 +18,7 @@ mod relay;
 mod revision;
 pub mod serve_error;
 pub mod session;
+pub mod sessions;
 pub mod stdio;
 pub mod tasks;
 pub mod tls;

@@ -101,6 +101,19 @@ impl SessionHandler {
     }
 }
 
+impl SessionHandler {
+    /// The gateway it serves.
+    pub(crate) fn gateway(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+
+    /// What a request's stash belongs to: the session it names (the same on
+    /// every edge that serves it), else this handler's own id.
+    fn stash_session(&self, context: &RequestContext<RoleServer>) -> Arc<str> {
+        crate::sessions::session_of(context).map_or_else(|| self.id.clone(), Arc::from)
+    }
+}
+
 /// What a bound session is, for telemetry.
 pub(crate) struct SessionFacts<'a> {
     /// The tenant that opened it.
@@ -291,13 +304,14 @@ impl SessionHandler {
     ) -> Result<rmcp::model::CallToolResult, ErrorData> {
         let (bound, view) = self.caller(&context)?;
         let origin = self.gateway.origin_of(&bound.principal);
+        let session = self.stash_session(&context);
         let request = ToolRequest {
             view,
             tenant: &bound.principal.tenant,
             origin: &origin,
             name: request.name.as_ref(),
             arguments: request.arguments,
-            session: &self.id,
+            session: &session,
             context: &context,
         };
         let mut result = bound.handler.call(request).await?;

@@ -91,6 +91,12 @@ struct TracedRequest {
     /// The protocol version the request is made under.
     protocol: Option<String>,
     started: Instant,
+    /// The session's end and the request's cancellation: when the session
+    /// ends, the request is cancelled (its script or call stops).
+    session_end: Option<(
+        tokio_util::sync::CancellationToken,
+        tokio_util::sync::CancellationToken,
+    )>,
 }
 
 /// A protocol version as a metric label: one the edge speaks, else
@@ -185,12 +191,19 @@ impl GatewaySession {
         let parent = propagation::extract_from_meta(&context.meta)
             .or_else(|| parts.and_then(|p| propagation::extract_from_headers(&p.headers)));
         propagation::adopt(&span, parent);
+        let session_end = crate::sessions::session_of(context).map(|id| {
+            (
+                self.handler.gateway().sessions().ended(&id),
+                context.ct.clone(),
+            )
+        });
         TracedRequest {
             span,
             method,
             tool,
             protocol,
             started: Instant::now(),
+            session_end,
         }
     }
 
@@ -201,7 +214,24 @@ impl GatewaySession {
         request: TracedRequest,
         answer: impl Future<Output = Result<T, ErrorData>>,
     ) -> Result<T, ErrorData> {
-        let result = answer.instrument(request.span.clone()).await;
+        let answer = answer.instrument(request.span.clone());
+        let result = match &request.session_end {
+            None => answer.await,
+            Some((ended, cancel)) => {
+                // rmcp lets a closed session's handlers drain for seconds;
+                // the session's end cancels its requests at once.
+                let ending = async {
+                    ended.cancelled().await;
+                    cancel.cancel();
+                    std::future::pending::<()>().await
+                };
+                tokio::select! {
+                    biased;
+                    result = answer => result,
+                    () = ending => unreachable!("pending never ends"),
+                }
+            }
+        };
         self.finish(&request, error_type(&result), result.as_ref().err());
         result
     }

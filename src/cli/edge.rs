@@ -210,6 +210,13 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     );
     gateway.join_peers(peers.clone());
     if !args.etcd.is_empty() {
+        // Sessions are recorded in etcd: any edge serves them.
+        gateway.keep_sessions_in(Arc::new(
+            quiver_contract::session_records::SessionRecords::new(
+                args.etcd.clone(),
+                Duration::from_secs(config.edge.session_idle_secs.max(1)),
+            ),
+        ));
         // Tasks are recorded in etcd: they outlive this edge.
         let members = fleet.clone();
         gateway.record_tasks_in(

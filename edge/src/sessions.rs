@@ -1,0 +1,426 @@
+//! The sessions of 2025-era clients (opened by `initialize`, named by
+//! `Mcp-Session-Id`) as the edge keeps them: rmcp's in-memory sessions,
+//! wrapped so that
+//! - ending a session (`DELETE`, on this edge or any other) stops its
+//!   requests at once: each request's cancellation is tied to its session,
+//!   where rmcp alone lets handlers drain for seconds;
+//! - with etcd (`--etcd`), any edge serves any session: the edge that opens
+//!   a session writes its record (tenant, `initialize` parameters,
+//!   [`quiver_contract::session_records`]); another edge asked for it reads
+//!   the record, refuses a caller of another tenant exactly as an unknown
+//!   session, and replays the handshake (rmcp's session restore). Records
+//!   expire after the idle time unless a request touches them.
+//!
+//! Without etcd a session lives on the edge that opened it, as before.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    extract::{Request, State},
+    http::StatusCode,
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use futures::Stream;
+use quiver_contract::session_records::{SessionRecord, SessionRecords};
+use rmcp::{
+    RoleServer,
+    model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage},
+    transport::streamable_http_server::session::{
+        RestoreOutcome, ServerSseMessage, SessionId, SessionManager, SessionRestoreMarker,
+        SessionState, SessionStore, SessionStoreError, local::LocalSessionManager,
+    },
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Principal;
+
+/// The header that names a session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What this edge knows of one session.
+struct Held {
+    /// The tenant that opened it, once known.
+    tenant: Option<String>,
+    /// Cancelled when the session ends: its requests stop.
+    ended: CancellationToken,
+    /// The etcd lease of its record, when it has one.
+    lease: Option<i64>,
+    /// When this edge last restarted the record's idle time.
+    touched: Instant,
+    /// A record read for a restore about to happen.
+    loaded: Option<SessionRecord>,
+}
+
+impl Held {
+    fn new() -> Held {
+        Held {
+            tenant: None,
+            ended: CancellationToken::new(),
+            lease: None,
+            touched: Instant::now(),
+            loaded: None,
+        }
+    }
+}
+
+/// The sessions this edge knows, by id: shared by the session manager,
+/// the request layer and every session handler (through the gateway).
+#[derive(Default)]
+pub struct SessionRegistry {
+    held: Mutex<HashMap<String, Held>>,
+}
+
+impl SessionRegistry {
+    fn with<T>(&self, id: &str, f: impl FnOnce(&mut Held) -> T) -> T {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        f(held.entry(id.to_string()).or_insert_with(Held::new))
+    }
+
+    /// The token cancelled when session `id` ends.
+    pub(crate) fn ended(&self, id: &str) -> CancellationToken {
+        self.with(id, |held| held.ended.clone())
+    }
+
+    /// Ends session `id` on this edge: every request of it is cancelled.
+    fn end(&self, id: &str) {
+        let gone = self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        if let Some(held) = gone {
+            held.ended.cancel();
+        }
+    }
+
+    /// The tenant session `id` belongs to, if this edge knows it.
+    fn tenant(&self, id: &str) -> Option<String> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.get(id).and_then(|h| h.tenant.clone())
+    }
+
+    /// How many sessions this edge knows.
+    pub fn len(&self) -> usize {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether this edge knows no session.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// rmcp's session manager with the edge's ends and, when configured, the
+/// fleet's records.
+pub struct EdgeSessions {
+    local: LocalSessionManager,
+    registry: Arc<SessionRegistry>,
+    records: Option<Arc<SessionRecords>>,
+}
+
+impl EdgeSessions {
+    /// Sessions of this edge, known to `registry`, recorded in `records`.
+    pub fn new(registry: Arc<SessionRegistry>, records: Option<Arc<SessionRecords>>) -> Self {
+        EdgeSessions {
+            local: LocalSessionManager::default(),
+            registry,
+            records,
+        }
+    }
+
+    /// The store rmcp restores sessions from, when sessions are recorded.
+    pub fn store(&self) -> Option<Arc<dyn SessionStore>> {
+        self.records.as_ref().map(|records| {
+            Arc::new(RecordStore {
+                records: records.clone(),
+                registry: self.registry.clone(),
+            }) as Arc<dyn SessionStore>
+        })
+    }
+
+    /// Closes this edge's copy of every session whose record goes (ended
+    /// on another edge, or idle past its lease), until `stop`.
+    pub fn follow_ends(self: &Arc<Self>, stop: CancellationToken) {
+        let Some(records) = self.records.clone() else {
+            return;
+        };
+        let sessions = self.clone();
+        tokio::spawn(async move {
+            let ended = {
+                let sessions = sessions.clone();
+                move |id: &str| {
+                    let sessions = sessions.clone();
+                    let id = SessionId::from(id.to_string());
+                    tokio::spawn(async move {
+                        sessions.registry.end(&id);
+                        let _ = sessions.local.close_session(&id).await;
+                    });
+                }
+            };
+            while !stop.is_cancelled() {
+                if let Err(error) = records.watch_ends(&ended, &stop).await {
+                    tracing::warn!(%error, "watching session records; watching again in 1 s");
+                    tokio::select! {
+                        () = stop.cancelled() => {}
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }
+        });
+    }
+
+    /// Whether this edge holds session `id` in memory.
+    async fn holds(&self, id: &str) -> bool {
+        self.local
+            .sessions
+            .read()
+            .await
+            .contains_key(&SessionId::from(id.to_string()))
+    }
+
+    /// Restarts the idle time of session `id`'s record, at most once per
+    /// quarter of it.
+    fn touch(&self, id: &str) {
+        let Some(records) = self.records.clone() else {
+            return;
+        };
+        let every = records.idle() / 4;
+        let lease = self.registry.with(id, |held| {
+            if held.touched.elapsed() < every {
+                return None;
+            }
+            held.touched = Instant::now();
+            held.lease
+        });
+        if let Some(lease) = lease {
+            tokio::spawn(async move {
+                if let Err(error) = records.touch(lease).await {
+                    tracing::warn!(%error, "restarting a session record's idle time");
+                }
+            });
+        }
+    }
+}
+
+/// The tenant of an `initialize` and its parameters.
+fn initialize_of(message: &ClientJsonRpcMessage) -> Option<(Option<String>, SessionRecordParts)> {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let ClientRequest::InitializeRequest(initialize) = &request.request else {
+        return None;
+    };
+    let extensions = &initialize.extensions;
+    let tenant = extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>())
+        .map(|principal| principal.tenant.to_string());
+    Some((
+        tenant,
+        SessionRecordParts {
+            params: initialize.params.clone(),
+            restored: extensions.get::<SessionRestoreMarker>().is_some(),
+        },
+    ))
+}
+
+/// What an `initialize` says for the record.
+struct SessionRecordParts {
+    params: rmcp::model::InitializeRequestParams,
+    /// A replay of the handshake for a restore, not a client's.
+    restored: bool,
+}
+
+impl SessionManager for EdgeSessions {
+    type Error = <LocalSessionManager as SessionManager>::Error;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.local.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        let initialize = initialize_of(&message);
+        let answer = self.local.initialize_session(id, message).await?;
+        let Some((tenant, parts)) = initialize else {
+            return Ok(answer);
+        };
+        self.registry.with(id, |held| held.tenant = tenant.clone());
+        if let (Some(records), Some(tenant), false) = (&self.records, tenant, parts.restored) {
+            let record = SessionRecord {
+                tenant,
+                initialize: parts.params,
+            };
+            match records.put(id, &record).await {
+                Ok(lease) => self.registry.with(id, |held| {
+                    held.lease = Some(lease);
+                    held.touched = Instant::now();
+                }),
+                Err(error) => tracing::warn!(
+                    %error,
+                    "the session's record was not written: only this edge can serve it"
+                ),
+            }
+        }
+        Ok(answer)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.local.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.registry.end(id);
+        self.local.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        <LocalSessionManager as SessionManager>::create_stream(&self.local, id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.local.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        <LocalSessionManager as SessionManager>::create_standalone_stream(&self.local, id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        <LocalSessionManager as SessionManager>::resume(&self.local, id, last_event_id).await
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        self.local.restore_session(id).await
+    }
+}
+
+/// The fleet's session records as rmcp's restore reads them. The record is
+/// written by [`EdgeSessions`] (which knows the tenant), not here.
+struct RecordStore {
+    records: Arc<SessionRecords>,
+    registry: Arc<SessionRegistry>,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for RecordStore {
+    async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        // The request layer has just read it to check the tenant.
+        if let Some(record) = self.registry.with(id, |held| held.loaded.take()) {
+            return Ok(Some(SessionState::new(record.initialize)));
+        }
+        let stored = self.records.get(id).await?;
+        Ok(stored.map(|stored| {
+            self.registry.with(id, |held| {
+                held.tenant = Some(stored.record.tenant.clone());
+                held.lease = Some(stored.lease);
+            });
+            SessionState::new(stored.record.initialize)
+        }))
+    }
+
+    async fn store(&self, _id: &str, _state: &SessionState) -> Result<(), SessionStoreError> {
+        Ok(())
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
+        Ok(self.records.delete(id).await?)
+    }
+}
+
+/// The request layer in front of the sessions: a request naming a session
+/// of another tenant is answered exactly as one naming no session (404),
+/// whichever edge holds it; a request to a recorded session restarts its
+/// idle time.
+pub async fn check_session(
+    State(sessions): State<Arc<EdgeSessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(id) = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+    else {
+        return next.run(request).await;
+    };
+    let caller = request
+        .extensions()
+        .get::<Principal>()
+        .map(|p| p.tenant.to_string());
+    let known = match sessions.registry.tenant(&id) {
+        Some(tenant) if sessions.holds(&id).await => Some(tenant),
+        _ => match &sessions.records {
+            None => None,
+            Some(records) => match records.get(&id).await {
+                Ok(Some(stored)) => {
+                    let tenant = stored.record.tenant.clone();
+                    sessions.registry.with(&id, |held| {
+                        held.tenant = Some(tenant.clone());
+                        held.lease = Some(stored.lease);
+                        held.loaded = Some(stored.record);
+                    });
+                    Some(tenant)
+                }
+                Ok(None) => None,
+                Err(error) => {
+                    tracing::warn!(%error, "reading a session record");
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        [("retry-after", "1")],
+                        "the session store (etcd) is unreachable; retry shortly",
+                    )
+                        .into_response();
+                }
+            },
+        },
+    };
+    if let (Some(owner), Some(caller)) = (&known, &caller)
+        && owner != caller
+    {
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
+    if known.is_some() {
+        sessions.touch(&id);
+    }
+    next.run(request).await
+}
+
+/// A session handler's link to its session's end, for the request layer
+/// of rmcp: the id a request names, if any.
+pub(crate) fn session_of(context: &rmcp::service::RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get(SESSION_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
