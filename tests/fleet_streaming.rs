@@ -248,10 +248,48 @@ async fn a_client_that_hears_nothing_live_still_gets_the_calls_log_messages() {
             _ => panic!("the call's log messages did not arrive; got {said:?}"),
         }
     }
-    // rmcp hands each notification to a task of its own, so an upstream's
-    // log messages may be relayed out of order.
+    // The client's own rmcp hands each notification to a task of its own,
+    // so they may reach its handler out of order; the order on the wire is
+    // checked below.
     said.sort();
     assert_eq!(said, [r#""quiet log #1""#, r#""quiet log #2""#]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstreams_log_messages_reach_the_client_in_the_order_it_sent_them() {
+    use serde_json::json;
+    use support::raw_session::RawSession;
+
+    let fleet = Fleet::start(&[]).await;
+    let url = fleet.edge.url("passthrough");
+    let session = RawSession::open(&url, None).await;
+    // Log messages of a session come on its standalone stream.
+    let mut stream = session.listen(&url, None).await;
+    let sent = 60;
+    let answer = session
+        .call(
+            &url,
+            "w__quiver_test_rendezvous",
+            json!({"group": "ordered", "parties": 1, "steps": 0, "tag": "ordered", "logs": sent}),
+        )
+        .await;
+    assert_ne!(answer.result()["isError"], true, "{answer:?}");
+    let mut logged = Vec::new();
+    while logged.len() < sent as usize {
+        let Some((_, message)) = stream.next().await else {
+            panic!("the log messages stopped coming: {logged:?}");
+        };
+        if message["method"] == "notifications/message" {
+            logged.push(
+                message["params"]["data"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+    }
+    let expected: Vec<String> = (1..=sent).map(|n| format!("ordered log #{n}")).collect();
+    assert_eq!(logged, expected);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -132,3 +132,94 @@ impl RawSession {
         request.send().await.expect("DELETE").status()
     }
 }
+
+/// The events of one server-sent-event stream, as they arrive.
+pub struct Events {
+    /// Each event's id (when it has one) and JSON data.
+    pub received: tokio::sync::mpsc::UnboundedReceiver<(Option<String>, Value)>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Events {
+    /// Reads `response`'s events in the background.
+    pub fn of(response: reqwest::Response) -> Events {
+        use futures::StreamExt as _;
+        let (send, received) = tokio::sync::mpsc::unbounded_channel();
+        let reader = tokio::spawn(async move {
+            let mut body = response.bytes_stream();
+            let mut pending = String::new();
+            let mut id = None;
+            while let Some(Ok(chunk)) = body.next().await {
+                pending.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = pending.find('\n') {
+                    let line: String = pending.drain(..=end).collect();
+                    let line = line.trim_end();
+                    if let Some(value) = line.strip_prefix("id:") {
+                        id = Some(value.trim().to_string());
+                    } else if let Some(data) = line.strip_prefix("data:")
+                        && let Ok(message) = serde_json::from_str(data.trim())
+                    {
+                        let _ = send.send((id.take(), message));
+                    } else if line.is_empty() {
+                        id = None;
+                    }
+                }
+            }
+        });
+        Events { received, reader }
+    }
+
+    /// The next event's JSON, waiting up to 10 s.
+    pub async fn next(&mut self) -> Option<(Option<String>, Value)> {
+        tokio::time::timeout(std::time::Duration::from_secs(10), self.received.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+impl RawSession {
+    /// Opens the session's standalone stream (GET) at `url`; with
+    /// `last_event_id`, resumes a stream after that event.
+    pub async fn listen(&self, url: &str, last_event_id: Option<&str>) -> Events {
+        let mut request = http()
+            .get(url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", REVISION);
+        if let Some(value) = &self.authorization {
+            request = request.header("authorization", value);
+        }
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request.send().await.expect("GET");
+        assert_eq!(response.status(), 200, "GET {url}");
+        Events::of(response)
+    }
+
+    /// Starts `tools/call` of `name` in this session at `url` and reads its
+    /// stream's events as they come.
+    pub async fn call_streaming(&self, url: &str, name: &str, arguments: Value) -> Events {
+        let request = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        let mut post = http()
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", REVISION)
+            .header("mcp-session-id", &self.id)
+            .json(&request);
+        if let Some(value) = &self.authorization {
+            post = post.header("authorization", value);
+        }
+        let response = post.send().await.expect("POST");
+        assert_eq!(response.status(), 200, "POST {url}");
+        Events::of(response)
+    }
+}

@@ -184,9 +184,41 @@ impl InFlight {
 
     /// A log message or a progress notification was read from the
     /// connection (before rmcp hands it to a task of its own).
-    pub(crate) fn relayed_read(&self) {
-        self.relayed_read
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    /// Counts one more log message or progress notification read; its
+    /// place in the order they were read.
+    pub(crate) fn relayed_read(&self) -> RelayedSeq {
+        RelayedSeq(
+            self.relayed_read
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+        )
+    }
+
+    /// Waits until every log message and progress notification read before
+    /// the one at `seq` was handed on (bounded by [`RELAYED_SETTLE_LIMIT`],
+    /// in case one never reaches the handler): rmcp hands each to a task of
+    /// its own, and they would otherwise reach the caller in any order.
+    async fn turn_of(&self, seq: Option<&RelayedSeq>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let Some(RelayedSeq(seq)) = seq.copied() else {
+            return;
+        };
+        let turn = async {
+            loop {
+                let handled = self.relayed_one.notified();
+                tokio::pin!(handled);
+                handled.as_mut().enable();
+                if self.relayed_handled.load(SeqCst) >= seq {
+                    return;
+                }
+                handled.await;
+            }
+        };
+        if tokio::time::timeout(RELAYED_SETTLE_LIMIT, turn)
+            .await
+            .is_err()
+        {
+            tracing::debug!("an earlier upstream notification was not handed on in time");
+        }
     }
 
     fn relayed_handed_on(&self) {
@@ -302,6 +334,11 @@ impl Drop for InFlightGuard {
     }
 }
 
+/// The place of a log message or progress notification in the order the
+/// connection read them (carried in the notification's extensions).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RelayedSeq(u64);
+
 /// What the handler tells the connection owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ClientSignal {
@@ -367,8 +404,11 @@ impl ClientHandler for UpstreamClient {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        self.in_flight
+            .turn_of(context.extensions.get::<RelayedSeq>())
+            .await;
         if let Some(sink) = self.in_flight.for_progress(&params.progress_token).await {
             sink.progress(params.progress, params.total, params.message)
                 .await;
@@ -379,8 +419,12 @@ impl ClientHandler for UpstreamClient {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        // In the order the upstream sent them.
+        self.in_flight
+            .turn_of(context.extensions.get::<RelayedSeq>())
+            .await;
         match self.in_flight.for_log().await {
             Some(sink) => sink.log(params).await,
             None => {
@@ -430,15 +474,17 @@ impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleC
     }
 
     async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await;
-        if let Some(rmcp::model::JsonRpcMessage::Notification(notification)) = &message
+        let mut message = self.inner.receive().await;
+        if let Some(rmcp::model::JsonRpcMessage::Notification(notification)) = &mut message
             && matches!(
                 notification.notification,
                 rmcp::model::ServerNotification::LoggingMessageNotification(_)
                     | rmcp::model::ServerNotification::ProgressNotification(_)
             )
         {
-            self.in_flight.relayed_read();
+            use rmcp::model::GetExtensions as _;
+            let seq = self.in_flight.relayed_read();
+            notification.notification.extensions_mut().insert(seq);
         }
         message
     }
