@@ -74,44 +74,142 @@ async fn count(session: &RawSession, url: &str) -> i64 {
         .unwrap_or_else(|_| panic!("a count: {text}"))
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_deleted_sessions_script_stops_within_250_ms() {
-    let dev = QuiverDev::start(&[]);
-    let url = dev.mode_url("code");
-    let probe = RawSession::open(&url, None).await;
-    let doomed = RawSession::open(&url, None).await;
-    let running = {
-        let (doomed, url) = (doomed.clone(), url.clone());
-        tokio::spawn(async move {
-            let forever = "for (let i = 1; ; i++) { await stash.set('count', i); }";
-            doomed
-                .call(
-                    &url,
-                    "execute",
-                    json!({"code": forever, "stash_id": "probe"}),
-                )
-                .await
-        })
-    };
+/// A script that counts into the `probe` stash forever, about 40 times a
+/// second (its 500 host calls would last 12 s, past its 5-s wall limit).
+const FOREVER: &str = "for (let i = 1; ; i++) { await stash.set('count', i); await new Promise((r) => setTimeout(r, 20)); }";
+
+/// Runs [`FOREVER`] in `doomed` at `url`, in the background.
+fn run_forever(url: &str, doomed: &RawSession) -> tokio::task::JoinHandle<()> {
+    let (doomed, url) = (doomed.clone(), url.to_string());
+    tokio::spawn(async move {
+        let _ = doomed
+            .call(
+                &url,
+                "execute",
+                json!({"code": FOREVER, "stash_id": "probe"}),
+            )
+            .await;
+    })
+}
+
+/// Waits until `running` (a [`FOREVER`] script) counted, calls `stop`, and
+/// checks that the script wrote nothing 250 ms after `stop` returned.
+async fn stopped_within_250_ms(
+    url: &str,
+    running: tokio::task::JoinHandle<()>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let probe = RawSession::open(url, None).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while count(&probe, &url).await < 3 {
+    let start = count(&probe, url).await;
+    while count(&probe, url).await < start + 3 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the script never wrote"
         );
     }
-    assert_eq!(doomed.delete(&url).await, 204);
-    // The bound under test: nothing is written 250 ms after the DELETE
+    stop.await;
+    // The bound under test: nothing is written 250 ms after the stop
     // (rmcp alone lets a closed session's handlers run on for 5 s).
     tokio::time::sleep(Duration::from_millis(250)).await;
-    let settled = count(&probe, &url).await;
+    let settled = count(&probe, url).await;
     tokio::time::sleep(Duration::from_millis(750)).await;
     assert_eq!(
-        count(&probe, &url).await,
+        count(&probe, url).await,
         settled,
-        "the deleted session's script still writes"
+        "the stopped script still writes"
     );
     let _ = tokio::time::timeout(Duration::from_secs(3), running)
         .await
-        .expect("the deleted session's call ended");
+        .expect("the stopped call ended");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_call_stops_its_script_within_250_ms() {
+    let dev = QuiverDev::start(&[]);
+    let url = dev.mode_url("code");
+    let session = RawSession::open(&url, None).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user changed their mind"}});
+    stopped_within_250_ms(&url, run_forever(&url, &session), async {
+        assert_eq!(session.send(&url, &cancel).await.status, 202);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_sessions_script_stops_within_250_ms() {
+    let dev = QuiverDev::start(&[]);
+    let url = dev.mode_url("code");
+    let doomed = RawSession::open(&url, None).await;
+    stopped_within_250_ms(&url, run_forever(&url, &doomed), async {
+        assert_eq!(doomed.delete(&url).await, 204);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stateless_clients_dropped_connection_stops_its_script_within_250_ms() {
+    let dev = QuiverDev::start(&[]);
+    let url = dev.mode_url("code");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "execute", "arguments": {"code": FOREVER, "stash_id": "probe"},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    }}});
+    let running = {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let _ = support::http()
+                .post(&url)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "execute")
+                .json(&call)
+                .send()
+                .await
+                .and_then(|r| r.error_for_status())
+                .expect("the call started")
+                .text()
+                .await;
+        })
+    };
+    let connection = running.abort_handle();
+    stopped_within_250_ms(&url, running, async move { connection.abort() }).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cut_stream_resumes_with_what_it_missed_including_the_result() {
+    let dev = QuiverDev::start(&[]);
+    let url = dev.mode_url("code");
+    let session = RawSession::open(&url, None).await;
+    let slow = "console.log('started'); await new Promise((r) => setTimeout(r, 1500)); return 'finished while away';";
+    let mut cut = session
+        .call_streaming(&url, "execute", json!({"code": slow}))
+        .await;
+    // The stream's first event names where a client resumes from; the
+    // stream is cut before the result.
+    let (first_id, first) = cut.next().await.expect("a first event");
+    let resume_from = first_id.expect("the first event has an id");
+    assert!(first.get("result").is_none(), "{first}");
+    drop(cut);
+
+    let mut resumed = session.listen(&url, Some(&resume_from)).await;
+    let result = loop {
+        let (_, message) = resumed
+            .next()
+            .await
+            .expect("the call's result after resuming");
+        if message.get("result").is_some() {
+            break message;
+        }
+    };
+    assert_eq!(result["id"], 8, "{result}");
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("finished while away"), "{result}");
 }

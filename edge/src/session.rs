@@ -748,19 +748,16 @@ impl ServerHandler for SessionHandler {
                 let call = RunningCall::new(&tenant, &tool, task, asked, cancel)
                     .watching(upstream_task)
                     .ticketed(ticket);
-                if stateless {
-                    parked.drive_within(call, how).await
-                } else {
-                    // A session's `notifications/cancelled`, or the session
-                    // ending, stops a call that has not become a task yet
-                    // (dropping it stops it).
-                    tokio::select! {
-                        progress = parked.drive_within(call, how) => progress,
-                        () = context.ct.cancelled() => Progress::Done(Err(ErrorData::internal_error(
-                            "the call was cancelled by the client",
-                            None,
-                        ))),
-                    }
+                // `notifications/cancelled`, the session ending, or a
+                // stateless client's connection dropping (rmcp cancels the
+                // request) stops a call that has not become a task or been
+                // parked for the client's answer yet (dropping it stops it).
+                tokio::select! {
+                    progress = parked.drive_within(call, how) => progress,
+                    () = context.ct.cancelled() => Progress::Done(Err(ErrorData::internal_error(
+                        "the call was cancelled by the client",
+                        None,
+                    ))),
                 }
             }
         };

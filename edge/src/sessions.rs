@@ -39,6 +39,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Principal;
 
+/// How many events of each stream a session keeps for a client that
+/// reconnects with `Last-Event-ID` (rmcp's default is 16).
+pub const REPLAY_EVENTS: usize = 64;
+
 /// The header that names a session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -126,8 +130,10 @@ pub struct EdgeSessions {
 impl EdgeSessions {
     /// Sessions of this edge, known to `registry`, recorded in `records`.
     pub fn new(registry: Arc<SessionRegistry>, records: Option<Arc<SessionRecords>>) -> Self {
+        let mut local = LocalSessionManager::default();
+        local.session_config.channel_capacity = REPLAY_EVENTS;
         EdgeSessions {
-            local: LocalSessionManager::default(),
+            local,
             registry,
             records,
         }

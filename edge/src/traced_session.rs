@@ -91,9 +91,9 @@ struct TracedRequest {
     /// The protocol version the request is made under.
     protocol: Option<String>,
     started: Instant,
-    /// The session's end and the request's cancellation: when the session
+    /// Its session's end and the request's cancellation: when the session
     /// ends, the request is cancelled (its script or call stops).
-    session_end: Option<(
+    ends: Option<(
         tokio_util::sync::CancellationToken,
         tokio_util::sync::CancellationToken,
     )>,
@@ -191,7 +191,7 @@ impl GatewaySession {
         let parent = propagation::extract_from_meta(&context.meta)
             .or_else(|| parts.and_then(|p| propagation::extract_from_headers(&p.headers)));
         propagation::adopt(&span, parent);
-        let session_end = crate::sessions::session_of(context).map(|id| {
+        let ends = crate::sessions::session_of(context).map(|id| {
             (
                 self.handler.gateway().sessions().ended(&id),
                 context.ct.clone(),
@@ -203,7 +203,7 @@ impl GatewaySession {
             tool,
             protocol,
             started: Instant::now(),
-            session_end,
+            ends,
         }
     }
 
@@ -215,7 +215,7 @@ impl GatewaySession {
         answer: impl Future<Output = Result<T, ErrorData>>,
     ) -> Result<T, ErrorData> {
         let answer = answer.instrument(request.span.clone());
-        let result = match &request.session_end {
+        let result = match &request.ends {
             None => answer.await,
             Some((ended, cancel)) => {
                 // rmcp lets a closed session's handlers drain for seconds;

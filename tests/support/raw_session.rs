@@ -135,7 +135,8 @@ impl RawSession {
 
 /// The events of one server-sent-event stream, as they arrive.
 pub struct Events {
-    /// Each event's id (when it has one) and JSON data.
+    /// Each event's id (when it has one) and JSON data (`Null` for an event
+    /// with none, such as the priming event that names where to resume).
     pub received: tokio::sync::mpsc::UnboundedReceiver<(Option<String>, Value)>,
     reader: tokio::task::JoinHandle<()>,
 }
@@ -154,20 +155,21 @@ impl Events {
         let reader = tokio::spawn(async move {
             let mut body = response.bytes_stream();
             let mut pending = String::new();
-            let mut id = None;
+            let (mut id, mut data) = (None, String::new());
             while let Some(Ok(chunk)) = body.next().await {
                 pending.push_str(&String::from_utf8_lossy(&chunk));
                 while let Some(end) = pending.find('\n') {
                     let line: String = pending.drain(..=end).collect();
-                    let line = line.trim_end();
+                    let line = line.trim_end_matches(['\r', '\n']);
                     if let Some(value) = line.strip_prefix("id:") {
                         id = Some(value.trim().to_string());
-                    } else if let Some(data) = line.strip_prefix("data:")
-                        && let Ok(message) = serde_json::from_str(data.trim())
-                    {
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data.push_str(value.trim());
+                    } else if line.is_empty() && (id.is_some() || !data.is_empty()) {
+                        // An event ends at a blank line, whatever the order of its fields.
+                        let message = serde_json::from_str(&data).unwrap_or(Value::Null);
                         let _ = send.send((id.take(), message));
-                    } else if line.is_empty() {
-                        id = None;
+                        data.clear();
                     }
                 }
             }
