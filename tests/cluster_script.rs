@@ -1,15 +1,21 @@
 //! `scripts/cluster.sh up|status|down` as a new user runs it: three
 //! control-plane nodes, etcd, two executors and two edges on loopback, with the
 //! demo upstreams. An MCP client works through either edge, `cluster
-//! verify` lists every edge and executor as `ok`, a killed edge leaves the
-//! other serving, and `down` stops everything.
+//! verify` lists every edge and executor as `ok`, a session opened on one
+//! edge is served by the other (its stash too) and survives the first
+//! edge's `kill -9`, a deleted session's script stops within 250 ms, and
+//! `down` stops everything.
 
 use crate::support;
 
 use std::{path::Path, process::Command};
 
 use serde_json::json;
-use support::{call, connect, ctl_until, quiver_bin, text};
+use support::{
+    call, connect, ctl_until, quiver_bin,
+    raw_session::{RawSession, run_forever, stopped_within_250_ms},
+    text,
+};
 
 /// The script with this test's state directory, binary and ports.
 fn cluster(state: &Path, offset: u32, verb: &str) -> (bool, String) {
@@ -138,6 +144,32 @@ async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
         "{both}"
     );
 
+    eprintln!("--- a session opened on edge 1 is served by edge 2, with its stash");
+    let code_urls: Vec<String> = edges.iter().map(|e| format!("{e}/code/mcp")).collect();
+    let (one, two) = (&code_urls[0], &code_urls[1]);
+    let moving = RawSession::open(one, None).await;
+    let set = "await stash.set('where', 'opened on edge 1'); return 1;";
+    assert_eq!(
+        moving
+            .call(one, "execute", json!({"code": set}))
+            .await
+            .text(),
+        "1"
+    );
+    let get = json!({"code": "return await stash.get('where');"});
+    assert_eq!(
+        moving.call(two, "execute", get.clone()).await.text(),
+        "\"opened on edge 1\""
+    );
+    let orphan = RawSession::open(one, None).await;
+    assert_eq!(
+        orphan
+            .call(one, "execute", json!({"code": set}))
+            .await
+            .text(),
+        "1"
+    );
+
     eprintln!("--- kill -9 one edge: clients continue through the other");
     let pid = std::fs::read_to_string(state.path().join("edge1.pid")).unwrap();
     assert!(
@@ -155,6 +187,19 @@ async fn cluster_up_serves_mcp_through_either_edge_and_down_stops_it() {
     )
     .await;
     assert_eq!(after.is_error, Some(false), "{}", text(&after));
+    // The session the killed edge opened goes on through the survivor.
+    assert_eq!(
+        orphan.call(two, "execute", get).await.text(),
+        "\"opened on edge 1\""
+    );
+
+    eprintln!("--- a deleted session's script stops within 250 ms");
+    let probe = RawSession::open(two, None).await;
+    let doomed = RawSession::open(two, None).await;
+    stopped_within_250_ms(&probe, two, run_forever(two, &doomed), async {
+        assert_eq!(doomed.delete(two).await, 204);
+    })
+    .await;
     let (_, status) = cluster(state.path(), offset, "status");
     assert!(status.contains("edge1: stopped"), "{status}");
     assert!(status.contains("edge2: running"), "{status}");

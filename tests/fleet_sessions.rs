@@ -9,14 +9,12 @@
 //! - a `DELETE` through one edge stops the session's script running on the
 //!   other within 250 ms: it writes nothing after that.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::support::{
     EdgeProcess, ExecutorProcess, QuiverDev, ctl, ctl_json,
     etcd::{Etcd, ok_nodes},
-    raw_session::{RawSession, post},
+    raw_session::{RawSession, post, run_forever, stopped_within_250_ms},
 };
 
 /// A tenant with a key; the `Authorization` value.
@@ -37,21 +35,6 @@ async fn run(session: &RawSession, url: &str, code: &str) -> Value {
         .await
         .text();
     serde_json::from_str(&text).unwrap_or_else(|_| panic!("a script's JSON value: {text}"))
-}
-
-/// The probe stash's `count`, read through `session` at `url`.
-async fn count(session: &RawSession, url: &str) -> i64 {
-    let read = session
-        .call(
-            url,
-            "execute",
-            json!({"code": "return (await stash.get('count')) ?? 0;", "stash_id": "probe"}),
-        )
-        .await;
-    let text = read.text();
-    text.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("a count: {text}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -160,40 +143,11 @@ async fn a_session_is_served_by_any_edge_survives_its_edge_and_stops_when_delete
     let three = edge_3.url("code");
     let probe = RawSession::open(&two, Some(&alpha)).await;
     let doomed = RawSession::open(&three, Some(&alpha)).await;
-    let running = {
-        let (doomed, three) = (doomed.clone(), three.clone());
-        tokio::spawn(async move {
-            let forever = "for (let i = 1; ; i++) { await stash.set('count', i); }";
-            doomed
-                .call(
-                    &three,
-                    "execute",
-                    json!({"code": forever, "stash_id": "probe"}),
-                )
-                .await
-        })
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while count(&probe, &two).await < 3 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the script never wrote"
-        );
-    }
-    assert_eq!(doomed.delete(&two).await, 204);
-    // The bound under test: nothing is written 250 ms after the DELETE.
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    let settled = count(&probe, &two).await;
-    tokio::time::sleep(Duration::from_millis(750)).await;
-    assert_eq!(
-        count(&probe, &two).await,
-        settled,
-        "the deleted session's script still writes"
-    );
-    // The running call's stream ends without waiting out the wall limit.
-    let _ = tokio::time::timeout(Duration::from_secs(3), running)
-        .await
-        .expect("the deleted session's call ended");
+    let running = run_forever(&three, &doomed);
+    stopped_within_250_ms(&probe, &two, running, async {
+        assert_eq!(doomed.delete(&two).await, 204);
+    })
+    .await;
     let gone = doomed.send(&three, &list).await;
     assert_eq!(gone.status, 404, "{gone:?}");
     let records: Vec<Value> = etcd

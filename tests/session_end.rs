@@ -3,12 +3,13 @@
 //! anything but 200/204), the session is gone afterwards, and its running
 //! script stops at once.
 
-use std::time::Duration;
-
 use crate::support;
 
 use serde_json::json;
-use support::{QuiverDev, raw_session::RawSession};
+use support::{
+    QuiverDev,
+    raw_session::{FOREVER, RawSession, run_forever, stopped_within_250_ms},
+};
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
@@ -65,65 +66,6 @@ async fn delete_ends_the_session_with_204_on_every_path() {
     }
 }
 
-/// The probe stash's `count`, read through `session` at `url`.
-async fn count(session: &RawSession, url: &str) -> i64 {
-    let code = json!({"code": "return (await stash.get('count')) ?? 0;", "stash_id": "probe"});
-    let text = session.call(url, "execute", code).await.text();
-    text.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("a count: {text}"))
-}
-
-/// A script that counts into the `probe` stash forever, about 40 times a
-/// second (its 500 host calls would last 12 s, past its 5-s wall limit).
-const FOREVER: &str = "for (let i = 1; ; i++) { await stash.set('count', i); await new Promise((r) => setTimeout(r, 20)); }";
-
-/// Runs [`FOREVER`] in `doomed` at `url`, in the background.
-fn run_forever(url: &str, doomed: &RawSession) -> tokio::task::JoinHandle<()> {
-    let (doomed, url) = (doomed.clone(), url.to_string());
-    tokio::spawn(async move {
-        let _ = doomed
-            .call(
-                &url,
-                "execute",
-                json!({"code": FOREVER, "stash_id": "probe"}),
-            )
-            .await;
-    })
-}
-
-/// Waits until `running` (a [`FOREVER`] script) counted, calls `stop`, and
-/// checks that the script wrote nothing 250 ms after `stop` returned.
-async fn stopped_within_250_ms(
-    url: &str,
-    running: tokio::task::JoinHandle<()>,
-    stop: impl std::future::Future<Output = ()>,
-) {
-    let probe = RawSession::open(url, None).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let start = count(&probe, url).await;
-    while count(&probe, url).await < start + 3 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the script never wrote"
-        );
-    }
-    stop.await;
-    // The bound under test: nothing is written 250 ms after the stop
-    // (rmcp alone lets a closed session's handlers run on for 5 s).
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    let settled = count(&probe, url).await;
-    tokio::time::sleep(Duration::from_millis(750)).await;
-    assert_eq!(
-        count(&probe, url).await,
-        settled,
-        "the stopped script still writes"
-    );
-    let _ = tokio::time::timeout(Duration::from_secs(3), running)
-        .await
-        .expect("the stopped call ended");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancelled_call_stops_its_script_within_250_ms() {
     let dev = QuiverDev::start(&[]);
@@ -131,7 +73,8 @@ async fn a_cancelled_call_stops_its_script_within_250_ms() {
     let session = RawSession::open(&url, None).await;
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7, "reason": "the user changed their mind"}});
-    stopped_within_250_ms(&url, run_forever(&url, &session), async {
+    let probe = RawSession::open(&url, None).await;
+    stopped_within_250_ms(&probe, &url, run_forever(&url, &session), async {
         assert_eq!(session.send(&url, &cancel).await.status, 202);
     })
     .await;
@@ -142,7 +85,8 @@ async fn a_deleted_sessions_script_stops_within_250_ms() {
     let dev = QuiverDev::start(&[]);
     let url = dev.mode_url("code");
     let doomed = RawSession::open(&url, None).await;
-    stopped_within_250_ms(&url, run_forever(&url, &doomed), async {
+    let probe = RawSession::open(&url, None).await;
+    stopped_within_250_ms(&probe, &url, run_forever(&url, &doomed), async {
         assert_eq!(doomed.delete(&url).await, 204);
     })
     .await;
@@ -178,7 +122,8 @@ async fn a_stateless_clients_dropped_connection_stops_its_script_within_250_ms()
         })
     };
     let connection = running.abort_handle();
-    stopped_within_250_ms(&url, running, async move { connection.abort() }).await;
+    let probe = RawSession::open(&url, None).await;
+    stopped_within_250_ms(&probe, &url, running, async move { connection.abort() }).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

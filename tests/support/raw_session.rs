@@ -225,3 +225,66 @@ impl RawSession {
         Events::of(response)
     }
 }
+
+/// A script that counts into the tenant's `probe` stash forever, about 40
+/// times a second (its 500 host calls would last 12 s, past its 5-s wall
+/// limit).
+pub const FOREVER: &str = "for (let i = 1; ; i++) { await stash.set('count', i); await new Promise((r) => setTimeout(r, 20)); }";
+
+/// The `probe` stash's `count`, read through `session` at `url`.
+pub async fn probe_count(session: &RawSession, url: &str) -> i64 {
+    let code = json!({"code": "return (await stash.get('count')) ?? 0;", "stash_id": "probe"});
+    let text = session.call(url, "execute", code).await.text();
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("a count: {text}"))
+}
+
+/// Runs [`FOREVER`] in `doomed` at `url`, in the background.
+pub fn run_forever(url: &str, doomed: &RawSession) -> tokio::task::JoinHandle<()> {
+    let (doomed, url) = (doomed.clone(), url.to_string());
+    tokio::spawn(async move {
+        let _ = doomed
+            .call(
+                &url,
+                "execute",
+                json!({"code": FOREVER, "stash_id": "probe"}),
+            )
+            .await;
+    })
+}
+
+/// Waits until `running` (a [`FOREVER`] script) counted, as `probe` reads at
+/// `url` (a session of the same tenant), calls `stop`, and checks that the
+/// script wrote nothing 250 ms after `stop` returned, and that its call
+/// ended.
+pub async fn stopped_within_250_ms(
+    probe: &RawSession,
+    url: &str,
+    running: tokio::task::JoinHandle<()>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    use std::time::Duration;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let start = probe_count(probe, url).await;
+    while probe_count(probe, url).await < start + 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the script never wrote"
+        );
+    }
+    stop.await;
+    // The bound under test: nothing is written 250 ms after the stop
+    // (rmcp alone lets a closed session's handlers run on for 5 s).
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let settled = probe_count(probe, url).await;
+    tokio::time::sleep(Duration::from_millis(750)).await;
+    assert_eq!(
+        probe_count(probe, url).await,
+        settled,
+        "the stopped script still writes"
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(3), running)
+        .await
+        .expect("the stopped call ended");
+}
