@@ -1,9 +1,11 @@
 //! A rolling restart of every role under steady load, on real processes over
 //! loopback: a three-node control plane, etcd, two executors and two edges.
 //! Clients keep sending idempotent requests (a passthrough read and a
-//! read-only script, as stateless MCP 2026-07-28 requests) to both edges
+//! read-only script, as stateless MCP 2026-07-28 requests, and the same in
+//! 2025-11-25 sessions, each opened once and never again) to both edges
 //! while each control-plane node, each executor and each edge in turn is
-//! stopped with SIGTERM and started again. Not one request may fail.
+//! stopped with SIGTERM and started again. Not one request may fail, and no
+//! session client has to initialize again.
 //!
 //! What a client does, as any client behind a load balancer would: a request
 //! whose connection to an edge could not be made, or broke before an answer,
@@ -23,7 +25,10 @@ use std::{
 
 use serde_json::{Value, json};
 use support::{
-    EdgeProcess, ExecutorProcess, add_demo_upstream, ctl_until, etcd::Etcd, http,
+    EdgeProcess, ExecutorProcess, add_demo_upstream, ctl_until,
+    etcd::Etcd,
+    http,
+    raw_session::{RawSession, try_post},
     start_three_node_cluster,
 };
 
@@ -121,6 +126,69 @@ async fn client(
     }
 }
 
+/// Like [`client`], in one 2025-11-25 session opened at the start: every
+/// request names it, whichever edge it goes to; it is never opened again.
+async fn session_client(
+    edges: Arc<Vec<String>>,
+    turn: usize,
+    stop: Arc<AtomicBool>,
+    tally: Arc<Mutex<Tally>>,
+) {
+    // Code mode also calls the view's tools by their own names.
+    let opened = RawSession::open(&format!("{}/code/mcp", edges[turn % edges.len()]), None).await;
+    let mut n = turn;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let (tool, arguments) = if n.is_multiple_of(2) {
+            ("weather__get_forecast", json!({"city": format!("City{n}")}))
+        } else {
+            (
+                "execute",
+                json!({"code": format!("const f = await tools.weather.get_forecast({{city: 'Town{n}'}}); return f;")}),
+            )
+        };
+        let request = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        let first = n % edges.len();
+        let mut outcome = Err(String::new());
+        for attempt in 0..edges.len() {
+            let edge = &edges[(first + attempt) % edges.len()];
+            outcome = try_post(
+                &format!("{edge}/code/mcp"),
+                None,
+                Some(&opened.id),
+                &request,
+            )
+            .await;
+            if outcome.is_ok() {
+                if attempt > 0 {
+                    tally.lock().unwrap().moved += 1;
+                }
+                break;
+            }
+        }
+        let mut tally = tally.lock().unwrap();
+        match outcome {
+            Ok(answer)
+                if answer.status == 200
+                    && answer
+                        .response
+                        .as_ref()
+                        .is_some_and(|r| r["result"]["isError"] == false) =>
+            {
+                tally.ok += 1
+            }
+            Ok(answer) => tally.failures.push(format!(
+                "session {} {n}: HTTP {}: {}",
+                opened.id, answer.status, answer.body
+            )),
+            Err(e) => tally
+                .failures
+                .push(format!("session {n}: no edge answered: {e}")),
+        }
+    }
+}
+
 /// Whether a `cluster status` answer has a leader, two followers, and node
 /// `id` holding the leader's last log index.
 fn caught_up(ok: bool, out: &str, id: u64) -> bool {
@@ -194,9 +262,17 @@ async fn a_rolling_restart_of_every_role_under_load_fails_no_idempotent_request(
     );
     let stop = Arc::new(AtomicBool::new(false));
     let tally = Arc::new(Mutex::new(Tally::default()));
-    let clients: Vec<_> = (0..4)
+    let mut clients: Vec<_> = (0..4)
         .map(|turn| tokio::spawn(client(urls.clone(), turn, stop.clone(), tally.clone())))
         .collect();
+    clients.extend((0..2).map(|turn| {
+        tokio::spawn(session_client(
+            urls.clone(),
+            turn,
+            stop.clone(),
+            tally.clone(),
+        ))
+    }));
     progress(&tally, 20, "the load starts").await;
 
     for node in nodes.iter_mut() {

@@ -65,10 +65,24 @@ pub async fn post(
     session: Option<&str>,
     body: &Value,
 ) -> Answer {
+    try_post(url, authorization, session, body)
+        .await
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"))
+}
+
+/// The same, `Err` when no answer came back (the connection failed or
+/// broke before the whole answer arrived).
+pub async fn try_post(
+    url: &str,
+    authorization: Option<&str>,
+    session: Option<&str>,
+    body: &Value,
+) -> Result<Answer, String> {
     let mut request = http()
         .post(url)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", REVISION)
+        .timeout(std::time::Duration::from_secs(30))
         .json(body);
     if let Some(value) = authorization {
         request = request.header("authorization", value);
@@ -76,14 +90,14 @@ pub async fn post(
     if let Some(id) = session {
         request = request.header("mcp-session-id", id);
     }
-    let response = request.send().await.expect("POST");
+    let response = request.send().await.map_err(|e| format!("{e:?}"))?;
     let status = response.status();
-    let body = response.text().await.expect("answer body");
-    Answer {
+    let body = response.text().await.map_err(|e| format!("{e:?}"))?;
+    Ok(Answer {
         status,
         response: response_in(&body),
         body,
-    }
+    })
 }
 
 impl RawSession {
