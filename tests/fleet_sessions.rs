@@ -7,7 +7,12 @@
 //! - another tenant naming it gets exactly what an unknown session gets;
 //! - it survives its first edge's `kill -9`;
 //! - a `DELETE` through one edge stops the session's script running on the
-//!   other within 250 ms: it writes nothing after that.
+//!   other within 250 ms: it writes nothing after that;
+//! - an rmcp client behind a proxy that moves its TCP connections from edge
+//!   to edge keeps its session, also when the edge running its call is
+//!   killed (that call is lost; the next ones go on).
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -158,4 +163,149 @@ async fn a_session_is_served_by_any_edge_survives_its_edge_and_stops_when_delete
         .map(|(_, record)| record)
         .collect();
     assert!(records.is_empty(), "{records:?}");
+}
+
+/// A loopback TCP proxy whose target can change: moving it cuts every
+/// connection it carries, as a load balancer that drains a backend does.
+struct MovingProxy {
+    addr: std::net::SocketAddr,
+    target: std::sync::Arc<std::sync::Mutex<String>>,
+    carried: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    accepting: tokio::task::JoinHandle<()>,
+}
+
+impl MovingProxy {
+    async fn start(target: &str) -> MovingProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let target = std::sync::Arc::new(std::sync::Mutex::new(target.to_string()));
+        let carried = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let accepting = {
+            let (target, carried) = (target.clone(), carried.clone());
+            tokio::spawn(async move {
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    let to = target.lock().unwrap().clone();
+                    let relay = tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(&to).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                    carried.lock().unwrap().push(relay.abort_handle());
+                }
+            })
+        };
+        MovingProxy {
+            addr,
+            target,
+            carried,
+            accepting,
+        }
+    }
+
+    /// Sends new connections to `target` and cuts the ones it carries.
+    fn move_to(&self, target: &str) {
+        *self.target.lock().unwrap() = target.to_string();
+        for relay in self.carried.lock().unwrap().drain(..) {
+            relay.abort();
+        }
+    }
+}
+
+impl Drop for MovingProxy {
+    fn drop(&mut self) {
+        self.accepting.abort();
+        self.move_to("127.0.0.1:9");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_sdk_clients_session_follows_its_connection_to_another_edge() {
+    use crate::support::{call, connect, text};
+
+    let Some(binary) = Etcd::binary() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let cp = data.path().join("cp");
+    let etcd = Etcd::start(&binary, &data.path().join("etcd")).await;
+    let dev = QuiverDev::start(&["--data", cp.to_str().unwrap()]);
+    let endpoint = etcd.endpoint();
+    let _executor = ExecutorProcess::start(&[
+        "--control-plane",
+        &dev.control_plane,
+        "--etcd",
+        &endpoint,
+        "--node-name",
+        "exec-a",
+        "--cluster-key-file",
+        cp.join("cluster.key").to_str().unwrap(),
+    ]);
+    let edge_flags = ["--etcd", &endpoint];
+    let mut edge_1 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
+    let mut edge_2 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
+    for edge in [&edge_1, &edge_2] {
+        edge.until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
+            .await;
+    }
+    let proxy = MovingProxy::start(&edge_1.authority).await;
+    let client = connect(&format!("http://{}/code/mcp", proxy.addr)).await;
+    let set = call(
+        &client,
+        "execute",
+        json!({"code": "await stash.set('k', 'kept'); return 'set';"}),
+    )
+    .await;
+    assert_eq!(set.is_error, Some(false), "{}", text(&set));
+
+    eprintln!("--- the connection moves to edge 2: the session goes on there");
+    proxy.move_to(&edge_2.authority);
+    let get = json!({"code": "return await stash.get('k');"});
+    let moved = call(&client, "execute", get.clone()).await;
+    assert_eq!(moved.is_error, Some(false), "{}", text(&moved));
+    assert!(text(&moved).contains("kept"), "{}", text(&moved));
+
+    eprintln!("--- edge 2 is killed with a call of the session in flight");
+    let in_flight = {
+        let peer = client.peer().clone();
+        tokio::spawn(async move {
+            let mut params = rmcp::model::CallToolRequestParams::new("execute");
+            params.arguments = json!({
+                "code": "await stash.set('started', true); await new Promise((r) => setTimeout(r, 3000)); return 'late';",
+                "stash_id": "flight"
+            })
+            .as_object()
+            .cloned();
+            peer.call_tool(params).await
+        })
+    };
+    // The call is in flight once its script said so.
+    let looking = RawSession::open(&edge_2.url("code"), None).await;
+    let started =
+        json!({"code": "return (await stash.get('started')) ?? false;", "stash_id": "flight"});
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while looking
+        .call(&edge_2.url("code"), "execute", started.clone())
+        .await
+        .text()
+        != "true"
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call never started"
+        );
+    }
+    edge_2.kill();
+    edge_1.kill();
+    let edge_3 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
+    edge_3
+        .until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
+        .await;
+    proxy.move_to(&edge_3.authority);
+    let again = call(&client, "execute", get).await;
+    assert_eq!(again.is_error, Some(false), "{}", text(&again));
+    assert!(text(&again).contains("kept"), "{}", text(&again));
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "execute"));
+    // The call that was in flight on the killed edge is lost (only a task
+    // outlives its edge); it must not hang the session's other calls.
+    in_flight.abort();
 }
