@@ -36,6 +36,10 @@ pub enum BenchCommand {
     /// 2 and 4 executors, what the edge → executor hop adds to a call, and
     /// how soon a dead executor stops getting work.
     Fleet(super::bench_fleet::FleetBenchArgs),
+    /// Sessions across edges: what recording 2025-11-25 sessions in etcd
+    /// adds to opening one, to each request, and to the first request on
+    /// another edge (needs a running etcd).
+    Sessions(super::bench_sessions::SessionsBenchArgs),
     /// Screening of tool definitions: poisoned ones held back and real ones
     /// flagged, on the corpus's frozen splits and the shared datasets, and
     /// the time to screen 10,000 definitions.
@@ -84,6 +88,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Telemetry(args) => super::bench_telemetry::run(args).await,
         BenchCommand::Revisions(args) => super::bench_revisions::run(args).await,
         BenchCommand::Fleet(args) => super::bench_fleet::run(args).await,
+        BenchCommand::Sessions(args) => super::bench_sessions::run(args).await,
         BenchCommand::Manifest(args) => super::bench_manifest::run(args),
     }
 }

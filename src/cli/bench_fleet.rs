@@ -54,13 +54,13 @@ pub struct FleetBenchArgs {
 }
 
 /// A child `quiver` process, killed on drop, and its startup line.
-struct Role {
+pub(super) struct Role {
     child: tokio::process::Child,
     banner: String,
 }
 
 impl Role {
-    async fn start(args: &[&str]) -> anyhow::Result<Role> {
+    pub(super) async fn start(args: &[&str]) -> anyhow::Result<Role> {
         let exe = std::env::current_exe().context("locating the quiver binary")?;
         let mut child = tokio::process::Command::new(exe)
             .args(args)
@@ -81,6 +81,19 @@ impl Role {
     }
 }
 
+impl Role {
+    /// An edge's `http://host:port`, from its startup line.
+    pub(super) fn base(&self) -> anyhow::Result<String> {
+        Ok(self
+            .banner
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .context("no URL in the edge's startup line")?
+            .trim_end_matches("/mcp")
+            .to_string())
+    }
+}
+
 /// `/status` of the edge at `base`: its executors.
 async fn executors(http: &reqwest::Client, base: &str) -> Vec<Value> {
     let Ok(response) = http.get(format!("{base}/status")).send().await else {
@@ -95,7 +108,11 @@ fn taking_work(executors: &[Value]) -> usize {
 }
 
 /// Waits until the edge routes to `n` executors (bounded).
-async fn until_routing(http: &reqwest::Client, base: &str, n: usize) -> anyhow::Result<()> {
+pub(super) async fn until_routing(
+    http: &reqwest::Client,
+    base: &str,
+    n: usize,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     while taking_work(&executors(http, base).await) != n {
         anyhow::ensure!(
@@ -253,13 +270,7 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     ];
     edge_args.extend(&membership);
     let edge = Role::start(&edge_args).await?;
-    let base = edge
-        .banner
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .context("no URL in the edge's startup line")?
-        .trim_end_matches("/mcp")
-        .to_string();
+    let base = edge.base()?;
     let http = reqwest::Client::new();
 
     println!(

@@ -11,6 +11,7 @@ pub mod bench_manifest;
 pub mod bench_revisions;
 pub mod bench_revocation;
 pub mod bench_screening;
+pub mod bench_sessions;
 pub mod bench_telemetry;
 pub mod bench_tenants;
 pub mod cluster_key;
