@@ -309,3 +309,87 @@ async fn an_sdk_clients_session_follows_its_connection_to_another_edge() {
     // outlives its edge); it must not hang the session's other calls.
     in_flight.abort();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_the_server_sends_a_session_reaches_it_through_any_edge() {
+    use crate::support::{ControlPlaneProcess, add_demo_upstream};
+
+    let Some(binary) = Etcd::binary() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let etcd = Etcd::start(&binary, &data.path().join("etcd")).await;
+    let cp = ControlPlaneProcess::start(1, &data.path().join("cp"), &["--bootstrap"]);
+    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+    let endpoint = etcd.endpoint();
+    let _executor = ExecutorProcess::start(&[
+        "--control-plane",
+        &cp.addr,
+        "--etcd",
+        &endpoint,
+        "--node-name",
+        "exec-a",
+    ]);
+    let flags = |name: &'static str| ["--etcd", endpoint.as_str(), "--node-name", name];
+    let mut edge_1 = EdgeProcess::start_with(&cp.addr, &flags("edge-1"));
+    let edge_2 = EdgeProcess::start_with(&cp.addr, &flags("edge-2"));
+    for edge in [&edge_1, &edge_2] {
+        edge.until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
+            .await;
+    }
+    let (one, two) = (edge_1.url("passthrough"), edge_2.url("passthrough"));
+    let logged = |tag: &str| json!({"group": tag, "parties": 1, "steps": 0, "tag": tag, "logs": 5});
+    /// The next `n` log messages on `stream`.
+    async fn logs(stream: &mut crate::support::raw_session::Events, n: usize) -> Vec<String> {
+        let mut said = Vec::new();
+        while said.len() < n {
+            let Some((_, message)) = stream.next().await else {
+                panic!("the log messages stopped coming: {said:?}");
+            };
+            if message["method"] == "notifications/message" {
+                said.push(
+                    message["params"]["data"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                );
+            }
+        }
+        said
+    }
+    let expected =
+        |tag: &str| -> Vec<String> { (1..=5).map(|n| format!("{tag} log #{n}")).collect() };
+
+    eprintln!("--- opened on edge 1, listened to through edge 2, called through both");
+    let session = RawSession::open(&one, None).await;
+    let mut through_two = session.listen(&two, None).await;
+    for (tag, url) in [("via-one", &one), ("via-two", &two)] {
+        let called = session
+            .call(url, "w__quiver_test_rendezvous", logged(tag))
+            .await;
+        assert_eq!(called.result()["isError"], false, "{called:?}");
+        assert_eq!(logs(&mut through_two, 5).await, expected(tag));
+    }
+    let holder = |records: Vec<(String, Value)>| {
+        records
+            .into_iter()
+            .find(|(key, _)| key.ends_with(&session.id))
+            .map(|(_, record)| record["holder"].clone())
+    };
+    assert_eq!(
+        holder(etcd.read_prefix("/quiver/sessions/").await),
+        Some(json!("edge-1"))
+    );
+
+    eprintln!("--- edge 1 is killed: edge 2 takes the session up, and it hears the session");
+    edge_1.kill();
+    drop(through_two);
+    let mut again = session.listen(&two, None).await;
+    let called = session
+        .call(&two, "w__quiver_test_rendezvous", logged("after"))
+        .await;
+    assert_eq!(called.result()["isError"], false, "{called:?}");
+    assert_eq!(logs(&mut again, 5).await, expected("after"));
+    assert_eq!(
+        holder(etcd.read_prefix("/quiver/sessions/").await),
+        Some(json!("edge-2"))
+    );
+}

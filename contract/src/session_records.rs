@@ -3,8 +3,10 @@
 //! served by any edge, and outlive the edge that opened it. A record holds
 //! the tenant that opened the session and the client's `initialize`
 //! parameters; an edge that is asked for a session it does not hold reads
-//! the record, checks the caller's tenant against it, and replays the
-//! handshake. Each record lives under an etcd lease of the session's idle
+//! the record, checks the caller's tenant against it, and hands the request
+//! to the edge the record names as the session's holder, or, when that edge
+//! is gone, takes the session up itself (replaying the handshake) and names
+//! itself. Each record lives under an etcd lease of the session's idle
 //! time, kept alive by the edges that serve it; a `DELETE` removes it, and
 //! every edge watching the prefix closes its copy of the session.
 
@@ -29,6 +31,10 @@ pub struct SessionRecord {
     /// What the client sent in `initialize`, replayed where the session is
     /// taken up.
     pub initialize: InitializeRequestParams,
+    /// The edge (node name) that serves the session: every other edge hands
+    /// it the session's requests while it is in the fleet.
+    #[serde(default)]
+    pub holder: String,
 }
 
 /// A record as read, with the etcd lease that keeps it.
@@ -138,12 +144,13 @@ impl SessionRecords {
         Ok(())
     }
 
-    /// Calls `ended` with the id of every session whose record goes (ended
-    /// on any edge, or idle past its lease) from now until `stop`. Returns
-    /// when the watch fails; the caller watches again.
-    pub async fn watch_ends(
+    /// Calls `changed` with the id of every session whose record changes
+    /// from now until `stop`: with its new record, or `None` when the record
+    /// went (the session ended on any edge, or idled past its lease).
+    /// Returns when the watch fails; the caller watches again.
+    pub async fn watch(
         &self,
-        ended: &(dyn Fn(&str) + Send + Sync),
+        changed: &(dyn Fn(&str, Option<SessionRecord>) + Send + Sync),
         stop: &CancellationToken,
     ) -> Result<(), SessionRecordError> {
         let mut client = self.client().await?;
@@ -185,15 +192,18 @@ impl SessionRecords {
                 ));
             }
             for event in response.events() {
-                if event.event_type() != EventType::Delete {
+                let Some(kv) = event.kv() else { continue };
+                let Some(id) = kv.key_str().ok().and_then(|k| k.strip_prefix(PREFIX)) else {
                     continue;
-                }
-                if let Some(id) = event
-                    .kv()
-                    .and_then(|kv| kv.key_str().ok())
-                    .and_then(|key| key.strip_prefix(PREFIX))
-                {
-                    ended(id);
+                };
+                match event.event_type() {
+                    EventType::Delete => changed(id, None),
+                    EventType::Put => match serde_json::from_slice(kv.value()) {
+                        Ok(record) => changed(id, Some(record)),
+                        Err(error) => {
+                            tracing::warn!(id, %error, "a session record that does not parse")
+                        }
+                    },
                 }
             }
         }

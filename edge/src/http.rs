@@ -59,8 +59,10 @@ pub fn router(
     let edge_sessions = Arc::new(EdgeSessions::new(
         gateway.sessions().clone(),
         gateway.session_records(),
+        gateway.peers().cloned(),
+        config.max_body_bytes,
     ));
-    edge_sessions.follow_ends(sessions.child_token());
+    edge_sessions.follow_records(sessions.child_token());
     let mut http_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(config.effective_allowed_origins())

@@ -75,6 +75,21 @@ impl EdgePeers {
         }))
     }
 
+    /// This edge's node name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The base URL of `node`, when it is a peer this edge knows now.
+    pub(crate) fn url_of(&self, node: &str) -> Option<String> {
+        self.peers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .find(|(known, _)| known == node)
+            .map(|(_, url)| url.clone())
+    }
+
     /// This edge's tag.
     pub fn tag(&self) -> &str {
         &self.tag
@@ -161,8 +176,9 @@ impl EdgePeers {
         }
     }
 
-    /// Sends the request to the peer at `base` as [`EdgePeers::forward`]
-    /// does; the transport's error when the peer cannot be reached.
+    /// Sends the request (any method) to the peer at `base` as
+    /// [`EdgePeers::forward`] does, its answer streamed back as it comes;
+    /// the transport's error when the peer cannot be reached.
     pub(crate) async fn try_forward(
         &self,
         base: &str,
@@ -189,7 +205,7 @@ impl EdgePeers {
         }
         let sent = self
             .client
-            .post(&url)
+            .request(parts.method.clone(), &url)
             .headers(headers)
             .body(body)
             .send()

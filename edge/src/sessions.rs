@@ -37,7 +37,7 @@ use rmcp::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::Principal;
+use crate::{auth::Principal, peers::EdgePeers};
 
 /// How many events of each stream a session keeps for a client that
 /// reconnects with `Last-Event-ID` (rmcp's default is 16).
@@ -125,17 +125,29 @@ pub struct EdgeSessions {
     local: LocalSessionManager,
     registry: Arc<SessionRegistry>,
     records: Option<Arc<SessionRecords>>,
+    /// The fleet's other edges, that hold the sessions they opened or took up.
+    peers: Option<Arc<EdgePeers>>,
+    /// The largest request body handed to another edge.
+    max_body: usize,
 }
 
 impl EdgeSessions {
-    /// Sessions of this edge, known to `registry`, recorded in `records`.
-    pub fn new(registry: Arc<SessionRegistry>, records: Option<Arc<SessionRecords>>) -> Self {
+    /// Sessions of this edge, known to `registry`, recorded in `records`,
+    /// handed to the edges among `peers` that hold them.
+    pub fn new(
+        registry: Arc<SessionRegistry>,
+        records: Option<Arc<SessionRecords>>,
+        peers: Option<Arc<EdgePeers>>,
+        max_body: usize,
+    ) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.channel_capacity = REPLAY_EVENTS;
         EdgeSessions {
             local,
             registry,
             records,
+            peers,
+            max_body,
         }
     }
 
@@ -149,27 +161,39 @@ impl EdgeSessions {
         })
     }
 
+    /// This edge's node name, as records name holders.
+    fn me(&self) -> &str {
+        self.peers.as_ref().map_or("", |p| p.node())
+    }
+
     /// Closes this edge's copy of every session whose record goes (ended
-    /// on another edge, or idle past its lease), until `stop`.
-    pub fn follow_ends(self: &Arc<Self>, stop: CancellationToken) {
+    /// on another edge, or idle past its lease) or names another holder (it
+    /// took the session up while this edge could not be reached), until
+    /// `stop`.
+    pub fn follow_records(self: &Arc<Self>, stop: CancellationToken) {
         let Some(records) = self.records.clone() else {
             return;
         };
         let sessions = self.clone();
         tokio::spawn(async move {
-            let ended = {
+            let changed = {
                 let sessions = sessions.clone();
-                move |id: &str| {
+                move |id: &str, record: Option<SessionRecord>| {
+                    if record.is_some_and(|r| r.holder == sessions.me()) {
+                        return;
+                    }
                     let sessions = sessions.clone();
                     let id = SessionId::from(id.to_string());
                     tokio::spawn(async move {
-                        sessions.registry.end(&id);
-                        let _ = sessions.local.close_session(&id).await;
+                        if sessions.holds(&id).await || sessions.registry.tenant(&id).is_some() {
+                            sessions.registry.end(&id);
+                            let _ = sessions.local.close_session(&id).await;
+                        }
                     });
                 }
             };
             while !stop.is_cancelled() {
-                if let Err(error) = records.watch_ends(&ended, &stop).await {
+                if let Err(error) = records.watch(&changed, &stop).await {
                     tracing::warn!(%error, "watching session records; watching again in 1 s");
                     tokio::select! {
                         () = stop.cancelled() => {}
@@ -265,6 +289,7 @@ impl SessionManager for EdgeSessions {
             let record = SessionRecord {
                 tenant,
                 initialize: parts.params,
+                holder: self.me().to_string(),
             };
             match records.put(id, &record).await {
                 Ok(lease) => self.registry.with(id, |held| {
@@ -361,10 +386,20 @@ impl SessionStore for RecordStore {
     }
 }
 
-/// The request layer in front of the sessions: a request naming a session
+/// The answer to a request naming a session this edge cannot serve: the
+/// one rmcp gives for an unknown session.
+fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
+/// The request layer in front of the sessions. A request naming a session
 /// of another tenant is answered exactly as one naming no session (404),
-/// whichever edge holds it; a request to a recorded session restarts its
-/// idle time.
+/// whichever edge holds it. With records: a session this edge does not hold
+/// is handed to the edge that does (the whole HTTP request, its answer
+/// streamed back), so that everything the server sends the session goes
+/// out through one edge; when that edge is gone or cannot be reached, this
+/// edge takes the session up and names itself its holder. A request to a
+/// held session restarts its record's idle time.
 pub async fn check_session(
     State(sessions): State<Arc<EdgeSessions>>,
     request: Request,
@@ -382,41 +417,74 @@ pub async fn check_session(
         .extensions()
         .get::<Principal>()
         .map(|p| p.tenant.to_string());
-    let known = match sessions.registry.tenant(&id) {
-        Some(tenant) if sessions.holds(&id).await => Some(tenant),
-        _ => match &sessions.records {
-            None => None,
-            Some(records) => match records.get(&id).await {
-                Ok(Some(stored)) => {
-                    let tenant = stored.record.tenant.clone();
-                    sessions.registry.with(&id, |held| {
-                        held.tenant = Some(tenant.clone());
-                        held.lease = Some(stored.lease);
-                        held.loaded = Some(stored.record);
-                    });
-                    Some(tenant)
-                }
-                Ok(None) => None,
-                Err(error) => {
-                    tracing::warn!(%error, "reading a session record");
-                    return (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        [("retry-after", "1")],
-                        "the session store (etcd) is unreachable; retry shortly",
-                    )
-                        .into_response();
-                }
-            },
-        },
-    };
-    if let (Some(owner), Some(caller)) = (&known, &caller)
-        && owner != caller
+    let someone_else = |owner: &str| caller.as_deref().is_some_and(|c| c != owner);
+    if let Some(owner) = sessions.registry.tenant(&id)
+        && sessions.holds(&id).await
     {
-        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
-    }
-    if known.is_some() {
+        if someone_else(&owner) {
+            return not_found();
+        }
         sessions.touch(&id);
+        return next.run(request).await;
     }
+    let Some(records) = sessions.records.clone() else {
+        return next.run(request).await;
+    };
+    let stored = match records.get(&id).await {
+        Ok(Some(stored)) => stored,
+        Ok(None) => return next.run(request).await,
+        Err(error) => {
+            tracing::warn!(%error, "reading a session record");
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [("retry-after", "1")],
+                "the session store (etcd) is unreachable; retry shortly",
+            )
+                .into_response();
+        }
+    };
+    if someone_else(&stored.record.tenant) {
+        return not_found();
+    }
+    let mut request = request;
+    let holder = stored.record.holder.clone();
+    let forwarded = request.headers().contains_key(crate::peers::FORWARDED_BY);
+    if holder != sessions.me()
+        && !forwarded
+        && let Some(peers) = &sessions.peers
+        && let Some(base) = peers.url_of(&holder)
+    {
+        let (parts, body) = request.into_parts();
+        let Ok(body) = axum::body::to_bytes(body, sessions.max_body).await else {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large",
+            )
+                .into_response();
+        };
+        match peers.try_forward(&base, parts.clone(), body.clone()).await {
+            Ok(answer) => return answer,
+            Err(error) => {
+                tracing::warn!(%error, holder, "the session's edge cannot be reached; taking the session up here");
+                request = Request::from_parts(parts, axum::body::Body::from(body));
+            }
+        }
+    }
+    let mut record = stored.record;
+    let mut lease = stored.lease;
+    if record.holder != sessions.me() {
+        record.holder = sessions.me().to_string();
+        match records.put(&id, &record).await {
+            Ok(new) => lease = new,
+            Err(error) => tracing::warn!(%error, "naming this edge the session's holder"),
+        }
+    }
+    sessions.registry.with(&id, |held| {
+        held.tenant = Some(record.tenant.clone());
+        held.lease = Some(lease);
+        held.touched = Instant::now();
+        held.loaded = Some(record);
+    });
     next.run(request).await
 }
 
