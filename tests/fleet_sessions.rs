@@ -42,6 +42,28 @@ async fn run(session: &RawSession, url: &str, code: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| panic!("a script's JSON value: {text}"))
 }
 
+/// `quiver executor` named `exec-a`, with `extra` flags, on `etcd`.
+fn executor(control_plane: &str, etcd: &str, extra: &[&str]) -> ExecutorProcess {
+    let mut args = vec![
+        "--control-plane",
+        control_plane,
+        "--etcd",
+        etcd,
+        "--node-name",
+        "exec-a",
+    ];
+    args.extend_from_slice(extra);
+    ExecutorProcess::start(&args)
+}
+
+/// `quiver edge` with `extra` flags, once it routes to `exec-a`.
+async fn edge(control_plane: &str, extra: &[&str]) -> EdgeProcess {
+    let edge = EdgeProcess::start_with(control_plane, extra);
+    edge.until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
+        .await;
+    edge
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_is_served_by_any_edge_survives_its_edge_and_stops_when_deleted() {
     let Some(binary) = Etcd::binary() else { return };
@@ -53,25 +75,19 @@ async fn a_session_is_served_by_any_edge_survives_its_edge_and_stops_when_delete
     let beta = tenant(&dev.control_plane, "beta");
     let key_file = cp.join("cluster.key");
     let endpoint = etcd.endpoint();
-    let _executor = ExecutorProcess::start(&[
-        "--control-plane",
+    let _executor = executor(
         &dev.control_plane,
-        "--etcd",
         &endpoint,
-        "--node-name",
-        "exec-a",
-        "--cluster-key-file",
-        key_file.to_str().unwrap(),
-        "--auth",
-        "required",
-    ]);
+        &[
+            "--cluster-key-file",
+            key_file.to_str().unwrap(),
+            "--auth",
+            "required",
+        ],
+    );
     let edge_flags = ["--etcd", &endpoint, "--auth", "required"];
-    let mut edge_1 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
-    let edge_2 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
-    for edge in [&edge_1, &edge_2] {
-        edge.until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
-            .await;
-    }
+    let mut edge_1 = edge(&dev.control_plane, &edge_flags).await;
+    let edge_2 = edge(&dev.control_plane, &edge_flags).await;
     let (one, two) = (edge_1.url("code"), edge_2.url("code"));
 
     eprintln!("--- a session opened on edge 1 is served by edge 2, with its stash");
@@ -141,10 +157,7 @@ async fn a_session_is_served_by_any_edge_survives_its_edge_and_stops_when_delete
     );
 
     eprintln!("--- a DELETE through one edge stops the session's script on the other");
-    let edge_3 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
-    edge_3
-        .until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
-        .await;
+    let edge_3 = edge(&dev.control_plane, &edge_flags).await;
     let three = edge_3.url("code");
     let probe = RawSession::open(&two, Some(&alpha)).await;
     let doomed = RawSession::open(&three, Some(&alpha)).await;
@@ -229,23 +242,17 @@ async fn an_sdk_clients_session_follows_its_connection_to_another_edge() {
     let etcd = Etcd::start(&binary, &data.path().join("etcd")).await;
     let dev = QuiverDev::start(&["--data", cp.to_str().unwrap()]);
     let endpoint = etcd.endpoint();
-    let _executor = ExecutorProcess::start(&[
-        "--control-plane",
+    let _executor = executor(
         &dev.control_plane,
-        "--etcd",
         &endpoint,
-        "--node-name",
-        "exec-a",
-        "--cluster-key-file",
-        cp.join("cluster.key").to_str().unwrap(),
-    ]);
+        &[
+            "--cluster-key-file",
+            cp.join("cluster.key").to_str().unwrap(),
+        ],
+    );
     let edge_flags = ["--etcd", &endpoint];
-    let mut edge_1 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
-    let mut edge_2 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
-    for edge in [&edge_1, &edge_2] {
-        edge.until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
-            .await;
-    }
+    let mut edge_1 = edge(&dev.control_plane, &edge_flags).await;
+    let mut edge_2 = edge(&dev.control_plane, &edge_flags).await;
     let proxy = MovingProxy::start(&edge_1.authority).await;
     let client = connect(&format!("http://{}/code/mcp", proxy.addr)).await;
     let set = call(
@@ -295,10 +302,7 @@ async fn an_sdk_clients_session_follows_its_connection_to_another_edge() {
     }
     edge_2.kill();
     edge_1.kill();
-    let edge_3 = EdgeProcess::start_with(&dev.control_plane, &edge_flags);
-    edge_3
-        .until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
-        .await;
+    let edge_3 = edge(&dev.control_plane, &edge_flags).await;
     proxy.move_to(&edge_3.authority);
     let again = call(&client, "execute", get).await;
     assert_eq!(again.is_error, Some(false), "{}", text(&again));
@@ -320,21 +324,10 @@ async fn what_the_server_sends_a_session_reaches_it_through_any_edge() {
     let cp = ControlPlaneProcess::start(1, &data.path().join("cp"), &["--bootstrap"]);
     add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
     let endpoint = etcd.endpoint();
-    let _executor = ExecutorProcess::start(&[
-        "--control-plane",
-        &cp.addr,
-        "--etcd",
-        &endpoint,
-        "--node-name",
-        "exec-a",
-    ]);
+    let _executor = executor(&cp.addr, &endpoint, &[]);
     let flags = |name: &'static str| ["--etcd", endpoint.as_str(), "--node-name", name];
-    let mut edge_1 = EdgeProcess::start_with(&cp.addr, &flags("edge-1"));
-    let edge_2 = EdgeProcess::start_with(&cp.addr, &flags("edge-2"));
-    for edge in [&edge_1, &edge_2] {
-        edge.until("exec-a takes work", |e| ok_nodes(e) == ["exec-a"])
-            .await;
-    }
+    let mut edge_1 = edge(&cp.addr, &flags("edge-1")).await;
+    let edge_2 = edge(&cp.addr, &flags("edge-2")).await;
     let (one, two) = (edge_1.url("passthrough"), edge_2.url("passthrough"));
     let logged = |tag: &str| json!({"group": tag, "parties": 1, "steps": 0, "tag": tag, "logs": 5});
     /// The next `n` log messages on `stream`.
@@ -379,6 +372,16 @@ async fn what_the_server_sends_a_session_reaches_it_through_any_edge() {
         Some(json!("edge-1"))
     );
 
+    let uri = "quiver-test://note";
+    let subscribe = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+        "params": {"uri": uri}});
+    let subscribed = session.send(&two, &subscribe).await;
+    assert!(
+        subscribed
+            .response
+            .is_some_and(|r| r.get("result").is_some())
+    );
+
     eprintln!("--- edge 1 is killed: edge 2 takes the session up, and it hears the session");
     edge_1.kill();
     drop(through_two);
@@ -392,4 +395,23 @@ async fn what_the_server_sends_a_session_reaches_it_through_any_edge() {
         holder(etcd.read_prefix("/quiver/sessions/").await),
         Some(json!("edge-2"))
     );
+
+    eprintln!("--- and the session's resource subscription went with it");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    'heard: loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no resources/updated after the takeover"
+        );
+        let touch = session
+            .call(&two, "w__quiver_test_touch_resource", json!({"uri": uri}))
+            .await;
+        assert_eq!(touch.result()["isError"], false, "{touch:?}");
+        while let Some((_, message)) = again.next_within(Duration::from_millis(500)).await {
+            if message["method"] == "notifications/resources/updated" {
+                assert_eq!(message["params"]["uri"], uri, "{message}");
+                break 'heard;
+            }
+        }
+    }
 }

@@ -158,3 +158,59 @@ async fn a_cut_stream_resumes_with_what_it_missed_including_the_result() {
         .unwrap_or_default();
     assert!(text.contains("finished while away"), "{result}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cut_standalone_stream_resumes_after_its_last_event() {
+    use support::{ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_demo_upstream};
+
+    // An upstream that logs (the weather mock's test hooks), behind a
+    // control plane, one executor and one edge.
+    let dir = tempfile::tempdir().unwrap();
+    let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
+    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+    let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
+    let edge = EdgeProcess::start(&cp.addr);
+    edge.until("the executor takes work", |e| {
+        e.iter().filter(|x| x["state"] == "ok").count() == 1
+    })
+    .await;
+    let url = edge.url("passthrough");
+    let session = RawSession::open(&url, None).await;
+    let logging =
+        |tag: &str| json!({"group": tag, "parties": 1, "steps": 0, "tag": tag, "logs": 3});
+    let mut stream = session.listen(&url, None).await;
+    session
+        .call(&url, "w__quiver_test_rendezvous", logging("before"))
+        .await;
+    let mut last = None;
+    let mut heard = Vec::new();
+    while heard.len() < 3 {
+        let (id, message) = stream.next().await.expect("the first log messages");
+        if message["method"] == "notifications/message" {
+            heard.push(message["params"]["data"].clone());
+            last = id;
+        }
+    }
+    drop(stream);
+    // Sent while no stream is open: kept for the client's return.
+    session
+        .call(&url, "w__quiver_test_rendezvous", logging("while-cut"))
+        .await;
+    let mut resumed = session
+        .listen(&url, Some(&last.expect("log events carry ids")))
+        .await;
+    let mut missed = Vec::new();
+    while missed.len() < 3 {
+        let (_, message) = resumed.next().await.expect("the missed log messages");
+        if message["method"] == "notifications/message" {
+            missed.push(
+                message["params"]["data"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+    }
+    let expected: Vec<String> = (1..=3).map(|n| format!("while-cut log #{n}")).collect();
+    assert_eq!(missed, expected);
+}

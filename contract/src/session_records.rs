@@ -35,6 +35,10 @@ pub struct SessionRecord {
     /// it the session's requests while it is in the fleet.
     #[serde(default)]
     pub holder: String,
+    /// The resources the session subscribed to: an edge that takes the
+    /// session up subscribes to them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subscriptions: Vec<String>,
 }
 
 /// A record as read, with the etcd lease that keeps it.
@@ -113,6 +117,25 @@ impl SessionRecords {
             )
             .await?;
         Ok(lease)
+    }
+
+    /// Writes `record` as session `id`'s under its existing `lease`.
+    pub async fn put_leased(
+        &self,
+        id: &str,
+        record: &SessionRecord,
+        lease: i64,
+    ) -> Result<(), SessionRecordError> {
+        let mut client = self.client().await?;
+        let value = serde_json::to_vec(record)?;
+        client
+            .put(
+                format!("{PREFIX}{id}"),
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Session `id`'s record, if etcd holds one.

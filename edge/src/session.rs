@@ -332,30 +332,69 @@ impl SessionHandler {
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let view = self.content_view(context)?;
-        let server = forwarded::route_uri(self.dispatch(), &view, uri).await?;
-        if method == "resources/subscribe" {
-            let peer = Some(context.peer.clone());
-            if self
+        let subscribing = method == "resources/subscribe";
+        if subscribing {
+            self.subscribe_session(&view, uri, context.peer.clone())
+                .await?;
+        } else {
+            let server = forwarded::route_uri(self.dispatch(), &view, uri).await?;
+            let released = self
                 .gateway
-                .subscribe_resource(&server, uri, &self.id, peer)
-            {
-                // The first subscriber: the upstream is asked once for all.
-                let sent = forwarded::send(self.dispatch(), &server, method, json!({"uri": uri}));
-                if let Err(e) = sent.await {
-                    self.gateway
-                        .unsubscribe_resource(Some(&server), Some(uri), &self.id);
-                    return Err(e);
-                }
+                .unsubscribe_resource(Some(&server), Some(uri), &self.id);
+            if !released.is_empty() {
+                forwarded::send(self.dispatch(), &server, method, json!({"uri": uri})).await?;
             }
-            return Ok(());
         }
-        let released = self
-            .gateway
-            .unsubscribe_resource(Some(&server), Some(uri), &self.id);
-        if !released.is_empty() {
-            forwarded::send(self.dispatch(), &server, method, json!({"uri": uri})).await?;
+        // In the session's record, for an edge that takes it up.
+        if let Some(session) = crate::sessions::session_of(context) {
+            self.gateway
+                .sessions()
+                .note_subscription(self.gateway.session_records(), &session, uri, subscribing)
+                .await;
         }
         Ok(())
+    }
+
+    /// Tells `peer` (this session) of `uri`'s updates, asking the upstream
+    /// that serves it when nobody else holds it yet.
+    async fn subscribe_session(
+        &self,
+        view: &ToolView,
+        uri: &str,
+        peer: rmcp::Peer<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let server = forwarded::route_uri(self.dispatch(), view, uri).await?;
+        if self
+            .gateway
+            .subscribe_resource(&server, uri, &self.id, Some(peer))
+        {
+            // The first subscriber: the upstream is asked once for all.
+            let subscribe = json!({"uri": uri});
+            let sent = forwarded::send(self.dispatch(), &server, "resources/subscribe", subscribe);
+            if let Err(e) = sent.await {
+                self.gateway
+                    .unsubscribe_resource(Some(&server), Some(uri), &self.id);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Subscribes a session this edge just took up to what its record says
+    /// it subscribed to.
+    async fn subscribe_again(&self, session: &str, peer: &rmcp::Peer<RoleServer>) {
+        let Some(view) = self
+            .bound
+            .get()
+            .and_then(|bound| self.gateway.view_for(&bound.principal))
+        else {
+            return;
+        };
+        for uri in self.gateway.sessions().subscriptions(session) {
+            if let Err(error) = self.subscribe_session(&view, &uri, peer.clone()).await {
+                tracing::warn!(uri, %error.message, "subscribing a taken-up session again");
+            }
+        }
     }
 
     /// Subscribes a stateless listener (`owner`) to `uris` at the upstreams
@@ -435,6 +474,10 @@ impl ServerHandler for SessionHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
+        if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
+            self.subscribe_again(&restored.id, &context.peer).await;
+        }
         if self
             .bound
             .get()

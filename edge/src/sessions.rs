@@ -26,7 +26,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures::Stream;
-use quiver_contract::session_records::{SessionRecord, SessionRecords};
+use quiver_contract::session_records::{SessionRecord, SessionRecords, StoredSession};
 use rmcp::{
     RoleServer,
     model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage},
@@ -58,6 +58,8 @@ struct Held {
     touched: Instant,
     /// A record read for a restore about to happen.
     loaded: Option<SessionRecord>,
+    /// The session's record as this edge last wrote or read it.
+    record: Option<SessionRecord>,
 }
 
 impl Held {
@@ -68,6 +70,7 @@ impl Held {
             lease: None,
             touched: Instant::now(),
             loaded: None,
+            record: None,
         }
     }
 }
@@ -106,6 +109,75 @@ impl SessionRegistry {
     fn tenant(&self, id: &str) -> Option<String> {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         held.get(id).and_then(|h| h.tenant.clone())
+    }
+
+    /// Session `id`'s record and lease as this edge last wrote or read them
+    /// (kept current by the watch on the records).
+    fn cached(&self, id: &str) -> Option<StoredSession> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let held = held.get(id)?;
+        Some(StoredSession {
+            record: held.record.clone()?,
+            lease: held.lease?,
+        })
+    }
+
+    /// Remembers session `id`'s record as read or written.
+    fn cache(&self, id: &str, stored: &StoredSession) {
+        self.with(id, |held| {
+            held.tenant = Some(stored.record.tenant.clone());
+            held.lease = Some(stored.lease);
+            held.record = Some(stored.record.clone());
+        });
+    }
+
+    /// Replaces the remembered record of session `id`, if one is.
+    fn recache(&self, id: &str, record: SessionRecord) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(held) = held.get_mut(id)
+            && held.record.is_some()
+        {
+            held.record = Some(record);
+        }
+    }
+
+    /// The resources session `id` subscribed to, as its record says.
+    pub(crate) fn subscriptions(&self, id: &str) -> Vec<String> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.get(id)
+            .and_then(|h| h.record.as_ref())
+            .map(|r| r.subscriptions.clone())
+            .unwrap_or_default()
+    }
+
+    /// Notes in session `id`'s record that it subscribed to `uri` (or, with
+    /// `subscribed` false, no longer does), so that an edge taking the
+    /// session up subscribes again.
+    pub(crate) async fn note_subscription(
+        &self,
+        records: Option<Arc<SessionRecords>>,
+        id: &str,
+        uri: &str,
+        subscribed: bool,
+    ) {
+        let Some(records) = records else {
+            return;
+        };
+        let changed = self.with(id, |held| {
+            let record = held.record.as_mut()?;
+            let had = record.subscriptions.iter().any(|u| u == uri);
+            match (subscribed, had) {
+                (true, false) => record.subscriptions.push(uri.to_string()),
+                (false, true) => record.subscriptions.retain(|u| u != uri),
+                _ => return None,
+            }
+            Some((record.clone(), held.lease?))
+        });
+        if let Some((record, lease)) = changed
+            && let Err(error) = records.put_leased(id, &record, lease).await
+        {
+            tracing::warn!(%error, "the session's subscriptions were not recorded");
+        }
     }
 
     /// How many sessions this edge knows.
@@ -179,16 +251,24 @@ impl EdgeSessions {
             let changed = {
                 let sessions = sessions.clone();
                 move |id: &str, record: Option<SessionRecord>| {
-                    if record.is_some_and(|r| r.holder == sessions.me()) {
+                    if let Some(record) = &record
+                        && record.holder == sessions.me()
+                    {
                         return;
                     }
                     let sessions = sessions.clone();
                     let id = SessionId::from(id.to_string());
                     tokio::spawn(async move {
-                        if sessions.holds(&id).await || sessions.registry.tenant(&id).is_some() {
-                            sessions.registry.end(&id);
-                            let _ = sessions.local.close_session(&id).await;
+                        match record {
+                            // Held here: another edge took it up; else remember where.
+                            Some(record) if !sessions.holds(&id).await => {
+                                sessions.registry.recache(&id, record);
+                                return;
+                            }
+                            _ => {}
                         }
+                        sessions.registry.end(&id);
+                        let _ = sessions.local.close_session(&id).await;
                     });
                 }
             };
@@ -290,11 +370,13 @@ impl SessionManager for EdgeSessions {
                 tenant,
                 initialize: parts.params,
                 holder: self.me().to_string(),
+                subscriptions: Vec::new(),
             };
             match records.put(id, &record).await {
                 Ok(lease) => self.registry.with(id, |held| {
                     held.lease = Some(lease);
                     held.touched = Instant::now();
+                    held.record = Some(record);
                 }),
                 Err(error) => tracing::warn!(
                     %error,
@@ -342,7 +424,14 @@ impl SessionManager for EdgeSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        <LocalSessionManager as SessionManager>::resume(&self.local, id, last_event_id).await
+        let replay =
+            <LocalSessionManager as SessionManager>::resume(&self.local, id, last_event_id.clone())
+                .await?;
+        // rmcp replays the standalone stream from the client's last event
+        // itself: the client has that one.
+        Ok(futures::StreamExt::filter(replay, move |event| {
+            std::future::ready(event.event_id.as_deref() != Some(last_event_id.as_str()))
+        }))
     }
 
     async fn restore_session(
@@ -372,6 +461,7 @@ impl SessionStore for RecordStore {
             self.registry.with(id, |held| {
                 held.tenant = Some(stored.record.tenant.clone());
                 held.lease = Some(stored.lease);
+                held.record = Some(stored.record.clone());
             });
             SessionState::new(stored.record.initialize)
         }))
@@ -430,8 +520,18 @@ pub async fn check_session(
     let Some(records) = sessions.records.clone() else {
         return next.run(request).await;
     };
-    let stored = match records.get(&id).await {
-        Ok(Some(stored)) => stored,
+    // Where the session is held: as this edge last read it (the watch keeps
+    // that current), else as etcd says.
+    let cached = sessions.registry.cached(&id);
+    let read = match cached {
+        Some(stored) => Ok(Some(stored)),
+        None => records.get(&id).await,
+    };
+    let stored = match read {
+        Ok(Some(stored)) => {
+            sessions.registry.cache(&id, &stored);
+            stored
+        }
         Ok(None) => return next.run(request).await,
         Err(error) => {
             tracing::warn!(%error, "reading a session record");
@@ -483,6 +583,7 @@ pub async fn check_session(
         held.tenant = Some(record.tenant.clone());
         held.lease = Some(lease);
         held.touched = Instant::now();
+        held.record = Some(record.clone());
         held.loaded = Some(record);
     });
     next.run(request).await

@@ -6,10 +6,13 @@
 //! - opening a session (`initialize` and `notifications/initialized`): the
 //!   fleet edge writes the record (an etcd lease and a put);
 //! - `tools/list` in a session on the edge that holds it (the record's idle
-//!   time restarted at most once per quarter of it, in the background);
-//! - the first request of a session on the other edge: the record read, the
-//!   tenant checked, the handshake replayed;
-//! - the same on `quiver dev`'s edge, where nothing is recorded.
+//!   time restarted at most once per quarter of it, in the background), and
+//!   the same on `quiver dev`'s edge, where nothing is recorded;
+//! - the same request on the other edge: the record read (the first time;
+//!   then as the watch keeps it), the tenant checked, the request handed to
+//!   the holder;
+//! - after the holder is killed, the first request of each of its sessions
+//!   on the other edge: taken up (holder rewritten, handshake replayed).
 
 use std::time::{Duration, Instant};
 
@@ -169,26 +172,37 @@ pub async fn run(args: SessionsBenchArgs) -> anyhow::Result<()> {
 
     let n = args.sessions.max(1);
     let (mut opened_fleet, mut opened_local) = (Vec::new(), Vec::new());
-    let (mut taken_up, mut held_fleet, mut held_local) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut first_elsewhere, mut held_fleet, mut forwarded, mut held_local) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // (holder's index, id)
     let mut sessions = Vec::new();
     for i in 0..n {
         // Alternate, so drift hits both alike.
-        let (from, to) = (&fleet[i % 2], &fleet[(i + 1) % 2]);
-        let (id, took) = timed(open(&http, from)).await?;
+        let (from, to) = (i % 2, (i + 1) % 2);
+        let (id, took) = timed(open(&http, &fleet[from])).await?;
         opened_fleet.push(took);
-        let ((), took) = timed(list(&http, to, &id)).await?;
-        taken_up.push(took);
-        sessions.push((to.clone(), id));
+        let ((), took) = timed(list(&http, &fleet[to], &id)).await?;
+        first_elsewhere.push(took);
+        sessions.push((from, id));
         let (_, took) = timed(open(&http, &local)).await?;
         opened_local.push(took);
     }
     let local_id = open(&http, &local).await?;
     for i in 0..args.requests.max(1) {
-        let (url, id) = &sessions[i % sessions.len()];
-        let ((), took) = timed(list(&http, url, id)).await?;
+        let (holder, id) = &sessions[i % sessions.len()];
+        let ((), took) = timed(list(&http, &fleet[*holder], id)).await?;
         held_fleet.push(took);
+        let ((), took) = timed(list(&http, &fleet[(holder + 1) % 2], id)).await?;
+        forwarded.push(took);
         let ((), took) = timed(list(&http, &local, &local_id)).await?;
         held_local.push(took);
+    }
+    // The first edge dies (SIGKILL); the second takes its sessions up.
+    drop(edge_a);
+    let mut taken_up = Vec::new();
+    for (_, id) in sessions.iter().filter(|(holder, _)| *holder == 0) {
+        let ((), took) = timed(list(&http, &fleet[1], id)).await?;
+        taken_up.push(took);
     }
 
     println!(
@@ -197,24 +211,26 @@ pub async fn run(args: SessionsBenchArgs) -> anyhow::Result<()> {
     println!("| request | n | p50 ms | p99 ms |");
     println!("|---|---:|---:|---:|");
     row(
-        "open a session, fleet edge (record written to etcd)",
+        "open a session, fleet edge (its record written to etcd)",
         &mut opened_fleet,
     );
     row(
         "open a session, `quiver dev` (nothing recorded)",
         &mut opened_local,
     );
+    row("in a session, on the edge that holds it", &mut held_fleet);
+    row("in a session, `quiver dev`", &mut held_local);
     row(
-        "first request on the other edge (record read, handshake replayed)",
+        "in a session, first request on the other edge (record read, handed to the holder)",
+        &mut first_elsewhere,
+    );
+    row(
+        "in a session, on the other edge (handed to the holder)",
+        &mut forwarded,
+    );
+    row(
+        "in a session whose edge was killed, first request on the other (taken up: holder rewritten, handshake replayed)",
         &mut taken_up,
-    );
-    row(
-        "request in a session the edge holds, fleet edge",
-        &mut held_fleet,
-    );
-    row(
-        "request in a session the edge holds, `quiver dev`",
-        &mut held_local,
     );
     Ok(())
 }

@@ -193,7 +193,15 @@ impl Events {
 
     /// The next event's JSON, waiting up to 10 s.
     pub async fn next(&mut self) -> Option<(Option<String>, Value)> {
-        tokio::time::timeout(std::time::Duration::from_secs(10), self.received.recv())
+        self.next_within(std::time::Duration::from_secs(10)).await
+    }
+
+    /// The next event's JSON, waiting up to `limit`.
+    pub async fn next_within(
+        &mut self,
+        limit: std::time::Duration,
+    ) -> Option<(Option<String>, Value)> {
+        tokio::time::timeout(limit, self.received.recv())
             .await
             .ok()
             .flatten()

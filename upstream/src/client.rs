@@ -198,27 +198,31 @@ impl InFlight {
     /// in case one never reaches the handler): rmcp hands each to a task of
     /// its own, and they would otherwise reach the caller in any order.
     async fn turn_of(&self, seq: Option<&RelayedSeq>) {
+        if let Some(RelayedSeq(seq)) = seq.copied()
+            && !self.handed_on(seq).await
+        {
+            tracing::debug!("an earlier upstream notification was not handed on in time");
+        }
+    }
+
+    /// Waits until `target` log messages and progress notifications were
+    /// handed on, for at most [`RELAYED_SETTLE_LIMIT`]; whether they were.
+    async fn handed_on(&self, target: u64) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
-        let Some(RelayedSeq(seq)) = seq.copied() else {
-            return;
-        };
-        let turn = async {
+        let handed = async {
             loop {
                 let handled = self.relayed_one.notified();
                 tokio::pin!(handled);
                 handled.as_mut().enable();
-                if self.relayed_handled.load(SeqCst) >= seq {
+                if self.relayed_handled.load(SeqCst) >= target {
                     return;
                 }
                 handled.await;
             }
         };
-        if tokio::time::timeout(RELAYED_SETTLE_LIMIT, turn)
+        tokio::time::timeout(RELAYED_SETTLE_LIMIT, handed)
             .await
-            .is_err()
-        {
-            tracing::debug!("an earlier upstream notification was not handed on in time");
-        }
+            .is_ok()
     }
 
     fn relayed_handed_on(&self) {
@@ -235,23 +239,8 @@ impl InFlight {
     /// the result (when a 2025-11-25 client's stream for the request has
     /// closed) and its script would miss the last log lines.
     pub(crate) async fn relayed_settled(&self) {
-        use std::sync::atomic::Ordering::SeqCst;
-        let target = self.relayed_read.load(SeqCst);
-        let settled = async {
-            loop {
-                let handled = self.relayed_one.notified();
-                tokio::pin!(handled);
-                handled.as_mut().enable();
-                if self.relayed_handled.load(SeqCst) >= target {
-                    return;
-                }
-                handled.await;
-            }
-        };
-        if tokio::time::timeout(RELAYED_SETTLE_LIMIT, settled)
-            .await
-            .is_err()
-        {
+        let target = self.relayed_read.load(std::sync::atomic::Ordering::SeqCst);
+        if !self.handed_on(target).await {
             tracing::debug!("an upstream's notifications were not all handed on in time");
         }
     }
