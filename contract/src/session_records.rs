@@ -108,14 +108,7 @@ impl SessionRecords {
         let mut client = self.client().await?;
         let ttl = i64::try_from(self.idle.as_secs().max(1)).unwrap_or(i64::MAX);
         let lease = client.lease_grant(ttl, None).await?.id();
-        let value = serde_json::to_vec(record)?;
-        client
-            .put(
-                format!("{PREFIX}{id}"),
-                value,
-                Some(PutOptions::new().with_lease(lease)),
-            )
-            .await?;
+        self.put_leased(id, record, lease).await?;
         Ok(lease)
     }
 

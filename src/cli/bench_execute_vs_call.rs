@@ -68,6 +68,17 @@ pub(crate) struct Dev {
 }
 
 impl Dev {
+    /// The control plane's address, from the startup line.
+    pub(crate) fn control_plane(&self) -> anyhow::Result<String> {
+        Ok(self
+            .banner
+            .split("control plane ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .with_context(|| format!("no control-plane address in: {}", self.banner))?
+            .to_string())
+    }
+
     /// `quiver dev` with `extra` arguments, once it printed its startup line.
     pub(crate) async fn start_with(extra: &[&str]) -> anyhow::Result<Dev> {
         Dev::start_with_env(extra, &[]).await

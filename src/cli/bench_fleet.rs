@@ -248,13 +248,7 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     let dev = Dev::start_with(&catalog_args).await?;
     super::bench_execute_vs_call::wait_for_tools(&dev.connect("passthrough").await?, args.tools)
         .await?;
-    let control_plane = dev
-        .banner
-        .split("control plane ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .context("no control-plane address in quiver dev's startup line")?
-        .to_string();
+    let control_plane = dev.control_plane()?;
     let etcd = args.etcd.join(",");
     let membership: Vec<&str> = if etcd.is_empty() {
         Vec::new()

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use clap::Args;
 use quiver_control_plane::{
     admin::{AdminAnswer, AdminRequest},
@@ -30,13 +30,7 @@ pub struct RevocationArgs {
 /// Runs the benchmark and prints its table.
 pub async fn run(args: RevocationArgs) -> anyhow::Result<()> {
     let dev = Dev::start_with(&["--auth", "required"]).await?;
-    let control_plane = dev
-        .banner
-        .split("control plane ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .with_context(|| format!("no control-plane address in: {}", dev.banner))?
-        .to_string();
+    let control_plane = dev.control_plane()?;
     let mut admin = AdminClient::new(vec![control_plane], None);
     admin
         .call(&AdminRequest::TenantCreate {

@@ -119,13 +119,7 @@ pub async fn run(args: SessionsBenchArgs) -> anyhow::Result<()> {
         eprintln!("warning: a debug build; numbers are only meaningful from a release build");
     }
     let dev = Dev::start_with(&[]).await?;
-    let control_plane = dev
-        .banner
-        .split("control plane ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .context("no control-plane address in quiver dev's startup line")?
-        .to_string();
+    let control_plane = dev.control_plane()?;
     let etcd = args.etcd.join(",");
     let _executor = Role::start(&[
         "executor",
