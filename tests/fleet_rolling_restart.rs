@@ -66,7 +66,7 @@ async fn post(url: &str, tool: &str, arguments: Value) -> Result<(u16, Value), S
         .to_string();
     Ok((
         status,
-        serde_json::from_str(&message).unwrap_or(Value::Null),
+        serde_json::from_str(&message).unwrap_or(Value::String(text.clone())),
     ))
 }
 
@@ -96,9 +96,10 @@ async fn in_session(
         &request,
     )
     .await?;
+    // A body that is no JSON-RPC message is kept as text, for the failure.
     Ok((
         answer.status.as_u16(),
-        answer.response.unwrap_or(Value::Null),
+        answer.response.unwrap_or(Value::String(answer.body)),
     ))
 }
 

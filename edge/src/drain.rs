@@ -4,8 +4,9 @@
 //! Every POST counts as in flight until its response body is done (an SSE
 //! response ends when its result was sent). On shutdown the listener stops
 //! accepting and connections finish what they carry; only when nothing is
-//! in flight (or after [`DRAIN_LIMIT`]) are the sessions cancelled, which
-//! also ends long-lived GET streams, so the server can exit.
+//! in flight and no request started for [`QUIET`] (or after
+//! [`DRAIN_LIMIT`]) are the sessions cancelled, which also ends long-lived
+//! GET streams, so the server can exit.
 
 use std::{
     pin::Pin,
@@ -39,8 +40,14 @@ pub struct InFlight(Arc<Counter>);
 #[derive(Default)]
 struct Counter {
     requests: AtomicUsize,
+    /// Requests ever started.
+    started: std::sync::atomic::AtomicU64,
     idle: Notify,
 }
+
+/// How long a draining edge waits, once nothing is in flight, for a request
+/// that may still be on its way before it ends its sessions.
+pub const QUIET: Duration = Duration::from_millis(250);
 
 /// One request in flight while it lives.
 struct Guard(InFlight);
@@ -55,6 +62,7 @@ impl Drop for Guard {
 
 impl InFlight {
     fn enter(&self) -> Guard {
+        self.0.started.fetch_add(1, Ordering::AcqRel);
         self.0.requests.fetch_add(1, Ordering::AcqRel);
         Guard(self.clone())
     }
@@ -64,16 +72,30 @@ impl InFlight {
         self.0.requests.load(Ordering::Acquire)
     }
 
-    /// Returns when nothing is in flight, or after `limit`; whether it
-    /// drained.
+    /// Returns when nothing is in flight and no request started for
+    /// [`QUIET`], or after `limit`; whether it drained. The quiet time lets
+    /// a request whose bytes were on their way when the listener closed (on
+    /// a connection already open) arrive and be counted: ending the
+    /// sessions under it would answer it HTTP 500.
     pub async fn drained(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let idle = self.0.idle.notified();
-            if self.count() == 0 {
+            loop {
+                let idle = self.0.idle.notified();
+                if self.count() == 0 {
+                    break;
+                }
+                if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                    return self.count() == 0;
+                }
+            }
+            let started = self.0.started.load(Ordering::Acquire);
+            let quiet_until = (tokio::time::Instant::now() + QUIET).min(deadline);
+            tokio::time::sleep_until(quiet_until).await;
+            if self.count() == 0 && self.0.started.load(Ordering::Acquire) == started {
                 return true;
             }
-            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+            if tokio::time::Instant::now() >= deadline {
                 return self.count() == 0;
             }
         }
@@ -140,6 +162,21 @@ mod tests {
         assert!(!waiter.is_finished());
         assert_eq!(in_flight.count(), 1);
         drop(second);
+        assert!(waiter.await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_that_starts_in_the_quiet_time_is_waited_for() {
+        let in_flight = InFlight::default();
+        let waiter = tokio::spawn({
+            let in_flight = in_flight.clone();
+            async move { in_flight.drained(Duration::from_secs(30)).await }
+        });
+        tokio::time::sleep(QUIET / 2).await;
+        let late = in_flight.enter();
+        tokio::time::sleep(QUIET * 2).await;
+        assert!(!waiter.is_finished(), "drained under a request in flight");
+        drop(late);
         assert!(waiter.await.unwrap());
     }
 
