@@ -28,7 +28,6 @@ use rmcp::{
 use opentelemetry::KeyValue;
 use quiver_telemetry::instruments;
 use quiver_view::{ToolView, token_estimate::estimate_tokens};
-use serde_json::json;
 
 use crate::{
     auth::{AuthMode, Principal},
@@ -57,6 +56,8 @@ pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 ];
 
 pub use crate::traced_session::GatewaySession;
+
+mod subscriptions;
 
 /// The rmcp handler of one MCP session; [`GatewaySession`] wraps it in a
 /// span per request.
@@ -319,119 +320,6 @@ impl SessionHandler {
         // it again for clients of older revisions).
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result)
-    }
-
-    /// `resources/subscribe` or `resources/unsubscribe` of a session, sent
-    /// on to the upstream that serves `uri` (an unsubscribe only when no
-    /// other session or listener holds the resource); the session is told
-    /// of the resource's updates while it holds it.
-    async fn forward_subscription(
-        &self,
-        method: &str,
-        uri: &str,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let view = self.content_view(context)?;
-        let subscribing = method == "resources/subscribe";
-        if subscribing {
-            self.subscribe_session(&view, uri, context.peer.clone())
-                .await?;
-        } else {
-            let server = forwarded::route_uri(self.dispatch(), &view, uri).await?;
-            let released = self
-                .gateway
-                .unsubscribe_resource(Some(&server), Some(uri), &self.id);
-            if !released.is_empty() {
-                forwarded::send(self.dispatch(), &server, method, json!({"uri": uri})).await?;
-            }
-        }
-        // In the session's record, for an edge that takes it up.
-        if let Some(session) = crate::sessions::session_of(context) {
-            self.gateway
-                .sessions()
-                .note_subscription(self.gateway.session_records(), &session, uri, subscribing)
-                .await;
-        }
-        Ok(())
-    }
-
-    /// Tells `peer` (this session) of `uri`'s updates, asking the upstream
-    /// that serves it when nobody else holds it yet.
-    async fn subscribe_session(
-        &self,
-        view: &ToolView,
-        uri: &str,
-        peer: rmcp::Peer<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let server = forwarded::route_uri(self.dispatch(), view, uri).await?;
-        if self
-            .gateway
-            .subscribe_resource(&server, uri, &self.id, Some(peer))
-        {
-            // The first subscriber: the upstream is asked once for all.
-            let subscribe = json!({"uri": uri});
-            let sent = forwarded::send(self.dispatch(), &server, "resources/subscribe", subscribe);
-            if let Err(e) = sent.await {
-                self.gateway
-                    .unsubscribe_resource(Some(&server), Some(uri), &self.id);
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Subscribes a session this edge just took up to what its record says
-    /// it subscribed to.
-    async fn subscribe_again(&self, session: &str, peer: &rmcp::Peer<RoleServer>) {
-        let Some(view) = self
-            .bound
-            .get()
-            .and_then(|bound| self.gateway.view_for(&bound.principal))
-        else {
-            return;
-        };
-        for uri in self.gateway.sessions().subscriptions(session) {
-            if let Err(error) = self.subscribe_session(&view, &uri, peer.clone()).await {
-                tracing::warn!(uri, %error.message, "subscribing a taken-up session again");
-            }
-        }
-    }
-
-    /// Subscribes a stateless listener (`owner`) to `uris` at the upstreams
-    /// that serve them (once per resource, whoever else holds it); the ones
-    /// no upstream serves are left out.
-    async fn listen_to_resources(
-        &self,
-        uris: &[String],
-        owner: &str,
-        context: &RequestContext<RoleServer>,
-    ) {
-        let Ok(view) = self.content_view(context) else {
-            return;
-        };
-        for uri in uris {
-            let Ok(server) = forwarded::route_uri(self.dispatch(), &view, uri).await else {
-                continue;
-            };
-            if self.gateway.subscribe_resource(&server, uri, owner, None) {
-                let subscribe = json!({"uri": uri});
-                let sent =
-                    forwarded::send(self.dispatch(), &server, "resources/subscribe", subscribe);
-                if sent.await.is_err() {
-                    self.gateway
-                        .unsubscribe_resource(Some(&server), Some(uri), owner);
-                }
-            }
-        }
-    }
-
-    /// Ends a stateless listener's resource subscriptions.
-    async fn stop_listening_to_resources(&self, owner: &str) {
-        for (server, uri) in self.gateway.unsubscribe_resource(None, None, owner) {
-            let params = json!({"uri": uri});
-            let _ =
-                forwarded::send(self.dispatch(), &server, "resources/unsubscribe", params).await;
-        }
     }
 }
 
