@@ -5,10 +5,11 @@
 //!   requests at once: each request's cancellation is tied to its session,
 //!   where rmcp alone lets handlers drain for seconds;
 //! - with etcd (`--etcd`), any edge serves any session: the edge that opens
-//!   a session writes its record (tenant, `initialize` parameters,
-//!   [`quiver_contract::session_records`]); another edge asked for it reads
-//!   the record, refuses a caller of another tenant exactly as an unknown
-//!   session, and replays the handshake (rmcp's session restore). Records
+//!   a session writes its record (tenant, `initialize` parameters, holder,
+//!   subscriptions: [`quiver_contract::session_records`]); another edge
+//!   asked for it refuses a caller of another tenant exactly as an unknown
+//!   session and hands the request to the holder, or, with the holder gone,
+//!   takes the session up (rmcp's restore replays the handshake). Records
 //!   expire after the idle time unless a request touches them.
 //!
 //! Without etcd a session lives on the edge that opened it, as before.
@@ -56,8 +57,6 @@ struct Held {
     lease: Option<i64>,
     /// When this edge last restarted the record's idle time.
     touched: Instant,
-    /// A record read for a restore about to happen.
-    loaded: Option<SessionRecord>,
     /// The session's record as this edge last wrote or read it.
     record: Option<SessionRecord>,
 }
@@ -69,7 +68,6 @@ impl Held {
             ended: CancellationToken::new(),
             lease: None,
             touched: Instant::now(),
-            loaded: None,
             record: None,
         }
     }
@@ -178,16 +176,6 @@ impl SessionRegistry {
         {
             tracing::warn!(%error, "the session's subscriptions were not recorded");
         }
-    }
-
-    /// How many sessions this edge knows.
-    pub fn len(&self) -> usize {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    /// Whether this edge knows no session.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -452,17 +440,13 @@ struct RecordStore {
 #[async_trait::async_trait]
 impl SessionStore for RecordStore {
     async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        // The request layer has just read it to check the tenant.
-        if let Some(record) = self.registry.with(id, |held| held.loaded.take()) {
-            return Ok(Some(SessionState::new(record.initialize)));
-        }
-        let stored = self.records.get(id).await?;
+        // The request layer has just read (or rewritten) it.
+        let stored = match self.registry.cached(id) {
+            Some(stored) => Some(stored),
+            None => self.records.get(id).await?,
+        };
         Ok(stored.map(|stored| {
-            self.registry.with(id, |held| {
-                held.tenant = Some(stored.record.tenant.clone());
-                held.lease = Some(stored.lease);
-                held.record = Some(stored.record.clone());
-            });
+            self.registry.cache(id, &stored);
             SessionState::new(stored.record.initialize)
         }))
     }
@@ -527,11 +511,8 @@ pub async fn check_session(
         Some(stored) => Ok(Some(stored)),
         None => records.get(&id).await,
     };
-    let stored = match read {
-        Ok(Some(stored)) => {
-            sessions.registry.cache(&id, &stored);
-            stored
-        }
+    let mut stored = match read {
+        Ok(Some(stored)) => stored,
         Ok(None) => return next.run(request).await,
         Err(error) => {
             tracing::warn!(%error, "reading a session record");
@@ -570,27 +551,19 @@ pub async fn check_session(
             }
         }
     }
-    let mut record = stored.record;
-    let mut lease = stored.lease;
-    if record.holder != sessions.me() {
-        record.holder = sessions.me().to_string();
-        match records.put(&id, &record).await {
-            Ok(new) => lease = new,
+    if stored.record.holder != sessions.me() {
+        stored.record.holder = sessions.me().to_string();
+        match records.put(&id, &stored.record).await {
+            Ok(lease) => stored.lease = lease,
             Err(error) => tracing::warn!(%error, "naming this edge the session's holder"),
         }
     }
-    sessions.registry.with(&id, |held| {
-        held.tenant = Some(record.tenant.clone());
-        held.lease = Some(lease);
-        held.touched = Instant::now();
-        held.record = Some(record.clone());
-        held.loaded = Some(record);
-    });
+    // rmcp's restore reads it from here (`RecordStore::load`).
+    sessions.registry.cache(&id, &stored);
     next.run(request).await
 }
 
-/// A session handler's link to its session's end, for the request layer
-/// of rmcp: the id a request names, if any.
+/// The session a request names (its `Mcp-Session-Id`), if any.
 pub(crate) fn session_of(context: &rmcp::service::RequestContext<RoleServer>) -> Option<String> {
     context
         .extensions
