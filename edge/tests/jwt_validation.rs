@@ -646,6 +646,8 @@ async fn valid_token_without_a_required_scope_lacks_scope() {
     assert_invalid(&validator, &key.token(&expired), "expired").await;
 }
 
+mod key_sets;
+
 mod key_sources;
 
 mod attacks;

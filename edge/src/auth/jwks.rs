@@ -1,10 +1,9 @@
-//! JSON Web Key Sets: each trusted issuer's signing keys, read from a file or
-//! fetched over HTTP, cached, and re-read on an unknown key id at most once per
-//! interval. Keys are parsed (`jsonwebtoken::jwk::Jwk`) and signatures checked
-//! by `jsonwebtoken`; this module holds only the edge's policy: which keys of
-//! a set it will use for which algorithm, the floor on key strength, and when
-//! to re-read the set. Keys named inside a token (`jku`, `x5u`, `jwk`) are
-//! never fetched or used.
+//! Each trusted issuer's signing keys (a JWKS read from a file or an http(s)
+//! URL), cached, and re-read on an unknown key id at most once per interval.
+//! `jsonwebtoken` parses the keys (`Jwk`) and checks signatures; this module
+//! is the edge's policy: which keys it uses for which algorithm, the floor on
+//! key strength, and when to re-read. Keys a token names (`jku`, `x5u`, `jwk`)
+//! are never fetched or used.
 
 use std::{
     io::{self, Read},
@@ -24,26 +23,15 @@ use serde_json::{Map, Value};
 /// The largest JWKS document read from a file or a URL, in bytes.
 pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 
-/// How long one JWKS fetch over HTTP may take, connection to last byte.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The JWS algorithm a JOSE `alg` value names, if the edge accepts it:
-/// RSA (PKCS#1 v1.5 and PSS), ECDSA on P-256 and P-384, and EdDSA. `none`
-/// and the HMAC family are refused on purpose: a resource server holds no
-/// shared secret, and a token that names them is refused before any key is
-/// looked up.
+/// Whether the edge accepts `alg`: RSA (PKCS#1 v1.5 and PSS), ECDSA on
+/// P-256 and P-384, and EdDSA. HMAC is refused (a resource server holds no
+/// shared secret), and `none` is no `Algorithm` at all.
 ///
 /// ```
-/// use quiver_edge::auth::jwks::accepted_algorithm;
-/// assert_eq!(accepted_algorithm("ES256"), Some(jsonwebtoken::Algorithm::ES256));
-/// assert_eq!(accepted_algorithm("HS256"), None);
-/// assert_eq!(accepted_algorithm("none"), None);
+/// use jsonwebtoken::Algorithm;
+/// use quiver_edge::auth::jwks::is_accepted;
+/// assert!(is_accepted(Algorithm::ES256) && !is_accepted(Algorithm::HS256));
 /// ```
-pub fn accepted_algorithm(name: &str) -> Option<Algorithm> {
-    name.parse().ok().filter(|alg| is_accepted(*alg))
-}
-
-/// Whether the edge accepts `alg` (see [`accepted_algorithm`]).
 pub fn is_accepted(alg: Algorithm) -> bool {
     use Algorithm::*;
     matches!(
@@ -52,24 +40,13 @@ pub fn is_accepted(alg: Algorithm) -> bool {
     )
 }
 
-/// The key types (with their curve) the edge verifies signatures with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum KeyKind {
-    Rsa,
-    P256,
-    P384,
-    Ed25519,
-}
-
-impl KeyKind {
-    /// The kind of key that verifies `alg`.
-    fn verifying(alg: Algorithm) -> KeyKind {
-        match alg {
-            Algorithm::ES256 => KeyKind::P256,
-            Algorithm::ES384 => KeyKind::P384,
-            Algorithm::EdDSA => KeyKind::Ed25519,
-            _ => KeyKind::Rsa,
-        }
+/// The key type that verifies `alg`: `None` for RSA, else the curve.
+fn curve_of(alg: Algorithm) -> Option<EllipticCurve> {
+    match alg {
+        Algorithm::ES256 => Some(EllipticCurve::P256),
+        Algorithm::ES384 => Some(EllipticCurve::P384),
+        Algorithm::EdDSA => Some(EllipticCurve::Ed25519),
+        _ => None,
     }
 }
 
@@ -80,7 +57,7 @@ pub enum JwksError {
     /// The document is bigger than [`MAX_JWKS_BYTES`].
     #[error("the JWKS is larger than {MAX_JWKS_BYTES} bytes")]
     TooLarge,
-    /// The document is not JSON, or not an object.
+    /// The document is not a JSON object.
     #[error("the JWKS is not a JSON object: {0}")]
     NotJson(#[source] serde_json::Error),
     /// The object has no `keys` array.
@@ -97,87 +74,51 @@ pub enum JwksError {
     },
 }
 
-/// Why a key was left out of a set, naming it by its `kid`.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {problem}", match kid { Some(kid) => format!("key {kid:?}"), None => "key without kid".to_owned() })]
-struct KeyRejection {
-    kid: Option<String>,
-    problem: KeyProblem,
-}
-
-/// What is wrong with a key.
+/// What is wrong with a key of a set.
 #[derive(Debug, thiserror::Error)]
 enum KeyProblem {
-    /// `jsonwebtoken` cannot read it as a JWK.
     #[error("not a readable JWK ({0})")]
     Unreadable(serde_json::Error),
-    /// Its `alg` needs another key type.
     #[error("\"alg\": {0:?} does not fit the key type")]
     AlgMismatch(Algorithm),
-    /// A member is not base64url.
-    #[error("\"{0}\" is not base64url")]
-    NotBase64(&'static str),
-    /// An RSA modulus out of range.
     #[error("RSA modulus of {0} bits; 2048 to 8192 bits are accepted")]
     RsaBits(usize),
-    /// Coordinates or a public key not of the curve's size.
     #[error("{0:?} key members must be {1} bytes each")]
-    Length(KeyKind, usize),
-    /// `jsonwebtoken` cannot make a public key of it.
+    Length(EllipticCurve, usize),
     #[error("not a usable public key ({0})")]
     NotAKey(jsonwebtoken::errors::Error),
 }
 
-/// Why a JWKS could not be re-read (the previous keys stay).
+/// Why a JWKS could not be read (a re-read keeps the previous keys).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FetchError {
-    /// The file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read { path: PathBuf, source: io::Error },
-    /// The URL could not be fetched.
     #[error("{url}: {source}")]
-    Url {
-        url: reqwest::Url,
-        source: UrlFetchError,
-    },
-    /// The file's or the URL's document is not a usable JWKS.
+    Request { url: String, source: reqwest::Error },
+    #[error("{url}: answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url}: body larger than {MAX_JWKS_BYTES} bytes")]
+    TooLarge { url: String },
     #[error("{from}: {source}")]
     Document { from: String, source: JwksError },
 }
 
-/// Why a JWKS URL gave no document.
+/// Why an issuer has no key for a token (server logs only).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum UrlFetchError {
-    /// The request failed.
-    #[error("{0}")]
-    Request(reqwest::Error),
-    /// The server did not answer with success.
-    #[error("answered HTTP {0}")]
-    Status(reqwest::StatusCode),
-    /// The body is too large.
-    #[error("body larger than {MAX_JWKS_BYTES} bytes")]
-    TooLarge,
-}
-
-/// Why no key verified a token (for server logs only); `E` is why the
-/// token's check failed with the key chosen.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum KeyFailure<E> {
-    /// The key was found; the token's check failed.
-    #[error("{0}")]
-    Check(E),
+pub(crate) enum KeyFailure {
     /// The set has keys for the token, but none it may use.
     #[error("{0}")]
     Refused(String),
-    /// No key, also after re-reading the set.
-    #[error("{missing}, also after re-reading the JWKS")]
-    StillMissing { missing: String },
-    /// No key, and the set was re-read too recently to read it again.
-    #[error("{missing}; JWKS re-read less than {interval:?} ago")]
-    RefetchTooSoon { missing: String, interval: Duration },
-    /// No key, and re-reading the set failed.
-    #[error("{missing}; re-reading the JWKS failed: {source}")]
-    RefetchFailed { missing: String, source: FetchError },
+    /// The set has no key for the token; a fresher set might.
+    #[error("{0}")]
+    Missing(String),
+    #[error("{0}, also after re-reading the JWKS")]
+    StillMissing(String),
+    #[error("{0}; JWKS re-read less than {1:?} ago")]
+    RefetchTooSoon(String, Duration),
+    #[error("{0}; re-reading the JWKS failed: {1}")]
+    RefetchFailed(String, FetchError),
 }
 
 /// One usable key of a JWKS.
@@ -186,94 +127,77 @@ struct SigningKey {
     kid: Option<String>,
     /// The `alg` the key is restricted to, when the JWK names one.
     alg: Option<Algorithm>,
-    kind: KeyKind,
+    /// `None` for RSA, else the key's curve.
+    curve: Option<EllipticCurve>,
     key: DecodingKey,
 }
 
 impl SigningKey {
     /// Whether this key may verify a signature made with `alg`.
     fn accepts(&self, alg: Algorithm) -> bool {
-        self.alg.is_none_or(|declared| declared == alg) && KeyKind::verifying(alg) == self.kind
+        self.alg.is_none_or(|declared| declared == alg) && curve_of(alg) == self.curve
     }
 
-    /// The key a JWK describes: `Ok(None)` for one that is not for
-    /// signatures, restricted to an algorithm the edge refuses, or of a type
-    /// the edge does not verify (symmetric `oct`, other curves); `Err` for
-    /// one that is malformed or below the floor on key strength (RSA moduli
-    /// of 2048 to 8192 bits, EC and Ed25519 members of their curve's size).
-    fn from_value(entry: &Value) -> Result<Option<SigningKey>, KeyRejection> {
-        let jwk: Jwk = serde_json::from_value(entry.clone()).map_err(|e| KeyRejection {
-            kid: entry.get("kid").and_then(Value::as_str).map(str::to_owned),
-            problem: KeyProblem::Unreadable(e),
-        })?;
+    /// The key a JWK describes: `Ok(None)` for one not for signatures,
+    /// restricted to an algorithm the edge refuses, or of a type it does not
+    /// verify (`oct`, other curves); `Err` for one malformed or below the
+    /// floor (RSA moduli of 2048 to 8192 bits, EC and Ed25519 members of
+    /// their curve's size).
+    fn from_jwk(jwk: &Jwk) -> Result<Option<SigningKey>, KeyProblem> {
         let common = &jwk.common;
-        let named = |problem| KeyRejection {
-            kid: common.key_id.clone(),
-            problem,
-        };
-        let for_signatures = common
-            .public_key_use
-            .as_ref()
-            .is_none_or(|usage| *usage == PublicKeyUse::Signature)
-            && common
-                .key_operations
-                .as_ref()
-                .is_none_or(|ops| ops.contains(&KeyOperations::Verify));
-        if !for_signatures {
+        let usage = common.public_key_use.as_ref();
+        let operations = common.key_operations.as_ref();
+        if !usage.is_none_or(|usage| *usage == PublicKeyUse::Signature)
+            || !operations.is_none_or(|ops| ops.contains(&KeyOperations::Verify))
+        {
             return Ok(None);
         }
-        let alg = match common.key_algorithm {
+        // A key restricted to an algorithm the edge refuses (HS256, RSA-OAEP)
+        // can never verify a token.
+        let alg = match common.key_algorithm.map(|named| named.to_string().parse()) {
+            Some(Ok(alg)) if is_accepted(alg) => Some(alg),
+            Some(_) => return Ok(None),
             None => None,
-            Some(named) => match accepted_algorithm(&named.to_string()) {
-                Some(alg) => Some(alg),
-                // Restricted to an algorithm the edge refuses (HS256,
-                // RSA-OAEP for encryption, ...): it can never verify a token.
-                None => return Ok(None),
-            },
         };
-        let decode = |member: &'static str, text: &str| {
-            URL_SAFE_NO_PAD_INDIFFERENT
-                .decode(text)
-                .map_err(|_| named(KeyProblem::NotBase64(member)))
-        };
-        let sized = |kind, size, members: &[(&'static str, &str)]| {
-            for (member, text) in members {
-                if decode(member, text)?.len() != size {
-                    return Err(named(KeyProblem::Length(kind, size)));
-                }
-            }
-            Ok(kind)
-        };
-        let kind = match &jwk.algorithm {
-            AlgorithmParameters::RSA(rsa) => {
-                let bits = decode("n", &rsa.n)?.iter().skip_while(|b| **b == 0).count() * 8;
-                if !(2048..=8192).contains(&bits) {
-                    return Err(named(KeyProblem::RsaBits(bits)));
-                }
-                decode("e", &rsa.e)?;
-                KeyKind::Rsa
-            }
+        let (curve, members, size) = match &jwk.algorithm {
+            AlgorithmParameters::RSA(rsa) => (None, vec![&rsa.n], 0),
             AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
-                sized(KeyKind::P256, 32, &[("x", &ec.x), ("y", &ec.y)])?
+                (Some(ec.curve.clone()), vec![&ec.x, &ec.y], 32)
             }
             AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P384 => {
-                sized(KeyKind::P384, 48, &[("x", &ec.x), ("y", &ec.y)])?
+                (Some(ec.curve.clone()), vec![&ec.x, &ec.y], 48)
             }
             AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
-                sized(KeyKind::Ed25519, 32, &[("x", &okp.x)])?
+                (Some(okp.curve.clone()), vec![&okp.x], 32)
             }
             _ => return Ok(None),
         };
         if let Some(alg) = alg
-            && KeyKind::verifying(alg) != kind
+            && curve_of(alg) != curve
         {
-            return Err(named(KeyProblem::AlgMismatch(alg)));
+            return Err(KeyProblem::AlgMismatch(alg));
         }
-        let key = DecodingKey::from_jwk(&jwk).map_err(|e| named(KeyProblem::NotAKey(e)))?;
+        // jsonwebtoken refuses members that are not base64url; the sizes are
+        // checked here.
+        let key = DecodingKey::from_jwk(jwk).map_err(KeyProblem::NotAKey)?;
+        let decoded = |text: &str| URL_SAFE_NO_PAD_INDIFFERENT.decode(text).unwrap_or_default();
+        match &curve {
+            None => {
+                let bits = decoded(members[0]).iter().skip_while(|b| **b == 0).count() * 8;
+                if !(2048..=8192).contains(&bits) {
+                    return Err(KeyProblem::RsaBits(bits));
+                }
+            }
+            Some(curve) if members.iter().any(|member| decoded(member).len() != size) => {
+                return Err(KeyProblem::Length(curve.clone(), size));
+            }
+            Some(_) => {}
+        }
+        let kid = common.key_id.clone();
         Ok(Some(SigningKey {
-            kid: common.key_id.clone(),
+            kid,
             alg,
-            kind,
+            curve,
             key,
         }))
     }
@@ -287,43 +211,36 @@ pub struct KeySet {
     skipped: Vec<String>,
 }
 
-/// Which key of a set verifies a token.
-enum KeyChoice<'a> {
-    /// This key.
-    Key(&'a DecodingKey),
-    /// The set has no key for the token; a fresher set might.
-    Missing(String),
-    /// The set has keys for the token, but none it may use; refetching
-    /// cannot help.
-    Refused(String),
-}
-
 impl KeySet {
-    /// The signing keys of a JWKS document (`{"keys": [...]}`).
-    ///
-    /// Keys that are not for signatures (`use` other than `sig`), of a type
-    /// the edge does not verify, or malformed are left out; a document left
-    /// with no key at all is an error.
+    /// The signing keys of a JWKS document (`{"keys": [...]}`). Keys not for
+    /// signatures (`use` other than `sig`), of a type the edge does not
+    /// verify, or malformed are left out; a document left with no key at all
+    /// is an error.
     pub fn from_json(document: &[u8]) -> Result<KeySet, JwksError> {
         if document.len() > MAX_JWKS_BYTES {
             return Err(JwksError::TooLarge);
         }
         let object: Map<String, Value> =
             serde_json::from_slice(document).map_err(JwksError::NotJson)?;
-        let entries = object
-            .get("keys")
-            .and_then(Value::as_array)
-            .ok_or(JwksError::NoKeysArray)?;
+        let entries = object.get("keys").and_then(Value::as_array);
         let mut set = KeySet::default();
-        for (index, entry) in entries.iter().enumerate() {
+        for (index, entry) in entries.ok_or(JwksError::NoKeysArray)?.iter().enumerate() {
             if !entry.is_object() {
                 set.skipped.push(format!("keys[{index}] is not an object"));
                 continue;
             }
-            match SigningKey::from_value(entry) {
-                Ok(Some(key)) => set.keys.push(key),
-                Ok(None) => {}
-                Err(reason) => set.skipped.push(format!("keys[{index}] {reason}")),
+            let key = serde_json::from_value(entry.clone())
+                .map_err(KeyProblem::Unreadable)
+                .and_then(|jwk| SigningKey::from_jwk(&jwk));
+            match (key, entry.get("kid").and_then(Value::as_str)) {
+                (Ok(Some(key)), _) => set.keys.push(key),
+                (Ok(None), _) => {}
+                (Err(problem), Some(kid)) => set
+                    .skipped
+                    .push(format!("keys[{index}] key {kid:?}: {problem}")),
+                (Err(problem), None) => set
+                    .skipped
+                    .push(format!("keys[{index}] key without kid: {problem}")),
             }
         }
         if set.keys.is_empty() {
@@ -349,34 +266,32 @@ impl KeySet {
         &self.skipped
     }
 
-    /// The key for a token signed with `alg` under `kid`. Without a `kid`,
+    /// The key for a token signed with `alg` under `kid`; without a `kid`,
     /// the one key that can verify `alg`, if there is exactly one.
-    fn choose(&self, kid: Option<&str>, alg: Algorithm) -> KeyChoice<'_> {
-        match kid {
-            Some(kid) => {
-                let mut named = self
-                    .keys
-                    .iter()
-                    .filter(|key| key.kid.as_deref() == Some(kid))
-                    .peekable();
-                if named.peek().is_none() {
-                    return KeyChoice::Missing(format!("no key with kid {kid:?}"));
-                }
-                match named.find(|key| key.accepts(alg)) {
-                    Some(key) => KeyChoice::Key(&key.key),
-                    None => KeyChoice::Refused(format!("key {kid:?} cannot verify {alg:?}")),
-                }
-            }
-            None => {
-                let mut fitting = self.keys.iter().filter(|key| key.accepts(alg));
-                match (fitting.next(), fitting.next()) {
-                    (Some(key), None) => KeyChoice::Key(&key.key),
-                    (None, _) => KeyChoice::Missing(format!("no kid and no {alg:?} key")),
-                    (Some(_), Some(_)) => KeyChoice::Refused(format!(
-                        "no kid and several {alg:?} keys to choose from"
-                    )),
-                }
-            }
+    fn choose(&self, kid: Option<&str>, alg: Algorithm) -> Result<&DecodingKey, KeyFailure> {
+        let fitting = |key: &&SigningKey| key.accepts(alg);
+        let Some(kid) = kid else {
+            let mut keys = self.keys.iter().filter(fitting);
+            return match (keys.next(), keys.next()) {
+                (Some(key), None) => Ok(&key.key),
+                (None, _) => Err(KeyFailure::Missing(format!("no kid and no {alg:?} key"))),
+                _ => Err(KeyFailure::Refused(format!(
+                    "no kid and several {alg:?} keys to choose from"
+                ))),
+            };
+        };
+        let mut named = self
+            .keys
+            .iter()
+            .filter(|key| key.kid.as_deref() == Some(kid));
+        let Some(first) = named.next() else {
+            return Err(KeyFailure::Missing(format!("no key with kid {kid:?}")));
+        };
+        match std::iter::once(first).chain(named).find(fitting) {
+            Some(key) => Ok(&key.key),
+            None => Err(KeyFailure::Refused(format!(
+                "key {kid:?} cannot verify {alg:?}"
+            ))),
         }
     }
 }
@@ -386,113 +301,85 @@ impl KeySet {
 pub(crate) enum JwksSource {
     /// A local file, re-read on refetch.
     File(PathBuf),
-    /// An http or https URL, fetched with a 5-second timeout.
-    Url {
-        /// The JWKS URL.
-        url: reqwest::Url,
-        /// The HTTP client every URL issuer shares.
-        client: reqwest::Client,
-    },
+    /// An http(s) URL, fetched with the shared client (5-second timeout).
+    Url(reqwest::Url, reqwest::Client),
 }
 
 impl JwksSource {
-    /// The current key set at the source.
+    /// The current key set at the source. A URL's body past
+    /// [`MAX_JWKS_BYTES`] is refused as it arrives.
     async fn fetch(&self) -> Result<KeySet, FetchError> {
         let (from, document) = match self {
             JwksSource::File(path) => {
                 let reading = path.clone();
-                let document = tokio::task::spawn_blocking(move || read_jwks_file(&reading))
-                    .await
-                    .unwrap_or_else(|stopped| Err(io::Error::other(stopped)))
+                let read = tokio::task::spawn_blocking(move || read_file(&reading)).await;
+                let path = path.clone();
+                let document = (read.unwrap_or_else(|stopped| Err(io::Error::other(stopped))))
                     .map_err(|source| FetchError::Read {
                         path: path.clone(),
                         source,
                     })?;
                 (path.display().to_string(), document)
             }
-            JwksSource::Url { url, client } => {
-                let document = fetch_url(client, url)
-                    .await
-                    .map_err(|source| FetchError::Url {
-                        url: url.clone(),
-                        source,
-                    })?;
-                (url.to_string(), document)
+            JwksSource::Url(url, client) => {
+                let url_text = url.to_string();
+                let request = |source| FetchError::Request {
+                    url: url_text.clone(),
+                    source,
+                };
+                let accept = (reqwest::header::ACCEPT, "application/json");
+                let answer = client.get(url.clone()).header(accept.0, accept.1).send();
+                let mut response = answer.await.map_err(request)?;
+                if !response.status().is_success() {
+                    let status = response.status().as_u16();
+                    return Err(FetchError::Status {
+                        url: url_text,
+                        status,
+                    });
+                }
+                let mut body = Vec::new();
+                while let Some(chunk) = response.chunk().await.map_err(request)? {
+                    if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                        return Err(FetchError::TooLarge { url: url_text });
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                (url_text, body)
             }
         };
         KeySet::from_json(&document).map_err(|source| FetchError::Document { from, source })
     }
 }
 
-/// The contents of a JWKS file, refused past [`MAX_JWKS_BYTES`].
-pub(crate) fn read_jwks_file(path: &Path) -> io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+/// A JWKS file's first [`MAX_JWKS_BYTES`] + 1 bytes (more is refused as
+/// [`JwksError::TooLarge`]).
+pub(crate) fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     let mut document = Vec::new();
-    file.take(MAX_JWKS_BYTES as u64 + 1)
-        .read_to_end(&mut document)?;
-    if document.len() > MAX_JWKS_BYTES {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {MAX_JWKS_BYTES} bytes"),
-        ));
-    }
+    let file = std::fs::File::open(path)?;
+    (file.take(MAX_JWKS_BYTES as u64 + 1)).read_to_end(&mut document)?;
     Ok(document)
-}
-
-/// The body of a JWKS URL, refused on a non-success status or past
-/// [`MAX_JWKS_BYTES`] (checked as the body arrives, not only by its
-/// announced length).
-async fn fetch_url(client: &reqwest::Client, url: &reqwest::Url) -> Result<Vec<u8>, UrlFetchError> {
-    let mut response = client
-        .get(url.clone())
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .await
-        .map_err(UrlFetchError::Request)?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(UrlFetchError::Status(status));
-    }
-    if response
-        .content_length()
-        .is_some_and(|length| length > MAX_JWKS_BYTES as u64)
-    {
-        return Err(UrlFetchError::TooLarge);
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(UrlFetchError::Request)? {
-        if body.len() + chunk.len() > MAX_JWKS_BYTES {
-            return Err(UrlFetchError::TooLarge);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// The HTTP client for JWKS URLs: rustls with ring, a 5-second timeout.
 pub(crate) fn jwks_http_client() -> Result<reqwest::Client, reqwest::Error> {
-    // reqwest is built without a crypto provider and takes the process-wide
-    // one; the edge ships rustls with ring only, so make that the default
-    // unless the binary already chose one.
+    // reqwest takes the process-wide crypto provider; the edge ships ring
+    // only. A concurrent caller may win the race; either way ring is installed.
     if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // A concurrent caller may win the race; either way ring is installed.
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
-    reqwest::Client::builder()
-        .timeout(FETCH_TIMEOUT)
-        .connect_timeout(FETCH_TIMEOUT)
-        .build()
+    let timeout = Duration::from_secs(5);
+    let builder = reqwest::Client::builder().timeout(timeout);
+    builder.connect_timeout(timeout).build()
 }
 
-/// One issuer's keys: the cached set, where it came from, and when it was
-/// last refetched.
+/// One issuer's keys: the cached set, its source, and when a token last made
+/// it be re-read (`None` until one does; held across the fetch so that
+/// concurrent misses fetch once).
 #[derive(Debug)]
 pub(crate) struct IssuerKeys {
     issuer: String,
     source: JwksSource,
     keys: ArcSwap<KeySet>,
-    /// When a token last made the set be re-read; `None` until one does.
-    /// Held across the fetch so that concurrent misses fetch once.
     last_refetch: tokio::sync::Mutex<Option<Instant>>,
 }
 
@@ -500,6 +387,7 @@ impl IssuerKeys {
     /// Keys for `issuer` from `source`, starting with `initial` (empty for a
     /// URL, fetched on first use).
     pub(crate) fn new(issuer: String, source: JwksSource, initial: KeySet) -> IssuerKeys {
+        log_skipped_keys(&issuer, &initial);
         IssuerKeys {
             issuer,
             source,
@@ -508,203 +396,57 @@ impl IssuerKeys {
         }
     }
 
-    /// Runs `check` (the token's signature and claims) with the key `kid`
-    /// names, or the only key for `alg`. A key the cached set lacks makes the
-    /// set be re-read, at most once per `refetch_interval`. `Err` holds the
-    /// reason, for server logs only.
-    pub(crate) async fn verify<T, E>(
+    /// The key `kid` names, or the only key for `alg`. A key the cached
+    /// set lacks makes the set be re-read, at most once per `interval`.
+    pub(crate) async fn key(
         &self,
         kid: Option<&str>,
         alg: Algorithm,
-        refetch_interval: Duration,
-        check: impl Fn(&DecodingKey) -> Result<T, E>,
-    ) -> Result<T, KeyFailure<E>> {
-        let cached = self.keys.load_full();
-        let missing = match cached.choose(kid, alg) {
-            KeyChoice::Key(key) => return check(key).map_err(KeyFailure::Check),
-            KeyChoice::Refused(reason) => return Err(KeyFailure::Refused(reason)),
-            KeyChoice::Missing(reason) => reason,
+        interval: Duration,
+    ) -> Result<DecodingKey, KeyFailure> {
+        let missing = match self.keys.load().choose(kid, alg) {
+            Err(KeyFailure::Missing(missing)) => missing,
+            chosen => return chosen.cloned(),
         };
-        let refetch = self.refetch(refetch_interval).await;
+        let refetched = self.refetch(interval).await;
         // Another task may have refreshed the set while this one waited.
-        let current = self.keys.load_full();
-        match current.choose(kid, alg) {
-            KeyChoice::Key(key) => check(key).map_err(KeyFailure::Check),
-            KeyChoice::Refused(reason) => Err(KeyFailure::Refused(reason)),
-            KeyChoice::Missing(_) => Err(match refetch {
-                Refetch::Done => KeyFailure::StillMissing { missing },
-                Refetch::TooSoon => KeyFailure::RefetchTooSoon {
-                    missing,
-                    interval: refetch_interval,
-                },
-                Refetch::Failed(source) => KeyFailure::RefetchFailed { missing, source },
+        match self.keys.load().choose(kid, alg) {
+            Err(KeyFailure::Missing(_)) => Err(match refetched {
+                Some(Ok(())) => KeyFailure::StillMissing(missing),
+                Some(Err(error)) => KeyFailure::RefetchFailed(missing, error),
+                None => KeyFailure::RefetchTooSoon(missing, interval),
             }),
+            chosen => chosen.cloned(),
         }
     }
 
-    /// Re-reads the set unless it was re-read within `interval`; a failed
-    /// read keeps the old set.
-    async fn refetch(&self, interval: Duration) -> Refetch {
+    /// Re-reads the set unless it was re-read within `interval` (`None`); a
+    /// failed read keeps the old set.
+    async fn refetch(&self, interval: Duration) -> Option<Result<(), FetchError>> {
         let mut last = self.last_refetch.lock().await;
-        if let Some(at) = *last
-            && at.elapsed() < interval
-        {
-            return Refetch::TooSoon;
+        if last.is_some_and(|at| at.elapsed() < interval) {
+            return None;
         }
         *last = Some(Instant::now());
-        match self.source.fetch().await {
+        let issuer = &self.issuer;
+        Some(match self.source.fetch().await {
             Ok(keys) => {
-                tracing::info!(issuer = %self.issuer, keys = keys.len(), "JWKS re-read");
-                log_skipped_keys(&self.issuer, &keys);
+                tracing::info!(issuer, keys = keys.len(), "JWKS re-read");
+                log_skipped_keys(issuer, &keys);
                 self.keys.store(Arc::new(keys));
-                Refetch::Done
+                Ok(())
             }
             Err(error) => {
-                tracing::warn!(issuer = %self.issuer, %error, "JWKS re-read failed; keeping the previous keys");
-                Refetch::Failed(error)
+                tracing::warn!(issuer, %error, "JWKS re-read failed; keeping the previous keys");
+                Err(error)
             }
-        }
+        })
     }
 }
 
 /// Tells the operator which keys of `issuer`'s JWKS were left out and why.
-pub(crate) fn log_skipped_keys(issuer: &str, keys: &KeySet) {
+fn log_skipped_keys(issuer: &str, keys: &KeySet) {
     if !keys.skipped().is_empty() {
         tracing::warn!(issuer, skipped = %keys.skipped().join("; "), "JWKS keys left out");
-    }
-}
-
-/// What an attempt to re-read a JWKS did.
-enum Refetch {
-    Done,
-    TooSoon,
-    Failed(FetchError),
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn b64(bytes: &[u8]) -> String {
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    }
-
-    fn set(keys: Value) -> Result<KeySet, JwksError> {
-        KeySet::from_json(json!({ "keys": keys }).to_string().as_bytes())
-    }
-
-    #[test]
-    fn keys_not_for_signatures_and_symmetric_keys_are_left_out() {
-        let ed = json!({"kty": "OKP", "crv": "Ed25519", "x": b64(&[7; 32]), "kid": "ed"});
-        let keys = set(json!([
-            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32]), "use": "enc"},
-            {"kty": "oct", "k": b64(b"secret"), "kid": "hmac"},
-            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[2; 32]), "alg": "HS256"},
-            {"kty": "OKP", "crv": "X25519", "x": b64(&[3; 32])},
-            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[4; 32]), "key_ops": ["encrypt"]},
-            ed,
-        ]))
-        .expect("one usable key");
-        assert_eq!(keys.len(), 1);
-        assert!(matches!(
-            keys.choose(None, Algorithm::EdDSA),
-            KeyChoice::Key(_)
-        ));
-        assert!(matches!(
-            keys.choose(Some("ed"), Algorithm::EdDSA),
-            KeyChoice::Key(_)
-        ));
-        assert!(matches!(
-            keys.choose(Some("hmac"), Algorithm::EdDSA),
-            KeyChoice::Missing(_)
-        ));
-    }
-
-    #[test]
-    fn malformed_keys_are_skipped_and_named() {
-        let error = set(json!([
-            {"kty": "EC", "crv": "P-256", "x": b64(&[1; 31]), "y": b64(&[1; 32]), "kid": "short"},
-            {"kty": "RSA", "n": b64(&[0xff; 128]), "e": b64(&[1, 0, 1]), "kid": "small"},
-            {"kty": "OKP", "crv": "Ed25519", "x": "not base64!", "kid": "bad"},
-            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32]), "alg": "ES256", "kid": "mismatch"},
-            "not an object",
-        ]))
-        .expect_err("nothing usable");
-        let message = error.to_string();
-        for expected in [
-            "\"short\"",
-            "\"small\"",
-            "1024 bits",
-            "\"bad\"",
-            "\"mismatch\"",
-            "keys[4]",
-        ] {
-            assert!(
-                message.contains(expected),
-                "{expected} missing from: {message}"
-            );
-        }
-    }
-
-    #[test]
-    fn documents_that_are_not_key_sets_are_refused() {
-        assert!(matches!(
-            KeySet::from_json(b"[]"),
-            Err(JwksError::NotJson(_))
-        ));
-        assert!(matches!(
-            KeySet::from_json(b"{\"keys\": {}}"),
-            Err(JwksError::NoKeysArray)
-        ));
-        assert!(matches!(
-            KeySet::from_json(b"\xff\xfe"),
-            Err(JwksError::NotJson(_))
-        ));
-        let huge = vec![b' '; MAX_JWKS_BYTES + 1];
-        assert!(matches!(KeySet::from_json(&huge), Err(JwksError::TooLarge)));
-    }
-
-    #[test]
-    fn a_key_restricted_to_one_algorithm_refuses_another() {
-        let n = {
-            let mut n = vec![0xc5; 256];
-            n.insert(0, 0);
-            n
-        };
-        let keys = set(
-            json!([{"kty": "RSA", "n": b64(&n), "e": b64(&[1, 0, 1]), "alg": "PS256", "kid": "r"}]),
-        )
-        .expect("an RSA key");
-        assert!(matches!(
-            keys.choose(Some("r"), Algorithm::PS256),
-            KeyChoice::Key(_)
-        ));
-        assert!(matches!(
-            keys.choose(Some("r"), Algorithm::RS256),
-            KeyChoice::Refused(_)
-        ));
-        assert!(matches!(
-            keys.choose(Some("r"), Algorithm::ES256),
-            KeyChoice::Refused(_)
-        ));
-    }
-
-    #[test]
-    fn without_a_kid_two_fitting_keys_are_ambiguous() {
-        let keys = set(json!([
-            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32])},
-            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[2; 32])},
-        ]))
-        .expect("two keys");
-        assert!(matches!(
-            keys.choose(None, Algorithm::EdDSA),
-            KeyChoice::Refused(_)
-        ));
-        assert!(matches!(
-            keys.choose(None, Algorithm::ES256),
-            KeyChoice::Missing(_)
-        ));
     }
 }

@@ -107,26 +107,28 @@ impl JwtValidator {
         let mut keys = Vec::with_capacity(config.issuers.len());
         for (index, issuer) in config.issuers.iter().enumerate() {
             let name = issuer.issuer.clone();
-            let issuer_keys = match issuer.key_source(index)? {
+            let (source, initial) = match issuer.key_source(index)? {
                 KeySource::File(path) => {
-                    let document = jwks::read_jwks_file(path).map_err(|source| {
+                    let (issuer, path) = (name.clone(), path.to_owned());
+                    let document = jwks::read_file(&path).map_err(|source| {
+                        let (issuer, path) = (issuer.clone(), path.clone());
                         JwtConfigError::ReadJwksFile {
                             index,
-                            issuer: name.clone(),
-                            path: path.to_owned(),
+                            issuer,
+                            path,
                             source,
                         }
                     })?;
                     let set = KeySet::from_json(&document).map_err(|source| {
+                        let path = path.clone();
                         JwtConfigError::BadJwksFile {
                             index,
-                            issuer: name.clone(),
-                            path: path.to_owned(),
+                            issuer,
+                            path,
                             source,
                         }
                     })?;
-                    jwks::log_skipped_keys(&name, &set);
-                    IssuerKeys::new(name, JwksSource::File(path.to_owned()), set)
+                    (JwksSource::File(path), set)
                 }
                 KeySource::Url(url) => {
                     if url.scheme() == "http" {
@@ -138,17 +140,14 @@ impl JwtValidator {
                     }
                     let client = match &http {
                         Some(client) => client.clone(),
-                        None => {
-                            let client =
-                                jwks::jwks_http_client().map_err(JwtConfigError::HttpClient)?;
-                            http = Some(client.clone());
-                            client
-                        }
+                        None => http
+                            .insert(jwks::jwks_http_client().map_err(JwtConfigError::HttpClient)?)
+                            .clone(),
                     };
-                    IssuerKeys::new(name, JwksSource::Url { url, client }, KeySet::default())
+                    (JwksSource::Url(url, client), KeySet::default())
                 }
             };
-            keys.push(issuer_keys);
+            keys.push(IssuerKeys::new(name, source, initial));
         }
         Ok(JwtValidator {
             config,
@@ -183,13 +182,8 @@ impl JwtValidator {
             Some(Value::String(issuer)) => issuer.as_str(),
             _ => return Err(invalid("no string \"iss\" claim")),
         };
-        let Some((issuer, keys)) = self
-            .config
-            .issuers
-            .iter()
-            .zip(&self.keys)
-            .find(|(issuer, _)| issuer.issuer == issuer_name)
-        else {
+        let mut issuers = self.config.issuers.iter().zip(&self.keys);
+        let Some((issuer, keys)) = issuers.find(|(issuer, _)| issuer.issuer == issuer_name) else {
             return Err(invalid(format!(
                 "untrusted issuer {}",
                 excerpt(issuer_name)
@@ -201,12 +195,9 @@ impl JwtValidator {
         rules.set_required_spec_claims(&["exp", "iss", "aud"]);
         rules.set_issuer(&[&issuer.issuer]);
         rules.set_audience(&[&self.config.resource]);
-        let claims = keys
-            .verify(kid.as_deref(), alg, self.refetch_interval, |key| {
-                self.decode(token, key, &rules, alg)
-            })
-            .await
-            .map_err(|reason| invalid(format!("issuer {}: {reason}", issuer.issuer)))?;
+        let key = (keys.key(kid.as_deref(), alg, self.refetch_interval).await)
+            .map_err(|failure| invalid(format!("issuer {}: {failure}", issuer.issuer)))?;
+        let claims = self.decode(token, &key, &rules, alg)?;
         self.check_claims(issuer, &claims)
     }
 
@@ -218,32 +209,28 @@ impl JwtValidator {
         key: &DecodingKey,
         rules: &Validation,
         alg: Algorithm,
-    ) -> Result<Map<String, Value>, SignatureRefusal> {
-        let audience = || SignatureRefusal::Audience {
-            resource: self.config.resource.clone(),
-        };
-        jsonwebtoken::decode::<Map<String, Value>>(token, key, rules)
-            .map(|data| data.claims)
-            .map_err(|error| match error.kind() {
-                ErrorKind::InvalidSignature => SignatureRefusal::Signature(alg),
-                ErrorKind::ExpiredSignature => SignatureRefusal::Expired {
-                    leeway: rules.leeway,
-                    now: unix_now(),
-                },
-                ErrorKind::ImmatureSignature => SignatureRefusal::Immature {
-                    leeway: rules.leeway,
-                    now: unix_now(),
-                },
+    ) -> Result<Map<String, Value>, JwtRejection> {
+        let (leeway, now) = (rules.leeway, unix_now());
+        let audience = || format!("\"aud\" does not contain {:?}", self.config.resource);
+        let decoded = jsonwebtoken::decode::<Map<String, Value>>(token, key, rules);
+        decoded.map(|data| data.claims).map_err(|error| {
+            invalid(match error.kind() {
+                ErrorKind::InvalidSignature => format!("{alg:?} signature does not verify"),
+                ErrorKind::ExpiredSignature => {
+                    format!("expired (beyond the leeway of {leeway} s), now {now}")
+                }
+                ErrorKind::ImmatureSignature => format!(
+                    "not valid before its \"nbf\" (beyond the leeway of {leeway} s), now {now}"
+                ),
                 ErrorKind::InvalidAudience => audience(),
                 ErrorKind::MissingRequiredClaim(claim) if claim == "aud" => audience(),
-                ErrorKind::MissingRequiredClaim(claim) => SignatureRefusal::MissingClaim {
-                    claim: claim.clone(),
-                },
-                ErrorKind::InvalidClaimFormat(claim) => SignatureRefusal::ClaimFormat {
-                    claim: claim.clone(),
-                },
-                _ => SignatureRefusal::Other(error),
+                ErrorKind::MissingRequiredClaim(claim) => format!("no \"{claim}\" claim"),
+                ErrorKind::InvalidClaimFormat(claim) => {
+                    format!("\"{claim}\" is not a whole number of seconds")
+                }
+                _ => format!("refused by jsonwebtoken: {error}"),
             })
+        })
     }
 
     /// The identity in `claims`, which carry a verified signature of
@@ -271,31 +258,19 @@ impl JwtValidator {
             Some(Value::String(subject)) if !subject.is_empty() => subject.clone(),
             _ => return Err(invalid("no non-empty string \"sub\" claim")),
         };
-        let tenant = match claims.get(&issuer.tenant_claim) {
+        let claim = &issuer.tenant_claim;
+        let tenant = match claims.get(claim) {
             Some(Value::String(tenant)) if is_tenant_name(tenant) => tenant.clone(),
-            Some(_) => {
-                return Err(invalid(format!(
-                    "tenant claim {:?} is not a string of 1 to 64 letters, digits, '_' or '-'",
-                    issuer.tenant_claim
-                )));
-            }
-            None => {
-                return Err(invalid(format!(
-                    "no tenant claim {:?}",
-                    issuer.tenant_claim
-                )));
-            }
+            Some(_) => Err(invalid(format!(
+                "tenant claim {claim:?} is not a string of 1 to 64 letters, digits, '_' or '-'"
+            )))?,
+            None => Err(invalid(format!("no tenant claim {claim:?}")))?,
         };
         let scopes = token_scopes(claims)?;
-        if !self
-            .config
-            .required_scopes
-            .iter()
-            .all(|required| scopes.contains(required))
-        {
-            return Err(JwtRejection::InsufficientScope {
-                required: self.config.required_scopes.clone(),
-            });
+        let required = &self.config.required_scopes;
+        if !required.iter().all(|scope| scopes.contains(scope)) {
+            let required = required.clone();
+            return Err(JwtRejection::InsufficientScope { required });
         }
         Ok(TokenIdentity {
             issuer: issuer.issuer.clone(),
@@ -340,10 +315,7 @@ fn screen(token: &str) -> Result<(Algorithm, Option<String>), JwtRejection> {
     })?;
     let alg = header.alg;
     if !jwks::is_accepted(alg) {
-        return Err(invalid(format!(
-            "algorithm {} is not accepted",
-            excerpt(&format!("{alg:?}"))
-        )));
+        return Err(invalid(format!("algorithm \"{alg:?}\" is not accepted")));
     }
     if header.crit.is_some() {
         return Err(invalid("header lists \"crit\" extensions"));
@@ -353,9 +325,8 @@ fn screen(token: &str) -> Result<(Algorithm, Option<String>), JwtRejection> {
         .as_ref()
         .is_some_and(|kid| kid.len() > MAX_KID_BYTES)
     {
-        return Err(invalid(format!(
-            "\"kid\" is not a string of at most {MAX_KID_BYTES} bytes"
-        )));
+        let too_long = format!("\"kid\" is not a string of at most {MAX_KID_BYTES} bytes");
+        return Err(invalid(too_long));
     }
     Ok((alg, header.kid))
 }
@@ -382,21 +353,19 @@ fn is_tenant_name(tenant: &str) -> bool {
 /// The token's scopes: a space-separated `scope` string (RFC 8693 §4.2), or
 /// else `scp` as an array or a space-separated string.
 fn token_scopes(claims: &Map<String, Value>) -> Result<Vec<String>, JwtRejection> {
-    let split = |scopes: &str| {
+    let split = |scopes: &str| -> Vec<String> {
         scopes
             .split(' ')
-            .filter(|scope| !scope.is_empty())
+            .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect()
     };
     match (claims.get("scope"), claims.get("scp")) {
-        (Some(Value::String(scopes)), _) => Ok(split(scopes)),
+        (Some(Value::String(scopes)), _) | (None, Some(Value::String(scopes))) => Ok(split(scopes)),
         (Some(_), _) => Err(invalid("\"scope\" is not a string")),
-        (None, Some(Value::String(scopes))) => Ok(split(scopes)),
-        (None, Some(Value::Array(scopes))) => scopes
-            .iter()
+        (None, Some(Value::Array(scopes))) => (scopes.iter())
             .map(|scope| scope.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
+            .collect::<Option<_>>()
             .ok_or_else(|| invalid("\"scp\" holds a non-string")),
         (None, Some(_)) => Err(invalid("\"scp\" is neither a string nor an array")),
         (None, None) => Ok(Vec::new()),
@@ -412,78 +381,8 @@ fn excerpt(text: &str) -> String {
     format!("{shown:?}")
 }
 
-/// Why a token's signature or registered claims do not hold under a key
-/// (for server logs only).
-#[derive(Debug, thiserror::Error)]
-enum SignatureRefusal {
-    /// The signature does not verify.
-    #[error("{0:?} signature does not verify")]
-    Signature(Algorithm),
-    /// `exp` has passed.
-    #[error("expired (beyond the leeway of {leeway} s), now {now}")]
-    Expired { leeway: u64, now: u64 },
-    /// `nbf` has not come yet.
-    #[error("not valid before its \"nbf\" (beyond the leeway of {leeway} s), now {now}")]
-    Immature { leeway: u64, now: u64 },
-    /// `aud` does not name this resource.
-    #[error("\"aud\" does not contain {resource:?}")]
-    Audience { resource: String },
-    /// A required claim is missing.
-    #[error("no \"{claim}\" claim")]
-    MissingClaim { claim: String },
-    /// A time claim is not a whole number of seconds.
-    #[error("\"{claim}\" is not a whole number of seconds")]
-    ClaimFormat { claim: String },
-    /// Any other refusal.
-    #[error("refused by jsonwebtoken: {0}")]
-    Other(jsonwebtoken::errors::Error),
-}
-
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn tenant_names_follow_the_pattern() {
-        for good in ["a", "acme-corp_2", &"x".repeat(64)] {
-            assert!(is_tenant_name(good), "{good}");
-        }
-        for bad in ["", "a b", "a/b", "ü", "a.b", &"x".repeat(65)] {
-            assert!(!is_tenant_name(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn scopes_come_from_scope_or_scp() {
-        let claims = |value: Value| value.as_object().cloned().expect("object");
-        assert_eq!(
-            token_scopes(&claims(json!({"scope": "a  b"}))),
-            Ok(vec!["a".to_owned(), "b".to_owned()])
-        );
-        assert_eq!(
-            token_scopes(&claims(json!({"scp": ["a", "b"]}))),
-            Ok(vec!["a".to_owned(), "b".to_owned()])
-        );
-        assert_eq!(
-            token_scopes(&claims(json!({"scp": "a b"}))),
-            Ok(vec!["a".to_owned(), "b".to_owned()])
-        );
-        assert_eq!(token_scopes(&claims(json!({}))), Ok(Vec::new()));
-        assert!(token_scopes(&claims(json!({"scope": ["a"]}))).is_err());
-        assert!(token_scopes(&claims(json!({"scp": [1]}))).is_err());
-    }
-
-    #[test]
-    fn validator_is_send_and_sync() {
-        fn shareable<T: Send + Sync>() {}
-        shareable::<JwtValidator>();
-    }
 }
