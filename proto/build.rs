@@ -10,6 +10,7 @@ const GATEWAY_FILE: &str = "quiver/v1/gateway.proto";
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
         "proto/quiver/v1/manifest.proto",
+        "proto/quiver/v1/registry.proto",
         "proto/quiver/v1/executor.proto",
         "proto/quiver/v1/gateway.proto",
         "proto/quiver/v1/control_plane.proto",

@@ -5,16 +5,59 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
+use quiver_proto::pb;
 use quiver_upstream::{SecretError, SecretValue, TenantSecretSource};
 
 use crate::{
-    cluster_key::{CLUSTER_KEY_ENV, ClusterKey},
+    cluster_key::{CLUSTER_KEY_ENV, ClusterKey, SealedValue},
     state::SealedSecret,
 };
 
 /// Every tenant's sealed secrets: tenant → name → secret (the replicated
-/// state's `secrets`, and what `WatchManifest` carries as `secrets_json`).
+/// state's `secrets`, and what `WatchManifest` carries as `secrets`).
 pub type SecretsByTenant = BTreeMap<String, BTreeMap<String, SealedSecret>>;
+
+/// The secrets as a message (`quiver.v1.SecretsByTenant`).
+pub fn secrets_to_pb(secrets: &SecretsByTenant) -> pb::SecretsByTenant {
+    let sealed = |secret: &SealedSecret| pb::SealedSecret {
+        nonce: secret.sealed.nonce.clone(),
+        ciphertext: secret.sealed.ciphertext.clone(),
+        key_id: secret.sealed.key_id.clone(),
+        updated_ms: secret.updated_ms,
+    };
+    let tenants = secrets.iter().map(|(tenant, named)| {
+        let secrets = named
+            .iter()
+            .map(|(name, secret)| (name.clone(), sealed(secret)));
+        let secrets = secrets.collect();
+        (tenant.clone(), pb::TenantSecrets { secrets })
+    });
+    pb::SecretsByTenant {
+        tenants: tenants.collect(),
+    }
+}
+
+/// The secrets a message holds.
+pub fn secrets_from_pb(message: pb::SecretsByTenant) -> SecretsByTenant {
+    let sealed = |secret: pb::SealedSecret| SealedSecret {
+        sealed: SealedValue {
+            nonce: secret.nonce,
+            ciphertext: secret.ciphertext,
+            key_id: secret.key_id,
+        },
+        updated_ms: secret.updated_ms,
+    };
+    let tenants = message.tenants.into_iter().map(|(tenant, named)| {
+        let secrets = named.secrets.into_iter();
+        (
+            tenant,
+            secrets
+                .map(|(name, secret)| (name, sealed(secret)))
+                .collect(),
+        )
+    });
+    tenants.collect()
+}
 
 /// Sealed secrets and the key to open them (none on a node given no key:
 /// then every secret is "unavailable", with the fix).
@@ -61,6 +104,29 @@ impl TenantSecretSource for SealedSecretSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_survive_their_message() {
+        let secret = |nonce: &str| SealedSecret {
+            sealed: SealedValue {
+                nonce: nonce.into(),
+                ciphertext: format!("{nonce}-ciphertext"),
+                key_id: "k1".into(),
+            },
+            updated_ms: 42,
+        };
+        let secrets = SecretsByTenant::from([
+            (
+                "acme".to_string(),
+                BTreeMap::from([("A".to_string(), secret("n1")), ("B".into(), secret("n2"))]),
+            ),
+            (
+                "globex".to_string(),
+                BTreeMap::from([("A".into(), secret("n3"))]),
+            ),
+        ]);
+        assert_eq!(secrets_from_pb(secrets_to_pb(&secrets)), secrets);
+    }
 
     #[test]
     fn opens_with_the_key_and_says_what_is_missing() {

@@ -149,20 +149,21 @@ impl ControlPlane for ControlPlaneService {
             // reaches every edge with the next update) or their sealed secrets.
             let mut stream = WatchStreamState::default();
             loop {
-                let (manifest, upstreams_json, tenants_json, secrets_json) = {
+                let (manifest, parts) = {
                     let mut state = shared.lock();
-                    let manifest = state.manifest();
-                    let upstreams: Vec<&quiver_upstream::UpstreamConfig> =
-                        state.upstreams.values().map(|u| &u.config).collect();
-                    let tenants: Vec<&crate::tenant::Tenant> = state.tenants.values().collect();
-                    (
-                        manifest,
-                        serde_json::to_string(&upstreams).unwrap_or_default(),
-                        serde_json::to_string(&tenants).unwrap_or_default(),
-                        serde_json::to_string(&state.secrets).unwrap_or_default(),
-                    )
+                    let upstreams = state.upstreams.values().map(|u| u.config.to_pb());
+                    let tenants = state.tenants.values().map(crate::tenant::Tenant::to_pb);
+                    let parts = Registry {
+                        upstreams: pb::Upstreams {
+                            upstreams: upstreams.collect(),
+                        },
+                        tenants: pb::Tenants {
+                            tenants: tenants.collect(),
+                        },
+                        secrets: crate::sealed_secrets::secrets_to_pb(&state.secrets),
+                    };
+                    (state.manifest(), parts)
                 };
-                let parts = (upstreams_json, tenants_json, secrets_json);
                 if let Some(update) = stream.next(after, deltas, manifest, parts)
                     && tx.send(Ok(update)).await.is_err()
                 {
@@ -233,13 +234,21 @@ impl ControlPlane for ControlPlaneService {
     }
 }
 
+/// The registry, the tenants and their sealed secrets, as a stream sends them.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Registry {
+    upstreams: pb::Upstreams,
+    tenants: pb::Tenants,
+    secrets: pb::SecretsByTenant,
+}
+
 /// What one `WatchManifest` stream has sent its consumer.
 #[derive(Default)]
 struct WatchStreamState {
     /// The manifest the consumer holds, as this stream sent it.
     manifest: Option<Arc<quiver_proto::Manifest>>,
     /// The registry, tenants and secrets last sent.
-    parts: Option<(String, String, String)>,
+    parts: Option<Registry>,
 }
 
 impl WatchStreamState {
@@ -256,7 +265,7 @@ impl WatchStreamState {
         after: u64,
         deltas: bool,
         manifest: Arc<quiver_proto::Manifest>,
-        parts: (String, String, String),
+        parts: Registry,
     ) -> Option<pb::ManifestUpdate> {
         let manifest_wanted = match &self.manifest {
             None => manifest.version > after || after == 0,
@@ -272,19 +281,12 @@ impl WatchStreamState {
             _ => None,
         };
         let whole = (manifest_wanted && delta.is_none()).then(|| manifest.to_pb());
-        let was = self.parts.clone().unwrap_or_default();
-        let send = |now: &String, before: &String| {
-            if first || !deltas || now != before {
-                now.clone()
-            } else {
-                String::new()
-            }
-        };
+        let was = self.parts.take().unwrap_or_default();
         let update = pb::ManifestUpdate {
             manifest: whole,
-            upstreams_json: send(&parts.0, &was.0),
-            tenants_json: send(&parts.1, &was.1),
-            secrets_json: send(&parts.2, &was.2),
+            upstreams: changed(first, deltas, &parts.upstreams, &was.upstreams),
+            tenants: changed(first, deltas, &parts.tenants, &was.tenants),
+            secrets: changed(first, deltas, &parts.secrets, &was.secrets),
             delta,
         };
         // A consumer that asked for versions after the current one holds it.
@@ -294,6 +296,12 @@ impl WatchStreamState {
         self.parts = Some(parts);
         Some(update)
     }
+}
+
+/// `now`, unless this stream sent it already to a consumer that reads an
+/// absent part as "unchanged".
+fn changed<T: Clone + PartialEq>(first: bool, deltas: bool, now: &T, before: &T) -> Option<T> {
+    (first || !deltas || now != before).then(|| now.clone())
 }
 
 #[cfg(test)]
@@ -315,67 +323,78 @@ mod tests {
         Arc::new(Manifest::build(version, vec![ServerEntry::new("s", tools)]))
     }
 
-    fn parts(upstreams: &str) -> (String, String, String) {
-        (upstreams.into(), "[]".into(), "{}".into())
+    fn parts(upstreams: &[&str]) -> Registry {
+        let upstreams = upstreams.iter().map(|id| pb::Upstream {
+            id: id.to_string(),
+            ..pb::Upstream::default()
+        });
+        Registry {
+            upstreams: pb::Upstreams {
+                upstreams: upstreams.collect(),
+            },
+            ..Registry::default()
+        }
+    }
+
+    fn ids(upstreams: Option<pb::Upstreams>) -> Option<Vec<String>> {
+        upstreams.map(|sent| sent.upstreams.into_iter().map(|u| u.id).collect())
     }
 
     #[test]
     fn a_consumer_that_accepts_deltas_gets_what_changed_and_nothing_twice() {
         let mut stream = WatchStreamState::default();
         let first = stream
-            .next(0, true, manifest(1, "a"), parts("[1]"))
+            .next(0, true, manifest(1, "a"), parts(&["1"]))
             .unwrap();
         assert!(first.manifest.is_some() && first.delta.is_none());
-        assert_eq!(
-            (first.upstreams_json.as_str(), first.tenants_json.as_str()),
-            ("[1]", "[]")
-        );
+        assert_eq!(ids(first.upstreams), Some(vec!["1".to_owned()]));
+        assert_eq!(first.tenants, Some(pb::Tenants::default()));
         assert!(
             stream
-                .next(0, true, manifest(1, "a"), parts("[1]"))
+                .next(0, true, manifest(1, "a"), parts(&["1"]))
                 .is_none()
         );
 
         let changed = stream
-            .next(0, true, manifest(2, "b"), parts("[1]"))
+            .next(0, true, manifest(2, "b"), parts(&["1"]))
             .unwrap();
         let delta = changed.delta.expect("a delta");
         assert!(changed.manifest.is_none());
         assert_eq!((delta.base_version, delta.version), (1, 2));
         assert_eq!(delta.upserted.len(), 1);
-        assert_eq!(changed.upstreams_json, "", "unchanged parts do not travel");
+        assert_eq!(changed.upstreams, None, "unchanged parts do not travel");
 
         let registry = stream
-            .next(0, true, manifest(2, "b"), parts("[1,2]"))
+            .next(0, true, manifest(2, "b"), parts(&["1", "2"]))
             .unwrap();
         assert!(registry.manifest.is_none() && registry.delta.is_none());
-        assert_eq!(registry.upstreams_json, "[1,2]");
-        assert_eq!(registry.tenants_json, "");
+        assert_eq!(ids(registry.upstreams), Some(vec!["1".into(), "2".into()]));
+        assert_eq!(registry.tenants, None);
     }
 
     #[test]
     fn a_consumer_without_deltas_gets_everything_whole() {
         let mut stream = WatchStreamState::default();
         stream
-            .next(0, false, manifest(1, "a"), parts("[1]"))
+            .next(0, false, manifest(1, "a"), parts(&["1"]))
             .unwrap();
         let changed = stream
-            .next(0, false, manifest(2, "b"), parts("[1]"))
+            .next(0, false, manifest(2, "b"), parts(&["1"]))
             .unwrap();
         assert!(changed.delta.is_none());
         assert_eq!(changed.manifest.unwrap().version, 2);
-        assert_eq!(changed.upstreams_json, "[1]");
+        assert_eq!(ids(changed.upstreams), Some(vec!["1".to_owned()]));
     }
 
     #[test]
     fn a_reconnecting_consumer_that_holds_the_current_version_gets_deltas_after() {
         let mut stream = WatchStreamState::default();
         let first = stream
-            .next(1, true, manifest(1, "a"), parts("[1]"))
+            .next(1, true, manifest(1, "a"), parts(&["1"]))
             .unwrap();
         assert!(first.manifest.is_none(), "it holds version 1 already");
         let next = stream
-            .next(1, true, manifest(2, "b"), parts("[1]"))
+            .next(1, true, manifest(2, "b"), parts(&["1"]))
             .unwrap();
         assert_eq!(next.delta.unwrap().base_version, 1);
     }

@@ -20,7 +20,7 @@ use crate::{
     node_metrics::report_served_version,
     node_role::NodeRole,
     raft::network::{ChannelError, MAX_MESSAGE_BYTES, TlsMaterial, channel},
-    sealed_secrets::SecretsByTenant,
+    sealed_secrets::{SecretsByTenant, secrets_from_pb},
 };
 
 /// How often a node re-reports itself between manifest changes.
@@ -219,15 +219,12 @@ enum WatchError {
     /// The control plane ended the stream.
     #[error("the control plane closed the stream")]
     Closed,
-    /// The upstream registry in an update does not decode.
+    /// An upstream in an update is not one this node can read.
     #[error("unreadable upstream registry")]
-    Registry(#[source] serde_json::Error),
-    /// The tenants in an update do not decode.
+    Registry(#[from] quiver_upstream::UpstreamMessageError),
+    /// A tenant in an update is not one this node can read.
     #[error("unreadable tenants")]
-    Tenants(#[source] serde_json::Error),
-    /// The sealed secrets in an update do not decode.
-    #[error("unreadable tenant secrets")]
-    Secrets(#[source] serde_json::Error),
+    Tenants(#[from] quiver_proto::registry::UnknownEnumValue),
     /// A manifest delta does not apply (the stream resumes, sending the
     /// whole manifest).
     #[error("manifest delta")]
@@ -301,12 +298,12 @@ async fn watch_loop(config: &WatchConfig, store: &Arc<ManifestStore>, sinks: &Wa
 /// What this node last received, across reconnects.
 #[derive(Default)]
 struct Held {
-    /// The upstream registry's JSON.
-    registry: Option<String>,
-    /// The tenants' JSON.
-    tenants: Option<String>,
-    /// The sealed secrets' JSON.
-    secrets: Option<String>,
+    /// The upstream registry as last applied.
+    registry: Option<pb::Upstreams>,
+    /// The tenants as last applied.
+    tenants: Option<pb::Tenants>,
+    /// The sealed secrets as last applied.
+    secrets: Option<pb::SecretsByTenant>,
     /// The last manifest version received.
     version: Option<u64>,
 }
@@ -346,6 +343,22 @@ async fn watch_once(
     }
 }
 
+/// Applies `incoming` with `apply` when it differs from what is `held`; it is
+/// held once it applied, so a part that failed is applied again when a new
+/// stream sends it.
+fn apply_part<T: Clone + PartialEq>(
+    incoming: Option<T>,
+    held: &mut Option<T>,
+    apply: impl FnOnce(T) -> Result<(), WatchError>,
+) -> Result<(), WatchError> {
+    let Some(part) = incoming.filter(|part| held.as_ref() != Some(part)) else {
+        return Ok(());
+    };
+    apply(part.clone())?;
+    *held = Some(part);
+    Ok(())
+}
+
 fn apply_update(
     config: &WatchConfig,
     store: &ManifestStore,
@@ -353,37 +366,29 @@ fn apply_update(
     held: &mut Held,
     update: pb::ManifestUpdate,
 ) -> Result<(), WatchError> {
-    // Empty: unchanged since the last update of this stream.
-    if !update.upstreams_json.is_empty()
-        && held.registry.as_deref() != Some(update.upstreams_json.as_str())
-    {
-        let upstreams: Vec<UpstreamConfig> =
-            serde_json::from_str(&update.upstreams_json).map_err(WatchError::Registry)?;
+    // Absent: unchanged since the last update of this stream (or a control
+    // plane that does not send it): keep what is held.
+    apply_part(update.upstreams, &mut held.registry, |message| {
+        let upstreams = message.upstreams.into_iter().map(UpstreamConfig::from_pb);
+        let upstreams = upstreams.collect::<Result<Vec<_>, _>>()?;
         if let Some(sink) = &sinks.registry {
             sink(upstreams);
         }
-        held.registry = Some(update.upstreams_json);
-    }
-    // A control plane older than the secrets field sends none: keep what is held.
-    if !update.secrets_json.is_empty()
-        && held.secrets.as_deref() != Some(update.secrets_json.as_str())
-    {
-        let secrets: SecretsByTenant =
-            serde_json::from_str(&update.secrets_json).map_err(WatchError::Secrets)?;
+        Ok(())
+    })?;
+    apply_part(update.secrets, &mut held.secrets, |message| {
         if let Some(sink) = &sinks.secrets {
-            sink(secrets);
+            sink(secrets_from_pb(message));
         }
-        held.secrets = Some(update.secrets_json);
-    }
-    // A control plane older than the tenants field sends none: keep what is held.
-    if !update.tenants_json.is_empty()
-        && held.tenants.as_deref() != Some(update.tenants_json.as_str())
-    {
-        let tenants: Vec<Tenant> =
-            serde_json::from_str(&update.tenants_json).map_err(WatchError::Tenants)?;
-        store.install_tenants(TenantDirectory::new(tenants));
-        held.tenants = Some(update.tenants_json);
-    }
+        Ok(())
+    })?;
+    apply_part(update.tenants, &mut held.tenants, |message| {
+        let tenants = message.tenants.into_iter().map(Tenant::from_pb);
+        store.install_tenants(TenantDirectory::new(
+            tenants.collect::<Result<Vec<_>, _>>()?,
+        ));
+        Ok(())
+    })?;
     let (manifest, claimed) = if let Some(message) = update.manifest {
         let manifest = Manifest::from_pb(&message).map_err(|source| WatchError::Manifest {
             version: message.version,

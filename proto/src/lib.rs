@@ -11,7 +11,7 @@
 //! - Screening findings ([`finding`]): what a rule found in a tool definition.
 //! - Audit records ([`audit`]): what every call and execution leaves behind.
 //! - Tenants ([`tenant`]): policy, API-key hashes and the directory edges
-//!   authenticate against.
+//!   authenticate against; [`registry`]: tenants as protobuf messages.
 
 pub mod audit;
 pub mod canonical;
@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod mode;
 pub mod naming;
 pub mod node_role;
+pub mod registry;
 pub mod stub;
 pub mod tenant;
 pub mod tool;

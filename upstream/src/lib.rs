@@ -12,6 +12,7 @@ mod breaker;
 mod call_options;
 mod client;
 mod config;
+mod config_pb;
 mod error;
 mod event;
 mod reference;
@@ -32,6 +33,7 @@ pub use client::{CallSink, SinkFuture, TaskTicket};
 pub use config::{
     ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamProtocol, valid_secret_name,
 };
+pub use config_pb::UpstreamMessageError;
 pub use error::UpstreamError;
 pub use event::{ResourceUpdate, UpstreamEvent};
 pub use reference::{
