@@ -123,13 +123,9 @@ async fn mutual_tls_requires_a_client_certificate_from_the_ca() {
     let remote = RemoteExecutor::connect(&url, Some(&tls))
         .await
         .expect("mTLS handshake with a CA-issued client certificate");
-    let view = std::sync::Arc::new(quiver_view::ToolView::all(std::sync::Arc::new(
-        quiver_proto::Manifest::empty(),
-    )));
     let outcome = remote
         .execute(
             ExecuteRequest::new("t", "s", "return 6 * 7;"),
-            view,
             Default::default(),
             None,
         )

@@ -283,13 +283,9 @@ async fn run_on_executor(
     let remote = RemoteExecutor::connect(&url, Some(&tls))
         .await
         .map_err(|e| error_chain(&e))?;
-    let view = Arc::new(quiver_view::ToolView::all(Arc::new(
-        quiver_proto::Manifest::empty(),
-    )));
     let outcome = remote
         .execute(
             ExecuteRequest::new("t", "s", "return 6 * 7;"),
-            view,
             Default::default(),
             None,
         )

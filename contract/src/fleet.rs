@@ -28,7 +28,7 @@ use std::{
 
 use futures::future::BoxFuture;
 use quiver_upstream::{CallOptions, CallSink, ResourceUpdate, UpstreamError};
-use quiver_view::{ToolCall, ToolView};
+use quiver_view::ToolCall;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio_util::sync::CancellationToken;
 
@@ -665,7 +665,6 @@ impl Scripts for ExecutorFleet {
     fn execute(
         &self,
         request: ExecuteRequest,
-        view: Arc<ToolView>,
         cancel: CancellationToken,
         sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
@@ -673,10 +672,9 @@ impl Scripts for ExecutorFleet {
             let session = (request.tenant.as_str(), request.session.as_str());
             let routed = self
                 .route(Some(session), |member| {
-                    let (request, view, cancel, sink) =
-                        (request.clone(), view.clone(), cancel.clone(), sink.clone());
+                    let (request, cancel, sink) = (request.clone(), cancel.clone(), sink.clone());
                     async move {
-                        match member.remote.try_execute(request, view, cancel, sink).await {
+                        match member.remote.try_execute(request, cancel, sink).await {
                             // Refused before running: another executor may take it.
                             Ok(Err(ExecuteError::Busy { reason })) => Attempt::Busy(reason),
                             other => other.into(),

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use quiver_proto::pb::{self, hop_down, hop_up};
 use quiver_telemetry::{propagation, quiver_span, spans};
 use quiver_upstream::{CallOptions, CallSink, UpstreamError};
-use quiver_view::{ToolCall, ToolView};
+use quiver_view::ToolCall;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
@@ -357,8 +357,6 @@ impl RemoteExecutor {
     pub async fn try_execute(
         &self,
         request: ExecuteRequest,
-        // The executor checks calls against its own view of the manifest.
-        _view: Arc<ToolView>,
         cancel: CancellationToken,
         sink: Option<Arc<dyn CallSink>>,
     ) -> Result<Result<ScriptOutcome, ExecuteError>, HopError> {
@@ -598,12 +596,11 @@ impl Scripts for RemoteExecutor {
     fn execute(
         &self,
         request: ExecuteRequest,
-        view: Arc<ToolView>,
         cancel: CancellationToken,
         sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
         Box::pin(async move {
-            self.try_execute(request, view, cancel, sink)
+            self.try_execute(request, cancel, sink)
                 .await
                 .unwrap_or_else(|hop| {
                     Err(match hop {

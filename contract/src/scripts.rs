@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use quiver_upstream::CallSink;
-use quiver_view::{CallOrigin, ToolView};
+use quiver_view::CallOrigin;
 use tokio_util::sync::CancellationToken;
 
 use crate::{ExecuteError, Limits, ScriptOutcome};
@@ -84,14 +84,15 @@ impl ExecuteRequest {
 
 /// Runs code-mode scripts.
 pub trait Scripts: Send + Sync {
-    /// Runs `request`; its tool calls are checked against `view`. Cancelling
-    /// `cancel` stops it and frees its worker. What an upstream sends back
+    /// Runs `request`; its tool calls are checked against its tenant's view
+    /// as the node that runs it holds it (the caller's view is never taken
+    /// on its word, so none is passed). Cancelling `cancel` stops it and
+    /// frees its worker. What an upstream sends back
     /// during its tool calls (progress, logs, sampling and elicitation
     /// requests) goes to `sink`, the calling session.
     fn execute(
         &self,
         request: ExecuteRequest,
-        view: Arc<ToolView>,
         cancel: CancellationToken,
         sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>>;

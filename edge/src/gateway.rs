@@ -91,6 +91,18 @@ impl Gateway {
     ) -> Arc<Gateway> {
         config.install_search();
         let views = LiveViews::follow(manifests, tenants);
+        Gateway::with_views(views, dispatch, scripts, config)
+    }
+
+    /// A gateway answering from `views`, which an in-process executor may
+    /// share (build them after [`EdgeConfig::install_search`], which decides
+    /// how their search indexes are made).
+    pub fn with_views(
+        views: Arc<LiveViews>,
+        dispatch: Arc<dyn Dispatch>,
+        scripts: Option<Arc<dyn Scripts>>,
+        config: EdgeConfig,
+    ) -> Arc<Gateway> {
         // The binary checks the OAuth settings before it starts; a gateway
         // built with bad ones refuses every token rather than accept any.
         let tokens = config

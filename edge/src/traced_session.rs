@@ -282,6 +282,22 @@ impl GatewaySession {
     }
 }
 
+/// Handler methods that take a request and its context and answer it, each
+/// in its span under its MCP method name.
+macro_rules! traced_requests {
+    ($($(#[$doc:meta])* $method:ident($params:ty) -> $answer:ty = $name:literal;)*) => {$(
+        $(#[$doc])*
+        async fn $method(
+            &self,
+            request: $params,
+            context: RequestContext<RoleServer>,
+        ) -> Result<$answer, ErrorData> {
+            let traced = self.start($name, None, None, &context);
+            self.traced(traced, self.handler.$method(request, context)).await
+        }
+    )*};
+}
+
 /// Every request the session's handler answers goes through its span here;
 /// what the handler does not override keeps rmcp's default.
 impl ServerHandler for GatewaySession {
@@ -342,138 +358,22 @@ impl ServerHandler for GatewaySession {
         self.traced(traced, self.handler.listen(subscription)).await
     }
 
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let traced = self.start("logging/setLevel", None, None, &context);
-        self.traced(traced, self.handler.set_level(request, context))
-            .await
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let traced = self.start("resources/list", None, None, &context);
-        self.traced(traced, self.handler.list_resources(request, context))
-            .await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let traced = self.start("resources/templates/list", None, None, &context);
-        self.traced(
-            traced,
-            self.handler.list_resource_templates(request, context),
-        )
-        .await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
+    traced_requests! {
+        set_level(SetLevelRequestParams) -> () = "logging/setLevel";
+        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult = "resources/list";
+        list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult
+            = "resources/templates/list";
         // The URI is not in the name: it may be unbounded, or say too much.
-        let traced = self.start("resources/read", None, None, &context);
-        self.traced(traced, self.handler.read_resource(request, context))
-            .await
-    }
-
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let traced = self.start("resources/subscribe", None, None, &context);
-        self.traced(traced, self.handler.subscribe(request, context))
-            .await
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let traced = self.start("resources/unsubscribe", None, None, &context);
-        self.traced(traced, self.handler.unsubscribe(request, context))
-            .await
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let traced = self.start("prompts/list", None, None, &context);
-        self.traced(traced, self.handler.list_prompts(request, context))
-            .await
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let traced = self.start("prompts/get", None, None, &context);
-        self.traced(traced, self.handler.get_prompt(request, context))
-            .await
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        let traced = self.start("completion/complete", None, None, &context);
-        self.traced(traced, self.handler.complete(request, context))
-            .await
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let traced = self.start("tools/list", None, None, &context);
-        self.traced(traced, self.handler.list_tools(request, context))
-            .await
-    }
-
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        let traced = self.start("tasks/get", None, None, &context);
-        self.traced(traced, self.handler.get_task(request, context))
-            .await
-    }
-
-    async fn update_task(
-        &self,
-        request: UpdateTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let traced = self.start("tasks/update", None, None, &context);
-        self.traced(traced, self.handler.update_task(request, context))
-            .await
-    }
-
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let traced = self.start("tasks/cancel", None, None, &context);
-        self.traced(traced, self.handler.cancel_task(request, context))
-            .await
+        read_resource(ReadResourceRequestParams) -> ReadResourceResponse = "resources/read";
+        subscribe(SubscribeRequestParams) -> () = "resources/subscribe";
+        unsubscribe(UnsubscribeRequestParams) -> () = "resources/unsubscribe";
+        list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult = "prompts/list";
+        get_prompt(GetPromptRequestParams) -> GetPromptResponse = "prompts/get";
+        complete(CompleteRequestParams) -> CompleteResult = "completion/complete";
+        list_tools(Option<PaginatedRequestParams>) -> ListToolsResult = "tools/list";
+        get_task(GetTaskParams) -> GetTaskResult = "tasks/get";
+        update_task(UpdateTaskParams) -> () = "tasks/update";
+        cancel_task(CancelTaskParams) -> () = "tasks/cancel";
     }
 
     async fn call_tool(

@@ -15,7 +15,6 @@ use futures::future::BoxFuture;
 use quiver_contract::{ExecuteError, ExecuteRequest, ScriptOutcome, Scripts};
 use quiver_proto::audit::{AuditKind, AuditRecord, Decision, script_digest};
 use quiver_upstream::CallSink;
-use quiver_view::ToolView;
 use tokio_util::sync::CancellationToken;
 
 use crate::control_plane_error::ControlPlaneError;
@@ -169,7 +168,6 @@ impl Scripts for AuditedScripts {
     fn execute(
         &self,
         request: ExecuteRequest,
-        view: Arc<ToolView>,
         cancel: CancellationToken,
         sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
@@ -193,7 +191,7 @@ impl Scripts for AuditedScripts {
                 script_sha256: Some(script_digest(&request.code)),
                 task_id: None,
             };
-            let result = self.inner.execute(request, view, cancel, sink).await;
+            let result = self.inner.execute(request, cancel, sink).await;
             record.latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             match &result {
                 Ok(outcome) => {

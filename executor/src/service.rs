@@ -11,17 +11,12 @@ use quiver_contract::{
     task_records::{TaskEnd, TaskRecords, TaskTicket},
     wire,
 };
-use quiver_proto::{
-    Manifest,
-    pb::{self, hop_down, hop_up},
-    tenant::TenantDirectory,
-};
+use quiver_proto::pb::{self, hop_down, hop_up};
 use quiver_telemetry::{
     propagation, quiver_span,
     spans::{RpcMethod, traced_rpc as traced},
 };
 use quiver_view::{LiveViews, ToolView, redact::redact};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
@@ -43,32 +38,20 @@ pub struct ExecutorService {
 }
 
 impl ExecutorService {
-    /// A service over `manifests` (kept current in the background) for
-    /// anonymous callers only (the built-in tenant sees every tool), running
-    /// calls through `dispatch` and scripts through `scripts`.
-    pub fn new(
-        manifests: watch::Receiver<Arc<Manifest>>,
-        dispatch: Arc<dyn Dispatch>,
-        scripts: Arc<dyn Scripts>,
-    ) -> ExecutorService {
-        let (_, tenants) = watch::channel(Arc::new(TenantDirectory::default()));
-        ExecutorService::with_tenants(manifests, tenants, true, dispatch, scripts)
-    }
-
-    /// A service over `manifests` and `tenants`: every call and script runs
-    /// against the view of the tenant it names, as this executor computes
-    /// it. A tenant the control plane does not hold (such as the built-in
-    /// `default`) is served every tool only when `anonymous` is set, as
-    /// behind edges that authenticate nobody; otherwise it is refused.
-    pub fn with_tenants(
-        manifests: watch::Receiver<Arc<Manifest>>,
-        tenants: watch::Receiver<Arc<TenantDirectory>>,
+    /// A service over `views` (kept current in the background; the same
+    /// ones its local scripts are checked against): every call and script
+    /// runs against the view of the tenant it names, as this executor
+    /// computes it. A tenant the control plane does not hold (such as the
+    /// built-in `default`) is served every tool only when `anonymous` is set,
+    /// as behind edges that authenticate nobody; otherwise it is refused.
+    pub fn with_views(
+        views: Arc<LiveViews>,
         anonymous: bool,
         dispatch: Arc<dyn Dispatch>,
         scripts: Arc<dyn Scripts>,
     ) -> ExecutorService {
         ExecutorService {
-            views: LiveViews::follow(manifests, tenants),
+            views,
             anonymous,
             dispatch,
             scripts,
@@ -117,12 +100,8 @@ impl ExecutorService {
     /// The view of `tenant` as this executor sees it; the caller's word for
     /// what the tenant may see is never taken.
     fn view_of(&self, tenant: &str) -> Result<Arc<ToolView>, Status> {
-        let views = self.views.current();
-        if let Some(view) = views.for_tenant(tenant) {
+        if let Some(view) = self.views.view_of(tenant, self.anonymous) {
             return Ok(view);
-        }
-        if self.anonymous {
-            return Ok(views.all().clone());
         }
         Err(Status::permission_denied(format!(
             "tenant `{tenant}` is not known to this executor: check that it follows the control plane that holds the tenant (--control-plane), or start it with --auth none to serve tenants it does not hold"
@@ -525,12 +504,14 @@ impl ExecutorService {
         if request.session.is_empty() {
             request.session = "anonymous".into();
         }
-        let view = self.view_of(&request.tenant)?;
+        // An unknown tenant is refused here, with its gRPC status; the
+        // scripts look its view up themselves.
+        self.view_of(&request.tenant)?;
         // A client that cancels resets the stream and tonic drops this
         // future: the guard then stops the script and frees its worker.
         let cancel = CancellationToken::new();
         let _stop_when_dropped = cancel.clone().drop_guard();
-        let result = self.scripts.execute(request, view, cancel, sink).await;
+        let result = self.scripts.execute(request, cancel, sink).await;
         wire::result_to_pb(result)
     }
 }

@@ -136,6 +136,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let mut child_executor = None;
     let mut child_admin = None;
     let mut metered = None;
+    // The edge's views, which the in-process executor's scripts share.
+    config.edge.install_search();
+    let views = quiver_view::LiveViews::follow(store.subscribe(), store.subscribe_tenants());
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
         let (child, remote, admin) =
             spawn_child_executor(control_plane.addr(), config.edge.auth, &key_origin).await?;
@@ -154,6 +157,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             store.subscribe_tenants(),
             link,
             &name,
+            (views.clone(), config.edge.auth == AuthMode::None),
             Default::default(),
             args.task_wall_max,
         )
@@ -161,13 +165,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         metered = Some(executor.clone());
         (executor, scripts, Some(pool))
     };
-    let gateway = Gateway::with_tenants(
-        store.subscribe(),
-        store.subscribe_tenants(),
-        dispatch,
-        Some(scripts),
-        config.edge.clone(),
-    );
+    let gateway = Gateway::with_views(views, dispatch, Some(scripts), config.edge.clone());
     let edge_name = format!("dev-{}-edge", std::process::id());
     let task_audit = Arc::new(super::leases::NodeLeases {
         node: control_plane.clone(),
@@ -556,12 +554,15 @@ pub(crate) async fn start_discovery(
 
 /// The in-process executor's parts: calls (metered: rate limits and budgets of the
 /// tenants in `tenants`, allowances leased from `leases`), scripts whose calls
-/// pass the same meter and keep their stashes in `stash`, and the worker pool.
+/// pass the same meter, are checked against `views` (and whether a tenant
+/// they do not hold sees everything) and keep their stashes in `stash`, and
+/// the worker pool.
 pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
     upstreams: Arc<UpstreamSet>,
     tenants: tokio::sync::watch::Receiver<Arc<TenantDirectory>>,
     link: Arc<L>,
     node: &str,
+    views: (Arc<quiver_view::LiveViews>, bool),
     stash: Arc<StashStore>,
     task_wall_max: std::time::Duration,
 ) -> anyhow::Result<(Arc<Metered>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
@@ -586,7 +587,7 @@ pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
             .with_task_wall_max(u64::try_from(task_wall_max.as_millis()).unwrap_or(u64::MAX)),
     );
     let scripts: Arc<dyn Scripts> = Arc::new(AuditedScripts::new(
-        Arc::new(LocalScripts::with_stash(runner, executor, stash)),
+        Arc::new(LocalScripts::with_stash(runner, executor, stash, views)),
         auditor,
     ));
     Ok((metered, scripts, pool))

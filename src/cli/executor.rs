@@ -232,25 +232,22 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     if !args.etcd.is_empty() {
         stash = stash.replicated(Arc::new(EtcdStash::new(args.etcd.clone())));
     }
+    let views = quiver_view::LiveViews::follow(store.subscribe(), store.subscribe_tenants());
+    let anonymous = args.auth == AuthMode::None;
     let (metered, scripts, pool) = local_executor(
         upstreams.clone(),
         store.subscribe_tenants(),
         link,
         &lease_name,
+        (views.clone(), anonymous),
         Arc::new(stash),
         args.task_wall_max,
     )
     .await?;
     let dispatch: Arc<dyn quiver_contract::Dispatch> = metered.clone();
-    let service = ExecutorService::with_tenants(
-        store.subscribe(),
-        store.subscribe_tenants(),
-        args.auth == AuthMode::None,
-        dispatch,
-        scripts,
-    )
-    .named(lease_name.clone())
-    .stopping_on(shutdown.clone());
+    let service = ExecutorService::with_views(views, anonymous, dispatch, scripts)
+        .named(lease_name.clone())
+        .stopping_on(shutdown.clone());
     // With etcd, a call or script that became a task has its end recorded
     // there, for whichever edge the client asks next.
     let service = if args.etcd.is_empty() {

@@ -282,13 +282,13 @@ async fn measure_catalog(catalog: &Catalog, limit: usize, mode: Mode) -> anyhow:
         WorkerPool::start(pool_config),
         Limits::default(),
     ));
-    let scripts: Arc<dyn Scripts> = Arc::new(LocalScripts::new(runner, Arc::new(NoDispatch)));
-    let gateway = Gateway::with_scripts(
-        store.subscribe(),
-        Arc::new(NoDispatch),
-        Some(scripts),
-        EdgeConfig::default(),
-    );
+    let config = EdgeConfig::default();
+    config.install_search();
+    let (_keep, tenants) = tokio::sync::watch::channel(Arc::default());
+    let views = quiver_view::LiveViews::follow(store.subscribe(), tenants);
+    let scripts = LocalScripts::new(runner, Arc::new(NoDispatch), (views.clone(), true));
+    let scripts: Arc<dyn Scripts> = Arc::new(scripts);
+    let gateway = Gateway::with_views(views, Arc::new(NoDispatch), Some(scripts), config);
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
     let session = GatewaySession::new(gateway, mode);

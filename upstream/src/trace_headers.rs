@@ -95,10 +95,16 @@ impl StreamableHttpClient for TracingHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let headers = with_trace_headers(&message, custom_headers);
-        self.inner
-            .post_message(uri, message, session_id, auth_header, headers)
-            .await
+        let limits = StreamableHttpResponseLimits::default();
+        (self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        ))
+        .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -110,19 +116,22 @@ impl StreamableHttpClient for TracingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let headers = with_trace_headers(&message, custom_headers);
-        self.inner
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                headers,
-                max_sse_event_size,
-            )
-            .await
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        (self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        ))
+        .await
     }
 
+    /// Every message goes out here, with its trace headers; the transport's
+    /// body-size limits reach reqwest's client, which enforces them before
+    /// parsing.
     async fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
@@ -132,10 +141,8 @@ impl StreamableHttpClient for TracingHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        // The transport's body-size limits reach reqwest's client, which
-        // enforces them before parsing.
         let headers = with_trace_headers(&message, custom_headers);
-        self.inner
+        (self.inner)
             .post_message_with_response_limits(
                 uri,
                 message,

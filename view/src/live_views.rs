@@ -70,6 +70,14 @@ impl LiveViews {
         live
     }
 
+    /// The view of `tenant`. A tenant the directory does not hold (such as
+    /// the built-in `default`) sees every tool when `anonymous` (behind edges
+    /// that authenticate nobody), and nothing otherwise (`None`).
+    pub fn view_of(&self, tenant: &str, anonymous: bool) -> Option<Arc<crate::ToolView>> {
+        let views = self.current();
+        (views.for_tenant(tenant)).or_else(|| anonymous.then(|| views.all().clone()))
+    }
+
     /// The current views.
     pub fn current(&self) -> Arc<TenantViews> {
         self.current.load_full()

@@ -183,10 +183,14 @@ pub struct RaftPeer {
     client: Result<RaftClient<Channel>, NetError>,
 }
 
-#[derive(Clone, Copy)]
-enum Rpc {
+/// Which of Raft's three RPCs a message is.
+#[derive(Clone, Copy, Debug)]
+pub enum Rpc {
+    /// `AppendEntries` (heartbeats included).
     Append,
+    /// `Vote`.
     Vote,
+    /// `InstallSnapshot`.
     Snapshot,
 }
 
@@ -231,9 +235,9 @@ impl RaftPeer {
     }
 }
 
-/// A transport failure as an error value.
+/// A transport failure as an error value (openraft takes errors, not text).
 #[derive(Debug)]
-struct NetError(String);
+pub struct NetError(pub String);
 
 impl std::fmt::Display for NetError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -21,7 +21,11 @@ use openraft::{
         InstallSnapshotResponse, VoteRequest, VoteResponse,
     },
 };
-use quiver_control_plane::raft::{Node, NodeId, Raft, TypeConfig, typ};
+use quiver_control_plane::raft::{
+    Node, NodeId, Raft, TypeConfig,
+    network::{NetError, Rpc},
+    typ,
+};
 use rand::{RngExt as _, SeedableRng, rngs::StdRng};
 use serde::{Serialize, de::DeserializeOwned};
 use tokio::time::Instant;
@@ -179,27 +183,8 @@ pub struct SimPeer {
     history: Arc<History>,
 }
 
-#[derive(Clone, Copy)]
-enum Rpc {
-    Append,
-    Vote,
-    Snapshot,
-}
-
-/// A transport failure as an error value (as `NetError` in `raft/network.rs`).
-#[derive(Debug)]
-struct NetError(&'static str);
-
-impl std::fmt::Display for NetError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
-    }
-}
-
-impl std::error::Error for NetError {}
-
 fn unreachable<E: std::error::Error>(why: &'static str) -> RPCError<NodeId, Node, E> {
-    RPCError::Unreachable(Unreachable::new(&NetError(why)))
+    RPCError::Unreachable(Unreachable::new(&NetError(why.to_owned())))
 }
 
 fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, serde_json::Error> {

@@ -18,7 +18,7 @@ use quiver_proto::pb::{
     self, ExecuteEvent, ExecuteLog, ExecuteProgress, ExecuteResult, GatewayExecuteRequest,
     LogLevel, LogSource, execute_event::Event,
 };
-use quiver_view::{ToolView, redact::redact_for_caller};
+use quiver_view::redact::redact_for_caller;
 use rmcp::{
     ErrorData,
     model::{
@@ -69,11 +69,9 @@ impl Stream for ExecuteEvents {
     }
 }
 
-/// Starts `request` for `tenant` (its calls made by `origin`) against `view`
-/// on `scripts`, or refuses it (INVALID_ARGUMENT) before anything runs.
+/// Starts `request` for `tenant` (its calls made by `origin`) on `scripts`, or refuses it (INVALID_ARGUMENT) before anything runs.
 pub(crate) fn start(
     scripts: Arc<dyn Scripts>,
-    view: Arc<ToolView>,
     tenant: &str,
     origin: CallOrigin,
     request: GatewayExecuteRequest,
@@ -92,9 +90,7 @@ pub(crate) fn start(
     });
     tokio::spawn(
         async move {
-            let outcome = scripts
-                .execute(script, view, cancel.clone(), Some(relay))
-                .await;
+            let outcome = scripts.execute(script, cancel.clone(), Some(relay)).await;
             if cancel.is_cancelled() {
                 return;
             }

@@ -197,7 +197,6 @@ impl CodeMode {
         let outcome = scripts
             .execute(
                 execute,
-                request.view.clone(),
                 request.context.ct.clone(),
                 Some(std::sync::Arc::new(relay)),
             )

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use quiver_contract::{CallSink, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts};
-use quiver_view::ToolView;
 use tokio_util::sync::CancellationToken;
 
 type Answer = Box<dyn Fn() -> Result<ScriptOutcome, ExecuteError> + Send + Sync>;
@@ -41,7 +40,6 @@ impl Scripts for FakeScripts {
     fn execute(
         &self,
         request: ExecuteRequest,
-        _view: Arc<ToolView>,
         _cancel: CancellationToken,
         _sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {

@@ -9,7 +9,7 @@ use quiver_contract::{
     CallOrigin, CallSink, Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts,
 };
 use quiver_telemetry::{quiver_span, spans};
-use quiver_view::ToolView;
+use quiver_view::LiveViews;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -19,17 +19,27 @@ use crate::{
     stash::StashStore,
 };
 
-/// Scripts on this process's worker pool, tool calls through `dispatch`.
+/// Scripts on this process's worker pool, tool calls through `dispatch`,
+/// checked against the tenants' views in `views`.
 pub struct LocalScripts {
     runner: Arc<ScriptRunner>,
     dispatch: Arc<dyn Dispatch>,
     stash: Arc<StashStore>,
+    views: Arc<LiveViews>,
+    /// Whether a tenant `views` does not hold sees every tool (see
+    /// [`LiveViews::view_of`]).
+    anonymous: bool,
 }
 
 impl LocalScripts {
     /// Local execution with its own session stash store.
-    pub fn new(runner: Arc<ScriptRunner>, dispatch: Arc<dyn Dispatch>) -> LocalScripts {
-        LocalScripts::with_stash(runner, dispatch, Arc::new(StashStore::default()))
+    pub fn new(
+        runner: Arc<ScriptRunner>,
+        dispatch: Arc<dyn Dispatch>,
+        (views, anonymous): (Arc<LiveViews>, bool),
+    ) -> LocalScripts {
+        let stash = Arc::new(StashStore::default());
+        LocalScripts::with_stash(runner, dispatch, stash, (views, anonymous))
     }
 
     /// Local execution whose scripts keep their stashes in `stash` (a
@@ -38,11 +48,14 @@ impl LocalScripts {
         runner: Arc<ScriptRunner>,
         dispatch: Arc<dyn Dispatch>,
         stash: Arc<StashStore>,
+        (views, anonymous): (Arc<LiveViews>, bool),
     ) -> LocalScripts {
         LocalScripts {
             runner,
             dispatch,
             stash,
+            views,
+            anonymous,
         }
     }
 
@@ -56,11 +69,18 @@ impl Scripts for LocalScripts {
     fn execute(
         &self,
         request: ExecuteRequest,
-        view: Arc<ToolView>,
         cancel: CancellationToken,
         sink: Option<Arc<dyn CallSink>>,
     ) -> BoxFuture<'_, Result<ScriptOutcome, ExecuteError>> {
         Box::pin(async move {
+            let Some(view) = self.views.view_of(&request.tenant, self.anonymous) else {
+                return Err(ExecuteError::Failed {
+                    reason: format!(
+                        "tenant `{}` is not known to this executor; nothing ran",
+                        request.tenant
+                    ),
+                });
+            };
             let digest = quiver_proto::audit::script_digest(&request.code);
             let span = quiver_span!("quiver.script.run", "internal");
             span.record("quiver.script.hash", digest.as_str());
