@@ -11,7 +11,7 @@ use std::{
 };
 
 use base64::{Engine, engine::general_purpose::STANDARD};
-use quiver_upstream::SecretValue;
+use quiver_proto::secret_value::SecretValue;
 use ring::{
     aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey},
     rand::{SecureRandom, SystemRandom},

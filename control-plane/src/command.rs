@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use quiver_proto::upstream_config::UpstreamConfig;
 use quiver_proto::{audit::AuditRecord, manifest::ServerEntry};
-use quiver_upstream::UpstreamConfig;
 
 use crate::{
     audit_log::AuditRetention, cluster_key::SealedValue, tenant::TenantPatch, usage::LeaseRequest,

@@ -12,6 +12,10 @@
 //! - Audit records ([`audit`]): what every call and execution leaves behind.
 //! - Tenants ([`tenant`]): policy, API-key hashes and the directory edges
 //!   authenticate against; [`registry`]: tenants as protobuf messages.
+//! - Upstreams as configured ([`upstream_config`]), the references their header
+//!   and env values may hold ([`references`]) and the secret values those expand
+//!   to ([`secret_value`]): what the control plane replicates, the executors
+//!   connect with, and operators write, whatever the MCP client does with it.
 
 pub mod audit;
 pub mod canonical;
@@ -23,10 +27,13 @@ pub mod manifest;
 pub mod mode;
 pub mod naming;
 pub mod node_role;
+pub mod references;
 pub mod registry;
+pub mod secret_value;
 pub mod stub;
 pub mod tenant;
 pub mod tool;
+pub mod upstream_config;
 
 pub use hash::{ParseStubHashError, StubHash};
 pub use manifest::{Manifest, ManifestTool, ServerEntry};

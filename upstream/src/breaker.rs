@@ -16,6 +16,16 @@ pub struct BreakerConfig {
     pub open_for: Duration,
 }
 
+impl BreakerConfig {
+    /// The breaker settings of `upstream`.
+    pub fn of(upstream: &quiver_proto::upstream_config::UpstreamConfig) -> BreakerConfig {
+        BreakerConfig {
+            failures: upstream.breaker_failures,
+            open_for: Duration::from_secs(upstream.breaker_open_secs),
+        }
+    }
+}
+
 /// Whether calls get through, as shown in an upstream's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -11,14 +11,10 @@
 mod breaker;
 mod call_options;
 mod client;
-mod config;
-mod config_pb;
 mod error;
 mod event;
-mod reference;
 mod request_span;
 mod secret_scrub;
-mod secret_value;
 mod set;
 mod status;
 mod stdio;
@@ -30,16 +26,16 @@ mod upstream;
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 pub use call_options::CallOptions;
 pub use client::{CallSink, SinkFuture, TaskTicket};
-pub use config::{
-    ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamProtocol, valid_secret_name,
-};
-pub use config_pb::UpstreamMessageError;
 pub use error::UpstreamError;
 pub use event::{ResourceUpdate, UpstreamEvent};
-pub use reference::{
+pub use quiver_proto::references::{
     ExpandError, TENANT_SECRET_PREFIX, expand_references, expand_with_secrets, tenant_secret_names,
 };
-pub use secret_value::{SecretValue, TenantSecrets};
+pub use quiver_proto::secret_value::{SecretValue, TenantSecrets};
+pub use quiver_proto::upstream_config::{
+    ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamMessageError,
+    UpstreamProtocol, valid_secret_name,
+};
 pub use set::UpstreamSet;
 pub use status::{UpstreamState, UpstreamStatus};
 pub use tenant_credentials::{SecretError, TenantSecretSource};

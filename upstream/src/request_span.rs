@@ -6,13 +6,11 @@
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
+use quiver_proto::upstream_config::{Transport, UpstreamConfig};
 use quiver_telemetry::{instruments, mcp_client_span, propagation, spans};
 use rmcp::model::{ClientRequest, GetMeta as _, ServerResult};
 
-use crate::{
-    config::{Transport, UpstreamConfig},
-    error::UpstreamError,
-};
+use crate::error::UpstreamError;
 
 /// The span and metric labels of one request, from sending to its answer.
 pub(crate) struct ClientRequestSpan {

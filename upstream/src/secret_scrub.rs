@@ -4,9 +4,10 @@
 //! occurrence replaced before anything leaves the upstream crate. This is
 //! by value, beside the pattern-based redaction the edge applies to errors.
 
+use quiver_proto::secret_value::SecretValue;
 use serde_json::Value;
 
-use crate::{error::UpstreamError, secret_value::SecretValue};
+use crate::error::UpstreamError;
 
 /// What replaces a secret.
 pub(crate) const REDACTED: &str = "[redacted]";

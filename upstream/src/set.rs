@@ -18,10 +18,10 @@ use std::{
 use opentelemetry::KeyValue;
 use quiver_telemetry::{instruments::names, metrics::meter};
 
+use quiver_proto::upstream_config::UpstreamConfig;
 use tokio::sync::broadcast;
 
 use crate::{
-    config::UpstreamConfig,
     error::UpstreamError,
     event::ResourceUpdate,
     status::UpstreamStatus,

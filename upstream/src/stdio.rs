@@ -4,9 +4,8 @@
 
 use std::{collections::BTreeMap, process::Stdio};
 
+use quiver_proto::{references::ExpandError, secret_value::TenantSecrets};
 use rmcp::transport::TokioChildProcess;
-
-use crate::{reference::ExpandError, secret_value::TenantSecrets};
 
 /// Variables a stdio upstream inherits from Quiver; everything else it gets
 /// comes from its configured `env`.
@@ -45,12 +44,13 @@ pub(crate) fn spawn(
         }
     }
     for (key, value) in env {
-        let value = crate::reference::expand_with_secrets(value, secrets).map_err(|source| {
-            SpawnError::Env {
-                key: key.clone(),
-                source,
-            }
-        })?;
+        let value =
+            quiver_proto::references::expand_with_secrets(value, secrets).map_err(|source| {
+                SpawnError::Env {
+                    key: key.clone(),
+                    source,
+                }
+            })?;
         cmd.env(key, value);
     }
     if let Some(dir) = cwd {

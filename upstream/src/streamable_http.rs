@@ -6,15 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use quiver_proto::{references::ExpandError, secret_value::TenantSecrets};
 use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 
-use crate::{
-    reference::ExpandError,
-    secret_value::TenantSecrets,
-    trace_headers::{HttpClientError, TracingHttpClient},
-};
+use crate::trace_headers::{HttpClientError, TracingHttpClient};
 
 /// Why the transport to an HTTP upstream could not be set up. Never shows
 /// a header's value.
@@ -45,12 +42,13 @@ pub(crate) fn transport(
 ) -> Result<StreamableHttpClientTransport<TracingHttpClient>, HttpTransportError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     for (name, value) in headers {
-        let value = &crate::reference::expand_with_secrets(value, secrets).map_err(|source| {
-            HttpTransportError::Expand {
-                name: name.clone(),
-                source,
-            }
-        })?;
+        let value =
+            &quiver_proto::references::expand_with_secrets(value, secrets).map_err(|source| {
+                HttpTransportError::Expand {
+                    name: name.clone(),
+                    source,
+                }
+            })?;
         if http::HeaderValue::try_from(value.as_str()).is_err() {
             return Err(HttpTransportError::InvalidValue { name: name.clone() });
         }

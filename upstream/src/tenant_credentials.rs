@@ -10,7 +10,7 @@ use std::{
     sync::{Arc, RwLock},
 };
 
-use crate::secret_value::{SecretValue, TenantSecrets};
+use quiver_proto::secret_value::{SecretValue, TenantSecrets};
 
 /// Why a tenant's secret could not be had.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! rather than misreading a request of another release.
 
 use quiver_proto::audit::AuditRecord;
-use quiver_upstream::UpstreamConfig;
+use quiver_proto::upstream_config::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 
 use quiver_upstream::SecretValue;

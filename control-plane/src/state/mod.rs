@@ -7,10 +7,10 @@ use std::{
     sync::Arc,
 };
 
+use quiver_proto::upstream_config::UpstreamConfig;
 use quiver_proto::{
     Manifest, canonical::to_canonical_json, hash::StubHash, manifest::ServerEntry, tool::ToolDef,
 };
-use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use quiver_proto::upstream_config::UpstreamConfig;
 use quiver_proto::{finding::Finding, tool::ToolDef};
-use quiver_upstream::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster_key::SealedValue;

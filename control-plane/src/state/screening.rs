@@ -156,7 +156,7 @@ fn summary(findings: &[Finding]) -> String {
 #[cfg(test)]
 mod tests {
     use quiver_proto::ToolDef;
-    use quiver_upstream::UpstreamConfig;
+    use quiver_proto::upstream_config::UpstreamConfig;
     use serde_json::json;
 
     use super::*;

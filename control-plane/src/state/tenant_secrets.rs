@@ -3,7 +3,7 @@
 //! the tenant, the name and the shape of the ciphertext, and the event log
 //! names the secret only.
 
-use quiver_upstream::valid_secret_name;
+use quiver_proto::upstream_config::valid_secret_name;
 
 use super::{ControlState, SealedSecret};
 use crate::{

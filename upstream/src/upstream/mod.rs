@@ -10,7 +10,11 @@ use std::{
     time::Duration,
 };
 
-use quiver_proto::ToolDef;
+use quiver_proto::{
+    ToolDef,
+    secret_value::{SecretValue, TenantSecrets},
+    upstream_config::{Transport, UpstreamConfig, UpstreamProtocol},
+};
 use rmcp::{
     RoleClient, ServiceError,
     model::{
@@ -33,12 +37,10 @@ use crate::{
     breaker::{BreakerState, CircuitBreaker},
     call_options::CallOptions,
     client::{ClientSignal, InFlight, InFlightGuard, UpstreamClient},
-    config::{Transport, UpstreamConfig, UpstreamProtocol},
     error::UpstreamError,
     event::{ResourceUpdate, UpstreamEvent},
     request_span::ClientRequestSpan,
     secret_scrub::SecretScrub,
-    secret_value::{SecretValue, TenantSecrets},
     status::{UpstreamState, UpstreamStatus, now_secs},
     stdio::{self, SpawnError},
     streamable_http::{self, HttpTransportError},
@@ -186,7 +188,7 @@ impl Upstream {
             protocol: None,
         };
         Arc::new(Upstream {
-            breaker: CircuitBreaker::new(config.breaker()),
+            breaker: CircuitBreaker::new(BreakerConfig::of(&config)),
             config,
             credentials,
             scrub: Mutex::default(),

@@ -7,7 +7,11 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::reference::{ExpandError, TENANT_SECRET_PREFIX, check_references, tenant_secret_names};
+use crate::references::{ExpandError, TENANT_SECRET_PREFIX, check_references, tenant_secret_names};
+
+mod wire;
+
+pub use wire::UpstreamMessageError;
 
 /// One downstream MCP server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,14 +363,6 @@ impl UpstreamConfig {
     /// The namespace its tools are exposed under.
     pub fn namespace(&self) -> &str {
         self.namespace.as_deref().unwrap_or(&self.id)
-    }
-
-    /// Circuit breaker settings.
-    pub fn breaker(&self) -> crate::breaker::BreakerConfig {
-        crate::breaker::BreakerConfig {
-            failures: self.breaker_failures,
-            open_for: Duration::from_secs(self.breaker_open_secs),
-        }
     }
 
     /// Call time limit.

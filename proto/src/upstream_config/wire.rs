@@ -2,14 +2,13 @@
 //! (`quiver.v1.Upstream`), as the control plane sends the registry to edges
 //! and executors.
 
-use quiver_proto::{
+use super::{Transport, UpstreamConfig, UpstreamProtocol};
+use crate::{
     finding::HoldAt,
     manifest::ValidationMode,
     pb,
     registry::{UnknownEnumValue, known},
 };
-
-use crate::config::{Transport, UpstreamConfig, UpstreamProtocol};
 
 /// Why a `quiver.v1.Upstream` message is not an upstream configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
