@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// it before anything is stored).
 ///
 /// ```
-/// use quiver_upstream::SecretValue;
+/// use quiver_proto::secret_value::SecretValue;
 ///
 /// let token = SecretValue::new("s3cr3t".to_string());
 /// assert_eq!(format!("{token:?}"), "<redacted>");
@@ -97,8 +97,8 @@ impl TenantSecrets {
         self.values.get(name)
     }
 
-    /// Every value.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &SecretValue> {
+    /// Every value (to scrub them from what a connection reports).
+    pub fn values(&self) -> impl Iterator<Item = &SecretValue> {
         self.values.values()
     }
 }

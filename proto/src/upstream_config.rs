@@ -42,7 +42,7 @@ pub struct UpstreamConfig {
     /// Argument validation before forwarding: `schema` (default), `strict` (also
     /// rejects unknown fields) or `off`.
     #[serde(default)]
-    pub validation: quiver_proto::manifest::ValidationMode,
+    pub validation: crate::manifest::ValidationMode,
     /// Consecutive failed calls that open the circuit breaker (0 disables it). Default 5.
     #[serde(default = "default_breaker_failures")]
     pub breaker_failures: u32,
@@ -53,7 +53,7 @@ pub struct UpstreamConfig {
     /// held back until an operator approves them: `high` (default),
     /// `medium`, `low` or `never`.
     #[serde(default, skip_serializing_if = "is_default_hold")]
-    pub hold_findings: quiver_proto::finding::HoldAt,
+    pub hold_findings: crate::finding::HoldAt,
     /// Operator tags.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -171,8 +171,8 @@ pub enum TransportKeyError {
     },
 }
 
-fn is_default_hold(hold: &quiver_proto::finding::HoldAt) -> bool {
-    *hold == quiver_proto::finding::HoldAt::default()
+fn is_default_hold(hold: &crate::finding::HoldAt) -> bool {
+    *hold == crate::finding::HoldAt::default()
 }
 
 /// The TOML shape: every key of every transport, so unknown keys are rejected
@@ -205,13 +205,13 @@ struct RawUpstreamConfig {
     #[serde(default = "default_refresh_secs")]
     refresh_interval_secs: u64,
     #[serde(default)]
-    validation: quiver_proto::manifest::ValidationMode,
+    validation: crate::manifest::ValidationMode,
     #[serde(default = "default_breaker_failures")]
     breaker_failures: u32,
     #[serde(default = "default_breaker_open_secs")]
     breaker_open_secs: u64,
     #[serde(default)]
-    hold_findings: quiver_proto::finding::HoldAt,
+    hold_findings: crate::finding::HoldAt,
     #[serde(default)]
     tags: Vec<String>,
     #[serde(default)]

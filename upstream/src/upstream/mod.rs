@@ -34,7 +34,7 @@ use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
 use tracing::Instrument as _;
 
 use crate::{
-    breaker::{BreakerState, CircuitBreaker},
+    breaker::{BreakerConfig, BreakerState, CircuitBreaker},
     call_options::CallOptions,
     client::{ClientSignal, InFlight, InFlightGuard, UpstreamClient},
     error::UpstreamError,
