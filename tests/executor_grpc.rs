@@ -6,7 +6,8 @@ use crate::support;
 
 use std::time::Duration;
 
-use quiver_contract::{ExecuteRequest, RemoteExecutor, Scripts, remote::ClientTls};
+use quiver_contract::{ExecuteRequest, Scripts};
+use quiver_fleet::{RemoteExecutor, remote::ClientTls};
 use quiver_proto::pb::{self, executor_client::ExecutorClient};
 use serde_json::{Value, json};
 use support::{ExecutorProcess, QuiverDev, call, connect, text, write_file};

@@ -22,6 +22,7 @@ const CRATES: &[&str] = &[
     "screen/src",
     "telemetry/src",
     "contract/src",
+    "fleet/src",
     "control-plane/src",
     "executor/src",
     "edge/src",

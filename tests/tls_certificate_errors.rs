@@ -9,7 +9,8 @@ use crate::support;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use quiver_contract::{ExecuteRequest, RemoteExecutor, Scripts, remote::ClientTls};
+use quiver_contract::{ExecuteRequest, Scripts};
+use quiver_fleet::{RemoteExecutor, remote::ClientTls};
 use rmcp::{
     ServiceExt,
     transport::{

@@ -1,7 +1,8 @@
-//! The contract between Quiver's edge and its executors. The edge names only
-//! this crate: it dispatches prepared calls through [`Dispatch`] and runs
-//! scripts through [`Scripts`], in-process or on a [`RemoteExecutor`], and
-//! never links the sandbox (deno_core, oxc) that executors run.
+//! The contract between Quiver's edge and its executors: traits and types
+//! only. The edge dispatches prepared calls through [`Dispatch`] and runs
+//! scripts through [`Scripts`], in-process or on a remote executor (the
+//! `quiver-fleet` crate carries them there), and never links the sandbox
+//! (deno_core, oxc) that executors run.
 //!
 //! Both sides of the gRPC wire convert through [`wire`], so a remote
 //! execution ends in the same typed [`ScriptOutcome`] or [`ExecuteError`]
@@ -10,27 +11,19 @@
 mod dispatch;
 pub mod encoded_size;
 mod execute_error;
-pub mod fleet;
 pub mod forwarded;
 mod limits;
-pub mod membership;
 mod outcome;
-pub mod relay;
-pub mod remote;
 mod scripts;
-pub mod session_records;
-pub mod task_records;
 mod validation;
 pub mod wire;
 
 pub use dispatch::Dispatch;
 pub use execute_error::ExecuteError;
-pub use fleet::{ExecutorFleet, ExecutorInfo};
 pub use limits::Limits;
 pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
 pub use quiver_upstream::{CallOptions, CallSink, ResourceUpdate, SinkFuture, UpstreamError};
 pub use quiver_view::{CallOrigin, ToolCall};
-pub use remote::RemoteExecutor;
 pub use scripts::{API_DECLARATION, ExecuteRequest, MORE_API_DECLARATION, Scripts};
 pub use validation::{MAX_VIOLATIONS, ValidationErrors, Violation};
 

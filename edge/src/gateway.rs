@@ -49,7 +49,7 @@ pub struct Gateway {
     /// The sessions this edge knows, and what ends their requests.
     sessions: Arc<crate::sessions::SessionRegistry>,
     /// The fleet's session records (etcd), when sessions outlive this edge.
-    session_records: std::sync::OnceLock<Arc<quiver_contract::session_records::SessionRecords>>,
+    session_records: std::sync::OnceLock<Arc<quiver_fleet::session_records::SessionRecords>>,
 }
 
 /// One subscription to an upstream resource.
@@ -380,14 +380,14 @@ impl Gateway {
     /// Keeps a record of every session this edge opens in `records`
     /// (etcd), so that any edge serves it, also once this one is gone.
     /// Call before building the router.
-    pub fn keep_sessions_in(&self, records: Arc<quiver_contract::session_records::SessionRecords>) {
+    pub fn keep_sessions_in(&self, records: Arc<quiver_fleet::session_records::SessionRecords>) {
         let _ = self.session_records.set(records);
     }
 
     /// Where sessions are recorded, if they are.
     pub(crate) fn session_records(
         &self,
-    ) -> Option<Arc<quiver_contract::session_records::SessionRecords>> {
+    ) -> Option<Arc<quiver_fleet::session_records::SessionRecords>> {
         self.session_records.get().cloned()
     }
 
@@ -397,7 +397,7 @@ impl Gateway {
     /// Call after [`Gateway::join_peers`] (task ids carry its tag).
     pub fn record_tasks_in(
         &self,
-        records: Arc<quiver_contract::task_records::TaskRecords>,
+        records: Arc<quiver_fleet::task_records::TaskRecords>,
         holder: &str,
         executor_alive: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     ) {

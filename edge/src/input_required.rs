@@ -21,7 +21,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use quiver_contract::task_records::TaskTicket;
+use quiver_fleet::task_records::TaskTicket;
 use rmcp::{
     ErrorData,
     model::{CallToolResult, InputRequests, InputRequiredResult, InputResponses},

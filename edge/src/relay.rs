@@ -242,8 +242,7 @@ impl CallSink for SessionRelay {
 
     fn became_task(
         &self,
-    ) -> Option<tokio::sync::watch::Receiver<Option<quiver_contract::task_records::TaskTicket>>>
-    {
+    ) -> Option<tokio::sync::watch::Receiver<Option<quiver_fleet::task_records::TaskTicket>>> {
         self.ticket.as_ref().map(|slot| slot.0.subscribe())
     }
 

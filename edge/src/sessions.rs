@@ -6,7 +6,7 @@
 //!   where rmcp alone lets handlers drain for seconds;
 //! - with etcd (`--etcd`), any edge serves any session: the edge that opens
 //!   a session writes its record (tenant, `initialize` parameters, holder,
-//!   subscriptions: [`quiver_contract::session_records`]); another edge
+//!   subscriptions: [`quiver_fleet::session_records`]); another edge
 //!   asked for it refuses a caller of another tenant exactly as an unknown
 //!   session and hands the request to the holder, or, with the holder gone,
 //!   takes the session up (rmcp's restore replays the handshake). Records
@@ -27,7 +27,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures::Stream;
-use quiver_contract::session_records::{SessionRecord, SessionRecords, StoredSession};
+use quiver_fleet::session_records::{SessionRecord, SessionRecords, StoredSession};
 use rmcp::{
     RoleServer,
     model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage},

@@ -22,7 +22,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use quiver_contract::task_records::{TaskEnd, TaskRecord, TaskRecords, TaskTicket};
+use quiver_fleet::task_records::{TaskEnd, TaskRecord, TaskRecords, TaskTicket};
 use quiver_proto::audit::{AuditKind, AuditRecord, Decision};
 use quiver_view::CallOrigin;
 use rmcp::{

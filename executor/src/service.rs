@@ -5,11 +5,10 @@
 use std::sync::Arc;
 
 use futures::StreamExt as _;
-use quiver_contract::{
-    CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts,
+use quiver_contract::{CallOptions, CallOrigin, DEFAULT_TENANT, Dispatch, Scripts, wire};
+use quiver_fleet::{
     relay::{CollectedLogs, HopDownStream, RelaySink},
     task_records::{TaskEnd, TaskRecords, TaskTicket},
-    wire,
 };
 use quiver_proto::pb::{self, hop_down, hop_up};
 use quiver_telemetry::{
@@ -373,10 +372,10 @@ async fn record_end(
 }
 
 /// Marks an error status as this service's answer, so a caller can tell it
-/// from the transport failing (see `quiver_contract::remote::ANSWERED_BY`).
+/// from the transport failing (see `quiver_fleet::remote::ANSWERED_BY`).
 fn answered(mut status: Status) -> Status {
     status.metadata_mut().insert(
-        quiver_contract::remote::ANSWERED_BY,
+        quiver_fleet::remote::ANSWERED_BY,
         tonic::metadata::MetadataValue::from_static("executor"),
     );
     status
@@ -442,10 +441,11 @@ impl ExecutorService {
                 request.timeout_ms,
             )));
         }
-        let result =
-            self.dispatch.call_tool(call, options).await.map_err(|e| {
-                quiver_contract::remote::upstream_status(&e, redact(&e.to_string()))
-            })?;
+        let result = self
+            .dispatch
+            .call_tool(call, options)
+            .await
+            .map_err(|e| quiver_fleet::remote::upstream_status(&e, redact(&e.to_string())))?;
         let result_json =
             serde_json::to_string(&result).map_err(|e| Status::internal(e.to_string()))?;
         Ok(pb::CallToolResponse {

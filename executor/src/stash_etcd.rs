@@ -144,7 +144,7 @@ impl EtcdStash {
         if let Some(client) = held.as_ref() {
             return Ok(client.clone());
         }
-        let client = quiver_contract::membership::connect(&self.endpoints)
+        let client = quiver_fleet::membership::connect(&self.endpoints)
             .await
             .map_err(|e| ReplicaUnavailable::Unreachable {
                 replica: REPLICA,

@@ -82,7 +82,7 @@ pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
     if etcd_members {
         // What etcd lists, beside what the control plane heard: a member
         // cut off from the control plane still shows here, and the reverse.
-        let members = quiver_contract::membership::members(&args.etcd)
+        let members = quiver_fleet::membership::members(&args.etcd)
             .await
             .map_err(|e| anyhow::anyhow!("etcd at {}: {e}", args.etcd.join(",")))?;
         let canonical = match &answer {

@@ -8,7 +8,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
-use quiver_contract::{Dispatch, Limits, RemoteExecutor, Scripts};
+use quiver_contract::{Dispatch, Limits, Scripts};
 use quiver_control_plane::{
     ControlPlaneNode, Discovery, LocalCatalogue, ManifestStore, NodeConfig, RaftTuning,
     command::Command,
@@ -24,6 +24,7 @@ use quiver_executor::{
     script::{LocalScripts, ScriptRunner},
     stash::StashStore,
 };
+use quiver_fleet::RemoteExecutor;
 use quiver_proto::{catalog::Catalog, tenant::TenantDirectory};
 use quiver_upstream::{UpstreamConfig, UpstreamSet};
 use tokio_util::sync::CancellationToken;

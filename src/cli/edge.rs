@@ -1,18 +1,14 @@
 //! `quiver edge`: the edge role as its own process. It terminates MCP (and
 //! the gRPC API), follows the manifest and tenant policy from the control
 //! plane, holds no upstream connections, and routes every call and script to
-//! an executor of the fleet (see [`quiver_contract::fleet`]), whose members
+//! an executor of the fleet (see [`quiver_fleet::fleet`]), whose members
 //! it learns from the control plane's fleet registry.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
-use quiver_contract::{
-    Dispatch, ExecutorFleet, ExecutorInfo, Scripts,
-    membership::{self, MemberRecord},
-    remote::ClientTls,
-};
+use quiver_contract::{Dispatch, Scripts};
 use quiver_control_plane::{
     ManifestStore,
     admin::{AdminAnswer, AdminRequest},
@@ -22,6 +18,11 @@ use quiver_control_plane::{
     watcher::{ReportedHealth, WatchConfig, spawn_watcher},
 };
 use quiver_edge::{Gateway, peers::EdgePeers};
+use quiver_fleet::{
+    ExecutorFleet, ExecutorInfo,
+    membership::{self, MemberRecord},
+    remote::ClientTls,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{dev::stop_signal, logging, readiness};
@@ -212,7 +213,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     if !args.etcd.is_empty() {
         // Sessions are recorded in etcd: any edge serves them.
         gateway.keep_sessions_in(Arc::new(
-            quiver_contract::session_records::SessionRecords::new(
+            quiver_fleet::session_records::SessionRecords::new(
                 args.etcd.clone(),
                 Duration::from_secs(config.edge.session_idle_secs.max(1)),
             ),
@@ -220,7 +221,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         // Tasks are recorded in etcd: they outlive this edge.
         let members = fleet.clone();
         gateway.record_tasks_in(
-            Arc::new(quiver_contract::task_records::TaskRecords::new(
+            Arc::new(quiver_fleet::task_records::TaskRecords::new(
                 args.etcd.clone(),
                 quiver_edge::tasks::KEPT_AFTER_END,
             )),
@@ -256,7 +257,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             let states = routable.states();
             let ok = states
                 .iter()
-                .filter(|s| s.state == quiver_contract::fleet::RoutingState::Ok)
+                .filter(|s| s.state == quiver_fleet::fleet::RoutingState::Ok)
                 .count();
             if ok > 0 {
                 Ok(format!("{ok} of {} executors take work", states.len()))

@@ -253,7 +253,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let service = if args.etcd.is_empty() {
         service
     } else {
-        service.recording_tasks_in(Arc::new(quiver_contract::task_records::TaskRecords::new(
+        service.recording_tasks_in(Arc::new(quiver_fleet::task_records::TaskRecords::new(
             args.etcd.clone(),
             quiver_edge::tasks::KEPT_AFTER_END,
         )))
@@ -284,10 +284,10 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
             health.clone(),
             lease_name.clone(),
         );
-        quiver_contract::membership::register(args.etcd.clone(), move || {
+        quiver_fleet::membership::register(args.etcd.clone(), move || {
             let manifest = store.current();
             let stats = pool.stats();
-            quiver_contract::membership::MemberRecord {
+            quiver_fleet::membership::MemberRecord {
                 node: node.clone(),
                 role: NodeRole::Executor,
                 address: advertised.clone(),

@@ -1,5 +1,5 @@
 //! Scripts on this process's worker pool ([`LocalScripts`]): the local side
-//! of the contract's [`Scripts`]; `quiver_contract::RemoteExecutor` is the
+//! of the contract's [`Scripts`]; `quiver_fleet::RemoteExecutor` is the
 //! remote one.
 
 use std::sync::Arc;

@@ -3,11 +3,11 @@
 //! members, upstreams, tenants or verdicts, a new key), and anything else
 //! prints as aligned `key  value` lines.
 
-use quiver_contract::membership::MemberRecord;
 use quiver_control_plane::admin::{
     AdminAnswer, ClusterStatus, Committed, FindingStatus, FindingsReport, FleetVerification,
     IssuedKey, NodeVerdict, PublicTenant, SecretList, UpstreamSummary,
 };
+use quiver_fleet::membership::MemberRecord;
 use quiver_proto::audit::AuditRecord;
 use serde_json::Value;
 

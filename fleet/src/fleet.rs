@@ -32,10 +32,9 @@ use quiver_view::ToolCall;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::{
-    Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts,
-    remote::{ClientTls, HopError, RemoteExecutor},
-};
+use quiver_contract::{Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts};
+
+use crate::remote::{ClientTls, HopError, RemoteExecutor};
 
 /// First pause of an opened breaker; doubles while it keeps failing.
 const BREAKER_FIRST: Duration = Duration::from_secs(1);

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tracing::Instrument as _;
 
-use crate::{Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts, wire};
+use quiver_contract::{Dispatch, ExecuteError, ExecuteRequest, ScriptOutcome, Scripts, wire};
 
 /// Client certificates for mTLS to executors.
 #[derive(Debug, Clone)]

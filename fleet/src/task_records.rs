@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::{ScriptOutcome, membership};
+use quiver_contract::ScriptOutcome;
+
+use crate::membership;
 
 /// The prefix of every task record.
 pub const PREFIX: &str = "/quiver/tasks/";
