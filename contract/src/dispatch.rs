@@ -1,8 +1,8 @@
 //! Running one prepared tool call, or another MCP request, on the upstream
 //! that owns it: the trait the edge's modes and a script's host call.
 
+use crate::{CallOptions, ResourceUpdate, UpstreamError};
 use futures::future::BoxFuture;
-use quiver_upstream::{CallOptions, ResourceUpdate, UpstreamError};
 use quiver_view::ToolCall;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 

@@ -8,23 +8,30 @@
 //! execution ends in the same typed [`ScriptOutcome`] or [`ExecuteError`]
 //! (a rejection keeps its violations) as a local one.
 
+mod call_options;
+mod call_sink;
 mod dispatch;
 pub mod encoded_size;
 mod execute_error;
 pub mod forwarded;
 mod limits;
 mod outcome;
+mod resource_update;
 mod scripts;
+mod upstream_error;
 mod validation;
 pub mod wire;
 
+pub use call_options::CallOptions;
+pub use call_sink::{CallSink, SinkFuture, TaskTicket};
 pub use dispatch::Dispatch;
 pub use execute_error::ExecuteError;
 pub use limits::Limits;
 pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
-pub use quiver_upstream::{CallOptions, CallSink, ResourceUpdate, SinkFuture, UpstreamError};
 pub use quiver_view::{CallOrigin, ToolCall};
+pub use resource_update::ResourceUpdate;
 pub use scripts::{API_DECLARATION, ExecuteRequest, MORE_API_DECLARATION, Scripts};
+pub use upstream_error::UpstreamError;
 pub use validation::{MAX_VIOLATIONS, ValidationErrors, Violation};
 
 /// The tenant of an edge that authenticates nobody; it sees every tool.

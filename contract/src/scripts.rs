@@ -5,11 +5,10 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use quiver_upstream::CallSink;
 use quiver_view::CallOrigin;
 use tokio_util::sync::CancellationToken;
 
-use crate::{ExecuteError, Limits, ScriptOutcome};
+use crate::{CallSink, ExecuteError, Limits, ScriptOutcome};
 
 /// The script API as TypeScript declarations, shown in `execute`'s
 /// description (which a model reads up front, so it stays short), and by

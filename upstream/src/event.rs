@@ -14,13 +14,3 @@ pub enum UpstreamEvent {
     /// the next use reconnects with the new ones.
     CredentialsChanged,
 }
-
-/// An upstream said a resource changed (`notifications/resources/updated`),
-/// for whoever relays it to the clients that subscribed to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceUpdate {
-    /// The upstream's id.
-    pub server: String,
-    /// The resource's URI, as the upstream names it.
-    pub uri: String,
-}

@@ -9,9 +9,7 @@
 //! per tenant, made with that tenant's secrets only.
 
 mod breaker;
-mod call_options;
 mod client;
-mod error;
 mod event;
 mod request_span;
 mod secret_scrub;
@@ -24,10 +22,10 @@ mod trace_headers;
 mod upstream;
 
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
-pub use call_options::CallOptions;
-pub use client::{CallSink, SinkFuture, TaskTicket};
-pub use error::UpstreamError;
-pub use event::{ResourceUpdate, UpstreamEvent};
+pub use event::UpstreamEvent;
+pub use quiver_contract::{
+    CallOptions, CallSink, ResourceUpdate, SinkFuture, TaskTicket, UpstreamError,
+};
 pub use quiver_proto::references::{
     ExpandError, TENANT_SECRET_PREFIX, expand_references, expand_with_secrets, tenant_secret_names,
 };

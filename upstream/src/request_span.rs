@@ -10,7 +10,7 @@ use quiver_proto::upstream_config::{Transport, UpstreamConfig};
 use quiver_telemetry::{instruments, mcp_client_span, propagation, spans};
 use rmcp::model::{ClientRequest, GetMeta as _, ServerResult};
 
-use crate::error::UpstreamError;
+use quiver_contract::UpstreamError;
 
 /// The span and metric labels of one request, from sending to its answer.
 pub(crate) struct ClientRequestSpan {

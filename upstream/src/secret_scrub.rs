@@ -7,7 +7,7 @@
 use quiver_proto::secret_value::SecretValue;
 use serde_json::Value;
 
-use crate::error::UpstreamError;
+use quiver_contract::UpstreamError;
 
 /// What replaces a secret.
 pub(crate) const REDACTED: &str = "[redacted]";

@@ -18,12 +18,11 @@ use std::{
 use opentelemetry::KeyValue;
 use quiver_telemetry::{instruments::names, metrics::meter};
 
+use quiver_contract::{ResourceUpdate, UpstreamError};
 use quiver_proto::upstream_config::UpstreamConfig;
 use tokio::sync::broadcast;
 
 use crate::{
-    error::UpstreamError,
-    event::ResourceUpdate,
     status::UpstreamStatus,
     tenant_credentials::{SecretHolder, SecretSlot, TenantSecretSource},
     upstream::Upstream,

@@ -10,6 +10,7 @@ use std::{
     time::Duration,
 };
 
+use quiver_contract::{CallOptions, ResourceUpdate, UpstreamError};
 use quiver_proto::{
     ToolDef,
     secret_value::{SecretValue, TenantSecrets},
@@ -35,10 +36,8 @@ use tracing::Instrument as _;
 
 use crate::{
     breaker::{BreakerConfig, BreakerState, CircuitBreaker},
-    call_options::CallOptions,
     client::{ClientSignal, InFlight, InFlightGuard, UpstreamClient},
-    error::UpstreamError,
-    event::{ResourceUpdate, UpstreamEvent},
+    event::UpstreamEvent,
     request_span::ClientRequestSpan,
     secret_scrub::SecretScrub,
     status::{UpstreamState, UpstreamStatus, now_secs},

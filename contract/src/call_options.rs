@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::client::CallSink;
+use crate::call_sink::CallSink;
 
 /// Per-call options.
 #[derive(Clone)]
