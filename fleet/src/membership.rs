@@ -436,15 +436,7 @@ async fn followed_once(
     }
     on_change(members.values().cloned().collect());
     contact.answered();
-    let mut watch = client
-        .watch(
-            PREFIX,
-            Some(
-                WatchOptions::new()
-                    .with_prefix()
-                    .with_start_revision(revision + 1),
-            ),
-        )
+    let mut watch = watch_after(&mut client, PREFIX, revision)
         .await
         .map_err(MembershipError::request(format!("watching {PREFIX}")))?;
     loop {
@@ -490,6 +482,18 @@ fn parse(key: &[u8], value: &[u8]) -> Option<MemberRecord> {
             None
         }
     }
+}
+
+/// A watch of every key under `prefix` that changes after `revision`.
+pub(crate) async fn watch_after(
+    client: &mut Client,
+    prefix: &str,
+    revision: i64,
+) -> Result<etcd_client::WatchStream, etcd_client::Error> {
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(revision + 1);
+    client.watch(prefix, Some(options)).await
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, EventType, GetOptions, PutOptions, WatchOptions};
+use etcd_client::{Client, EventType, GetOptions, PutOptions};
 use rmcp::model::InitializeRequestParams;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
@@ -182,16 +182,7 @@ impl SessionRecords {
             )
             .await?;
         let revision = now.header().map_or(0, |h| h.revision());
-        let mut watch = client
-            .watch(
-                PREFIX,
-                Some(
-                    WatchOptions::new()
-                        .with_prefix()
-                        .with_start_revision(revision + 1),
-                ),
-            )
-            .await?;
+        let mut watch = membership::watch_after(&mut client, PREFIX, revision).await?;
         loop {
             let message = tokio::select! {
                 () = stop.cancelled() => return Ok(()),
