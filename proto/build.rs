@@ -1,11 +1,14 @@
 //! Compiles `quiver.v1` with protox (pure Rust), so building Quiver never needs `protoc`,
-//! and writes the encoded descriptors of the public `quiver.v1.Gateway` API (and
-//! the files it imports) for gRPC reflection.
+//! and writes the encoded descriptors of the public `quiver.v1.Gateway` API and of
+//! the control plane's `quiver.v1.ControlPlane` (each with the files it imports)
+//! for gRPC reflection.
 
 use prost::Message as _;
 
 /// The file whose service the edge offers to other programs, with reflection.
 const GATEWAY_FILE: &str = "quiver/v1/gateway.proto";
+/// The file whose service the control plane offers operators, with reflection.
+const CONTROL_PLANE_FILE: &str = "quiver/v1/control_plane.proto";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
@@ -19,7 +22,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={file}");
     }
     let descriptors = protox::compile(files, ["proto"])?;
-    write_gateway_descriptors(&descriptors)?;
+    write_descriptors(&descriptors, GATEWAY_FILE, "gateway_descriptor.bin")?;
+    write_descriptors(
+        &descriptors,
+        CONTROL_PLANE_FILE,
+        "control_plane_descriptor.bin",
+    )?;
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
@@ -27,12 +35,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// `gateway_descriptor.bin` in `OUT_DIR`: the gateway's file and the files it
-/// imports, nothing else (reflection describes what a gateway client needs).
-fn write_gateway_descriptors(
+/// `out` in `OUT_DIR`: `file` and the files it imports, nothing else
+/// (reflection describes what a client of that file's service needs).
+fn write_descriptors(
     all: &prost_types::FileDescriptorSet,
+    file: &str,
+    out: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let mut wanted = vec![GATEWAY_FILE.to_string()];
+    let mut wanted = vec![file.to_string()];
     let mut kept = Vec::new();
     while let Some(name) = wanted.pop() {
         if kept
@@ -52,7 +62,7 @@ fn write_gateway_descriptors(
     // Dependencies first, as descriptor pools expect.
     kept.reverse();
     let set = prost_types::FileDescriptorSet { file: kept };
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("gateway_descriptor.bin");
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join(out);
     std::fs::write(out, set.encode_to_vec())?;
     Ok(())
 }

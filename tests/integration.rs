@@ -20,6 +20,7 @@ mod control_plane_cluster;
 mod control_plane_ctl;
 mod control_plane_full_outage;
 mod control_plane_linearizability;
+mod control_plane_reflection;
 mod data_dir_in_use;
 mod deploy_manifests;
 mod dev_demo_modes;

@@ -67,9 +67,27 @@ pub(crate) fn serve(
         // (~40 ms per write on Linux).
         let incoming =
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        // Reflection describes the operator API to generic clients
+        // (`grpcurl list`); Raft stays unlisted.
+        let reflection = || {
+            tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(pb::CONTROL_PLANE_FILE_DESCRIPTOR_SET)
+                .with_service_name("quiver.v1.ControlPlane")
+                .with_service_name(tonic_reflection::pb::v1::server_reflection_server::SERVICE_NAME)
+        };
+        let (reflection_v1, reflection_v1alpha) =
+            match (reflection().build_v1(), reflection().build_v1alpha()) {
+                (Ok(v1), Ok(v1alpha)) => (v1, v1alpha),
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::error!("control plane reflection: {e}");
+                    return;
+                }
+            };
         let result = server
             .add_service(raft)
             .add_service(control)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
             .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
             .await;
         if let Err(e) = result {

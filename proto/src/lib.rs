@@ -48,4 +48,10 @@ pub mod pb {
     /// it imports: what gRPC reflection serves about `quiver.v1.Gateway`.
     pub const GATEWAY_FILE_DESCRIPTOR_SET: &[u8] =
         include_bytes!(concat!(env!("OUT_DIR"), "/gateway_descriptor.bin"));
+
+    /// Encoded `FileDescriptorSet` of `quiver/v1/control_plane.proto` and the
+    /// files it imports: what gRPC reflection serves about
+    /// `quiver.v1.ControlPlane`.
+    pub const CONTROL_PLANE_FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/control_plane_descriptor.bin"));
 }
