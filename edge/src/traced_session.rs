@@ -285,8 +285,7 @@ impl GatewaySession {
 /// Handler methods that take a request and its context and answer it, each
 /// in its span under its MCP method name.
 macro_rules! traced_requests {
-    ($($(#[$doc:meta])* $method:ident($params:ty) -> $answer:ty = $name:literal;)*) => {$(
-        $(#[$doc])*
+    ($($method:ident($params:ty) -> $answer:ty = $name:literal;)*) => {$(
         async fn $method(
             &self,
             request: $params,

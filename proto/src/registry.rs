@@ -25,7 +25,10 @@ pub struct UnknownEnumValue {
 }
 
 /// The known value of an enum field, or the error naming `field`.
-pub fn known<E: TryFrom<i32>>(field: &'static str, value: i32) -> Result<E, UnknownEnumValue> {
+pub(crate) fn known<E: TryFrom<i32>>(
+    field: &'static str,
+    value: i32,
+) -> Result<E, UnknownEnumValue> {
     E::try_from(value).map_err(|_| UnknownEnumValue { field, value })
 }
 

@@ -232,12 +232,14 @@ impl KeySet {
             let key = serde_json::from_value(entry.clone())
                 .map_err(KeyProblem::Unreadable)
                 .and_then(|jwk| SigningKey::from_jwk(&jwk));
-            let kid = entry.get("kid").and_then(Value::as_str);
-            let kid = kid.map_or("key without kid".into(), |kid| format!("key {kid:?}"));
             match key {
                 Ok(Some(key)) => set.keys.push(key),
                 Ok(None) => {}
-                Err(problem) => set.skipped.push(format!("keys[{index}] {kid}: {problem}")),
+                Err(problem) => {
+                    let kid = entry.get("kid").and_then(Value::as_str);
+                    let kid = kid.map_or("key without kid".into(), |kid| format!("key {kid:?}"));
+                    set.skipped.push(format!("keys[{index}] {kid}: {problem}"));
+                }
             }
         }
         if set.keys.is_empty() {

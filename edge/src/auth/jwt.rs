@@ -109,26 +109,22 @@ impl JwtValidator {
             let name = issuer.issuer.clone();
             let (source, initial) = match issuer.key_source(index)? {
                 KeySource::File(path) => {
-                    let (issuer, path) = (name.clone(), path.to_owned());
-                    let document = jwks::read_file(&path).map_err(|source| {
-                        let (issuer, path) = (issuer.clone(), path.clone());
-                        JwtConfigError::ReadJwksFile {
+                    let document =
+                        jwks::read_file(path).map_err(|source| JwtConfigError::ReadJwksFile {
                             index,
-                            issuer,
-                            path,
+                            issuer: name.clone(),
+                            path: path.to_owned(),
                             source,
-                        }
-                    })?;
+                        })?;
                     let set = KeySet::from_json(&document).map_err(|source| {
-                        let path = path.clone();
                         JwtConfigError::BadJwksFile {
                             index,
-                            issuer,
-                            path,
+                            issuer: name.clone(),
+                            path: path.to_owned(),
                             source,
                         }
                     })?;
-                    (JwksSource::File(path), set)
+                    (JwksSource::File(path.to_owned()), set)
                 }
                 KeySource::Url(url) => {
                     if url.scheme() == "http" {
