@@ -8,7 +8,10 @@ use quiver_proto::pb::{self, control_plane_client::ControlPlaneClient};
 use tonic::{Code, transport::Channel};
 
 use crate::{
-    admin::{AdminAnswer, AdminEnvelope, AdminRequest, LEADER_METADATA, NOT_LEADER},
+    admin::{
+        AdminAnswer, AdminRequest, LEADER_METADATA, NOT_LEADER,
+        wire::{Message, WireError},
+    },
     error_chain::with_causes,
     raft::network::{MAX_MESSAGE_BYTES, TlsMaterial, channel},
 };
@@ -87,14 +90,18 @@ impl AdminClient {
         let mut client = self
             .client(addr)
             .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        let request_json = serde_json::to_string(&AdminEnvelope::new(request.clone()))
-            .map_err(|e| tonic::Status::internal(format!("cannot encode the request: {e}")))?;
-        let mut call = tonic::Request::new(pb::AdminCall { request_json });
+        let mut call = tonic::Request::new(pb::AdminCall {
+            request: Some(request.to_pb()),
+        });
         call.set_timeout(self.timeout);
         let reply = client.admin(call).await?.into_inner();
-        serde_json::from_str(&reply.response_json).map_err(|e| {
+        let answer = reply
+            .answer
+            .ok_or(WireError::Missing("AdminReply.answer"))
+            .and_then(AdminAnswer::from_pb);
+        answer.map_err(|e| {
             tonic::Status::internal(format!(
-                "unreadable answer: {e}; is `quiver ctl` the same version as the cluster?"
+                "unreadable answer: {e}; use the `quiver ctl` of the cluster's release"
             ))
         })
     }

@@ -16,7 +16,10 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::{
-    admin::{AdminEnvelope, EnvelopeError},
+    admin::{
+        AdminRequest,
+        wire::{Message, WireError},
+    },
     fleet::FleetRegistry,
     node_role::NodeRole,
     operator::Operator,
@@ -202,18 +205,25 @@ impl ControlPlane for ControlPlaneService {
         &self,
         request: Request<pb::AdminCall>,
     ) -> Result<Response<pb::AdminReply>, Status> {
-        let call = AdminEnvelope::decode(&request.into_inner().request_json).map_err(|e| {
-            Status::invalid_argument(match e {
-                EnvelopeError::Malformed(e) => format!(
-                    "unknown or malformed admin request ({e}); is `quiver ctl` the same version as the cluster?"
-                ),
-                other => other.to_string(),
-            })
-        })?;
+        let call = request
+            .into_inner()
+            .request
+            .ok_or(WireError::Missing("AdminCall.request"))
+            .and_then(AdminRequest::from_pb)
+            .map_err(|e| {
+                Status::invalid_argument(match e {
+                    WireError::Missing(_) => format!(
+                        "the request names no operation this node knows (it came from a `quiver ctl` of another release: {e}); use the `quiver ctl` of the cluster's release"
+                    ),
+                    other => format!(
+                        "unreadable admin request: {other}; use the `quiver ctl` of the cluster's release"
+                    ),
+                })
+            })?;
         let answer = self.operator.serve(call).await?;
-        let response_json = serde_json::to_string(&answer)
-            .map_err(|e| Status::internal(format!("cannot encode the answer: {e}")))?;
-        Ok(Response::new(pb::AdminReply { response_json }))
+        Ok(Response::new(pb::AdminReply {
+            answer: Some(answer.to_pb()),
+        }))
     }
 
     async fn report_node(

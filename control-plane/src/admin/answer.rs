@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use quiver_proto::{Manifest, audit::AuditRecord};
+use quiver_proto::{Manifest, audit::AuditRecord, manifest::ValidationMode};
 use quiver_upstream::{UpstreamConfig, UpstreamState};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -315,7 +315,7 @@ pub struct PublicTenant {
     pub audit_arguments: bool,
     /// See [`Tenant::validation`].
     #[serde(default)]
-    pub validation: Option<String>,
+    pub validation: Option<ValidationMode>,
     /// See [`Tenant::stash_bytes`].
     #[serde(default)]
     pub stash_bytes: Option<u64>,
@@ -352,7 +352,7 @@ impl From<&Tenant> for PublicTenant {
             rate_limit_per_minute: t.rate_limit_per_minute,
             tool_rate_limits: t.tool_rate_limits.clone(),
             audit_arguments: t.audit_arguments,
-            validation: t.validation.map(|v| v.as_str().to_string()),
+            validation: t.validation,
             stash_bytes: t.stash_bytes,
             stash_keys: t.stash_keys,
             task_wall_ms: t.task_wall_ms,

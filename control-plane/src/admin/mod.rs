@@ -1,13 +1,15 @@
-//! The operator API carried by `ControlPlane.Admin`: one versioned,
-//! serde-encoded request enum ([`AdminRequest`] inside an [`AdminEnvelope`])
-//! and one typed answer per operation ([`AdminAnswer`]), so `quiver ctl` and
-//! the nodes agree on every operation by type. Serving the requests is
+//! The operator API carried by `ControlPlane.Admin`: one request enum
+//! ([`AdminRequest`]) and one typed answer per operation ([`AdminAnswer`]),
+//! travelling as the protobuf messages of admin.proto ([`wire`]), so
+//! `quiver ctl`, the nodes and any other gRPC client agree on every
+//! operation by type. Serving the requests is
 //! `operator.rs`'s job; nothing here touches Raft.
 
 mod answer;
 mod error;
 mod findings;
 mod request;
+pub mod wire;
 
 pub use answer::{
     AdminAnswer, ClusterInitialized, ClusterStatus, Committed, DriftReport, ElectionSwitch,
@@ -20,4 +22,4 @@ pub use answer::{
 pub(crate) use error::NOT_LEADER;
 pub use error::{AdminError, LEADER_METADATA};
 pub use findings::{FindingStatus, FindingsReport, ToolFindings};
-pub use request::{ADMIN_FORMAT, AdminEnvelope, AdminRequest, EnvelopeError};
+pub use request::AdminRequest;

@@ -1,10 +1,9 @@
-//! Operator requests and the envelope that carries them with their format
-//! version: a node reads the version first and refuses any other with advice,
-//! rather than misreading a request of another release.
+//! Operator requests: what `quiver ctl` (and an executor, for budget leases
+//! and audit records) asks the control plane. They travel as the typed
+//! `quiver.v1.AdminRequest` (see [`super::wire`]).
 
 use quiver_proto::audit::AuditRecord;
 use quiver_proto::upstream_config::UpstreamConfig;
-use serde::{Deserialize, Serialize};
 
 use quiver_upstream::SecretValue;
 
@@ -15,66 +14,8 @@ use crate::{
     usage::LeaseRequest,
 };
 
-/// The request format this build writes and reads; a node refuses any other.
-pub const ADMIN_FORMAT: u32 = 1;
-
-/// What `AdminCall.request_json` holds: a request and its format version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AdminEnvelope {
-    /// [`ADMIN_FORMAT`] of the sender.
-    pub format: u32,
-    /// The operation.
-    pub request: AdminRequest,
-}
-
-/// Why a received envelope was not read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EnvelopeError {
-    /// Written by another release of `quiver ctl` (or of a peer node).
-    #[error(
-        "admin request format {} is not this node's ({ADMIN_FORMAT}); use the `quiver ctl` of the cluster's release",
-        found.map_or_else(|| "missing".to_string(), |f| f.to_string())
-    )]
-    Format {
-        /// The format the sender wrote, if any.
-        found: Option<u32>,
-    },
-    /// Not an admin request of this format.
-    #[error("unknown or malformed admin request")]
-    Malformed(#[source] serde_json::Error),
-}
-
-impl AdminEnvelope {
-    /// `request` in this build's format.
-    pub fn new(request: AdminRequest) -> AdminEnvelope {
-        AdminEnvelope {
-            format: ADMIN_FORMAT,
-            request,
-        }
-    }
-
-    /// Reads an envelope, checking its format before the request itself.
-    pub fn decode(json: &str) -> Result<AdminRequest, EnvelopeError> {
-        #[derive(Deserialize)]
-        struct Format {
-            format: Option<u32>,
-        }
-        let format = serde_json::from_str::<Format>(json)
-            .map_err(EnvelopeError::Malformed)?
-            .format;
-        if format != Some(ADMIN_FORMAT) {
-            return Err(EnvelopeError::Format { found: format });
-        }
-        let envelope: AdminEnvelope =
-            serde_json::from_str(json).map_err(EnvelopeError::Malformed)?;
-        Ok(envelope.request)
-    }
-}
-
 /// An operator request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "call", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum AdminRequest {
     /// Makes the receiving node a one-node cluster (a fresh node only).
@@ -212,13 +153,11 @@ pub enum AdminRequest {
     /// Audit records matching a query.
     Audit {
         /// Which.
-        #[serde(default)]
         query: AuditQuery,
     },
     /// Shows, or with a value sets, how long audit records are kept.
     AuditRetention {
         /// The new setting.
-        #[serde(default)]
         set: Option<AuditRetention>,
     },
     /// Sets a tenant's secret. The value travels only to the leader (over
@@ -265,27 +204,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_envelope_round_trips_and_another_format_is_refused_with_advice() {
-        let json = serde_json::to_string(&AdminEnvelope::new(AdminRequest::TenantList)).unwrap();
-        assert_eq!(
-            AdminEnvelope::decode(&json).unwrap(),
-            AdminRequest::TenantList
-        );
-        let newer = json.replace(
-            &format!("\"format\":{ADMIN_FORMAT}"),
-            &format!("\"format\":{}", ADMIN_FORMAT + 1),
-        );
-        let error = AdminEnvelope::decode(&newer).unwrap_err();
-        assert!(matches!(error, EnvelopeError::Format { found: Some(f) } if f == ADMIN_FORMAT + 1));
-        assert!(error.to_string().contains("cluster's release"), "{error}");
-        let bare = serde_json::to_string(&AdminRequest::TenantList).unwrap();
-        assert!(matches!(
-            AdminEnvelope::decode(&bare),
-            Err(EnvelopeError::Format { found: None })
-        ));
-    }
-
-    #[test]
     fn a_secret_set_request_never_shows_its_value() {
         let request = AdminRequest::SecretSet {
             tenant: "acme".into(),
@@ -297,7 +215,5 @@ mod tests {
             !shown.contains("tok-plain") && shown.contains("<redacted>"),
             "{shown}"
         );
-        let json = serde_json::to_string(&AdminEnvelope::new(request.clone())).unwrap();
-        assert_eq!(AdminEnvelope::decode(&json).unwrap(), request);
     }
 }

@@ -12,8 +12,11 @@ fn an_answer_travels_tagged_and_prints_as_its_own_fields() {
         stub_hash: "ab".into(),
         tools: 2,
     });
-    let wire = serde_json::to_string(&answer).unwrap();
-    assert_eq!(serde_json::from_str::<AdminAnswer>(&wire).unwrap(), answer);
+    let wire = crate::admin::wire::Message::to_pb(&answer);
+    assert_eq!(
+        <AdminAnswer as crate::admin::wire::Message>::from_pb(wire).unwrap(),
+        answer
+    );
     assert_eq!(
         answer.to_json(),
         json!({"version": 3, "stub_hash": "ab", "tools": 2})
