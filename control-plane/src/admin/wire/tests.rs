@@ -473,18 +473,19 @@ fn a_request_or_answer_without_an_operation_is_refused_by_name() {
         AdminRequest::from_pb(empty),
         Err(WireError::Missing("AdminRequest.call"))
     ));
-    let mut status = quiver_proto::pb::AdminAnswer::default();
-    status.answer = Some(quiver_proto::pb::admin_answer::Answer::Verify(
-        quiver_proto::pb::FleetVerification {
-            nodes: vec![quiver_proto::pb::NodeVerdict {
-                role: quiver_proto::pb::NodeRole::Edge as i32,
-                verdict: 99,
-                readiness: Some(Default::default()),
+    let status = quiver_proto::pb::AdminAnswer {
+        answer: Some(quiver_proto::pb::admin_answer::Answer::Verify(
+            quiver_proto::pb::FleetVerification {
+                nodes: vec![quiver_proto::pb::NodeVerdict {
+                    role: quiver_proto::pb::NodeRole::Edge as i32,
+                    verdict: 99,
+                    readiness: Some(Default::default()),
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
-            ..Default::default()
-        },
-    ));
+            },
+        )),
+    };
     let error = AdminAnswer::from_pb(status).unwrap_err();
     assert!(error.to_string().contains("NodeVerdict.verdict"), "{error}");
 }
