@@ -40,6 +40,10 @@ enum Command {
     /// A sandbox worker process (started by the executor; speaks frames on stdin/stdout).
     #[command(name = "__worker", hide = true)]
     Worker(WorkerArgs),
+    /// The client the MCP conformance suite drives (Quiver's upstream client;
+    /// see scripts/conformance.sh).
+    #[command(name = "__conformance-client", hide = true)]
+    ConformanceClient(cli::conformance_client::ConformanceClientArgs),
 }
 
 /// Arguments of the hidden worker command (set only by the executor host).
@@ -101,6 +105,7 @@ fn main() -> std::process::ExitCode {
             Command::Completions(args) => cli::completions::run::<Cli>(args),
             Command::Bench(command) => cli::bench::run(command).await,
             Command::Worker(_) => Ok(()),
+            Command::ConformanceClient(args) => cli::conformance_client::run(args).await,
         }
     });
     match result {

@@ -21,14 +21,13 @@ fn sample(name: &str, labels: &str) -> Option<f64> {
     quiver_telemetry::metrics::sample(name, labels)
 }
 
+#[path = "../../tests/support/wait.rs"]
+#[expect(dead_code, reason = "this crate waits only with the metrics shown")]
+mod wait;
+
+/// Waits for `condition`, showing the process's metrics if it never holds.
 async fn wait_for(what: &str, condition: impl Fn() -> bool) {
-    for _ in 0..1_000 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what} did not hold in time:\n{}", render_prometheus());
+    wait::wait_for_or(what, condition, render_prometheus).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -16,6 +16,7 @@ pub mod bench_telemetry;
 pub mod bench_tenants;
 pub mod cluster_key;
 pub mod completions;
+pub mod conformance_client;
 pub mod control_plane;
 pub mod ctl;
 pub mod dev;

@@ -4,12 +4,12 @@
 use std::{
     net::SocketAddr,
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
 use quiver_control_plane::ManifestStore;
-use quiver_executor::pool::WorkerPool;
+use quiver_executor::pool::{PoolStats, WorkerPool};
 use quiver_telemetry::{Health, NotReady, health::AdminListener};
 use tokio_util::sync::CancellationToken;
 
@@ -30,15 +30,44 @@ pub fn manifest_held(store: Arc<ManifestStore>) -> impl Fn() -> Result<String, N
     }
 }
 
-/// Ready while some sandbox worker is warm or running.
+/// How long a pool that has had workers may have none warm (one retired
+/// after its last use, its replacement starting) and still be ready: a
+/// caller meanwhile starts a worker of its own.
+const WORKER_GAP: Duration = Duration::from_secs(5);
+
+/// Ready while some sandbox worker is warm or running, or was within
+/// [`WORKER_GAP`]; not before the first one started.
 pub fn workers_warm(pool: Arc<WorkerPool>) -> impl Fn() -> Result<String, NotReady> {
+    let empty_since = Mutex::new(None);
     move || {
-        let stats = pool.stats();
-        if stats.idle + stats.running == 0 {
-            Err("no sandbox worker is warm".into())
-        } else {
-            Ok(format!("{} idle, {} running", stats.idle, stats.running))
-        }
+        let mut empty_since = empty_since.lock().unwrap_or_else(|p| p.into_inner());
+        warm_verdict(&pool.stats(), &mut empty_since, Instant::now())
+    }
+}
+
+/// The verdict on `stats` at `now`; `empty_since` remembers when the pool
+/// was last seen with no worker.
+fn warm_verdict(
+    stats: &PoolStats,
+    empty_since: &mut Option<Instant>,
+    now: Instant,
+) -> Result<String, NotReady> {
+    if stats.idle + stats.running > 0 {
+        *empty_since = None;
+        return Ok(format!("{} idle, {} running", stats.idle, stats.running));
+    }
+    if stats.spawned == 0 {
+        return Err("no sandbox worker is warm".into());
+    }
+    let since = *empty_since.get_or_insert(now);
+    let gap = now.saturating_duration_since(since);
+    if gap < WORKER_GAP {
+        Ok(format!(
+            "replacing a retired worker ({} ms without one)",
+            gap.as_millis()
+        ))
+    } else {
+        Err(format!("no sandbox worker has been warm for {} s", gap.as_secs()).into())
     }
 }
 
@@ -146,7 +175,41 @@ pub fn edge_metrics_banner(
 
 #[cfg(test)]
 mod tests {
-    use super::reachable_admin;
+    use super::*;
+
+    fn pool(idle: usize, running: usize, spawned: usize) -> PoolStats {
+        PoolStats {
+            idle,
+            running,
+            waiting: 0,
+            spawned,
+            retired: 0,
+        }
+    }
+
+    #[test]
+    fn a_pool_replacing_a_retired_worker_stays_ready_for_a_while_but_not_forever() {
+        let start = Instant::now();
+        let mut since = None;
+        assert!(
+            warm_verdict(&pool(0, 0, 0), &mut since, start).is_err(),
+            "not before the first worker"
+        );
+        assert!(warm_verdict(&pool(1, 0, 1), &mut since, start).is_ok());
+        // The only worker retired after its last use; its replacement starts.
+        let gap = warm_verdict(&pool(0, 0, 1), &mut since, start).expect("ready while replacing");
+        assert!(gap.contains("replacing"), "{gap}");
+        assert!(warm_verdict(&pool(0, 0, 1), &mut since, start + WORKER_GAP / 2).is_ok());
+        let stuck = warm_verdict(&pool(0, 0, 1), &mut since, start + WORKER_GAP).unwrap_err();
+        assert!(
+            stuck.reason.contains("no sandbox worker"),
+            "{}",
+            stuck.reason
+        );
+        // A warm worker again resets the clock.
+        assert!(warm_verdict(&pool(0, 1, 2), &mut since, start + WORKER_GAP * 2).is_ok());
+        assert!(warm_verdict(&pool(0, 0, 2), &mut since, start + WORKER_GAP * 2).is_ok());
+    }
 
     #[test]
     fn an_admin_listener_on_every_interface_is_reached_at_the_advertised_host() {

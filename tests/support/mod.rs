@@ -14,6 +14,7 @@ pub mod raw_session;
 pub mod session_client;
 mod task_client;
 mod tls;
+mod wait;
 
 pub use control_plane::*;
 pub use task_client::*;
@@ -37,18 +38,7 @@ use rmcp::{
 };
 use serde_json::Value;
 
-/// Polls `condition` every 5 ms until it holds; fails the test, naming
-/// `what`, after 30 s.
-pub async fn wait_for(what: &str, condition: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !condition() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{what}: not within 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+pub use wait::wait_for;
 
 /// Runs `command` to its end: whether it succeeded, and its standard output
 /// followed by its standard error.
