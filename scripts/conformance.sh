@@ -8,6 +8,12 @@
 # `<mode>/<revision>/<scenario>`; those listed in tests/conformance/baseline.txt may
 # fail; any other failure makes this script exit 1.
 #
+# Then the client scenarios of the same requirement sets run against Quiver's own
+# upstream client (`quiver __conformance-client`, see src/cli/conformance_client.rs),
+# named `client/<revision>/<scenario>`, with their own baseline
+# (tests/conformance/client-baseline.txt); scenarios the suite does not score for a
+# revision (extensions, scenarios added after its release) are reported, not counted.
+#
 # Environment (all optional):
 #   QUIVER_CONFORMANCE_URL          test this MCP endpoint; start and build nothing
 #   QUIVER_CONFORMANCE_GATEWAY_CMD  command (bash) that serves MCP at
@@ -28,6 +34,9 @@
 #   QUIVER_CONFORMANCE_STRICT=1     count WARNING checks as failures (the suite's own
 #                                   --expected-failures rule)
 #   QUIVER_CONFORMANCE_SKIP_BUILD=1 use the binaries already in the target directory
+#   QUIVER_CONFORMANCE_CLIENT=0     skip the client scenarios
+#   QUIVER_CONFORMANCE_CLIENT_BASELINE  client baseline file
+#                                   (default tests/conformance/client-baseline.txt)
 #   QUIVER_CONFORMANCE_STARTUP_SECS how long to wait for the server to answer (default 60)
 set -euo pipefail
 
@@ -36,6 +45,7 @@ target_dir="${CARGO_TARGET_DIR:-${repo_root}/target}"
 fixture_bin="${target_dir}/debug/quiver-conformance-upstream"
 quiver_bin="${target_dir}/debug/quiver"
 baseline="${QUIVER_CONFORMANCE_BASELINE:-${repo_root}/tests/conformance/baseline.txt}"
+client_baseline="${QUIVER_CONFORMANCE_CLIENT_BASELINE:-${repo_root}/tests/conformance/client-baseline.txt}"
 startup_secs="${QUIVER_CONFORMANCE_STARTUP_SECS:-60}"
 results_root="${QUIVER_CONFORMANCE_RESULTS:-${target_dir}/conformance}"
 
@@ -106,7 +116,8 @@ else
     if [[ "${QUIVER_CONFORMANCE_SKIP_BUILD:-0}" != 1 ]]; then
         build=(-p quiver-conformance-upstream --bin quiver-conformance-upstream)
         # A custom server command may not need the gateway binary at all.
-        [[ -z "${QUIVER_CONFORMANCE_GATEWAY_CMD:-}" ]] && build+=(-p quiver --bin quiver)
+        [[ -z "${QUIVER_CONFORMANCE_GATEWAY_CMD:-}" || "${QUIVER_CONFORMANCE_CLIENT:-1}" == 1 ]] &&
+            build+=(-p quiver --bin quiver)
         log "cargo build ${build[*]}"
         (cd "${repo_root}" && cargo build "${build[@]}") >&2 || die "cargo build failed"
     fi
@@ -334,10 +345,107 @@ if ((total == 0)); then
     tail -n 30 "${run_dir}/suite.log" >&2 || true
     exit 1
 fi
-if ((unexpected > 0)); then
-    log "error: unexpected failures; details in ${run_dir}/suite.log"
-    echo "conformance: ${passed} passed, $((total - passed)) failed"
-    exit 1
+server_line="conformance: ${passed} passed, $((total - passed)) failed"
+server_unexpected=${unexpected}
+
+# --- client scenarios: Quiver's upstream client against the suite's servers
+client_unexpected=0
+if [[ "${QUIVER_CONFORMANCE_CLIENT:-1}" == 1 && -z "${QUIVER_CONFORMANCE_SCENARIO:-}" ]]; then
+    [[ -x "${quiver_bin}" ]] || die "${quiver_bin} is missing; build the quiver binary (or QUIVER_CONFORMANCE_CLIENT=0)"
+    client_dir="${run_dir}/client"
+    for revision in ${QUIVER_CONFORMANCE_REQUIREMENTS:-2025-11-25 2026-07-28}; do
+        out="${client_dir}/${revision}"
+        mkdir -p "${out}"
+        log "running (client/${revision}): node dist/index.js client --requirements ${revision}"
+        (cd "${out}" && "${node_bin}" "${conformance_js}" client \
+            --command "${quiver_bin} __conformance-client" --requirements "${revision}" \
+            --output-dir "${out}") >"${out}/suite.log" 2>&1 || true
+    done
+    # One line per scenario: client/revision/name, verdict, scored (yes|no), notes.
+    "${node_bin}" - "${client_dir}" >"${client_dir}/verdicts.tsv" <<'JS'
+const fs = require("fs");
+const path = require("path");
+const [clientDir] = process.argv.slice(2);
+// Result folders are <scenario>-<ISO timestamp with - for :.>, under auth/ for auth/….
+const folder = /^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
+for (const revision of fs.readdirSync(clientDir).sort()) {
+    const out = path.join(clientDir, revision);
+    if (!fs.statSync(out).isDirectory()) continue;
+    const log = fs.readFileSync(path.join(out, "suite.log"), "utf8");
+    // The suite lists what it does not score for the revision under "Not scored".
+    const unscored = new Set([...log.matchAll(/^\s+\S+ (\S+) \((?:extension|added-after-release)\)$/gm)].map((m) => m[1]));
+    const verdicts = new Map();
+    const walk = (dir, prefix) => {
+        for (const entry of fs.readdirSync(dir)) {
+            const full = path.join(dir, entry);
+            const m = folder.exec(entry);
+            if (m && fs.existsSync(path.join(full, "checks.json"))) {
+                const name = prefix + m[1];
+                let checks;
+                try { checks = JSON.parse(fs.readFileSync(path.join(full, "checks.json"), "utf8")); } catch { checks = null; }
+                if (!Array.isArray(checks)) { verdicts.set(name, ["fail", "unreadable checks.json"]); continue; }
+                const failed = checks.filter((c) => c.status === "FAILURE")
+                    .map((c) => `fail ${c.id}` + (c.errorMessage ? `: ${String(c.errorMessage).replace(/\s+/g, " ").slice(0, 160)}` : ""));
+                verdicts.set(name, [failed.length ? "fail" : "pass", failed.join("; ")]);
+            } else if (!m && fs.statSync(full).isDirectory()) {
+                walk(full, `${prefix}${entry}/`);
+            }
+        }
+    };
+    walk(out, "");
+    for (const [name, [verdict, notes]] of [...verdicts].sort()) {
+        console.log(`client/${revision}/${name}\t${verdict}\t${unscored.has(name) ? "no" : "yes"}\t${notes}`);
+    }
+}
+JS
+    declare -A client_allowed=()
+    if [[ -f "${client_baseline}" ]]; then
+        while IFS= read -r line || [[ -n "${line}" ]]; do
+            name="${line%%#*}"
+            name="${name//[[:space:]]/}"
+            [[ -n "${name}" ]] && client_allowed["${name}"]=1
+        done <"${client_baseline}"
+    fi
+    client_passed=0 client_total=0 client_expected=0 extra_passed=0 extra_total=0
+    printf '\n%-48s %s\n' "CLIENT SCENARIO" "RESULT" >&2
+    while IFS=$'\t' read -r name verdict scored notes; do
+        [[ -n "${name}" ]] || continue
+        if [[ "${scored}" == no ]]; then
+            extra_total=$((extra_total + 1))
+            [[ "${verdict}" == pass ]] && extra_passed=$((extra_passed + 1))
+            printf '%-48s %s (not scored)%s\n' "${name}" "${verdict}" "${notes:+  [${notes}]}" >&2
+            continue
+        fi
+        client_total=$((client_total + 1))
+        if [[ "${verdict}" == pass ]]; then
+            client_passed=$((client_passed + 1))
+            result="pass"
+            [[ -n "${client_allowed[${name}]:-}" ]] && result="pass; warning: in the client baseline but passes, remove it"
+        elif [[ -n "${client_allowed[${name}]:-}" ]]; then
+            result="FAIL (in baseline)"
+            client_expected=$((client_expected + 1))
+        else
+            result="FAIL"
+            client_unexpected=$((client_unexpected + 1))
+        fi
+        printf '%-48s %s%s\n' "${name}" "${result}" "${notes:+  [${notes}]}" >&2
+    done <"${client_dir}/verdicts.tsv"
+    printf '\n' >&2
+    log "client: ${client_passed}/${client_total} scored scenarios passed, ${client_expected} failed as allowed by the client baseline, ${client_unexpected} failed unexpectedly; ${extra_passed}/${extra_total} unscored (extensions, added after the release) passed"
+    if ((client_total == 0)); then
+        log "error: no client scenario ran; see ${client_dir}/*/suite.log"
+        client_unexpected=1
+    fi
+    client_line="conformance (client): ${client_passed}/${client_total} scenarios passed (extensions and later additions, not scored: ${extra_passed}/${extra_total})"
 fi
-# The plain closing line CI reads.
-echo "conformance: ${passed} passed, $((total - passed)) failed"
+
+if ((server_unexpected > 0)); then
+    log "error: unexpected failures; details in ${run_dir}/suite.log"
+fi
+if ((client_unexpected > 0)); then
+    log "error: unexpected client failures; details in ${run_dir}/client/*/suite.log"
+fi
+# The plain closing lines CI reads.
+echo "${server_line}"
+[[ -n "${client_line:-}" ]] && echo "${client_line}"
+((server_unexpected == 0 && client_unexpected == 0))

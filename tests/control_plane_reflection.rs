@@ -13,20 +13,24 @@ use quiver_proto::pb::{
     self, admin_answer::Answer, admin_request::Call, control_plane_client::ControlPlaneClient,
 };
 use support::QuiverDev;
-use tonic::transport::Endpoint;
+use tonic::transport::{Channel, Endpoint};
 use tonic_reflection::pb::v1::{
     ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
     server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
 };
 
-#[tokio::test(flavor = "multi_thread")]
-async fn reflection_lists_the_operator_api_and_describes_its_messages() {
-    let dev = QuiverDev::start(&[]);
-    let channel = Endpoint::from_shared(format!("http://{}", dev.control_plane))
+async fn connect(dev: &QuiverDev) -> Channel {
+    Endpoint::from_shared(format!("http://{}", dev.control_plane))
         .unwrap()
         .connect()
         .await
-        .expect("connect to the control plane");
+        .expect("connect to the control plane")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reflection_lists_the_operator_api_and_describes_its_messages() {
+    let dev = QuiverDev::start(&[]);
+    let channel = connect(&dev).await;
     let ask = |message| ServerReflectionRequest {
         host: String::new(),
         message_request: Some(message),
@@ -137,11 +141,7 @@ async fn reflection_lists_the_operator_api_and_describes_its_messages() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_program_calls_the_operator_api_with_the_generated_types_and_old_json_is_refused() {
     let dev = QuiverDev::start(&[]);
-    let channel = Endpoint::from_shared(format!("http://{}", dev.control_plane))
-        .unwrap()
-        .connect()
-        .await
-        .expect("connect to the control plane");
+    let channel = connect(&dev).await;
     let mut client = ControlPlaneClient::new(channel.clone());
     let call = |call| pb::AdminCall {
         request: Some(pb::AdminRequest { call: Some(call) }),

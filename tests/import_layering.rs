@@ -27,6 +27,7 @@ const CRATES: &[&str] = &[
     "executor/src",
     "edge/src",
     "src",
+    "tests/conformance-upstream/src",
 ];
 
 /// Module path (`["modes", "code"]`) → file, for one crate.

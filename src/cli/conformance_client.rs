@@ -68,7 +68,8 @@ pub async fn run(args: ConformanceClientArgs) -> anyhow::Result<()> {
     config.protocol = protocol_of(&revision);
     tracing::info!(%scenario, %revision, url = %args.url, "conformance client scenario");
     let upstream = Upstream::new(config);
-    let outcome = tokio::time::timeout(SCENARIO_LIMIT, exercise(&upstream, &context)).await;
+    let outcome =
+        tokio::time::timeout(SCENARIO_LIMIT, exercise(&upstream, &scenario, &context)).await;
     upstream.shutdown().await;
     outcome.map_err(|_| anyhow::anyhow!("scenario `{scenario}` did not finish in 25 s"))?
 }
@@ -85,10 +86,33 @@ fn protocol_of(revision: &str) -> UpstreamProtocol {
 }
 
 /// Lists the tools, then makes the calls the scenario names, or calls every
-/// tool with arguments its schema requires.
-async fn exercise(upstream: &Arc<Upstream>, context: &ScenarioContext) -> anyhow::Result<()> {
+/// tool with arguments its schema requires. The schema-preservation scenario
+/// instead hands one tool's input schema, as Quiver holds it, to the tool
+/// that echoes a `schema` back.
+async fn exercise(
+    upstream: &Arc<Upstream>,
+    scenario: &str,
+    context: &ScenarioContext,
+) -> anyhow::Result<()> {
     let tools = upstream.list_tools().await?;
-    let calls: Vec<(String, Option<JsonObject>)> = if context.tool_calls.is_empty() {
+    let calls: Vec<(String, Option<JsonObject>)> = if scenario == "json-schema-2020-12-preservation"
+    {
+        let echo = |t: &&quiver_proto::ToolDef| {
+            t.input_schema["required"] == serde_json::json!(["schema"])
+        };
+        let echoes = tools.iter().find(echo);
+        let held = tools.iter().find(|t| !echo(t));
+        match (echoes, held) {
+            (Some(echoes), Some(held)) => vec![(
+                echoes.name.clone(),
+                Some(JsonObject::from_iter([(
+                    "schema".to_string(),
+                    held.input_schema.clone(),
+                )])),
+            )],
+            _ => anyhow::bail!("the scenario lists no echo tool and no tool to echo"),
+        }
+    } else if context.tool_calls.is_empty() {
         (tools.iter())
             .map(|t| (t.name.clone(), required_arguments(&t.input_schema)))
             .collect()

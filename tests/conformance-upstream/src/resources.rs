@@ -1,7 +1,10 @@
 //! The fixture's resources: static text and binary resources, one subscribable
 //! resource, and the `test://template/{id}/data` template the suite reads through.
 
-use std::sync::PoisonError;
+use std::{
+    collections::BTreeSet,
+    sync::{Mutex, PoisonError},
+};
 
 use rmcp::{
     ErrorData,
@@ -9,7 +12,7 @@ use rmcp::{
 };
 use serde_json::json;
 
-use crate::{media, server::ConformanceServer};
+use crate::media;
 
 pub const STATIC_TEXT: &str = "test://static-text";
 pub const STATIC_BINARY: &str = "test://static-binary";
@@ -79,19 +82,17 @@ fn template_id(uri: &str) -> Option<&str> {
 
 /// Records a subscription. Any readable URI may be subscribed to; the fixture never
 /// changes its resources, so no `notifications/resources/updated` follow.
-pub fn subscribe(server: &ConformanceServer, uri: String) -> Result<(), ErrorData> {
+pub fn subscribe(subscriptions: &Mutex<BTreeSet<String>>, uri: String) -> Result<(), ErrorData> {
     read(&uri)?;
-    server
-        .subscriptions()
+    subscriptions
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(uri);
     Ok(())
 }
 
-pub fn unsubscribe(server: &ConformanceServer, uri: &str) {
-    server
-        .subscriptions()
+pub fn unsubscribe(subscriptions: &Mutex<BTreeSet<String>>, uri: &str) {
+    subscriptions
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .remove(uri);
@@ -130,11 +131,12 @@ mod tests {
 
     #[test]
     fn unknown_uris_are_not_found_and_cannot_be_subscribed() {
-        let server = ConformanceServer::new();
+        let subscriptions = Mutex::default();
         assert!(read("test://nope").is_err());
-        assert!(subscribe(&server, "test://nope".into()).is_err());
-        subscribe(&server, WATCHED.into()).expect("watched resource subscribes");
-        unsubscribe(&server, WATCHED);
-        assert!(server.subscriptions().lock().unwrap().is_empty());
+        assert!(subscribe(&subscriptions, "test://nope".into()).is_err());
+        subscribe(&subscriptions, WATCHED.into()).expect("watched resource subscribes");
+        assert_eq!(subscriptions.lock().unwrap().len(), 1);
+        unsubscribe(&subscriptions, WATCHED);
+        assert!(subscriptions.lock().unwrap().is_empty());
     }
 }

@@ -43,18 +43,15 @@ impl ConformanceServer {
     pub fn new() -> Self {
         Self::default()
     }
+}
 
-    /// Whether a log message at `level` passes the client's `logging/setLevel` filter.
-    pub fn should_log(&self, level: LoggingLevel) -> bool {
+impl tools::LogFilter for ConformanceServer {
+    fn should_log(&self, level: LoggingLevel) -> bool {
         let minimum = *self
             .log_level
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         minimum.is_none_or(|minimum| severity(level) >= severity(minimum))
-    }
-
-    pub fn subscriptions(&self) -> &Mutex<BTreeSet<String>> {
-        &self.subscriptions
     }
 }
 
@@ -195,7 +192,7 @@ impl ServerHandler for ConformanceServer {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        resources::subscribe(self, request.uri)
+        resources::subscribe(&self.subscriptions, request.uri)
     }
 
     async fn unsubscribe(
@@ -203,7 +200,7 @@ impl ServerHandler for ConformanceServer {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        resources::unsubscribe(self, &request.uri);
+        resources::unsubscribe(&self.subscriptions, &request.uri);
         Ok(())
     }
 
@@ -278,6 +275,7 @@ impl ServerHandler for ConformanceServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::LogFilter as _;
 
     #[test]
     fn logs_everything_until_a_level_is_set_then_filters_below_it() {

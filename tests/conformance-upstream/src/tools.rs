@@ -21,7 +21,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::{media, server::ConformanceServer, stateless};
+use crate::{media, stateless};
 
 pub const SIMPLE_TEXT: &str = "test_simple_text";
 pub const IMAGE_CONTENT: &str = "test_image_content";
@@ -180,10 +180,16 @@ fn json_object(value: Value) -> JsonObject {
     }
 }
 
+/// The client's `logging/setLevel` filter, as the session holds it.
+pub trait LogFilter: Sync {
+    /// Whether a log message at `level` passes it.
+    fn should_log(&self, level: LoggingLevel) -> bool;
+}
+
 /// Runs the tool named in `request`. Unknown tools are a protocol error (the request
 /// cannot be routed); a tool that runs and fails returns `isError: true`.
 pub async fn call(
-    server: &ConformanceServer,
+    logs: &dyn LogFilter,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
@@ -200,7 +206,7 @@ pub async fn call(
         }
         ELICITATION_DEFAULTS => elicit(&context, defaults_form()?, &responses).await,
         ELICITATION_ENUMS => elicit(&context, enums_form()?, &responses).await,
-        _ => call_complete(server, request.name.as_ref(), arguments, context)
+        _ => call_complete(logs, request.name.as_ref(), arguments, context)
             .await
             .map(Into::into),
     }
@@ -208,7 +214,7 @@ pub async fn call(
 
 /// The tools that answer in one round.
 async fn call_complete(
-    server: &ConformanceServer,
+    logs: &dyn LogFilter,
     name: &str,
     arguments: JsonObject,
     context: RequestContext<RoleServer>,
@@ -242,7 +248,7 @@ async fn call_complete(
                 .with_mime_type("application/json"),
             ),
         ])),
-        TOOL_WITH_LOGGING => run_with_logging(server, &context).await,
+        TOOL_WITH_LOGGING => run_with_logging(logs, &context).await,
         TOOL_WITH_PROGRESS => run_with_progress(&context).await,
         ERROR_HANDLING => Ok(CallToolResult::error(vec![ContentBlock::text(
             "This tool intentionally returns an error for testing",
@@ -277,7 +283,7 @@ fn string_argument<'a>(arguments: &'a JsonObject, name: &str) -> Result<&'a str,
 }
 
 async fn run_with_logging(
-    server: &ConformanceServer,
+    logs: &dyn LogFilter,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     let steps = [
@@ -292,7 +298,7 @@ async fn run_with_logging(
         let wanted = if stateless::is_stateless(context) {
             stateless::logs_at(context, LoggingLevel::Info)
         } else {
-            server.should_log(LoggingLevel::Info)
+            logs.should_log(LoggingLevel::Info)
         };
         if wanted {
             context
