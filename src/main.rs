@@ -82,6 +82,12 @@ fn main() -> std::process::ExitCode {
     if let Command::Worker(args) = &cli.command {
         return run_worker(args);
     }
+    if let Command::ConformanceClient(_) = &cli.command
+        && let Some((name, secret)) = cli::conformance_client::context_secret()
+    {
+        // SAFETY: still the only thread; see above.
+        unsafe { std::env::set_var(name, secret) };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

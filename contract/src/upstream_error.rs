@@ -107,6 +107,19 @@ pub enum UpstreamError {
         /// Its message.
         message: String,
     },
+    /// The upstream (behind OAuth) refused the call for want of
+    /// authorization or scope, and a new grant did not help; the call did
+    /// not run.
+    #[error(
+        "upstream `{id}` refused the call for want of authorization ({reason}); it did not run"
+    )]
+    Unauthorized {
+        /// Upstream id.
+        id: String,
+        /// What it asked for (its `WWW-Authenticate` challenge), or why no
+        /// grant could be had.
+        reason: String,
+    },
     /// The upstream answered with something that is not a valid response.
     #[error("upstream `{id}` sent an unexpected response: {detail}")]
     Protocol {
@@ -133,6 +146,7 @@ impl UpstreamError {
             UpstreamError::Refused { .. } => "refused",
             UpstreamError::Remote { code, .. } => return code.to_string(),
             UpstreamError::TaskFailed { .. } => "task_failed",
+            UpstreamError::Unauthorized { .. } => "unauthorized",
             UpstreamError::Protocol { .. } => "protocol",
         };
         kind.to_string()

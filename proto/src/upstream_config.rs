@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::references::{ExpandError, TENANT_SECRET_PREFIX, check_references, tenant_secret_names};
 
+mod oauth;
 mod wire;
 
+pub use oauth::UpstreamOAuth;
 pub use wire::UpstreamMessageError;
 
 /// One downstream MCP server.
@@ -72,6 +74,11 @@ pub struct UpstreamConfig {
     /// `2026-07-28` (stateless only).
     #[serde(default, skip_serializing_if = "UpstreamProtocol::is_auto")]
     pub protocol: UpstreamProtocol,
+    /// How Quiver authorizes itself to an HTTP upstream behind OAuth 2.1
+    /// (none: the upstream needs no authorization, or takes a static
+    /// header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<UpstreamOAuth>,
 }
 
 /// The MCP generation spoken to an upstream.
@@ -220,6 +227,8 @@ struct RawUpstreamConfig {
     discovery_tenant: Option<String>,
     #[serde(default)]
     protocol: UpstreamProtocol,
+    #[serde(default)]
+    oauth: Option<UpstreamOAuth>,
 }
 
 impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
@@ -295,6 +304,7 @@ impl TryFrom<RawUpstreamConfig> for UpstreamConfig {
             group: raw.group,
             discovery_tenant: raw.discovery_tenant,
             protocol: raw.protocol,
+            oauth: raw.oauth,
         })
     }
 }
@@ -357,6 +367,7 @@ impl UpstreamConfig {
             discovery_tenant: None,
             protocol: UpstreamProtocol::Auto,
             hold_findings: Default::default(),
+            oauth: None,
         }
     }
 
@@ -483,6 +494,32 @@ impl UpstreamConfig {
             return Err(err("connect_timeout_ms", "must be greater than 0".into()));
         }
         self.validate_references()?;
+        if let Some(oauth) = &self.oauth {
+            if let Some((key, message)) = oauth.problem() {
+                return Err(err(key, message));
+            }
+            match &self.transport {
+                Transport::Stdio { .. } => {
+                    return Err(err(
+                        "oauth",
+                        "applies to HTTP upstreams only (a stdio server takes its credentials in `env`)"
+                            .into(),
+                    ));
+                }
+                Transport::Http { headers, .. }
+                    if headers
+                        .keys()
+                        .any(|h| h.eq_ignore_ascii_case("authorization")) =>
+                {
+                    return Err(err(
+                        "oauth",
+                        "and an `Authorization` header both authorize the upstream; keep one"
+                            .into(),
+                    ));
+                }
+                Transport::Http { .. } => {}
+            }
+        }
         match &self.transport {
             Transport::Stdio { command, .. } if command.trim().is_empty() => {
                 Err(err("command", "must name the program to run".into()))

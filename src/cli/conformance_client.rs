@@ -9,15 +9,25 @@
 //!
 //! The suite sets `MCP_CONFORMANCE_SCENARIO`, `MCP_CONFORMANCE_PROTOCOL_VERSION`
 //! (the revision under test) and, for some scenarios, `MCP_CONFORMANCE_CONTEXT`
-//! (the tool calls to make). The revision is the upstream's `protocol`
-//! setting, as an operator pins it for a server of that revision.
+//! (the tool calls to make, a client registered beforehand). The revision is
+//! the upstream's `protocol` setting, as an operator pins it for a server of
+//! that revision.
+//!
+//! The upstream is configured for OAuth as an operator would configure one
+//! behind an authorization server (`oauth` with Quiver's callback and its
+//! client ID metadata document, or the client registered beforehand, its
+//! secret by reference); servers that never ask for authorization ignore it.
+//! The person who grants access is scripted too: their browser fetches the
+//! authorization link, the suite's authorization server approves at once,
+//! and the redirect it answers with is what reaches Quiver's callback.
 #![allow(deprecated)] // sampling and logging are current in the revisions tested
 
 use std::{sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use quiver_upstream::{
-    CallOptions, CallSink, SinkFuture, Upstream, UpstreamConfig, UpstreamProtocol,
+    CallOptions, CallSink, Consent, ConsentError, SinkFuture, Upstream, UpstreamConfig,
+    UpstreamOAuth, UpstreamProtocol,
 };
 use rmcp::{
     ErrorData,
@@ -47,10 +57,54 @@ struct ToolCall {
 
 /// What `MCP_CONFORMANCE_CONTEXT` holds that this command reads.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct ScenarioContext {
-    #[serde(default)]
+    #[serde(default, rename = "toolCalls")]
     tool_calls: Vec<ToolCall>,
+    /// A client registered with the scenario's authorization server beforehand.
+    #[serde(default)]
+    client_id: Option<String>,
+    /// Its secret.
+    #[serde(default)]
+    client_secret: Option<String>,
+}
+
+impl ScenarioContext {
+    fn from_env() -> anyhow::Result<ScenarioContext> {
+        match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+            Ok(json) => serde_json::from_str(&json).context("MCP_CONFORMANCE_CONTEXT"),
+            Err(_) => Ok(ScenarioContext::default()),
+        }
+    }
+}
+
+/// The environment variable the registered client's secret is referenced
+/// by, as an operator's configuration references it.
+const CLIENT_SECRET_VAR: &str = "QUIVER_CONFORMANCE_CLIENT_SECRET";
+
+/// Quiver's callback in these runs (the scripted browser stops at it).
+const CALLBACK: &str = "http://localhost:3000/callback";
+
+/// The client ID metadata document the suite's authorization servers accept
+/// for a client that was not registered beforehand.
+const CLIENT_METADATA_DOCUMENT: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The registered client's secret, to be put in the environment (under
+/// [`CLIENT_SECRET_VAR`]) before any thread starts.
+pub fn context_secret() -> Option<(&'static str, String)> {
+    let secret = ScenarioContext::from_env().ok()?.client_secret?;
+    Some((CLIENT_SECRET_VAR, secret))
+}
+
+/// The OAuth settings an operator would give this upstream.
+fn oauth_settings(context: &ScenarioContext) -> UpstreamOAuth {
+    UpstreamOAuth {
+        redirect_uri: CALLBACK.into(),
+        client_id: context.client_id.clone(),
+        client_secret: (context.client_id.is_some() && context.client_secret.is_some())
+            .then(|| format!("${{{CLIENT_SECRET_VAR}}}")),
+        client_metadata_url: Some(CLIENT_METADATA_DOCUMENT.into()),
+        scopes: Vec::new(),
+    }
 }
 
 /// The suite stops a client after 30 s; finishing first keeps its report whole.
@@ -60,14 +114,14 @@ const SCENARIO_LIMIT: Duration = Duration::from_secs(25);
 pub async fn run(args: ConformanceClientArgs) -> anyhow::Result<()> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let revision = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
-    let context: ScenarioContext = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
-        Ok(json) => serde_json::from_str(&json).context("MCP_CONFORMANCE_CONTEXT")?,
-        Err(_) => ScenarioContext::default(),
-    };
+    let context = ScenarioContext::from_env()?;
     let mut config = UpstreamConfig::http("conformance", &args.url);
     config.protocol = protocol_of(&revision);
+    config.oauth = Some(oauth_settings(&context));
+    config.validate()?;
     tracing::info!(%scenario, %revision, url = %args.url, "conformance client scenario");
     let upstream = Upstream::new(config);
+    upstream.set_consent(Arc::new(ScriptedBrowser::new()?));
     let outcome =
         tokio::time::timeout(SCENARIO_LIMIT, exercise(&upstream, &scenario, &context)).await;
     upstream.shutdown().await;
@@ -158,6 +212,44 @@ fn required_arguments(schema: &Value) -> Option<JsonObject> {
         arguments.insert(name.to_string(), value);
     }
     Some(arguments)
+}
+
+/// The person who grants access, scripted: their browser opens the
+/// authorization link; the suite's authorization server approves at once and
+/// redirects to the callback, whose URL is the grant.
+struct ScriptedBrowser {
+    http: reqwest::Client,
+}
+
+impl ScriptedBrowser {
+    fn new() -> anyhow::Result<ScriptedBrowser> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()?;
+        Ok(ScriptedBrowser { http })
+    }
+}
+
+impl Consent for ScriptedBrowser {
+    fn grant<'a>(
+        &'a self,
+        upstream: &'a str,
+        link: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<String, ConsentError>> {
+        Box::pin(async move {
+            let answer = (self.http.get(link).send().await)
+                .map_err(|e| ConsentError(format!("opening the link for `{upstream}`: {e}")))?;
+            let location = answer.headers().get(reqwest::header::LOCATION);
+            let location = location.and_then(|l| l.to_str().ok()).ok_or_else(|| {
+                ConsentError(format!(
+                    "the authorization server answered {} without redirecting to the callback",
+                    answer.status()
+                ))
+            })?;
+            Ok(location.to_string())
+        })
+    }
 }
 
 /// The person behind the agent, scripted: accepts an elicitation form with

@@ -11,6 +11,7 @@
 mod breaker;
 mod client;
 mod event;
+mod oauth;
 mod request_span;
 mod secret_scrub;
 mod set;
@@ -23,6 +24,7 @@ mod upstream;
 
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 pub use event::UpstreamEvent;
+pub use oauth::{Consent, ConsentError};
 pub use quiver_contract::{
     CallOptions, CallSink, ResourceUpdate, SinkFuture, TaskTicket, UpstreamError,
 };
@@ -31,7 +33,7 @@ pub use quiver_proto::references::{
 };
 pub use quiver_proto::secret_value::{SecretValue, TenantSecrets};
 pub use quiver_proto::upstream_config::{
-    ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamMessageError,
+    ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamMessageError, UpstreamOAuth,
     UpstreamProtocol, valid_secret_name,
 };
 pub use set::UpstreamSet;

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use quiver_proto::{references::ExpandError, secret_value::TenantSecrets};
 use rmcp::transport::{
-    StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    StreamableHttpClientTransport,
+    streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
 };
 
 use crate::trace_headers::{HttpClientError, TracingHttpClient};
@@ -40,6 +41,18 @@ pub(crate) fn transport(
     headers: &BTreeMap<String, String>,
     secrets: Option<&TenantSecrets>,
 ) -> Result<StreamableHttpClientTransport<TracingHttpClient>, HttpTransportError> {
+    crate::install_crypto_provider();
+    transport_with(TracingHttpClient::new()?, url, headers, secrets)
+}
+
+/// [`transport`] over `client` (an OAuth client, which adds the bearer
+/// header itself).
+pub(crate) fn transport_with<C: StreamableHttpClient>(
+    client: C,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    secrets: Option<&TenantSecrets>,
+) -> Result<StreamableHttpClientTransport<C>, HttpTransportError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     for (name, value) in headers {
         let value =
@@ -62,9 +75,5 @@ pub(crate) fn transport(
             config.custom_headers.insert(n, v);
         }
     }
-    crate::install_crypto_provider();
-    Ok(StreamableHttpClientTransport::with_client(
-        TracingHttpClient::new()?,
-        config,
-    ))
+    Ok(StreamableHttpClientTransport::with_client(client, config))
 }

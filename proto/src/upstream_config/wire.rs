@@ -2,7 +2,7 @@
 //! (`quiver.v1.Upstream`), as the control plane sends the registry to edges
 //! and executors.
 
-use super::{Transport, UpstreamConfig, UpstreamProtocol};
+use super::{Transport, UpstreamConfig, UpstreamOAuth, UpstreamProtocol};
 use crate::{
     finding::HoldAt,
     manifest::ValidationMode,
@@ -69,6 +69,7 @@ impl UpstreamConfig {
             group: self.group.clone(),
             discovery_tenant: self.discovery_tenant.clone(),
             protocol: protocol.into(),
+            oauth: self.oauth.as_ref().map(UpstreamOAuth::to_pb),
         }
     }
 
@@ -118,6 +119,7 @@ impl UpstreamConfig {
             tags: message.tags,
             group: message.group,
             discovery_tenant: message.discovery_tenant,
+            oauth: message.oauth.map(UpstreamOAuth::from_pb),
         })
     }
 }
@@ -145,6 +147,13 @@ mod tests {
             group: "dev".into(),
             discovery_tenant: Some("acme".into()),
             protocol: UpstreamProtocol::Stateless,
+            oauth: Some(UpstreamOAuth {
+                redirect_uri: "https://quiver.example/oauth/callback".into(),
+                client_id: Some("quiver".into()),
+                client_secret: Some("${GH_SECRET}".into()),
+                client_metadata_url: Some("https://quiver.example/client.json".into()),
+                scopes: vec!["repo".into(), "read:org".into()],
+            }),
         }
     }
 

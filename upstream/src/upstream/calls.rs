@@ -322,7 +322,31 @@ impl Upstream {
                 id: self.config.id.clone(),
                 retry_in,
             })?;
-        let result = self.request_once(request, options).await;
+        let mut result = self.request_once(request.clone(), options.clone()).await;
+        // Refused for want of authorization or scope (so it did not run):
+        // ask for a new grant and send it again, a few times at most.
+        let mut step_ups = 0;
+        while let (Some(oauth), Err(UpstreamError::Unauthorized { reason, .. })) =
+            (&self.oauth, &result)
+        {
+            if step_ups == crate::oauth::MAX_STEP_UPS {
+                result = Err(UpstreamError::Unauthorized {
+                    id: self.config.id.clone(),
+                    reason: crate::oauth::OAuthError::ScopeRetries(step_ups).to_string(),
+                });
+                break;
+            }
+            step_ups += 1;
+            if let Err(e) = oauth.authorize(Some(reason)).await {
+                result = Err(UpstreamError::Unauthorized {
+                    id: self.config.id.clone(),
+                    reason: e.to_string(),
+                });
+                break;
+            }
+            self.reconnect().await;
+            result = self.request_once(request.clone(), options.clone()).await;
+        }
         let healthy = match &result {
             Ok(_) | Err(UpstreamError::Remote { .. } | UpstreamError::Cancelled { .. }) => true,
             Err(_) => false,
@@ -369,6 +393,7 @@ impl Upstream {
             .send_request_with_option(request, sent_options)
             .await
             .map_err(|e| match e {
+                _ if let Some(refused) = self.refused_for_authorization(&e) => refused,
                 // The request never left: safe to report as unavailable.
                 ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                     self.unavailable("connection closed before the request was sent".into())
@@ -421,6 +446,7 @@ impl Upstream {
                 })
             }
             Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) if let Some(refused) = self.refused_for_authorization(&e) => Err(refused),
             Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 Err(UpstreamError::LostDuringCall {
                     id: self.config.id.clone(),
@@ -428,6 +454,16 @@ impl Upstream {
             }
             Ok(Err(e)) => Err(self.service_error(e, timeout)),
         }
+    }
+
+    /// For an upstream behind OAuth: the refusal `e` is, when the server
+    /// answered 401 or 403 with a challenge (the request did not run).
+    fn refused_for_authorization(&self, e: &ServiceError) -> Option<UpstreamError> {
+        self.oauth.as_ref()?;
+        Some(UpstreamError::Unauthorized {
+            id: self.config.id.clone(),
+            reason: e.auth_challenge()?.to_string(),
+        })
     }
 
     /// Optional MCP features the server declared at initialize (`resources`,

@@ -71,6 +71,9 @@ enum ServeFailure {
     /// An HTTP upstream's transport could not be set up.
     #[error(transparent)]
     Http(#[from] HttpTransportError),
+    /// An upstream behind OAuth could not be authorized.
+    #[error(transparent)]
+    OAuth(#[from] crate::oauth::OAuthError),
 }
 
 impl From<rmcp::service::ClientInitializeError> for ServeFailure {
@@ -311,10 +314,47 @@ impl Upstream {
                 Ok((service, process_group))
             }
             Transport::Http { url, headers } => {
-                let transport = streamable_http::transport(url, headers, secrets)?;
-                let transport = counting(transport, &handler);
-                let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
-                Ok((service, None))
+                let Some(oauth) = &self.oauth else {
+                    let transport = streamable_http::transport(url, headers, secrets)?;
+                    let transport = counting(transport, &handler);
+                    let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
+                    return Ok((service, None));
+                };
+                // Behind OAuth: over the authorized client once there is one.
+                // A refusal for want of authorization asks for it (once),
+                // then connects again.
+                let mut asked = false;
+                loop {
+                    let attempt = match oauth.client().await {
+                        Some(client) => {
+                            let transport =
+                                streamable_http::transport_with(client, url, headers, secrets)?;
+                            let transport = counting(transport, &handler);
+                            (handler.clone())
+                                .serve_with_lifecycle(transport, lifecycle.clone())
+                                .await
+                        }
+                        None => {
+                            let transport = streamable_http::transport(url, headers, secrets)?;
+                            let transport = counting(transport, &handler);
+                            (handler.clone())
+                                .serve_with_lifecycle(transport, lifecycle.clone())
+                                .await
+                        }
+                    };
+                    match attempt {
+                        Err(refused)
+                            if !asked
+                                && (refused.auth_challenge().is_some()
+                                    || refused.is_authorization_required()) =>
+                        {
+                            asked = true;
+                            let challenge = refused.auth_challenge().map(str::to_string);
+                            oauth.authorize(challenge.as_deref()).await?;
+                        }
+                        attempt => return Ok((attempt?, None)),
+                    }
+                }
             }
         }
     }

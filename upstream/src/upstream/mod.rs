@@ -115,6 +115,8 @@ pub struct Upstream {
     in_flight: Arc<InFlight>,
     breaker: CircuitBreaker,
     shutdown: CancellationToken,
+    /// For an HTTP upstream behind OAuth: its authorization.
+    oauth: Option<crate::oauth::Authorizer>,
 }
 
 impl Upstream {
@@ -186,7 +188,15 @@ impl Upstream {
             breaker: BreakerState::Closed,
             protocol: None,
         };
+        let oauth =
+            match (&config.oauth, &config.transport) {
+                (Some(settings), Transport::Http { url, .. }) => Some(
+                    crate::oauth::Authorizer::new(&config.id, url, settings.clone()),
+                ),
+                _ => None,
+            };
         Arc::new(Upstream {
+            oauth,
             breaker: CircuitBreaker::new(BreakerConfig::of(&config)),
             config,
             credentials,
@@ -202,6 +212,16 @@ impl Upstream {
             in_flight: Arc::default(),
             shutdown: CancellationToken::new(),
         })
+    }
+
+    /// Who grants this upstream access when it is behind OAuth (its `oauth`
+    /// settings): asked with a link whenever the upstream refuses for want of
+    /// authorization or scope. Without one, such an upstream cannot be used.
+    /// The first one set stays.
+    pub fn set_consent(&self, consent: Arc<dyn crate::oauth::Consent>) {
+        if let Some(oauth) = &self.oauth {
+            oauth.set_consent(consent);
+        }
     }
 
     /// Its configuration.
@@ -263,6 +283,15 @@ impl Upstream {
             }
             old.close().await;
         });
+    }
+
+    /// Has the next request open a new connection (after a new OAuth grant:
+    /// its token travels on the new one); calls in flight on the current one
+    /// finish there.
+    pub(super) async fn reconnect(&self) {
+        if let Some(old) = self.live.lock().await.take() {
+            self.retire(old);
+        }
     }
 
     /// Subscribes to its events.
