@@ -91,6 +91,7 @@ impl Upstream {
     /// broken connection is re-opened once.
     pub async fn list_tools(self: &Arc<Self>) -> Result<Vec<ToolDef>, UpstreamError> {
         let mut attempt = 0;
+        let mut grants = 0;
         loop {
             attempt += 1;
             let peer = self.peer().await?;
@@ -103,6 +104,11 @@ impl Upstream {
                         return Ok(tools);
                     }
                     return Ok(tools.into_iter().map(|t| scrub.serde(t)).collect());
+                }
+                Err(e) if let Some(UpstreamError::Unauthorized { reason, .. }) =
+                    self.refused_for_authorization(&e) =>
+                {
+                    self.authorize_again(&reason, &mut grants).await?;
                 }
                 Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
                     if attempt < 2 =>
@@ -325,26 +331,12 @@ impl Upstream {
         let mut result = self.request_once(request.clone(), options.clone()).await;
         // Refused for want of authorization or scope (so it did not run):
         // ask for a new grant and send it again, a few times at most.
-        let mut step_ups = 0;
-        while let (Some(oauth), Err(UpstreamError::Unauthorized { reason, .. })) =
-            (&self.oauth, &result)
-        {
-            if step_ups == crate::oauth::MAX_STEP_UPS {
-                result = Err(UpstreamError::Unauthorized {
-                    id: self.config.id.clone(),
-                    reason: crate::oauth::OAuthError::ScopeRetries(step_ups).to_string(),
-                });
+        let mut grants = 0;
+        while let Err(UpstreamError::Unauthorized { reason, .. }) = &result {
+            if let Err(refused) = self.authorize_again(&reason.clone(), &mut grants).await {
+                result = Err(refused);
                 break;
             }
-            step_ups += 1;
-            if let Err(e) = oauth.authorize(Some(reason)).await {
-                result = Err(UpstreamError::Unauthorized {
-                    id: self.config.id.clone(),
-                    reason: e.to_string(),
-                });
-                break;
-            }
-            self.reconnect().await;
             result = self.request_once(request.clone(), options.clone()).await;
         }
         let healthy = match &result {
@@ -464,6 +456,29 @@ impl Upstream {
             id: self.config.id.clone(),
             reason: e.auth_challenge()?.to_string(),
         })
+    }
+
+    /// After a refusal whose challenge is `challenge`: a new grant (the
+    /// `grants`-th in a row, at most [`crate::oauth::MAX_STEP_UPS`]), and a new
+    /// connection that carries it.
+    async fn authorize_again(&self, challenge: &str, grants: &mut u32) -> Result<(), UpstreamError> {
+        let refused = |reason: String| UpstreamError::Unauthorized {
+            id: self.config.id.clone(),
+            reason,
+        };
+        let oauth = self.oauth.as_ref().ok_or_else(|| refused(challenge.into()))?;
+        if *grants == crate::oauth::MAX_STEP_UPS {
+            return Err(refused(
+                crate::oauth::OAuthError::ScopeRetries(*grants).to_string(),
+            ));
+        }
+        *grants += 1;
+        oauth
+            .authorize(Some(challenge))
+            .await
+            .map_err(|e| refused(e.to_string()))?;
+        self.reconnect().await;
+        Ok(())
     }
 
     /// Optional MCP features the server declared at initialize (`resources`,
