@@ -73,3 +73,4 @@ mod tenant_tokens;
 mod tls_certificate_errors;
 mod tls_edge;
 mod upstream_faults;
+mod upstream_oauth_ctl;

@@ -8,4 +8,5 @@ mod support;
 mod cancelled_calls_reach_the_server;
 mod dead_transport_marks_the_upstream_down;
 mod lists_tools_across_pages;
+mod oauth_refusals;
 mod tool_calls_pass_results_through;

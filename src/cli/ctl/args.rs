@@ -256,6 +256,30 @@ pub(crate) struct UpstreamAddArgs {
     /// Replace an upstream with the same id.
     #[arg(long)]
     pub(crate) replace: bool,
+    #[command(flatten)]
+    pub(crate) oauth: OAuthFlags,
+}
+
+/// `--oauth REDIRECT_URI` and what goes with it: the upstream is behind
+/// OAuth 2.1, and Quiver authorizes itself (see docs/security.md).
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct OAuthFlags {
+    /// Authorize to this HTTP upstream with OAuth 2.1; the value is Quiver's
+    /// callback, where the authorization server sends the person back.
+    #[arg(long = "oauth", value_name = "REDIRECT_URI", requires = "url")]
+    pub(crate) redirect_uri: Option<String>,
+    /// A client registered with the authorization server beforehand.
+    #[arg(long = "oauth-client-id", requires = "redirect_uri")]
+    pub(crate) client_id: Option<String>,
+    /// That client's secret as a `${VAR}` reference (never the value).
+    #[arg(long = "oauth-client-secret", requires = "client_id")]
+    pub(crate) client_secret: Option<String>,
+    /// HTTPS URL of the client ID metadata document describing Quiver.
+    #[arg(long = "oauth-client-metadata", requires = "redirect_uri")]
+    pub(crate) client_metadata_url: Option<String>,
+    /// A scope to ask for (repeat; default: what the server names).
+    #[arg(long = "oauth-scope", requires = "redirect_uri")]
+    pub(crate) scopes: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]

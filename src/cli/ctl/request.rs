@@ -158,6 +158,16 @@ fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
         upstream.hold_findings = quiver_proto::finding::HoldAt::parse(hold)
             .map_err(|e| anyhow::anyhow!("--hold-findings {e}"))?;
     }
+    upstream.oauth = add
+        .oauth
+        .redirect_uri
+        .map(|redirect_uri| quiver_upstream::UpstreamOAuth {
+            redirect_uri,
+            client_id: add.oauth.client_id,
+            client_secret: add.oauth.client_secret,
+            client_metadata_url: add.oauth.client_metadata_url,
+            scopes: add.oauth.scopes,
+        });
     upstream.validate()?;
     Ok(upstream)
 }

@@ -105,8 +105,9 @@ impl Upstream {
                     }
                     return Ok(tools.into_iter().map(|t| scrub.serde(t)).collect());
                 }
-                Err(e) if let Some(UpstreamError::Unauthorized { reason, .. }) =
-                    self.refused_for_authorization(&e) =>
+                Err(e)
+                    if let Some(UpstreamError::Unauthorized { reason, .. }) =
+                        self.refused_for_authorization(&e) =>
                 {
                     self.authorize_again(&reason, &mut grants).await?;
                 }
@@ -461,12 +462,19 @@ impl Upstream {
     /// After a refusal whose challenge is `challenge`: a new grant (the
     /// `grants`-th in a row, at most [`crate::oauth::MAX_STEP_UPS`]), and a new
     /// connection that carries it.
-    async fn authorize_again(&self, challenge: &str, grants: &mut u32) -> Result<(), UpstreamError> {
+    async fn authorize_again(
+        &self,
+        challenge: &str,
+        grants: &mut u32,
+    ) -> Result<(), UpstreamError> {
         let refused = |reason: String| UpstreamError::Unauthorized {
             id: self.config.id.clone(),
             reason,
         };
-        let oauth = self.oauth.as_ref().ok_or_else(|| refused(challenge.into()))?;
+        let oauth = self
+            .oauth
+            .as_ref()
+            .ok_or_else(|| refused(challenge.into()))?;
         if *grants == crate::oauth::MAX_STEP_UPS {
             return Err(refused(
                 crate::oauth::OAuthError::ScopeRetries(*grants).to_string(),
