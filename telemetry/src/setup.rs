@@ -142,6 +142,14 @@ pub fn init(
             format!("{TARGET}=off")
                 .parse()
                 .map_err(TelemetryError::LogFilter)?,
+        )
+        // rmcp's OAuth client prints token responses at debug level (the
+        // standard tokens redacted, any extra field a server adds not): never
+        // below info, whatever the filter asks.
+        .add_directive(
+            "rmcp::transport::auth=info"
+                .parse()
+                .map_err(TelemetryError::LogFilter)?,
         );
     let fmt = match resolved.log_format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
