@@ -123,16 +123,20 @@ impl DevConfig {
     }
 }
 
-/// `upstream.[i].headers` and `upstream.[i].env`.
+/// `upstream.[i].headers`, `upstream.[i].env` and `upstream.[i].oauth.client_secret`.
 fn is_secret_table(path: &[String]) -> bool {
-    matches!(path, [first, _, last] if first == "upstream" && (last == "headers" || last == "env"))
+    match path {
+        [first, _, last] => first == "upstream" && (last == "headers" || last == "env"),
+        [first, _, table, key] => first == "upstream" && table == "oauth" && key == "client_secret",
+        _ => false,
+    }
 }
 
 fn expand_env(value: &mut toml::Value, path: &mut Vec<String>) -> anyhow::Result<()> {
     match value {
         // Upstream credentials stay references: the node that connects resolves
         // them, so they are never stored or replicated in clear.
-        toml::Value::Table(_) if is_secret_table(path) => {}
+        toml::Value::Table(_) | toml::Value::String(_) if is_secret_table(path) => {}
         toml::Value::String(s) => {
             *s = expand_str(s).with_context(|| format!("at `{}`", path.join(".")))?;
         }
@@ -233,6 +237,42 @@ mod tests {
             }
             other => panic!("unexpected transport {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_oauth_client_secret_stays_a_reference_and_the_rest_of_the_table_expands() {
+        let config = DevConfig::parse(
+            r#"
+            [[upstream]]
+            id = "tracker"
+            transport = "http"
+            url = "https://tracker.example/mcp"
+
+            [upstream.oauth]
+            redirect_uri = "${QUIVER_TEST_UNSET_CALLBACK:-https://quiver.example/oauth/callback}"
+            client_id = "quiver"
+            client_secret = "${QUIVER_TEST_UNSET_CLIENT_SECRET}"
+            scopes = ["issues:read"]
+            "#,
+            "test",
+        )
+        .unwrap();
+        let oauth = config.upstreams[0].oauth.as_ref().expect("oauth settings");
+        assert_eq!(oauth.redirect_uri, "https://quiver.example/oauth/callback");
+        assert_eq!(
+            oauth.client_secret.as_deref(),
+            Some("${QUIVER_TEST_UNSET_CLIENT_SECRET}"),
+            "resolved by the node that connects, never stored in clear"
+        );
+        let err = DevConfig::parse(
+            "[[upstream]]\nid = \"a\"\ntransport = \"http\"\nurl = \"https://a/mcp\"\n[upstream.oauth]\nredirect_uri = \"https://q/cb\"\nclient_id = \"q\"\nclient_secret = \"s3cret\"\n",
+            "q",
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("never the secret itself"),
+            "{err:#}"
+        );
     }
 
     #[test]

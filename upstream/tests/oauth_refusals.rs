@@ -112,36 +112,33 @@ async fn without_anyone_to_ask_the_error_says_so() {
     );
 }
 
-#[tokio::test]
-async fn a_declined_grant_fails_the_connection_after_asking_once() {
-    let (url, seen) = refusing_server(true).await;
+/// Lists the tools of a refusing server (publishing its metadata or not)
+/// with someone who declines: the error, how often they were asked, and how
+/// many MCP requests the server saw.
+async fn declined(metadata: bool) -> (String, usize, usize) {
+    let (url, seen) = refusing_server(metadata).await;
     let upstream = Upstream::new(behind_oauth(&url));
     let person = Arc::new(Refuses(AtomicUsize::new(0)));
     upstream.set_consent(person.clone());
-    let error = upstream
-        .list_tools()
-        .await
-        .expect_err("refused")
-        .to_string();
+    let error = upstream.list_tools().await.expect_err("refused");
+    let asked = person.0.load(Ordering::SeqCst);
+    (error.to_string(), asked, seen.load(Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn a_declined_grant_fails_the_connection_after_asking_once() {
+    let (error, asked, seen) = declined(true).await;
     assert!(
         error.contains("not granted") && error.contains("the person declined"),
         "{error}"
     );
-    assert_eq!(person.0.load(Ordering::SeqCst), 1, "asked once");
-    assert_eq!(seen.load(Ordering::SeqCst), 1, "one MCP request, refused");
+    assert_eq!(asked, 1, "asked once");
+    assert_eq!(seen, 1, "one MCP request, refused");
 }
 
 #[tokio::test]
 async fn without_published_metadata_nobody_is_asked() {
-    let (url, _) = refusing_server(false).await;
-    let upstream = Upstream::new(behind_oauth(&url));
-    let person = Arc::new(Refuses(AtomicUsize::new(0)));
-    upstream.set_consent(person.clone());
-    let error = upstream
-        .list_tools()
-        .await
-        .expect_err("refused")
-        .to_string();
+    let (error, asked, _) = declined(false).await;
     assert!(error.contains("OAuth"), "{error}");
-    assert_eq!(person.0.load(Ordering::SeqCst), 0, "nothing to ask for");
+    assert_eq!(asked, 0, "nothing to ask for");
 }

@@ -266,7 +266,7 @@ pub(crate) struct UpstreamAddArgs {
 pub(crate) struct OAuthFlags {
     /// Authorize to this HTTP upstream with OAuth 2.1; the value is Quiver's
     /// callback, where the authorization server sends the person back.
-    #[arg(long = "oauth", value_name = "REDIRECT_URI", requires = "url")]
+    #[arg(long = "oauth", value_name = "REDIRECT_URI")]
     pub(crate) redirect_uri: Option<String>,
     /// A client registered with the authorization server beforehand.
     #[arg(long = "oauth-client-id", requires = "redirect_uri")]
