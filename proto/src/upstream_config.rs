@@ -12,7 +12,7 @@ use crate::references::{ExpandError, TENANT_SECRET_PREFIX, check_references, ten
 mod oauth;
 mod wire;
 
-pub use oauth::UpstreamOAuth;
+pub use oauth::{OAuthGrant, UpstreamOAuth};
 pub use wire::UpstreamMessageError;
 
 /// One downstream MCP server.

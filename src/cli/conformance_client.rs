@@ -26,7 +26,7 @@ use std::{sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use quiver_upstream::{
-    CallOptions, CallSink, Consent, ConsentError, SinkFuture, Upstream, UpstreamConfig,
+    CallOptions, CallSink, Consent, ConsentError, OAuthGrant, SinkFuture, Upstream, UpstreamConfig,
     UpstreamOAuth, UpstreamProtocol,
 };
 use rmcp::{
@@ -95,9 +95,16 @@ pub fn context_secret() -> Option<(&'static str, String)> {
     Some((CLIENT_SECRET_VAR, secret))
 }
 
-/// The OAuth settings an operator would give this upstream.
-fn oauth_settings(context: &ScenarioContext) -> UpstreamOAuth {
+/// The OAuth settings an operator would give this upstream: a service
+/// account for the client-credentials scenarios, else a person's grant.
+fn oauth_settings(scenario: &str, context: &ScenarioContext) -> UpstreamOAuth {
+    let grant = if scenario.starts_with("auth/client-credentials") {
+        OAuthGrant::ClientCredentials
+    } else {
+        OAuthGrant::AuthorizationCode
+    };
     UpstreamOAuth {
+        grant,
         redirect_uri: CALLBACK.into(),
         client_id: context.client_id.clone(),
         client_secret: (context.client_id.is_some() && context.client_secret.is_some())
@@ -117,7 +124,7 @@ pub async fn run(args: ConformanceClientArgs) -> anyhow::Result<()> {
     let context = ScenarioContext::from_env()?;
     let mut config = UpstreamConfig::http("conformance", &args.url);
     config.protocol = protocol_of(&revision);
-    config.oauth = Some(oauth_settings(&context));
+    config.oauth = Some(oauth_settings(&scenario, &context));
     config.validate()?;
     tracing::info!(%scenario, %revision, url = %args.url, "conformance client scenario");
     let upstream = Upstream::new(config);

@@ -33,8 +33,8 @@ pub use quiver_proto::references::{
 };
 pub use quiver_proto::secret_value::{SecretValue, TenantSecrets};
 pub use quiver_proto::upstream_config::{
-    ConfigError, Transport, TransportKeyError, UpstreamConfig, UpstreamMessageError, UpstreamOAuth,
-    UpstreamProtocol, valid_secret_name,
+    ConfigError, OAuthGrant, Transport, TransportKeyError, UpstreamConfig, UpstreamMessageError,
+    UpstreamOAuth, UpstreamProtocol, valid_secret_name,
 };
 pub use set::UpstreamSet;
 pub use status::{UpstreamState, UpstreamStatus};

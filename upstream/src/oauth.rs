@@ -5,7 +5,9 @@
 //! resource indicators, RFC 9207 issuer checks, token refresh and the bearer
 //! header; this module decides when to authorize (a 401, or a 403 asking for
 //! more scope) and asks for the grant through [`Consent`]: the person who
-//! opens the link and comes back through Quiver's callback.
+//! opens the link and comes back through Quiver's callback; or, configured as
+//! a service account, takes it with the client-credentials grant, asking
+//! nobody.
 //!
 //! Tokens live in this process's memory with the connection's owner and are
 //! sent only to the upstream they were issued for; they are never logged.
@@ -13,10 +15,12 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use quiver_proto::upstream_config::UpstreamOAuth;
+use quiver_proto::upstream_config::{OAuthGrant, UpstreamOAuth};
 use rmcp::transport::{
     AuthClient,
-    auth::{AuthError, AuthorizationCallback, AuthorizationRequest, OAuthState},
+    auth::{
+        AuthError, AuthorizationCallback, AuthorizationRequest, ClientCredentialsConfig, OAuthState,
+    },
 };
 
 use crate::trace_headers::{HttpClientError, TracingHttpClient};
@@ -110,6 +114,9 @@ impl Authorizer {
     /// was already allowed).
     pub(crate) async fn authorize(&self, challenge: Option<&str>) -> Result<(), OAuthError> {
         crate::install_crypto_provider();
+        if self.settings.grant == OAuthGrant::ClientCredentials {
+            return self.as_service_account(challenge).await;
+        }
         let consent = self.consent.get().ok_or(OAuthError::NoConsent)?;
         let mut granted = match self.client.lock().await.as_ref() {
             Some(client) => client.auth_manager.lock().await.get_current_scopes().await,
@@ -157,6 +164,45 @@ impl Authorizer {
         })?;
         *self.client.lock().await = Some(AuthClient::new(TracingHttpClient::new()?, manager));
         tracing::info!(upstream = %self.upstream, "OAuth authorization granted");
+        Ok(())
+    }
+}
+
+impl Authorizer {
+    /// The client-credentials grant: Quiver's own service account (the
+    /// client registered beforehand and its secret), no person asked; the
+    /// scopes are the configured ones joined with those the challenge names.
+    async fn as_service_account(&self, challenge: Option<&str>) -> Result<(), OAuthError> {
+        let (Some(client_id), Some(secret)) = (
+            self.settings.client_id.clone(),
+            self.settings.client_secret_value(),
+        ) else {
+            return Err(AuthError::ClientCredentialsError(
+                "client_credentials needs client_id and client_secret".into(),
+            )
+            .into());
+        };
+        let mut scopes = self.settings.scopes.clone();
+        if let Some(asked) = challenge.and_then(challenge_scope) {
+            scopes.extend(asked.split_whitespace().map(str::to_string));
+        }
+        scopes.sort();
+        scopes.dedup();
+        let mut state = OAuthState::new(self.url.as_str(), None).await?;
+        state
+            .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
+                client_id,
+                client_secret: secret?,
+                scopes,
+                // RFC 8707: the token is for this server and no other.
+                resource: Some(self.url.clone()),
+            })
+            .await?;
+        let manager = state.into_authorization_manager().ok_or_else(|| {
+            AuthError::InternalError("no authorization manager after the exchange".into())
+        })?;
+        *self.client.lock().await = Some(AuthClient::new(TracingHttpClient::new()?, manager));
+        tracing::info!(upstream = %self.upstream, "OAuth token obtained as a service account");
         Ok(())
     }
 }

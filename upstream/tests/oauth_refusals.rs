@@ -76,6 +76,7 @@ async fn refusing_server(metadata: bool) -> (String, Arc<AtomicUsize>) {
 fn behind_oauth(url: &str) -> UpstreamConfig {
     let mut config = UpstreamConfig::http("guarded", url);
     config.oauth = Some(UpstreamOAuth {
+        grant: Default::default(),
         redirect_uri: "https://quiver.example/oauth/callback".into(),
         client_id: None,
         client_secret: None,

@@ -10,12 +10,36 @@ use serde::{Deserialize, Serialize};
 use crate::pb;
 use crate::references::{check_references, expand_references};
 
+/// How Quiver obtains its tokens for an upstream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person grants access (authorization code with PKCE): delegated,
+    /// the upstream sees that person's rights.
+    #[default]
+    AuthorizationCode,
+    /// Quiver itself, as a service account (the client registered
+    /// beforehand, with its secret): no person involved.
+    ClientCredentials,
+}
+
+impl OAuthGrant {
+    fn is_authorization_code(&self) -> bool {
+        *self == OAuthGrant::AuthorizationCode
+    }
+}
+
 /// OAuth settings of one upstream.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamOAuth {
+    /// How tokens are obtained (default: a person's grant).
+    #[serde(default, skip_serializing_if = "OAuthGrant::is_authorization_code")]
+    pub grant: OAuthGrant,
     /// Where the authorization server sends the person back with the code:
-    /// Quiver's callback, `https://…/oauth/callback`.
+    /// Quiver's callback, `https://…/oauth/callback` (not used with client
+    /// credentials).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub redirect_uri: String,
     /// A client registered with the authorization server beforehand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,7 +66,16 @@ impl UpstreamOAuth {
                 .ok()
                 .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
         };
-        if url(&self.redirect_uri).is_none() {
+        if self.grant == OAuthGrant::ClientCredentials
+            && (self.client_id.is_none() || self.client_secret.is_none())
+        {
+            return Some((
+                "oauth.grant",
+                "client_credentials needs `client_id` and `client_secret` (a service account registered with the authorization server)".into(),
+            ));
+        }
+        let callback_needed = self.grant == OAuthGrant::AuthorizationCode;
+        if (callback_needed || !self.redirect_uri.is_empty()) && url(&self.redirect_uri).is_none() {
             return Some((
                 "oauth.redirect_uri",
                 format!(
@@ -82,7 +115,12 @@ impl UpstreamOAuth {
 
     /// As a message.
     pub fn to_pb(&self) -> pb::UpstreamOAuth {
+        let grant = match self.grant {
+            OAuthGrant::AuthorizationCode => pb::OAuthGrant::AuthorizationCode,
+            OAuthGrant::ClientCredentials => pb::OAuthGrant::ClientCredentials,
+        };
         pb::UpstreamOAuth {
+            grant: grant.into(),
             redirect_uri: self.redirect_uri.clone(),
             client_id: self.client_id.clone(),
             client_secret: self.client_secret.clone(),
@@ -91,15 +129,24 @@ impl UpstreamOAuth {
         }
     }
 
-    /// From a message.
-    pub fn from_pb(message: pb::UpstreamOAuth) -> UpstreamOAuth {
-        UpstreamOAuth {
+    /// From a message; a grant this node does not know is refused.
+    pub fn from_pb(
+        message: pb::UpstreamOAuth,
+    ) -> Result<UpstreamOAuth, crate::registry::UnknownEnumValue> {
+        let grant = match crate::registry::known("UpstreamOAuth.grant", message.grant)? {
+            pb::OAuthGrant::Unspecified | pb::OAuthGrant::AuthorizationCode => {
+                OAuthGrant::AuthorizationCode
+            }
+            pb::OAuthGrant::ClientCredentials => OAuthGrant::ClientCredentials,
+        };
+        Ok(UpstreamOAuth {
+            grant,
             redirect_uri: message.redirect_uri,
             client_id: message.client_id,
             client_secret: message.client_secret,
             client_metadata_url: message.client_metadata_url,
             scopes: message.scopes,
-        }
+        })
     }
 }
 
@@ -109,6 +156,7 @@ mod tests {
 
     fn settings() -> UpstreamOAuth {
         UpstreamOAuth {
+            grant: OAuthGrant::AuthorizationCode,
             redirect_uri: "https://quiver.example/oauth/callback".into(),
             client_id: Some("quiver".into()),
             client_secret: Some("${GH_SECRET}".into()),
@@ -132,6 +180,16 @@ mod tests {
         let mut document = settings();
         document.client_metadata_url = Some("http://quiver.example/client.json".into());
         assert_eq!(document.problem().unwrap().0, "oauth.client_metadata_url");
-        assert_eq!(UpstreamOAuth::from_pb(settings().to_pb()), settings());
+        assert_eq!(
+            UpstreamOAuth::from_pb(settings().to_pb()).unwrap(),
+            settings()
+        );
+        let mut service = settings();
+        service.grant = OAuthGrant::ClientCredentials;
+        service.redirect_uri = String::new();
+        assert_eq!(service.problem(), None, "no callback for a service account");
+        assert_eq!(UpstreamOAuth::from_pb(service.to_pb()).unwrap(), service);
+        service.client_secret = None;
+        assert_eq!(service.problem().unwrap().0, "oauth.grant");
     }
 }

@@ -103,6 +103,9 @@ impl UpstreamConfig {
             pb::UpstreamProtocol::Sessions => UpstreamProtocol::Sessions,
             pb::UpstreamProtocol::Stateless => UpstreamProtocol::Stateless,
         };
+        let oauth = (message.oauth.map(UpstreamOAuth::from_pb))
+            .transpose()
+            .map_err(unknown)?;
         Ok(UpstreamConfig {
             validation: validation.map_err(unknown)?.unwrap_or_default(),
             hold_findings: hold.map_err(unknown)?.unwrap_or_default(),
@@ -119,7 +122,7 @@ impl UpstreamConfig {
             tags: message.tags,
             group: message.group,
             discovery_tenant: message.discovery_tenant,
-            oauth: message.oauth.map(UpstreamOAuth::from_pb),
+            oauth,
         })
     }
 }
@@ -148,6 +151,7 @@ mod tests {
             discovery_tenant: Some("acme".into()),
             protocol: UpstreamProtocol::Stateless,
             oauth: Some(UpstreamOAuth {
+                grant: super::super::OAuthGrant::ClientCredentials,
                 redirect_uri: "https://quiver.example/oauth/callback".into(),
                 client_id: Some("quiver".into()),
                 client_secret: Some("${GH_SECRET}".into()),

@@ -268,17 +268,21 @@ pub(crate) struct OAuthFlags {
     /// callback, where the authorization server sends the person back.
     #[arg(long = "oauth", value_name = "REDIRECT_URI")]
     pub(crate) redirect_uri: Option<String>,
+    /// Authorize to this HTTP upstream with OAuth 2.1 as a service account
+    /// (client credentials: needs --oauth-client-id and --oauth-client-secret).
+    #[arg(long = "oauth-client-credentials", requires_all = ["client_id", "client_secret"])]
+    pub(crate) client_credentials: bool,
     /// A client registered with the authorization server beforehand.
-    #[arg(long = "oauth-client-id", requires = "redirect_uri")]
+    #[arg(long = "oauth-client-id")]
     pub(crate) client_id: Option<String>,
     /// That client's secret as a `${VAR}` reference (never the value).
     #[arg(long = "oauth-client-secret", requires = "client_id")]
     pub(crate) client_secret: Option<String>,
     /// HTTPS URL of the client ID metadata document describing Quiver.
-    #[arg(long = "oauth-client-metadata", requires = "redirect_uri")]
+    #[arg(long = "oauth-client-metadata")]
     pub(crate) client_metadata_url: Option<String>,
     /// A scope to ask for (repeat; default: what the server names).
-    #[arg(long = "oauth-scope", requires = "redirect_uri")]
+    #[arg(long = "oauth-scope")]
     pub(crate) scopes: Vec<String>,
 }
 

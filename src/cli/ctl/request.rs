@@ -158,16 +158,29 @@ fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
         upstream.hold_findings = quiver_proto::finding::HoldAt::parse(hold)
             .map_err(|e| anyhow::anyhow!("--hold-findings {e}"))?;
     }
-    upstream.oauth = add
-        .oauth
-        .redirect_uri
-        .map(|redirect_uri| quiver_upstream::UpstreamOAuth {
-            redirect_uri,
-            client_id: add.oauth.client_id,
-            client_secret: add.oauth.client_secret,
-            client_metadata_url: add.oauth.client_metadata_url,
-            scopes: add.oauth.scopes,
-        });
+    let flags = add.oauth;
+    let grant = if flags.client_credentials {
+        quiver_upstream::OAuthGrant::ClientCredentials
+    } else {
+        quiver_upstream::OAuthGrant::AuthorizationCode
+    };
+    let given = flags.client_id.is_some()
+        || flags.client_metadata_url.is_some()
+        || !flags.scopes.is_empty();
+    upstream.oauth = match (flags.redirect_uri, flags.client_credentials) {
+        (None, false) if given => anyhow::bail!(
+            "the --oauth-* settings need --oauth CALLBACK (a person grants access) or --oauth-client-credentials (a service account)"
+        ),
+        (None, false) => None,
+        (redirect_uri, _) => Some(quiver_upstream::UpstreamOAuth {
+            grant,
+            redirect_uri: redirect_uri.unwrap_or_default(),
+            client_id: flags.client_id,
+            client_secret: flags.client_secret,
+            client_metadata_url: flags.client_metadata_url,
+            scopes: flags.scopes,
+        }),
+    };
     upstream.validate()?;
     Ok(upstream)
 }
