@@ -127,10 +127,7 @@ impl Authorizer {
         if let Some(challenge) = challenge {
             request = request.with_challenge(challenge);
         }
-        let mut scopes = self.settings.scopes.clone();
-        if let Some(asked) = challenge.and_then(challenge_scope) {
-            scopes.extend(asked.split_whitespace().map(str::to_string));
-        }
+        let mut scopes = self.scopes_for(challenge);
         if !scopes.is_empty() {
             scopes.append(&mut granted);
             scopes.sort();
@@ -159,11 +156,26 @@ impl Authorizer {
                 callback.issuer.as_deref(),
             )
             .await?;
+        self.keep(state).await?;
+        tracing::info!(upstream = %self.upstream, "OAuth authorization granted");
+        Ok(())
+    }
+
+    /// The configured scopes and those `challenge` names.
+    fn scopes_for(&self, challenge: Option<&str>) -> Vec<String> {
+        let mut scopes = self.settings.scopes.clone();
+        if let Some(asked) = challenge.and_then(challenge_scope) {
+            scopes.extend(asked.split_whitespace().map(str::to_string));
+        }
+        scopes
+    }
+
+    /// Serves every connection from now on with the authorized `state`.
+    async fn keep(&self, state: OAuthState) -> Result<(), OAuthError> {
         let manager = state.into_authorization_manager().ok_or_else(|| {
             AuthError::InternalError("no authorization manager after the exchange".into())
         })?;
         *self.client.lock().await = Some(AuthClient::new(TracingHttpClient::new()?, manager));
-        tracing::info!(upstream = %self.upstream, "OAuth authorization granted");
         Ok(())
     }
 }
@@ -182,10 +194,7 @@ impl Authorizer {
             )
             .into());
         };
-        let mut scopes = self.settings.scopes.clone();
-        if let Some(asked) = challenge.and_then(challenge_scope) {
-            scopes.extend(asked.split_whitespace().map(str::to_string));
-        }
+        let mut scopes = self.scopes_for(challenge);
         scopes.sort();
         scopes.dedup();
         let mut state = OAuthState::new(self.url.as_str(), None).await?;
@@ -198,10 +207,7 @@ impl Authorizer {
                 resource: Some(self.url.clone()),
             })
             .await?;
-        let manager = state.into_authorization_manager().ok_or_else(|| {
-            AuthError::InternalError("no authorization manager after the exchange".into())
-        })?;
-        *self.client.lock().await = Some(AuthClient::new(TracingHttpClient::new()?, manager));
+        self.keep(state).await?;
         tracing::info!(upstream = %self.upstream, "OAuth token obtained as a service account");
         Ok(())
     }
