@@ -10,6 +10,7 @@ pub mod markdown_blocks;
 pub mod node_tools;
 pub mod otlp;
 pub mod partial_run;
+pub mod protected_upstream;
 pub mod raw_session;
 pub mod session_client;
 mod task_client;

@@ -82,6 +82,11 @@ pub(crate) struct Authorizer {
     settings: UpstreamOAuth,
     consent: std::sync::OnceLock<Arc<dyn Consent>>,
     client: tokio::sync::Mutex<Option<AuthClient<TracingHttpClient>>>,
+    /// Held while authorizing: requests refused at the same moment wait for
+    /// one grant instead of each asking.
+    flight: tokio::sync::Mutex<()>,
+    /// Grants kept so far.
+    grants: std::sync::atomic::AtomicU64,
 }
 
 impl Authorizer {
@@ -93,6 +98,8 @@ impl Authorizer {
             settings,
             consent: std::sync::OnceLock::new(),
             client: tokio::sync::Mutex::new(None),
+            flight: tokio::sync::Mutex::new(()),
+            grants: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -112,7 +119,15 @@ impl Authorizer {
     /// for are the configured ones, else those the challenge or the server's
     /// metadata name, joined with those granted before (a step-up keeps what
     /// was already allowed).
+    /// Requests refused together share one grant: whoever waited while
+    /// another authorized uses that grant instead of asking again.
     pub(crate) async fn authorize(&self, challenge: Option<&str>) -> Result<(), OAuthError> {
+        use std::sync::atomic::Ordering;
+        let before = self.grants.load(Ordering::SeqCst);
+        let _flight = self.flight.lock().await;
+        if self.grants.load(Ordering::SeqCst) != before {
+            return Ok(());
+        }
         crate::install_crypto_provider();
         if self.settings.grant == OAuthGrant::ClientCredentials {
             return self.as_service_account(challenge).await;
@@ -176,6 +191,8 @@ impl Authorizer {
             AuthError::InternalError("no authorization manager after the exchange".into())
         })?;
         *self.client.lock().await = Some(AuthClient::new(TracingHttpClient::new()?, manager));
+        self.grants
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
