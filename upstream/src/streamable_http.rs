@@ -12,7 +12,7 @@ use rmcp::transport::{
     streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
 };
 
-use crate::trace_headers::{HttpClientError, TracingHttpClient};
+use crate::trace_headers::HttpClientError;
 
 /// Why the transport to an HTTP upstream could not be set up. Never shows
 /// a header's value.
@@ -31,23 +31,13 @@ pub(crate) enum HttpTransportError {
     Client(#[from] HttpClientError),
 }
 
-/// The transport to `url` with `headers` (an `Authorization: Bearer` header
+/// The transport to `url` over `client` (plain, or one that adds OAuth's
+/// bearer header itself) with `headers` (an `Authorization: Bearer` header
 /// becomes rmcp's auth header; headers that are not valid HTTP are skipped,
 /// as config validation already named them). `secrets` resolve
 /// `${tenant_secret:NAME}`; a value they make invalid is refused without
 /// being shown.
-pub(crate) fn transport(
-    url: &str,
-    headers: &BTreeMap<String, String>,
-    secrets: Option<&TenantSecrets>,
-) -> Result<StreamableHttpClientTransport<TracingHttpClient>, HttpTransportError> {
-    crate::install_crypto_provider();
-    transport_with(TracingHttpClient::new()?, url, headers, secrets)
-}
-
-/// [`transport`] over `client` (an OAuth client, which adds the bearer
-/// header itself).
-pub(crate) fn transport_with<C: StreamableHttpClient>(
+pub(crate) fn transport<C: StreamableHttpClient>(
     client: C,
     url: &str,
     headers: &BTreeMap<String, String>,

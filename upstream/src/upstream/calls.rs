@@ -329,11 +329,19 @@ impl Upstream {
                 id: self.config.id.clone(),
                 retry_in,
             })?;
-        let mut result = self.request_once(request.clone(), options.clone()).await;
+        // Only an upstream behind OAuth may send a request again: the copy
+        // is made for it alone.
+        let again = self
+            .oauth
+            .is_some()
+            .then(|| (request.clone(), options.clone()));
+        let mut result = self.request_once(request, options).await;
         // Refused for want of authorization or scope (so it did not run):
         // ask for a new grant and send it again, a few times at most.
         let mut grants = 0;
-        while let Err(UpstreamError::Unauthorized { reason, .. }) = &result {
+        while let (Some((request, options)), Err(UpstreamError::Unauthorized { reason, .. })) =
+            (&again, &result)
+        {
             if let Err(refused) = self.authorize_again(&reason.clone(), &mut grants).await {
                 result = Err(refused);
                 break;
@@ -452,11 +460,17 @@ impl Upstream {
     /// For an upstream behind OAuth: the refusal `e` is, when the server
     /// answered 401 or 403 with a challenge (the request did not run).
     fn refused_for_authorization(&self, e: &ServiceError) -> Option<UpstreamError> {
-        self.oauth.as_ref()?;
         Some(UpstreamError::Unauthorized {
             id: self.config.id.clone(),
-            reason: e.auth_challenge()?.to_string(),
+            reason: self.challenge_of(e)?.to_string(),
         })
+    }
+
+    /// For an upstream behind OAuth: the `WWW-Authenticate` challenge of the
+    /// 401 or 403 that refused `e`'s request.
+    fn challenge_of<'e>(&self, e: &'e ServiceError) -> Option<&'e str> {
+        self.oauth.as_ref()?;
+        e.auth_challenge()
     }
 
     /// After a refusal whose challenge is `challenge`: a new grant (the

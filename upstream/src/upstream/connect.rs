@@ -2,6 +2,7 @@
 //! what it tells its owner when its lists change.
 
 use super::{calls::is_stateless, *};
+use crate::trace_headers::TracingHttpClient;
 
 /// How a connection to an upstream speaking `protocol` starts: the newest
 /// revision first (`server/discover`), `initialize` for older servers.
@@ -314,10 +315,11 @@ impl Upstream {
                 Ok((service, process_group))
             }
             Transport::Http { url, headers } => {
+                crate::install_crypto_provider();
+                let plain = || TracingHttpClient::new().map_err(HttpTransportError::from);
+                let http = |client| serve_http(&handler, client, url, headers, secrets, &lifecycle);
                 let Some(oauth) = &self.oauth else {
-                    let transport = streamable_http::transport(url, headers, secrets)?;
-                    let transport = counting(transport, &handler);
-                    let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
+                    let service = http(plain()?).await??;
                     return Ok((service, None));
                 };
                 // Behind OAuth: over the authorized client once there is one.
@@ -327,20 +329,9 @@ impl Upstream {
                 loop {
                     let attempt = match oauth.client().await {
                         Some(client) => {
-                            let transport =
-                                streamable_http::transport_with(client, url, headers, secrets)?;
-                            let transport = counting(transport, &handler);
-                            (handler.clone())
-                                .serve_with_lifecycle(transport, lifecycle.clone())
-                                .await
+                            serve_http(&handler, client, url, headers, secrets, &lifecycle).await?
                         }
-                        None => {
-                            let transport = streamable_http::transport(url, headers, secrets)?;
-                            let transport = counting(transport, &handler);
-                            (handler.clone())
-                                .serve_with_lifecycle(transport, lifecycle.clone())
-                                .await
-                        }
+                        None => http(plain()?).await?,
                     };
                     match attempt {
                         Err(refused)
@@ -358,6 +349,30 @@ impl Upstream {
             }
         }
     }
+}
+
+/// Starts the MCP lifecycle over Streamable HTTP to `url` through `client`
+/// (plain, or one that adds OAuth's bearer header).
+async fn serve_http<C>(
+    handler: &UpstreamClient,
+    client: C,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    secrets: Option<&TenantSecrets>,
+    lifecycle: &ClientLifecycleMode,
+) -> Result<
+    Result<RunningService<RoleClient, UpstreamClient>, rmcp::service::ClientInitializeError>,
+    HttpTransportError,
+>
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient + Send + Sync + 'static,
+{
+    let transport = streamable_http::transport(client, url, headers, secrets)?;
+    let transport = counting(transport, handler);
+    Ok(handler
+        .clone()
+        .serve_with_lifecycle(transport, lifecycle.clone())
+        .await)
 }
 
 /// `transport`, counting the log messages read for `handler`'s calls.
