@@ -30,6 +30,18 @@ pub enum UpstreamError {
         /// The secret's name.
         name: String,
     },
+    /// An upstream behind OAuth where a person grants access, and nobody
+    /// granted it for the calling tenant yet (or the grant was withdrawn);
+    /// nothing was sent.
+    #[error(
+        "upstream `{id}` needs an OAuth authorization for tenant `{tenant}`, which nobody granted yet; nothing was sent (an operator gets the link with `quiver ctl upstream authorize {id} --tenant {tenant}`)"
+    )]
+    NotAuthorized {
+        /// Upstream id.
+        id: String,
+        /// The calling tenant.
+        tenant: String,
+    },
     /// A per-tenant upstream whose credentials cannot be had here (no
     /// cluster key, no tenant named); nothing was sent.
     #[error("upstream `{id}` takes per-tenant credentials: {reason}; nothing was sent")]
@@ -138,6 +150,7 @@ impl UpstreamError {
             UpstreamError::Unknown(_) => "unknown_upstream",
             UpstreamError::Unavailable { .. } => "unavailable",
             UpstreamError::MissingTenantSecret { .. } => "missing_tenant_secret",
+            UpstreamError::NotAuthorized { .. } => "not_authorized",
             UpstreamError::CredentialsUnavailable { .. } => "credentials_unavailable",
             UpstreamError::LostDuringCall { .. } => "lost_during_call",
             UpstreamError::Timeout { .. } => "timeout",

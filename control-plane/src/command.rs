@@ -163,6 +163,33 @@ pub enum Command {
         /// Secret name.
         name: String,
     },
+    /// Sets (or renews) a tenant's OAuth grant for an upstream, and its
+    /// access token as the tenant secret `oauth-<upstream>`; both sealed by
+    /// the leader.
+    PutOAuthGrant {
+        /// The grant.
+        grant: Box<OAuthGrantPut>,
+    },
+    /// Drops a tenant's OAuth grant for an upstream, and its access token.
+    DropOAuthGrant {
+        /// Tenant id.
+        tenant: String,
+        /// Upstream id.
+        upstream: String,
+    },
+}
+
+/// [`Command::PutOAuthGrant`]'s payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuthGrantPut {
+    /// Tenant id.
+    pub tenant: String,
+    /// Upstream id.
+    pub upstream: String,
+    /// The sealed grant and what may be shown of it.
+    pub record: crate::state::OAuthGrantRecord,
+    /// The sealed access token.
+    pub access: SealedValue,
 }
 
 impl Command {
@@ -184,6 +211,8 @@ impl Command {
             Command::SetAuditRetention { .. } => "set_audit_retention",
             Command::SetSecret { .. } => "set_secret",
             Command::DeleteSecret { .. } => "delete_secret",
+            Command::PutOAuthGrant { .. } => "put_oauth_grant",
+            Command::DropOAuthGrant { .. } => "drop_oauth_grant",
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod command;
 pub mod discovery;
 mod error_chain;
 pub mod fleet;
+mod grants;
 mod leader_discovery;
 pub mod manifest_store;
 pub mod node;

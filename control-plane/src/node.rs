@@ -196,6 +196,8 @@ impl ControlPlaneNode {
             tls.clone(),
             config.cluster_key.clone(),
         ));
+        renew_grants(&operator, &shutdown);
+        upstreams.set_grant_refresher(Arc::new(NodeRefresher(Arc::downgrade(&operator))));
         service::serve(
             raft.clone(),
             ControlPlaneService {
@@ -289,5 +291,50 @@ impl ControlPlaneNode {
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         let _ = self.raft().shutdown().await;
+    }
+}
+
+/// Renews tenants' OAuth access tokens before they expire while `operator`
+/// lives (it acts only while its node leads).
+fn renew_grants(operator: &Arc<Operator>, shutdown: &CancellationToken) {
+    let operator = Arc::downgrade(operator);
+    let shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(crate::grants::RENEW_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = shutdown.cancelled() => return,
+            }
+            let Some(operator) = operator.upgrade() else {
+                return;
+            };
+            operator.renew_due_grants().await;
+        }
+    });
+}
+
+/// Renews a refused OAuth token through this node's operator (for this
+/// node's discovery, and for an executor in the same process).
+struct NodeRefresher(std::sync::Weak<Operator>);
+
+impl quiver_upstream::GrantRefresher for NodeRefresher {
+    fn refresh<'a>(
+        &'a self,
+        tenant: &'a str,
+        upstream: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let operator = self.0.upgrade().ok_or("the control plane stopped")?;
+            operator
+                .serve(crate::admin::AdminRequest::GrantRenew {
+                    upstream: upstream.to_string(),
+                    tenant: tenant.to_string(),
+                })
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
     }
 }

@@ -49,6 +49,8 @@ pub struct Operator {
     tls: Option<TlsMaterial>,
     /// Seals tenant secrets (none: `secret set` is refused with the fix).
     cluster_key: Option<Arc<ClusterKey>>,
+    /// Tenants' OAuth grants of upstreams.
+    grants: crate::grants::GrantDesk,
 }
 
 impl Operator {
@@ -63,12 +65,18 @@ impl Operator {
         cluster_key: Option<Arc<ClusterKey>>,
     ) -> Operator {
         Operator {
+            grants: crate::grants::GrantDesk::new(replica.clone(), cluster_key.clone()),
             replica,
             fleet,
             discovery,
             tls,
             cluster_key,
         }
+    }
+
+    /// Renews the OAuth access tokens about to expire (when leading).
+    pub(crate) async fn renew_due_grants(&self) {
+        self.grants.renew_due().await;
     }
 
     /// Serves one operator request.
@@ -324,6 +332,25 @@ impl Operator {
                 })
                 .await?
                 .ok_or_else(|| AdminError::from(r.shared().lock().unknown_tenant(&tenant)))?,
+            ),
+            AdminRequest::UpstreamAuthorize { upstream, tenant } => {
+                AdminAnswer::UpstreamAuthorize(self.grants.authorize(upstream, tenant).await?)
+            }
+            AdminRequest::UpstreamAuthorized { url } => {
+                AdminAnswer::UpstreamAuthorized(self.grants.authorized(url).await?)
+            }
+            AdminRequest::UpstreamDeauthorize { upstream, tenant } => {
+                AdminAnswer::UpstreamDeauthorize(
+                    r.write("ctl", Command::DropOAuthGrant { tenant, upstream })
+                        .await?,
+                )
+            }
+            AdminRequest::GrantRenew { upstream, tenant } => {
+                AdminAnswer::GrantRenew(self.grants.renew(&upstream, &tenant, "executor").await?)
+            }
+            AdminRequest::GrantList { tenant } => AdminAnswer::GrantList(
+                r.read(|s| crate::grants::grant_list(s, tenant.as_deref()))
+                    .await?,
             ),
             AdminRequest::SecretDelete { tenant, name } => AdminAnswer::SecretDelete(
                 r.write("ctl", Command::DeleteSecret { tenant, name })

@@ -139,6 +139,10 @@ pub enum CommandResult {
     SetSecret(SecretChanged),
     /// A tenant's secret was deleted.
     DeleteSecret(SecretChanged),
+    /// A tenant's OAuth grant for an upstream was set or renewed.
+    PutOAuthGrant(OAuthGrantChanged),
+    /// A tenant's OAuth grant for an upstream was dropped.
+    DropOAuthGrant(OAuthGrantChanged),
 }
 
 impl CommandResult {
@@ -160,6 +164,9 @@ impl CommandResult {
             CommandResult::AppendAudit(r) => serde_json::to_value(r),
             CommandResult::SetAuditRetention(r) => serde_json::to_value(r),
             CommandResult::SetSecret(r) | CommandResult::DeleteSecret(r) => serde_json::to_value(r),
+            CommandResult::PutOAuthGrant(r) | CommandResult::DropOAuthGrant(r) => {
+                serde_json::to_value(r)
+            }
         };
         value.unwrap_or_default()
     }
@@ -237,6 +244,16 @@ pub struct SecretChanged {
     pub tenant: String,
     /// Secret name.
     pub name: String,
+}
+
+/// [`CommandResult::PutOAuthGrant`] and [`CommandResult::DropOAuthGrant`]:
+/// whose grant, for which upstream, never a token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuthGrantChanged {
+    /// Tenant id.
+    pub tenant: String,
+    /// Upstream id.
+    pub upstream: String,
 }
 
 #[cfg(test)]

@@ -50,6 +50,9 @@ pub struct Gateway {
     sessions: Arc<crate::sessions::SessionRegistry>,
     /// The fleet's session records (etcd), when sessions outlive this edge.
     session_records: std::sync::OnceLock<Arc<quiver_fleet::session_records::SessionRecords>>,
+    /// Where `/oauth/callback` relays the people coming back from an
+    /// upstream's authorization server (the control plane).
+    grant_callback: std::sync::OnceLock<Arc<dyn crate::oauth_callback::GrantCallback>>,
 }
 
 /// One subscription to an upstream resource.
@@ -132,6 +135,7 @@ impl Gateway {
             updated: tokio::sync::broadcast::channel(256).0,
             sessions: Arc::default(),
             session_records: std::sync::OnceLock::new(),
+            grant_callback: std::sync::OnceLock::new(),
         });
         // Resource updates reach the sessions that subscribed, and listeners.
         if let Some(mut updates) = gateway.dispatch.resource_updates() {
@@ -413,6 +417,16 @@ impl Gateway {
             executor_alive,
             edge_alive: Arc::new(move |node: &str| peers.as_ref().is_some_and(|p| p.knows(node))),
         });
+    }
+
+    /// Relays `/oauth/callback` to `sink` (set once).
+    pub fn relay_grant_callbacks_to(&self, sink: Arc<dyn crate::oauth_callback::GrantCallback>) {
+        let _ = self.grant_callback.set(sink);
+    }
+
+    /// Where `/oauth/callback` is relayed, if anywhere.
+    pub(crate) fn grant_callback(&self) -> Option<Arc<dyn crate::oauth_callback::GrantCallback>> {
+        self.grant_callback.get().cloned()
     }
 
     /// Sends an audit record to `audit` whenever a call becomes a task and

@@ -104,7 +104,8 @@ pub fn router(
             access::authenticate,
         ))
         .layer(middleware::from_fn(session_end_status))
-        .merge(access::metadata_routes(gateway.clone()));
+        .merge(access::metadata_routes(gateway.clone()))
+        .merge(crate::oauth_callback::routes(gateway.clone()));
     let status_gateway = gateway.clone();
     let router = search_signal_routes(router, operator_hosts);
     let probes = if gateway.config().auth == crate::auth::AuthMode::None {

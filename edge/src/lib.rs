@@ -13,6 +13,7 @@ pub mod http;
 mod input_required;
 pub mod mode;
 mod modes;
+pub mod oauth_callback;
 pub mod peers;
 mod relay;
 mod revision;

@@ -388,12 +388,30 @@ impl UpstreamConfig {
 
     /// The `NAME`s of the `${tenant_secret:NAME}` references in its header or
     /// env values: empty for an upstream shared by every tenant.
+    /// For an upstream behind OAuth where a person grants access, the
+    /// tenant secret holding each tenant's access token as well (see
+    /// [`UpstreamConfig::oauth_grant_secret`]).
     pub fn tenant_secret_names(&self) -> BTreeSet<String> {
         let values = match &self.transport {
             Transport::Stdio { env, .. } => env.values(),
             Transport::Http { headers, .. } => headers.values(),
         };
-        values.flat_map(|v| tenant_secret_names(v)).collect()
+        let mut names: BTreeSet<String> = values.flat_map(|v| tenant_secret_names(v)).collect();
+        names.extend(self.oauth_grant_secret());
+        names
+    }
+
+    /// For an HTTP upstream behind OAuth where a person grants access (the
+    /// authorization-code grant): the name of the tenant secret that holds
+    /// a tenant's current access token, `oauth-<id>`. The control plane
+    /// writes it when the tenant's grant arrives or is refreshed (operators
+    /// cannot set names with this prefix); each tenant's connection sends it
+    /// as its bearer token.
+    pub fn oauth_grant_secret(&self) -> Option<String> {
+        let oauth = self.oauth.as_ref()?;
+        (oauth.grant == OAuthGrant::AuthorizationCode
+            && matches!(self.transport, Transport::Http { .. }))
+        .then(|| format!("{OAUTH_GRANT_SECRET_PREFIX}{}", self.id))
     }
 
     /// Whether its connections are made per tenant, with that tenant's secrets.
@@ -551,6 +569,10 @@ impl UpstreamConfig {
         }
     }
 }
+
+/// The prefix of the tenant secrets that hold OAuth access tokens
+/// ([`UpstreamConfig::oauth_grant_secret`]): reserved for the control plane.
+pub const OAUTH_GRANT_SECRET_PREFIX: &str = "oauth-";
 
 /// Whether `name` may name a tenant secret: 1-64 characters of a-z, A-Z,
 /// 0-9, `_` and `-`.

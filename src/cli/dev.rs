@@ -172,7 +172,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         node: control_plane.clone(),
         name: edge_name.clone(),
     });
-    super::leases::audit_tasks(&gateway, &edge_name, task_audit);
+    super::leases::audit_tasks(&gateway, &edge_name, task_audit.clone());
+    gateway.relay_grant_callbacks_to(task_audit);
     // Bound before the startup line, so it can name the address; every
     // problem with the address or the TLS files stops the start.
     let grpc = match config.edge.grpc_listen {

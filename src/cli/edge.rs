@@ -234,7 +234,10 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         control_plane_tls.clone(),
         node_name.clone(),
     ));
-    super::leases::audit_tasks(&gateway, &node_name, task_audit);
+    super::leases::audit_tasks(&gateway, &node_name, task_audit.clone());
+    if !args.control_plane.is_empty() {
+        gateway.relay_grant_callbacks_to(task_audit);
+    }
     if let Some(addr) = config.edge.grpc_listen {
         let grpc = quiver_edge::grpc::GrpcListener::bind(
             gateway.clone(),

@@ -227,6 +227,10 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         lease_tls,
         lease_name.clone(),
     ));
+    if from_control_plane {
+        // A tenant's OAuth token the upstream refused is renewed by the leader.
+        upstreams.set_grant_refresher(link.clone());
+    }
     // With etcd, stashes live there too: they outlive this executor.
     let mut stash = StashStore::default();
     if !args.etcd.is_empty() {

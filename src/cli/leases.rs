@@ -1,7 +1,7 @@
-//! An executor's link to the control plane for what it reports: budget
-//! leases (the replicated ledger) and audit records (the replicated audit
-//! log), reached in-process (`quiver dev`) or over the admin API
-//! (`quiver executor --control-plane`).
+//! An executor's link to the control plane for what it reports and asks:
+//! budget leases (the replicated ledger), audit records (the replicated
+//! audit log) and renewals of tenants' OAuth tokens, reached in-process
+//! (`quiver dev`) or over the admin API (`quiver executor --control-plane`).
 
 use std::sync::Arc;
 
@@ -153,6 +153,64 @@ impl AuditShipper for ClientLeases {
                 .await
                 .map_err(ControlPlaneError::request)?;
             appended(answer)
+        })
+    }
+}
+
+/// The answer to a relayed OAuth callback, as `(tenant, upstream)`.
+fn grant_kept(answer: Result<AdminAnswer, String>) -> Result<(String, String), String> {
+    match answer? {
+        AdminAnswer::UpstreamAuthorized(kept) => Ok((kept.tenant, kept.upstream)),
+        other => Err(format!(
+            "unexpected answer to a callback: {:?}",
+            other.to_json()
+        )),
+    }
+}
+
+impl quiver_edge::oauth_callback::GrantCallback for NodeLeases {
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), String>> {
+        Box::pin(async move {
+            let url = quiver_upstream::SecretValue::new(url);
+            let answer = self
+                .node
+                .admin(AdminRequest::UpstreamAuthorized { url })
+                .await;
+            grant_kept(answer.map_err(|e| e.to_string()))
+        })
+    }
+}
+
+impl quiver_edge::oauth_callback::GrantCallback for ClientLeases {
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), String>> {
+        Box::pin(async move {
+            let url = quiver_upstream::SecretValue::new(url);
+            let request = AdminRequest::UpstreamAuthorized { url };
+            let answer = self.client.lock().await.call(&request).await;
+            grant_kept(answer.map_err(|e| e.to_string()))
+        })
+    }
+}
+
+impl quiver_upstream::GrantRefresher for ClientLeases {
+    fn refresh<'a>(
+        &'a self,
+        tenant: &'a str,
+        upstream: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let request = AdminRequest::GrantRenew {
+                upstream: upstream.to_string(),
+                tenant: tenant.to_string(),
+            };
+            match self.client.lock().await.call(&request).await {
+                Ok(AdminAnswer::GrantRenew(_)) => Ok(()),
+                Ok(other) => Err(format!(
+                    "unexpected answer to a renewal: {:?}",
+                    other.to_json()
+                )),
+                Err(e) => Err(e.to_string()),
+            }
         })
     }
 }

@@ -12,6 +12,7 @@ mod breaker;
 mod client;
 mod event;
 mod oauth;
+pub mod oauth_grant;
 mod request_span;
 mod secret_scrub;
 mod set;
@@ -38,7 +39,7 @@ pub use quiver_proto::upstream_config::{
 };
 pub use set::UpstreamSet;
 pub use status::{UpstreamState, UpstreamStatus};
-pub use tenant_credentials::{SecretError, TenantSecretSource};
+pub use tenant_credentials::{GrantRefresher, SecretError, TenantSecretSource};
 pub use upstream::Upstream;
 
 /// Makes rustls' ring provider the process default unless one is already set.

@@ -133,31 +133,11 @@ impl Authorizer {
             return self.as_service_account(challenge).await;
         }
         let consent = self.consent.get().ok_or(OAuthError::NoConsent)?;
-        let mut granted = match self.client.lock().await.as_ref() {
+        let granted = match self.client.lock().await.as_ref() {
             Some(client) => client.auth_manager.lock().await.get_current_scopes().await,
             None => Vec::new(),
         };
-        let mut request =
-            AuthorizationRequest::new(&self.settings.redirect_uri).with_client_name("Quiver");
-        if let Some(challenge) = challenge {
-            request = request.with_challenge(challenge);
-        }
-        let mut scopes = self.scopes_for(challenge);
-        if !scopes.is_empty() {
-            scopes.append(&mut granted);
-            scopes.sort();
-            scopes.dedup();
-            request = request.with_scopes(scopes);
-        }
-        if let Some(client_id) = &self.settings.client_id {
-            request = request.with_preregistered_client(client_id);
-            if let Some(secret) = self.settings.client_secret_value() {
-                request = request.with_client_secret(secret?);
-            }
-        }
-        if let Some(document) = &self.settings.client_metadata_url {
-            request = request.with_client_metadata_url(document);
-        }
+        let request = authorization_request(&self.settings, challenge, granted)?;
         let mut state = OAuthState::new(self.url.as_str(), None).await?;
         state.start_authorization(request).await?;
         let link = state.get_authorization_url().await?;
@@ -178,11 +158,7 @@ impl Authorizer {
 
     /// The configured scopes and those `challenge` names.
     fn scopes_for(&self, challenge: Option<&str>) -> Vec<String> {
-        let mut scopes = self.settings.scopes.clone();
-        if let Some(asked) = challenge.and_then(challenge_scope) {
-            scopes.extend(asked.split_whitespace().map(str::to_string));
-        }
-        scopes
+        scopes_for(&self.settings, challenge)
     }
 
     /// Serves every connection from now on with the authorized `state`.
@@ -228,6 +204,50 @@ impl Authorizer {
         tracing::info!(upstream = %self.upstream, "OAuth token obtained as a service account");
         Ok(())
     }
+}
+
+/// The configured scopes and those `challenge` names.
+fn scopes_for(settings: &UpstreamOAuth, challenge: Option<&str>) -> Vec<String> {
+    let mut scopes = settings.scopes.clone();
+    if let Some(asked) = challenge.and_then(challenge_scope) {
+        scopes.extend(asked.split_whitespace().map(str::to_string));
+    }
+    scopes
+}
+
+/// What a person is asked to grant, under `settings`: discovery starts from
+/// `challenge` (the refusal's `WWW-Authenticate`) when there is one; the
+/// scopes are the configured ones and those the challenge names, joined with
+/// those `granted` before (a step-up keeps what was already allowed), or,
+/// with none of those, what the server's metadata names. Quiver registers as
+/// the client set beforehand, else by its metadata document, else
+/// dynamically.
+pub(crate) fn authorization_request(
+    settings: &UpstreamOAuth,
+    challenge: Option<&str>,
+    mut granted: Vec<String>,
+) -> Result<AuthorizationRequest, OAuthError> {
+    let mut request = AuthorizationRequest::new(&settings.redirect_uri).with_client_name("Quiver");
+    if let Some(challenge) = challenge {
+        request = request.with_challenge(challenge);
+    }
+    let mut scopes = scopes_for(settings, challenge);
+    if !scopes.is_empty() {
+        scopes.append(&mut granted);
+        scopes.sort();
+        scopes.dedup();
+        request = request.with_scopes(scopes);
+    }
+    if let Some(client_id) = &settings.client_id {
+        request = request.with_preregistered_client(client_id);
+        if let Some(secret) = settings.client_secret_value() {
+            request = request.with_client_secret(secret?);
+        }
+    }
+    if let Some(document) = &settings.client_metadata_url {
+        request = request.with_client_metadata_url(document);
+    }
+    Ok(request)
 }
 
 /// The `scope` parameter of a `WWW-Authenticate: Bearer …` challenge.

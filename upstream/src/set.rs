@@ -145,6 +145,12 @@ impl UpstreamSet {
             .iter()
             .find(|name| source.version(tenant, name).is_none())
         {
+            if upstream.config().oauth_grant_secret().as_ref() == Some(name) {
+                return Err(UpstreamError::NotAuthorized {
+                    id: id.to_string(),
+                    tenant: tenant.to_string(),
+                });
+            }
             return Err(UpstreamError::MissingTenantSecret {
                 id: id.to_string(),
                 tenant: tenant.to_string(),
@@ -267,6 +273,12 @@ impl UpstreamSet {
             }
         }
         out
+    }
+
+    /// Who renews tenants' OAuth grants when an upstream refuses a token
+    /// (the control plane): without one, such a refusal fails the call.
+    pub fn set_grant_refresher(&self, refresher: Arc<dyn crate::GrantRefresher>) {
+        self.secrets.set_refresher(refresher);
     }
 
     /// Closes every connection.

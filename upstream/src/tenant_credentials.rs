@@ -68,15 +68,42 @@ pub trait TenantSecretSource: Send + Sync {
     fn open(&self, tenant: &str, name: &str) -> Result<SecretValue, SecretError>;
 }
 
+/// Who renews a tenant's OAuth access token for an upstream (the control
+/// plane, which holds the refresh token): asked when the upstream refuses
+/// the token it has, it resolves once the renewed token is committed; the
+/// node then receives it with the tenants' secrets.
+pub trait GrantRefresher: Send + Sync {
+    /// Renews `tenant`'s token for `upstream`. The error is worded for the
+    /// operator (what to do next) and never holds a token.
+    fn refresh<'a>(
+        &'a self,
+        tenant: &'a str,
+        upstream: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>>;
+}
+
 /// The source a node's upstreams currently resolve from (none until the
-/// control plane sent secrets).
+/// control plane sent secrets), and who renews their OAuth grants.
 #[derive(Default)]
-pub(crate) struct SecretSlot(RwLock<Option<Arc<dyn TenantSecretSource>>>);
+pub(crate) struct SecretSlot(
+    RwLock<Option<Arc<dyn TenantSecretSource>>>,
+    RwLock<Option<Arc<dyn GrantRefresher>>>,
+);
 
 impl SecretSlot {
     /// The current source.
     pub(crate) fn current(&self) -> Option<Arc<dyn TenantSecretSource>> {
         self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Who renews OAuth grants, if anyone on this node.
+    pub(crate) fn refresher(&self) -> Option<Arc<dyn GrantRefresher>> {
+        self.1.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Sets who renews OAuth grants.
+    pub(crate) fn set_refresher(&self, refresher: Arc<dyn GrantRefresher>) {
+        *self.1.write().unwrap_or_else(|p| p.into_inner()) = Some(refresher);
     }
 
     /// Replaces the source; returns the one it replaces.
@@ -114,6 +141,13 @@ pub(crate) struct CredentialStamp {
     versions: Vec<Option<String>>,
 }
 
+impl CredentialStamp {
+    /// The tenant whose secrets these are.
+    pub(crate) fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
 /// The per-tenant credentials of one upstream connection.
 pub(crate) struct TenantCredentials {
     names: BTreeSet<String>,
@@ -143,6 +177,11 @@ impl TenantCredentials {
     /// Whose secrets these are.
     pub(crate) fn holder(&self) -> &SecretHolder {
         &self.holder
+    }
+
+    /// Who renews OAuth grants on this node.
+    pub(crate) fn refresher(&self) -> Option<Arc<dyn GrantRefresher>> {
+        self.slot.refresher()
     }
 
     /// The tenant whose secrets a connection would use now, if any.

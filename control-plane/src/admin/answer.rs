@@ -87,6 +87,16 @@ pub enum AdminAnswer {
     SecretList(SecretList),
     /// [`super::AdminRequest::SecretDelete`].
     SecretDelete(Committed),
+    /// [`super::AdminRequest::UpstreamAuthorize`].
+    UpstreamAuthorize(AuthorizationLink),
+    /// [`super::AdminRequest::UpstreamAuthorized`].
+    UpstreamAuthorized(crate::outcome::OAuthGrantChanged),
+    /// [`super::AdminRequest::UpstreamDeauthorize`].
+    UpstreamDeauthorize(Committed),
+    /// [`super::AdminRequest::GrantRenew`].
+    GrantRenew(Committed),
+    /// [`super::AdminRequest::GrantList`].
+    GrantList(Vec<GrantSummary>),
     /// [`super::AdminRequest::ManifestShow`].
     ManifestShow(ManifestShown),
     /// [`super::AdminRequest::ManifestDiff`].
@@ -122,6 +132,9 @@ impl AdminAnswer {
             AdminAnswer::Audit(a) => serde_json::to_value(a),
             AdminAnswer::AuditRetention(a) => serde_json::to_value(a),
             AdminAnswer::SecretList(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamAuthorize(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamAuthorized(a) => serde_json::to_value(a),
+            AdminAnswer::GrantList(a) => serde_json::to_value(a),
             AdminAnswer::ManifestShow(ManifestShown::Current(a)) => serde_json::to_value(a),
             AdminAnswer::ManifestShow(ManifestShown::Kept(a)) => serde_json::to_value(a),
             AdminAnswer::ManifestDiff(a) => serde_json::to_value(a),
@@ -135,10 +148,44 @@ impl AdminAnswer {
             | AdminAnswer::KeyRevoke(c)
             | AdminAnswer::SecretSet(c)
             | AdminAnswer::SecretDelete(c)
+            | AdminAnswer::UpstreamDeauthorize(c)
+            | AdminAnswer::GrantRenew(c)
             | AdminAnswer::AuditAppend(c) => return c.to_json(),
         };
         value.unwrap_or_default()
     }
+}
+
+/// [`AdminAnswer::UpstreamAuthorize`]: where the person grants access.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthorizationLink {
+    /// Upstream id.
+    pub upstream: String,
+    /// Tenant id.
+    pub tenant: String,
+    /// The authorization server's page to open.
+    pub link: String,
+    /// How long the link can be completed, in seconds.
+    pub expires_in_s: u64,
+}
+
+/// One kept grant in [`AdminAnswer::GrantList`]: never a token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrantSummary {
+    /// Tenant id.
+    pub tenant: String,
+    /// Upstream id.
+    pub upstream: String,
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+    /// When the access token expires (ms since the epoch), if it said.
+    pub expires_at_ms: Option<u64>,
+    /// Whether it renews without the person (it has a refresh token).
+    pub renewable: bool,
+    /// When the person granted it.
+    pub granted_ms: u64,
+    /// When its access token was last renewed.
+    pub updated_ms: u64,
 }
 
 /// [`AdminAnswer::TenantUsage`]: a tenant's budget and usage.

@@ -12,12 +12,12 @@ mod request;
 pub mod wire;
 
 pub use answer::{
-    AdminAnswer, ClusterInitialized, ClusterStatus, Committed, DriftReport, ElectionSwitch,
-    FleetMember, FleetVerification, IssuedKey, KeySummary, LeaderTransfer, LearnerAdded,
-    ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberReach, MemberRemoved,
-    MemberRole, MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ReportedReadiness,
-    SecretList, SecretSummary, ServerSummary, ToolSummary, UpstreamDetail, UpstreamSummary,
-    UsageReport, Verdict, VoterPromoted,
+    AdminAnswer, AuthorizationLink, ClusterInitialized, ClusterStatus, Committed, DriftReport,
+    ElectionSwitch, FleetMember, FleetVerification, GrantSummary, IssuedKey, KeySummary,
+    LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary,
+    MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict, PublicTenant,
+    RefreshStarted, ReportedReadiness, SecretList, SecretSummary, ServerSummary, ToolSummary,
+    UpstreamDetail, UpstreamSummary, UsageReport, Verdict, VoterPromoted,
 };
 pub(crate) use error::NOT_LEADER;
 pub use error::{AdminError, LEADER_METADATA};

@@ -197,6 +197,41 @@ pub enum AdminRequest {
     },
     /// The current version and its stub hash.
     ManifestHash,
+    /// Starts a person's OAuth grant of `upstream` for `tenant`: the link
+    /// they open.
+    UpstreamAuthorize {
+        /// Upstream id.
+        upstream: String,
+        /// Tenant id.
+        tenant: String,
+    },
+    /// The authorization server sent the person back to Quiver's callback
+    /// with this URL (from an edge): the code is exchanged and kept.
+    UpstreamAuthorized {
+        /// The redirect URL, query included (it carries the one-time code:
+        /// `Debug` shows `<redacted>`).
+        url: SecretValue,
+    },
+    /// Drops `tenant`'s grant of `upstream`.
+    UpstreamDeauthorize {
+        /// Upstream id.
+        upstream: String,
+        /// Tenant id.
+        tenant: String,
+    },
+    /// Renews `tenant`'s access token for `upstream` (from an executor
+    /// whose token was refused).
+    GrantRenew {
+        /// Upstream id.
+        upstream: String,
+        /// Tenant id.
+        tenant: String,
+    },
+    /// The grants kept, of one tenant or all.
+    GrantList {
+        /// Tenant id.
+        tenant: Option<String>,
+    },
 }
 
 #[cfg(test)]

@@ -31,7 +31,8 @@ mod screening;
 mod tenant_secrets;
 
 pub use records::{
-    Event, EventKind, HeldTool, ManifestRecord, PendingDrift, SealedSecret, UpstreamRecord,
+    Event, EventKind, HeldTool, ManifestRecord, OAuthGrantRecord, PendingDrift, SealedSecret,
+    UpstreamRecord,
 };
 
 /// Events kept in the drift/admin log; older ones are dropped.
@@ -66,6 +67,10 @@ pub struct ControlState {
     /// Tenants' upstream credentials, sealed: tenant → name → secret.
     #[serde(default)]
     pub secrets: BTreeMap<String, BTreeMap<String, SealedSecret>>,
+    /// Tenants' OAuth grants for upstreams, sealed: tenant → upstream →
+    /// grant. Never sent to other nodes than control-plane ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub oauth_grants: BTreeMap<String, BTreeMap<String, OAuthGrantRecord>>,
     /// The drift and administrative event log, oldest first.
     pub events: VecDeque<Event>,
     /// Id of the next event.
@@ -226,6 +231,14 @@ impl ControlState {
                 CommandResult::DeleteSecret(self.delete_secret(tenant, name, at, actor)?),
                 false,
             ),
+            Command::PutOAuthGrant { grant } => (
+                CommandResult::PutOAuthGrant(self.put_oauth_grant(grant, at, actor)?),
+                false,
+            ),
+            Command::DropOAuthGrant { tenant, upstream } => (
+                CommandResult::DropOAuthGrant(self.drop_oauth_grant(tenant, upstream, at, actor)?),
+                false,
+            ),
         })
     }
 
@@ -265,6 +278,10 @@ impl ControlState {
                 entry.description = d.clone();
             }
         }
+        if config.oauth_grant_secret().is_none() {
+            // Settings that no longer take a person's grant: the grants go.
+            self.drop_grants_of(&id);
+        }
         let verb = if existed { "replaced" } else { "added" };
         self.log_admin(at, actor, Some(&id), format!("upstream {verb}"));
         Ok(UpstreamPut {
@@ -286,6 +303,7 @@ impl ControlState {
         self.pending.remove(id);
         self.held.remove(id);
         self.approved.remove(id);
+        self.drop_grants_of(id);
         self.log_admin(at, actor, Some(id), "upstream removed".into());
         Ok(UpstreamRemoved { id: id.to_string() })
     }
@@ -509,6 +527,7 @@ impl ControlState {
         // Its credentials go with it: a tenant created later under the same
         // id must not inherit them.
         self.secrets.remove(id);
+        self.oauth_grants.remove(id);
         self.log_admin(at, actor, None, format!("tenant `{id}` deleted"));
         Ok(TenantDeleted { id: id.to_string() })
     }

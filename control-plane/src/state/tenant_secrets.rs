@@ -1,15 +1,27 @@
-//! Applying the secret commands: a tenant's sealed secret set or deleted.
+//! Applying the secret commands: a tenant's sealed secret set or deleted,
+//! and a tenant's OAuth grant for an upstream set, renewed or dropped (with
+//! the access token it keeps as the tenant secret `oauth-<upstream>`).
 //! The state machine never sees a plaintext or the cluster key; it checks
 //! the tenant, the name and the shape of the ciphertext, and the event log
 //! names the secret only.
 
-use quiver_proto::upstream_config::valid_secret_name;
+use quiver_proto::upstream_config::{OAUTH_GRANT_SECRET_PREFIX, valid_secret_name};
 
 use super::{ControlState, SealedSecret};
 use crate::{
     cluster_key::SealedValue,
-    outcome::{Refusal, SecretChanged},
+    command::OAuthGrantPut,
+    outcome::{OAuthGrantChanged, Refusal, SecretChanged},
 };
+
+/// The refusal of an operator's write to a name the control plane keeps.
+fn reserved(name: &str) -> Option<Refusal> {
+    name.starts_with(OAUTH_GRANT_SECRET_PREFIX).then(|| {
+        Refusal::invalid(format!(
+            "secret names starting with `{OAUTH_GRANT_SECRET_PREFIX}` hold OAuth access tokens the control plane keeps; `{name}` is set by `quiver ctl upstream authorize` and dropped by `quiver ctl upstream deauthorize`"
+        ))
+    })
+}
 
 impl ControlState {
     pub(super) fn set_secret(
@@ -27,6 +39,9 @@ impl ControlState {
             return Err(Refusal::invalid(format!(
                 "secret name `{name}` must be 1-64 characters of a-z, A-Z, 0-9, _ and -"
             )));
+        }
+        if let Some(refusal) = reserved(name) {
+            return Err(refusal);
         }
         sealed
             .check_shape()
@@ -66,6 +81,9 @@ impl ControlState {
         if !self.tenants.contains_key(tenant) {
             return Err(self.unknown_tenant(tenant));
         }
+        if let Some(refusal) = reserved(name) {
+            return Err(refusal);
+        }
         let Some(secrets) = self.secrets.get_mut(tenant) else {
             return Err(Refusal::not_found(format!(
                 "tenant `{tenant}` has no secrets"
@@ -91,6 +109,132 @@ impl ControlState {
             tenant: tenant.to_string(),
             name: name.to_string(),
         })
+    }
+}
+
+impl ControlState {
+    pub(super) fn put_oauth_grant(
+        &mut self,
+        put: &OAuthGrantPut,
+        at: u64,
+        actor: &str,
+    ) -> Result<OAuthGrantChanged, Refusal> {
+        let OAuthGrantPut {
+            tenant,
+            upstream,
+            record,
+            access,
+        } = put;
+        if !self.tenants.contains_key(tenant) {
+            return Err(self.unknown_tenant(tenant));
+        }
+        let Some(name) = self
+            .upstreams
+            .get(upstream)
+            .map(|u| u.config.oauth_grant_secret())
+        else {
+            return Err(self.unknown_upstream(upstream));
+        };
+        let Some(name) = name else {
+            return Err(Refusal::invalid(format!(
+                "upstream `{upstream}` takes no person's OAuth grant (its `oauth` settings are absent or a service account's)"
+            )));
+        };
+        for sealed in [&record.sealed, access] {
+            sealed
+                .check_shape()
+                .map_err(|e| Refusal::invalid(format!("sealed OAuth grant: {e}")))?;
+        }
+        let grants = self.oauth_grants.entry(tenant.clone()).or_default();
+        let mut record = record.clone();
+        let before = grants.get(upstream).map(|b| b.granted_ms);
+        record.granted_ms = before.unwrap_or(at);
+        record.updated_ms = at;
+        grants.insert(upstream.clone(), record);
+        self.secrets.entry(tenant.clone()).or_default().insert(
+            name,
+            SealedSecret {
+                sealed: access.clone(),
+                updated_ms: at,
+            },
+        );
+        // A renewal every hour per tenant would flood the event log.
+        if before.is_none() {
+            self.log_admin(
+                at,
+                actor,
+                Some(upstream),
+                format!("OAuth grant of tenant `{tenant}` granted"),
+            );
+        }
+        Ok(OAuthGrantChanged {
+            tenant: tenant.clone(),
+            upstream: upstream.clone(),
+        })
+    }
+
+    pub(super) fn drop_oauth_grant(
+        &mut self,
+        tenant: &str,
+        upstream: &str,
+        at: u64,
+        actor: &str,
+    ) -> Result<OAuthGrantChanged, Refusal> {
+        if !self.tenants.contains_key(tenant) {
+            return Err(self.unknown_tenant(tenant));
+        }
+        let dropped = self
+            .oauth_grants
+            .get_mut(tenant)
+            .and_then(|grants| grants.remove(upstream));
+        if dropped.is_none() {
+            return Err(Refusal::not_found(format!(
+                "tenant `{tenant}` holds no OAuth grant for upstream `{upstream}`"
+            )));
+        }
+        self.forget_grant(tenant, upstream);
+        self.log_admin(
+            at,
+            actor,
+            Some(upstream),
+            format!("OAuth grant of tenant `{tenant}` dropped"),
+        );
+        Ok(OAuthGrantChanged {
+            tenant: tenant.to_string(),
+            upstream: upstream.to_string(),
+        })
+    }
+
+    /// Drops every tenant's grant for `upstream` (removed, or no longer
+    /// taking a person's grant).
+    pub(super) fn drop_grants_of(&mut self, upstream: &str) {
+        let tenants: Vec<String> = self
+            .oauth_grants
+            .iter()
+            .filter(|(_, grants)| grants.contains_key(upstream))
+            .map(|(tenant, _)| tenant.clone())
+            .collect();
+        for tenant in tenants {
+            if let Some(grants) = self.oauth_grants.get_mut(&tenant) {
+                grants.remove(upstream);
+            }
+            self.forget_grant(&tenant, upstream);
+        }
+    }
+
+    /// Removes what is left of `tenant`'s grant for `upstream`: its access
+    /// token, and empty maps.
+    fn forget_grant(&mut self, tenant: &str, upstream: &str) {
+        if self.oauth_grants.get(tenant).is_some_and(|g| g.is_empty()) {
+            self.oauth_grants.remove(tenant);
+        }
+        let name = format!("{OAUTH_GRANT_SECRET_PREFIX}{upstream}");
+        if let Some(secrets) = self.secrets.get_mut(tenant) {
+            secrets.remove(&name);
+            if secrets.is_empty() {
+                self.secrets.remove(tenant);
+            }
+        }
     }
 }
 

@@ -207,6 +207,30 @@ pub(crate) enum UpstreamCommand {
         #[arg(long)]
         tool: Option<String>,
     },
+    /// Print the link a person opens to grant Quiver access to an upstream
+    /// behind OAuth for a tenant (their authorization server sends them
+    /// back to Quiver's callback, which keeps the grant).
+    Authorize {
+        /// Upstream id.
+        id: String,
+        /// The tenant whose calls will use the grant.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Drop a tenant's OAuth grant of an upstream (its tokens are deleted).
+    Deauthorize {
+        /// Upstream id.
+        id: String,
+        /// Tenant id.
+        #[arg(long)]
+        tenant: String,
+    },
+    /// The OAuth grants kept: tenant, upstream, scopes, expiry (never a token).
+    Grants {
+        /// Only this tenant's.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]

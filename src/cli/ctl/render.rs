@@ -5,7 +5,7 @@
 
 use quiver_control_plane::admin::{
     AdminAnswer, ClusterStatus, Committed, FindingStatus, FindingsReport, FleetVerification,
-    IssuedKey, NodeVerdict, PublicTenant, SecretList, UpstreamSummary,
+    GrantSummary, IssuedKey, NodeVerdict, PublicTenant, SecretList, UpstreamSummary,
 };
 use quiver_fleet::membership::MemberRecord;
 use quiver_proto::audit::AuditRecord;
@@ -113,6 +113,14 @@ pub(crate) fn print_table(answer: &AdminAnswer, shown: Shown) {
         AdminAnswer::TenantList(tenants) => tenant_table(tenants),
         AdminAnswer::KeyIssue(key) => issued_key(key),
         AdminAnswer::SecretList(list) => secret_table(list),
+        AdminAnswer::UpstreamAuthorize(link) => say!(
+            "Open this link to grant Quiver access to upstream {} for tenant {} (valid {} min):\n{}",
+            link.upstream,
+            link.tenant,
+            link.expires_in_s / 60,
+            link.link
+        ),
+        AdminAnswer::GrantList(grants) => grant_table(grants),
         AdminAnswer::Audit(records) => audit_table(records),
         AdminAnswer::UpstreamFindings(report) => findings_table(report),
         AdminAnswer::UpstreamAdd(write)
@@ -123,7 +131,9 @@ pub(crate) fn print_table(answer: &AdminAnswer, shown: Shown) {
         | AdminAnswer::TenantDelete(write)
         | AdminAnswer::KeyRevoke(write)
         | AdminAnswer::SecretSet(write)
-        | AdminAnswer::SecretDelete(write) => committed(write),
+        | AdminAnswer::SecretDelete(write)
+        | AdminAnswer::UpstreamDeauthorize(write)
+        | AdminAnswer::GrantRenew(write) => committed(write),
         other => print_fields(&other.to_json()),
     }
 }
@@ -360,6 +370,36 @@ fn secret_table(list: &SecretList) {
         list.secrets
             .iter()
             .map(|s| vec![s.name.clone(), rfc3339(s.updated_ms)])
+            .collect(),
+    );
+}
+
+fn grant_table(grants: &[GrantSummary]) {
+    if grants.is_empty() {
+        say!("no OAuth grants are kept");
+        return;
+    }
+    table(
+        &[
+            "tenant",
+            "upstream",
+            "scopes",
+            "expires",
+            "renewable",
+            "granted",
+        ],
+        grants
+            .iter()
+            .map(|g| {
+                vec![
+                    g.tenant.clone(),
+                    g.upstream.clone(),
+                    g.scopes.join(" "),
+                    g.expires_at_ms.map_or_else(|| "-".into(), rfc3339),
+                    if g.renewable { "yes" } else { "no" }.into(),
+                    rfc3339(g.granted_ms),
+                ]
+            })
             .collect(),
     );
 }

@@ -52,6 +52,15 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             UpstreamCommand::Drift { id } => AdminRequest::UpstreamDrift { id },
             UpstreamCommand::Findings { id } => AdminRequest::UpstreamFindings { id },
             UpstreamCommand::Approve { id, tool } => AdminRequest::UpstreamApprove { id, tool },
+            UpstreamCommand::Authorize { id, tenant } => AdminRequest::UpstreamAuthorize {
+                upstream: id,
+                tenant,
+            },
+            UpstreamCommand::Deauthorize { id, tenant } => AdminRequest::UpstreamDeauthorize {
+                upstream: id,
+                tenant,
+            },
+            UpstreamCommand::Grants { tenant } => AdminRequest::GrantList { tenant },
         },
         CtlCommand::Tenant(c) => match *c {
             TenantCommand::Create { id, patch } => AdminRequest::TenantCreate {

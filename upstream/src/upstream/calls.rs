@@ -86,6 +86,10 @@ fn with_input(
 
 /// Pages of `tools/list` followed before giving up (a server that never stops paging).
 const MAX_LIST_PAGES: usize = 1000;
+
+/// How long a renewed OAuth token may take to reach this node from the
+/// control plane before the refused request fails.
+const GRANT_ARRIVAL: Duration = Duration::from_secs(10);
 impl Upstream {
     /// Lists every tool, following pagination. Listing has no side effects, so a
     /// broken connection is re-opened once.
@@ -489,6 +493,9 @@ impl Upstream {
             .oauth
             .as_ref()
             .ok_or_else(|| refused(challenge.into()))?;
+        if self.grant_secret().is_some() {
+            return self.renew_grant(challenge, grants).await.map_err(refused);
+        }
         if *grants == crate::oauth::MAX_STEP_UPS {
             return Err(refused(
                 crate::oauth::OAuthError::ScopeRetries(*grants).to_string(),
@@ -499,6 +506,53 @@ impl Upstream {
             .authorize(Some(challenge))
             .await
             .map_err(|e| refused(e.to_string()))?;
+        self.reconnect().await;
+        Ok(())
+    }
+
+    /// After a refusal of a tenant's own token: the control plane renews it
+    /// (once per request), and the next connection carries the renewed one.
+    /// A refusal for want of scope is not renewable: the person has to
+    /// grant more.
+    async fn renew_grant(&self, challenge: &str, grants: &mut u32) -> Result<(), String> {
+        let id = &self.config.id;
+        let credentials = self.credentials.as_ref().ok_or("no grant to renew")?;
+        let before = credentials.stamp();
+        let tenant = before
+            .as_ref()
+            .map(|stamp| stamp.tenant().to_string())
+            .ok_or("no tenant holds a grant")?;
+        let again =
+            format!("authorize again with `quiver ctl upstream authorize {id} --tenant {tenant}`");
+        if challenge.contains("insufficient_scope") {
+            return Err(format!(
+                "it asks for more scope than tenant `{tenant}` granted ({challenge}); {again} (the configured `oauth.scopes` are asked for)"
+            ));
+        }
+        if *grants > 0 {
+            return Err(format!(
+                "it refused tenant `{tenant}`'s renewed token too ({challenge}); {again}"
+            ));
+        }
+        *grants += 1;
+        let refresher = credentials.refresher().ok_or_else(|| {
+            format!("it refused tenant `{tenant}`'s token and this node has no control plane to renew it")
+        })?;
+        let mut events = self.subscribe();
+        tracing::info!(upstream = %id, %tenant, "token refused; asking the control plane to renew it");
+        refresher.refresh(&tenant, id).await?;
+        // The renewed token arrives with the tenants' secrets.
+        let deadline = tokio::time::Instant::now() + GRANT_ARRIVAL;
+        while credentials.stamp() == before {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Ok(_) | Err(broadcast::error::RecvError::Lagged(_))) => {}
+                Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => {
+                    return Err(format!(
+                        "tenant `{tenant}`'s token was renewed but did not reach this node within {GRANT_ARRIVAL:?}"
+                    ));
+                }
+            }
+        }
         self.reconnect().await;
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 use super::{calls::is_stateless, *};
 use crate::trace_headers::TracingHttpClient;
+use quiver_proto::references::TENANT_SECRET_PREFIX;
 
 /// How a connection to an upstream speaking `protocol` starts: the newest
 /// revision first (`server/discover`), `initialize` for older servers.
@@ -317,8 +318,22 @@ impl Upstream {
             Transport::Http { url, headers } => {
                 crate::install_crypto_provider();
                 let plain = || TracingHttpClient::new().map_err(HttpTransportError::from);
+                // A tenant's own grant: its access token, as the control
+                // plane last refreshed it, is the bearer token.
+                let with_grant;
+                let headers = match self.grant_secret() {
+                    Some(grant) => {
+                        with_grant = with_bearer_secret(headers, &grant);
+                        &with_grant
+                    }
+                    None => headers,
+                };
                 let http = |client| serve_http(&handler, client, url, headers, secrets, &lifecycle);
-                let Some(oauth) = &self.oauth else {
+                let oauth = self
+                    .oauth
+                    .as_ref()
+                    .filter(|_| self.grant_secret().is_none());
+                let Some(oauth) = oauth else {
                     let service = http(plain()?).await??;
                     return Ok((service, None));
                 };
@@ -349,6 +364,21 @@ impl Upstream {
             }
         }
     }
+}
+
+/// `headers` with an `Authorization` header sending the tenant secret
+/// `name` as a bearer token.
+fn with_bearer_secret(
+    headers: &std::collections::BTreeMap<String, String>,
+    name: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut headers = headers.clone();
+    headers.retain(|header, _| !header.eq_ignore_ascii_case("authorization"));
+    headers.insert(
+        "Authorization".into(),
+        format!("Bearer ${{{TENANT_SECRET_PREFIX}{name}}}"),
+    );
+    headers
 }
 
 /// Starts the MCP lifecycle over Streamable HTTP to `url` through `client`

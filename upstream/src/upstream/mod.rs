@@ -124,23 +124,51 @@ impl Upstream {
     /// values reference `${tenant_secret:NAME}`) made this way has no secrets
     /// to connect with: an [`crate::UpstreamSet`] gives its upstreams the
     /// node's secrets and routes each tenant's calls to a connection of its own.
+    ///
+    /// An upstream behind OAuth where a person grants access, made this way,
+    /// asks its [`Consent`](crate::Consent) ([`Upstream::set_consent`]) and
+    /// keeps the token in this process; in a set, each tenant's connection
+    /// uses the token the control plane holds for that tenant instead.
     pub fn new(config: UpstreamConfig) -> Arc<Upstream> {
         let holder = SecretHolder::Discovery {
             preferred: config.discovery_tenant.clone(),
         };
-        Upstream::with_credentials(config, holder, Arc::default())
+        let mut names = config.tenant_secret_names();
+        if let Some(grant) = config.oauth_grant_secret() {
+            names.remove(&grant);
+        }
+        Upstream::with_secret_names(config, names, holder, Arc::default())
     }
 
-    /// An upstream whose `${tenant_secret:NAME}` references (if any) resolve
-    /// for `holder` from `slot`.
+    /// An upstream whose `${tenant_secret:NAME}` references (and OAuth
+    /// grant, if any) resolve for `holder` from `slot`.
     pub(crate) fn with_credentials(
         config: UpstreamConfig,
         holder: SecretHolder,
         slot: Arc<SecretSlot>,
     ) -> Arc<Upstream> {
         let names = config.tenant_secret_names();
+        Upstream::with_secret_names(config, names, holder, slot)
+    }
+
+    fn with_secret_names(
+        config: UpstreamConfig,
+        names: std::collections::BTreeSet<String>,
+        holder: SecretHolder,
+        slot: Arc<SecretSlot>,
+    ) -> Arc<Upstream> {
         let credentials = (!names.is_empty()).then(|| TenantCredentials::new(names, holder, slot));
         Upstream::with_connector(config, credentials, Connector::Configured)
+    }
+
+    /// The tenant secret holding the access token its connections send, when
+    /// its OAuth grants are the tenants' own (kept by the control plane).
+    pub(crate) fn grant_secret(&self) -> Option<String> {
+        let grant = self.config.oauth_grant_secret()?;
+        self.credentials
+            .as_ref()
+            .is_some_and(|c| c.names().contains(&grant))
+            .then_some(grant)
     }
 
     /// An upstream whose server is already at the other end of `stream`: an

@@ -12,16 +12,17 @@ use quiver_upstream::UpstreamState;
 use super::field::{Field, Message, WireError, enumeration, message, required_field};
 use crate::{
     admin::{
-        AdminAnswer, ClusterInitialized, ClusterStatus, Committed, DriftReport, ElectionSwitch,
-        FindingStatus, FindingsReport, FleetMember, FleetVerification, IssuedKey, KeySummary,
-        LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary,
-        MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict, PublicTenant,
-        RefreshStarted, ReportedReadiness, SecretList, SecretSummary, ServerSummary, ToolFindings,
-        ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport, Verdict, VoterPromoted,
+        AdminAnswer, AuthorizationLink, ClusterInitialized, ClusterStatus, Committed, DriftReport,
+        ElectionSwitch, FindingStatus, FindingsReport, FleetMember, FleetVerification,
+        GrantSummary, IssuedKey, KeySummary, LeaderTransfer, LearnerAdded, ManifestDiff,
+        ManifestHash, ManifestShown, ManifestSummary, MemberReach, MemberRemoved, MemberRole,
+        MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ReportedReadiness, SecretList,
+        SecretSummary, ServerSummary, ToolFindings, ToolSummary, UpstreamDetail, UpstreamSummary,
+        UsageReport, Verdict, VoterPromoted,
     },
     outcome::{
-        CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, SecretChanged, TenantDeleted,
-        UpstreamPut, UpstreamRemoved,
+        CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, OAuthGrantChanged,
+        SecretChanged, TenantDeleted, UpstreamPut, UpstreamRemoved,
     },
     state::{Event, EventKind, ManifestRecord, PendingDrift},
     usage::{LeaseGranted, StashReport, TenantUsage},
@@ -110,6 +111,11 @@ message!(UsageReport => pb::UsageReport {
 });
 message!(SecretSummary => pb::SecretSummary { name, updated_ms });
 message!(SecretList => pb::SecretList { tenant, secrets });
+message!(OAuthGrantChanged => pb::OAuthGrantChanged { tenant, upstream });
+message!(AuthorizationLink => pb::AuthorizationLink { upstream, tenant, link, expires_in_s });
+message!(GrantSummary => pb::GrantSummary {
+    tenant, upstream, scopes, expires_at_ms, renewable, granted_ms, updated_ms,
+});
 message!(ServerSummary => pb::ServerSummary { id, tools, stub_hash });
 message!(ManifestSummary => pb::ManifestSummary { version, stub_hash, servers, tools });
 message!(ManifestRecord => pb::ManifestRecord { version, stub_hash, at_ms, tools });
@@ -250,6 +256,8 @@ impl Message for CommandResult {
             CommandResult::SetAuditRetention(r) => R::SetAuditRetention(r.to_pb()),
             CommandResult::SetSecret(r) => R::SetSecret(r.to_pb()),
             CommandResult::DeleteSecret(r) => R::DeleteSecret(r.to_pb()),
+            CommandResult::PutOAuthGrant(r) => R::PutOauthGrant(r.to_pb()),
+            CommandResult::DropOAuthGrant(r) => R::DropOauthGrant(r.to_pb()),
         };
         pb::CommandResult {
             result: Some(result),
@@ -279,6 +287,8 @@ impl Message for CommandResult {
             R::SetAuditRetention(r) => CommandResult::SetAuditRetention(Message::from_pb(r)?),
             R::SetSecret(r) => CommandResult::SetSecret(Message::from_pb(r)?),
             R::DeleteSecret(r) => CommandResult::DeleteSecret(Message::from_pb(r)?),
+            R::PutOauthGrant(r) => CommandResult::PutOAuthGrant(Message::from_pb(r)?),
+            R::DropOauthGrant(r) => CommandResult::DropOAuthGrant(Message::from_pb(r)?),
         })
     }
 }
@@ -348,6 +358,13 @@ impl Message for AdminAnswer {
             AdminAnswer::SecretSet(c) => Answer::SecretSet(c.to_pb()),
             AdminAnswer::SecretList(a) => Answer::SecretList(a.to_pb()),
             AdminAnswer::SecretDelete(c) => Answer::SecretDelete(c.to_pb()),
+            AdminAnswer::UpstreamAuthorize(a) => Answer::UpstreamAuthorize(a.to_pb()),
+            AdminAnswer::UpstreamAuthorized(a) => Answer::UpstreamAuthorized(a.to_pb()),
+            AdminAnswer::UpstreamDeauthorize(c) => Answer::UpstreamDeauthorize(c.to_pb()),
+            AdminAnswer::GrantRenew(c) => Answer::GrantRenew(c.to_pb()),
+            AdminAnswer::GrantList(a) => Answer::GrantList(pb::GrantList {
+                grants: a.to_field(),
+            }),
             AdminAnswer::ManifestShow(a) => Answer::ManifestShow(a.to_pb()),
             AdminAnswer::ManifestDiff(a) => Answer::ManifestDiff(a.to_pb()),
             AdminAnswer::ManifestHash(a) => Answer::ManifestHash(a.to_pb()),
@@ -412,6 +429,15 @@ impl Message for AdminAnswer {
             Answer::SecretSet(c) => AdminAnswer::SecretSet(Message::from_pb(c)?),
             Answer::SecretList(a) => AdminAnswer::SecretList(Message::from_pb(a)?),
             Answer::SecretDelete(c) => AdminAnswer::SecretDelete(Message::from_pb(c)?),
+            Answer::UpstreamAuthorize(a) => AdminAnswer::UpstreamAuthorize(Message::from_pb(a)?),
+            Answer::UpstreamAuthorized(a) => AdminAnswer::UpstreamAuthorized(Message::from_pb(a)?),
+            Answer::UpstreamDeauthorize(c) => {
+                AdminAnswer::UpstreamDeauthorize(Message::from_pb(c)?)
+            }
+            Answer::GrantRenew(c) => AdminAnswer::GrantRenew(Message::from_pb(c)?),
+            Answer::GrantList(a) => {
+                AdminAnswer::GrantList(Field::from_field(a.grants, "GrantList.grants")?)
+            }
             Answer::ManifestShow(a) => AdminAnswer::ManifestShow(Message::from_pb(a)?),
             Answer::ManifestDiff(a) => AdminAnswer::ManifestDiff(Message::from_pb(a)?),
             Answer::ManifestHash(a) => AdminAnswer::ManifestHash(Message::from_pb(a)?),

@@ -193,6 +193,13 @@ fn tenant(tenant: &str) -> pb::TenantRequest {
     }
 }
 
+fn grant(upstream: &str, tenant: &str) -> pb::GrantRequest {
+    pb::GrantRequest {
+        upstream: upstream.to_string(),
+        tenant: tenant.to_string(),
+    }
+}
+
 impl Message for AdminRequest {
     type Pb = pb::AdminRequest;
 
@@ -265,6 +272,23 @@ impl Message for AdminRequest {
                 value: value.expose().to_string(),
             }),
             AdminRequest::SecretList { tenant: t } => Call::SecretList(tenant(t)),
+            AdminRequest::UpstreamAuthorize { upstream, tenant } => {
+                Call::UpstreamAuthorize(grant(upstream, tenant))
+            }
+            AdminRequest::UpstreamAuthorized { url } => {
+                Call::UpstreamAuthorized(pb::OAuthCallback {
+                    url: url.expose().to_string(),
+                })
+            }
+            AdminRequest::UpstreamDeauthorize { upstream, tenant } => {
+                Call::UpstreamDeauthorize(grant(upstream, tenant))
+            }
+            AdminRequest::GrantRenew { upstream, tenant } => {
+                Call::GrantRenew(grant(upstream, tenant))
+            }
+            AdminRequest::GrantList { tenant } => {
+                Call::GrantList(pb::OptionalId { id: tenant.clone() })
+            }
             AdminRequest::SecretDelete { tenant, name } => Call::SecretDelete(pb::SecretRequest {
                 tenant: tenant.clone(),
                 name: name.clone(),
@@ -350,6 +374,22 @@ impl Message for AdminRequest {
                 value: SecretValue::new(r.value),
             },
             Call::SecretList(r) => AdminRequest::SecretList { tenant: r.tenant },
+            Call::UpstreamAuthorize(r) => AdminRequest::UpstreamAuthorize {
+                upstream: r.upstream,
+                tenant: r.tenant,
+            },
+            Call::UpstreamAuthorized(r) => AdminRequest::UpstreamAuthorized {
+                url: SecretValue::new(r.url),
+            },
+            Call::UpstreamDeauthorize(r) => AdminRequest::UpstreamDeauthorize {
+                upstream: r.upstream,
+                tenant: r.tenant,
+            },
+            Call::GrantRenew(r) => AdminRequest::GrantRenew {
+                upstream: r.upstream,
+                tenant: r.tenant,
+            },
+            Call::GrantList(r) => AdminRequest::GrantList { tenant: r.id },
             Call::SecretDelete(r) => AdminRequest::SecretDelete {
                 tenant: r.tenant,
                 name: r.name,

@@ -1,0 +1,83 @@
+//! `GET /oauth/callback`: where an upstream's authorization server sends
+//! the person who granted Quiver access, with the code. The edge relays the
+//! query to the control plane (whose leader holds the flow and exchanges
+//! the code) and shows the person a short page saying what happened. The
+//! request carries no Quiver credential: the flow's unguessable `state` and
+//! its PKCE verifier, held by the leader, are what bind it. The query is
+//! never logged; the page is never cached and sends no referrer.
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::RawQuery,
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use futures::future::BoxFuture;
+
+/// Where the edge relays the callback (the control plane).
+pub trait GrantCallback: Send + Sync {
+    /// Completes the flow `url` (the callback URL, query included) names;
+    /// resolves to `(tenant, upstream)`, or the reason, worded for the
+    /// person (no token in it).
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), String>>;
+}
+
+/// The path the route serves.
+pub const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// The route, relaying to `sink` (set later through the gateway; none: the
+/// page says this edge relays no callbacks).
+pub(crate) fn routes(gateway: Arc<crate::gateway::Gateway>) -> Router {
+    Router::new().route(
+        CALLBACK_PATH,
+        get(move |RawQuery(query): RawQuery| {
+            let gateway = gateway.clone();
+            async move {
+                let Some(sink) = gateway.grant_callback() else {
+                    return page(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Not completed",
+                        "This Quiver edge follows no control plane, so it cannot complete an authorization. Open the link again from `quiver ctl upstream authorize`, with the upstream's redirect URI pointing at an edge of the cluster.",
+                    );
+                };
+                let url = format!("http://quiver.invalid{CALLBACK_PATH}?{}", query.unwrap_or_default());
+                match sink.complete(url).await {
+                    Ok((tenant, upstream)) => page(
+                        StatusCode::OK,
+                        "Authorized",
+                        &format!("Quiver can now use upstream `{upstream}` for tenant `{tenant}`. You can close this page."),
+                    ),
+                    Err(reason) => page(StatusCode::BAD_REQUEST, "Not authorized", &reason),
+                }
+            }
+        }),
+    )
+}
+
+/// A small HTML page: nothing loaded, nothing cached, no referrer.
+fn page(status: StatusCode, title: &str, text: &str) -> Response {
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let body = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Quiver: {title}</title></head><body><h1>{title}</h1><p>{}</p></body></html>",
+        escape(text)
+    );
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::CONTENT_SECURITY_POLICY, "default-src 'none'"),
+        ],
+        body,
+    )
+        .into_response()
+}

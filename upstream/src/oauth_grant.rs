@@ -1,0 +1,275 @@
+//! A tenant's OAuth grant of an upstream, as the control plane's leader runs
+//! it: the person's authorization (a link, then Quiver's callback), the code
+//! exchange, and renewing the access token with the refresh token. rmcp's
+//! authorization client does the protocol (discovery, registration, PKCE,
+//! RFC 8707 resource indicators, RFC 9207 issuer checks, client
+//! authentication at the token endpoint); this module holds one flow and
+//! what is kept of it ([`TenantGrant`]), which the control plane seals.
+//!
+//! Nothing here stores anything or logs a token.
+
+use std::time::{Duration, Instant};
+
+use quiver_proto::secret_value::SecretValue;
+use quiver_proto::upstream_config::UpstreamOAuth;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationCallback, AuthorizationManager, CredentialStore,
+    InMemoryCredentialStore, OAuthClientConfig, OAuthState, StoredCredentials,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::oauth::{OAuthError, authorization_request};
+
+/// How long a started authorization can be completed.
+pub const GRANT_FLOW_TTL: Duration = Duration::from_secs(600);
+
+/// Why a grant could not be started, completed or renewed; worded for the
+/// operator, never holding a token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantError {
+    /// The authorization server refused or the flow failed.
+    #[error("{0}")]
+    Flow(String),
+    /// The person declined, or the server sent them back with an error.
+    #[error("the authorization server sent the person back without a grant: {0}")]
+    Declined(String),
+    /// The refresh token is no longer accepted: the person has to grant
+    /// access again.
+    #[error("the authorization server no longer accepts the refresh token ({0})")]
+    RefreshRefused(String),
+    /// The grant has no refresh token.
+    #[error("the grant has no refresh token (the authorization server issued none)")]
+    NotRenewable,
+}
+
+impl From<AuthError> for GrantError {
+    fn from(e: AuthError) -> GrantError {
+        GrantError::Flow(e.to_string())
+    }
+}
+
+impl From<OAuthError> for GrantError {
+    fn from(e: OAuthError) -> GrantError {
+        GrantError::Flow(e.to_string())
+    }
+}
+
+/// One person's authorization in progress.
+pub struct GrantFlow {
+    state: OAuthState,
+    store: InMemoryCredentialStore,
+    link: String,
+    csrf: String,
+    started: Instant,
+}
+
+impl GrantFlow {
+    /// Starts authorizing Quiver to the upstream at `url` with `settings`:
+    /// discovery, client registration, PKCE. The person opens
+    /// [`GrantFlow::link`].
+    pub async fn start(url: &str, settings: &UpstreamOAuth) -> Result<GrantFlow, GrantError> {
+        crate::install_crypto_provider();
+        let store = InMemoryCredentialStore::new();
+        let mut manager = AuthorizationManager::new(url).await?;
+        manager.set_credential_store(store.clone());
+        let mut state = OAuthState::Unauthorized(manager);
+        state
+            .start_authorization(authorization_request(settings, None, Vec::new())?)
+            .await?;
+        let link = state.get_authorization_url().await?;
+        let csrf = reqwest::Url::parse(&link)
+            .ok()
+            .and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == "state")
+                    .map(|(_, v)| v.into_owned())
+            })
+            .ok_or_else(|| GrantError::Flow("the authorization link carries no state".into()))?;
+        Ok(GrantFlow {
+            state,
+            store,
+            link,
+            csrf,
+            started: Instant::now(),
+        })
+    }
+
+    /// The authorization server's page the person opens.
+    pub fn link(&self) -> &str {
+        &self.link
+    }
+
+    /// The flow's `state` value: the callback names the flow by it.
+    pub fn csrf(&self) -> &str {
+        &self.csrf
+    }
+
+    /// Whether it can no longer be completed.
+    pub fn expired(&self) -> bool {
+        self.started.elapsed() > GRANT_FLOW_TTL
+    }
+
+    /// Completes it with the callback: the code is exchanged (the issuer
+    /// checked when the server names one) and the grant returned.
+    pub async fn finish(mut self, callback: &Callback) -> Result<TenantGrant, GrantError> {
+        self.state
+            .handle_callback_with_issuer(
+                &callback.0.code,
+                &callback.0.csrf_token,
+                callback.0.issuer.as_deref(),
+            )
+            .await?;
+        let credentials = self
+            .store
+            .load()
+            .await?
+            .filter(|c| c.token_response.is_some())
+            .ok_or_else(|| GrantError::Flow("no token after the code exchange".into()))?;
+        Ok(TenantGrant { credentials })
+    }
+}
+
+/// The parameters the authorization server sent the person back with.
+pub struct Callback(AuthorizationCallback);
+
+impl Callback {
+    /// Reads the redirect URL (`code`, `state`, `iss`; or `error`).
+    pub fn parse(url: &str) -> Result<Callback, GrantError> {
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| GrantError::Flow(format!("the callback URL does not parse: {e}")))?;
+        let field = |name: &str| {
+            parsed
+                .query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        };
+        if let Some(error) = field("error") {
+            let described = field("error_description")
+                .map(|d| format!("{error}: {d}"))
+                .unwrap_or(error);
+            return Err(GrantError::Declined(described));
+        }
+        Ok(Callback(AuthorizationCallback::from_redirect_url(url)?))
+    }
+
+    /// The flow's `state` value.
+    pub fn csrf(&self) -> &str {
+        &self.0.csrf_token
+    }
+}
+
+/// What the control plane keeps of a tenant's grant: the token response
+/// (access and refresh tokens), the client it was issued to, the scopes and
+/// the issuer. Its `Debug` shows no token.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct TenantGrant {
+    credentials: StoredCredentials,
+}
+
+impl std::fmt::Debug for TenantGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantGrant")
+            .field("client_id", &self.credentials.client_id)
+            .field("scopes", &self.credentials.granted_scopes)
+            .field("issuer", &self.credentials.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TenantGrant {
+    /// The grant as JSON, to be sealed.
+    pub fn to_secret(&self) -> SecretValue {
+        SecretValue::new(serde_json::to_string(self).unwrap_or_default())
+    }
+
+    /// A grant from its sealed JSON.
+    pub fn from_secret(value: &SecretValue) -> Result<TenantGrant, GrantError> {
+        serde_json::from_str(value.expose())
+            .map_err(|e| GrantError::Flow(format!("the kept grant does not read back: {e}")))
+    }
+
+    fn token(&self) -> Option<&rmcp::transport::auth::OAuthTokenResponse> {
+        self.credentials.token_response.as_ref()
+    }
+
+    /// The access token.
+    pub fn access_token(&self) -> SecretValue {
+        use oauth2::TokenResponse as _;
+        SecretValue::new(
+            self.token()
+                .map(|t| t.access_token().secret().to_string())
+                .unwrap_or_default(),
+        )
+    }
+
+    /// When the access token expires (ms since the epoch), if the server
+    /// said.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        use oauth2::TokenResponse as _;
+        let lifetime = self.token()?.expires_in()?;
+        let received = self.credentials.token_received_at?;
+        Some((received + lifetime.as_secs()) * 1000)
+    }
+
+    /// The scopes granted.
+    pub fn scopes(&self) -> Vec<String> {
+        self.credentials.granted_scopes.clone()
+    }
+
+    /// Whether it renews without the person (it has a refresh token).
+    pub fn renewable(&self) -> bool {
+        use oauth2::TokenResponse as _;
+        self.token().is_some_and(|t| t.refresh_token().is_some())
+    }
+
+    /// Renews the access token with the refresh token at the authorization
+    /// server of the upstream at `url` (rediscovered: a server that moved to
+    /// another issuer voids the grant).
+    pub async fn renew(
+        &self,
+        url: &str,
+        settings: &UpstreamOAuth,
+    ) -> Result<TenantGrant, GrantError> {
+        if !self.renewable() {
+            return Err(GrantError::NotRenewable);
+        }
+        crate::install_crypto_provider();
+        let store = InMemoryCredentialStore::new();
+        store.save(self.credentials.clone()).await?;
+        let mut manager = AuthorizationManager::new(url).await?;
+        manager.set_credential_store(store.clone());
+        if !manager.initialize_from_store().await? {
+            return Err(GrantError::RefreshRefused(
+                "the upstream's authorization server changed".into(),
+            ));
+        }
+        if let (Some(client_id), Some(secret)) =
+            (&settings.client_id, settings.client_secret_value())
+        {
+            let secret =
+                secret.map_err(|e| GrantError::Flow(format!("oauth.client_secret: {e}")))?;
+            let redirect = if settings.redirect_uri.is_empty() {
+                url.to_string()
+            } else {
+                settings.redirect_uri.clone()
+            };
+            manager.configure_client(
+                OAuthClientConfig::new(client_id.clone(), redirect).with_client_secret(secret),
+            )?;
+        }
+        match manager.refresh_token().await {
+            Ok(_) => {}
+            Err(AuthError::TokenRefreshRejected(reason)) => {
+                return Err(GrantError::RefreshRefused(reason));
+            }
+            Err(AuthError::AuthorizationRequired) => return Err(GrantError::NotRenewable),
+            Err(e) => return Err(e.into()),
+        }
+        let credentials = store
+            .load()
+            .await?
+            .ok_or_else(|| GrantError::Flow("no token after the refresh".into()))?;
+        Ok(TenantGrant { credentials })
+    }
+}
