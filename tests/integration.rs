@@ -74,4 +74,5 @@ mod tls_certificate_errors;
 mod tls_edge;
 mod upstream_faults;
 mod upstream_oauth_ctl;
+mod upstream_oauth_grant;
 mod upstream_oauth_service_account;

@@ -1,13 +1,19 @@
 //! An MCP server behind OAuth 2.1 and its authorization server, on one
-//! loopback port, for the service-account (client credentials) tests of the
-//! workspace's test crates (the upstream crate's includes this file by
-//! path). It checks the client's credentials, the grant, the RFC 8707
-//! resource and the bearer token, refuses everything else, and can revoke
-//! the tokens issued so far.
+//! loopback port, for the OAuth tests of the workspace's test crates (the
+//! upstream crate's includes this file by path). The server speaks the
+//! client-credentials grant (a service account) and the authorization-code
+//! grant with PKCE (S256) and refresh tokens, for clients registered
+//! dynamically: the person "signs in" as whoever the test named and
+//! approves at once. It checks the client, the grant, the PKCE verifier,
+//! the RFC 8707 resource and the bearer token, refuses everything else, and
+//! can revoke tokens, shorten their lives, and answer with a wrong issuer.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicUsize, Ordering},
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    },
 };
 
 use serde_json::{Value, json};
@@ -32,6 +38,76 @@ pub struct Seen {
     pub tool_calls: AtomicUsize,
     /// Tokens numbered at or below this are refused (revoked).
     pub revoked_through: AtomicUsize,
+    /// Access tokens issued from now on live this many seconds (0: an hour).
+    pub token_lifetime_s: AtomicU64,
+    /// Refresh-token grants answered with a new token.
+    pub refreshes: AtomicUsize,
+    /// Refresh tokens are refused from now on (revoked at the server).
+    pub refresh_revoked: AtomicBool,
+    /// The authorization response names another issuer (RFC 9207 mix-up).
+    pub wrong_issuer: AtomicBool,
+    /// Who approves at the authorization endpoint (the signed-in person).
+    pub person: Mutex<String>,
+    grants: Mutex<Grants>,
+}
+
+/// Codes, refresh tokens and whose each access token is.
+#[derive(Default)]
+struct Grants {
+    /// code → (PKCE challenge, redirect URI, person).
+    codes: HashMap<String, (String, String, String)>,
+    /// refresh token → person.
+    refresh: HashMap<String, String>,
+    /// access token → (person, expires at, unix seconds).
+    access: HashMap<String, (String, u64)>,
+    next: u64,
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Seen {
+    /// A new access token for `person` (and a refresh token when `refresh`).
+    fn issue(&self, person: &str, refresh: bool) -> Value {
+        let n = self.tokens_issued.fetch_add(1, Ordering::SeqCst) + 1;
+        let token = format!("tok-{n}");
+        let lifetime = match self.token_lifetime_s.load(Ordering::SeqCst) {
+            0 => 3600,
+            s => s,
+        };
+        let mut grants = self.grants.lock().unwrap();
+        grants
+            .access
+            .insert(token.clone(), (person.to_string(), now_s() + lifetime));
+        let mut answer =
+            json!({"access_token": token, "token_type": "Bearer", "expires_in": lifetime});
+        if refresh {
+            grants.next += 1;
+            let refresh_token = format!("refresh-{}-{person}", grants.next);
+            grants
+                .refresh
+                .insert(refresh_token.clone(), person.to_string());
+            answer["refresh_token"] = json!(refresh_token);
+        }
+        answer
+    }
+
+    /// Whose `token` is, if it is valid now (`service` for a service
+    /// account's).
+    fn holder(&self, token: &str) -> Option<String> {
+        let n = token.strip_prefix("tok-")?.parse::<usize>().ok()?;
+        if n <= self.revoked_through.load(Ordering::SeqCst) {
+            return None;
+        }
+        match self.grants.lock().unwrap().access.get(token) {
+            Some((person, expires)) if *expires > now_s() => Some(person.clone()),
+            Some(_) => None,
+            None => Some("service".into()),
+        }
+    }
 }
 
 /// One HTTP request: method, path, headers (lower-case names), body.
@@ -145,10 +221,94 @@ pub async fn protected_upstream() -> (String, Arc<Seen>) {
     (format!("{base}/mcp"), seen)
 }
 
+/// The S256 PKCE challenge of `verifier`.
+fn s256(verifier: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()))
+}
+
 fn answer(base: &str, seen: &Seen, request: &Request) -> String {
     let json_type = ("Content-Type", "application/json".to_string());
     let resource = format!("{base}/mcp");
-    match (request.method.as_str(), request.path.as_str()) {
+    let (path, query) = request
+        .path
+        .split_once('?')
+        .unwrap_or((request.path.as_str(), ""));
+    let bad = |error: &str| {
+        respond(
+            "400 Bad Request",
+            &[("Content-Type", "application/json".to_string())],
+            &json!({ "error": error }).to_string(),
+        )
+    };
+    match (request.method.as_str(), path) {
+        ("POST", "/register") => {
+            let asked: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            let mut grants = seen.grants.lock().unwrap();
+            grants.next += 1;
+            respond(
+                "201 Created",
+                &[json_type],
+                &json!({
+                    "client_id": format!("dyn-{}", grants.next),
+                    "redirect_uris": asked["redirect_uris"],
+                    "token_endpoint_auth_method": "none",
+                    "grant_types": ["authorization_code", "refresh_token"],
+                })
+                .to_string(),
+            )
+        }
+        ("GET", "/authorize") => {
+            let fields = form(query);
+            let field = |name: &str| {
+                fields
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone())
+            };
+            let (Some(redirect), Some(state), Some(challenge)) = (
+                field("redirect_uri"),
+                field("state"),
+                field("code_challenge"),
+            ) else {
+                return bad("invalid_request");
+            };
+            if field("code_challenge_method").as_deref() != Some("S256")
+                || field("resource").as_deref() != Some(resource.as_str())
+            {
+                return bad("invalid_request");
+            }
+            let person = seen.person.lock().unwrap().clone();
+            let mut grants = seen.grants.lock().unwrap();
+            grants.next += 1;
+            let code = format!("code-{}", grants.next);
+            grants
+                .codes
+                .insert(code.clone(), (challenge, redirect.clone(), person));
+            let issuer = if seen.wrong_issuer.load(Ordering::SeqCst) {
+                "https://impostor.example".to_string()
+            } else {
+                base.to_string()
+            };
+            let encode = |text: &str| {
+                text.bytes()
+                    .map(|b| match b {
+                        b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                            (b as char).to_string()
+                        }
+                        other => format!("%{other:02X}"),
+                    })
+                    .collect::<String>()
+            };
+            let location = format!(
+                "{redirect}?code={code}&state={}&iss={}",
+                encode(&state),
+                encode(&issuer)
+            );
+            respond("302 Found", &[("Location", location)], "")
+        }
         ("GET", path) if path.starts_with("/.well-known/oauth-protected-resource") => respond(
             "200 OK",
             &[json_type],
@@ -161,9 +321,12 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                 "issuer": base,
                 "authorization_endpoint": format!("{base}/authorize"),
                 "token_endpoint": format!("{base}/token"),
+                "registration_endpoint": format!("{base}/register"),
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["client_credentials"],
-                "token_endpoint_auth_methods_supported": ["client_secret_post"],
+                "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_post", "none"],
+                "authorization_response_iss_parameter_supported": true,
             })
             .to_string(),
         ),
@@ -175,42 +338,59 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                     .find(|(n, _)| n == name)
                     .map(|(_, v)| v.as_str())
             };
+            if field("resource") != Some(resource.as_str()) {
+                return bad("invalid_target");
+            }
+            match field("grant_type") {
+                Some("authorization_code") => {
+                    let code = field("code").unwrap_or_default();
+                    let taken = seen.grants.lock().unwrap().codes.remove(code);
+                    let Some((challenge, redirect, person)) = taken else {
+                        return bad("invalid_grant");
+                    };
+                    let verifier = field("code_verifier").unwrap_or_default();
+                    if s256(verifier) != challenge || field("redirect_uri") != Some(redirect.as_str())
+                    {
+                        return bad("invalid_grant");
+                    }
+                    return respond("200 OK", &[json_type], &seen.issue(&person, true).to_string());
+                }
+                Some("refresh_token") => {
+                    let token = field("refresh_token").unwrap_or_default();
+                    // Rotation: a refresh token is good once.
+                    let person = seen.grants.lock().unwrap().refresh.remove(token);
+                    let Some(person) = person.filter(|_| !seen.refresh_revoked.load(Ordering::SeqCst))
+                    else {
+                        return bad("invalid_grant");
+                    };
+                    seen.refreshes.fetch_add(1, Ordering::SeqCst);
+                    return respond("200 OK", &[json_type], &seen.issue(&person, true).to_string());
+                }
+                _ => {}
+            }
             let credentials_ok = field("client_id") == Some(CLIENT_ID)
                 && field("client_secret") == Some(CLIENT_SECRET);
-            if field("grant_type") != Some("client_credentials")
-                || !credentials_ok
-                || field("resource") != Some(resource.as_str())
-            {
+            if field("grant_type") != Some("client_credentials") || !credentials_ok {
                 return respond(
                     "400 Bad Request",
                     &[json_type],
                     r#"{"error":"invalid_client"}"#,
                 );
             }
-            let n = seen.tokens_issued.fetch_add(1, Ordering::SeqCst) + 1;
-            respond(
-                "200 OK",
-                &[json_type],
-                &json!({"access_token": format!("tok-{n}"), "token_type": "Bearer", "expires_in": 3600})
-                    .to_string(),
-            )
+            respond("200 OK", &[json_type], &seen.issue("service", false).to_string())
         }
         ("POST", "/mcp") => {
             let bearer = request
                 .header("authorization")
                 .and_then(|h| h.strip_prefix("Bearer "));
-            let revoked = seen.revoked_through.load(Ordering::SeqCst);
-            let valid = bearer
-                .and_then(|t| t.strip_prefix("tok-"))
-                .and_then(|n| n.parse::<usize>().ok())
-                .is_some_and(|n| n > revoked);
-            if !valid {
+            let holder = bearer.and_then(|t| seen.holder(t));
+            let Some(holder) = holder else {
                 seen.refused_mcp.fetch_add(1, Ordering::SeqCst);
                 let challenge = format!(
                     "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
                 );
                 return respond("401 Unauthorized", &[("WWW-Authenticate", challenge)], "");
-            }
+            };
             let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
             let Some(id) = message.get("id").cloned() else {
                 return respond("202 Accepted", &[], "");
@@ -228,7 +408,10 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                 }]}),
                 "tools/call" => {
                     seen.tool_calls.fetch_add(1, Ordering::SeqCst);
-                    json!({"content": [{"type": "text", "text": format!("service account, token {}", bearer.unwrap_or_default())}]})
+                    json!({"content": [{"type": "text", "text": match holder.as_str() {
+                        "service" => format!("service account, token {}", bearer.unwrap_or_default()),
+                        person => format!("user {person}, token {}", bearer.unwrap_or_default()),
+                    }}]})
                 }
                 _ => {
                     return respond(

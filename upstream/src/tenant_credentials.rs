@@ -36,7 +36,7 @@ pub(crate) enum CredentialsError {
     NoSecrets,
     /// No tenant holds every secret the upstream references.
     #[error(
-        "it takes per-tenant credentials and no tenant holds all of its secrets ({names}) yet; set them with `quiver ctl secret set --tenant T NAME`, or name the tenant discovery uses with `discovery_tenant`"
+        "it takes per-tenant credentials and no tenant holds all of its secrets ({names}) yet; set them with `quiver ctl secret set --tenant T NAME` (an `oauth-` one by authorizing with `quiver ctl upstream authorize UPSTREAM --tenant T`), or name the tenant discovery uses with `discovery_tenant`"
     )]
     NoTenant {
         /// The secrets referenced, comma-separated.
