@@ -14,6 +14,9 @@
 //!   authorize again; a callback naming another issuer keeps nothing;
 //! - operators cannot overwrite the token as a secret, and deleting the
 //!   tenant drops its grant.
+//!
+//! Both with the executor in `quiver dev`'s process and in one of its own
+//! (`--executor child`, which reaches the control plane over its admin API).
 
 use crate::support;
 
@@ -70,9 +73,20 @@ async fn until(what: &str, seen: &Seen, done: impl Fn(&Seen) -> bool) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tenant_authorizes_an_upstream_once_and_its_tools_work_in_every_mode() {
+    grant_flow(&[]).await;
+}
+
+/// The same with the executor in a process of its own, which asks the
+/// control plane over its admin API to renew a refused token.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_executor_process_has_the_leader_renew_a_refused_token() {
+    grant_flow(&["--executor", "child"]).await;
+}
+
+async fn grant_flow(dev_args: &[&str]) {
     let (url, seen) = protected_upstream().await;
     *seen.person.lock().unwrap() = "alice".into();
-    let dev = QuiverDev::start(&["--auth", "required"]);
+    let dev = QuiverDev::start(&[&["--auth", "required"], dev_args].concat());
     let cp = dev.control_plane.clone();
     let callback = format!("http://{}/oauth/callback", dev.authority());
     let (ok, _, err) = ctl(
