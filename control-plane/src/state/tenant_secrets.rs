@@ -357,4 +357,106 @@ mod tests {
         ));
         assert_eq!(serde_json::to_string(&state).unwrap(), before);
     }
+
+    fn put_grant(tenant: &str, upstream: &str) -> Command {
+        Command::PutOAuthGrant {
+            grant: Box::new(crate::command::OAuthGrantPut {
+                tenant: tenant.into(),
+                upstream: upstream.into(),
+                record: crate::state::OAuthGrantRecord {
+                    sealed: sealed(),
+                    expires_at_ms: Some(5000),
+                    scopes: vec!["read".into()],
+                    renewable: true,
+                    granted_ms: 0,
+                    updated_ms: 0,
+                },
+                access: sealed(),
+            }),
+        }
+    }
+
+    fn add_upstream(
+        state: &mut ControlState,
+        id: &str,
+        grant: quiver_proto::upstream_config::OAuthGrant,
+    ) {
+        let mut config =
+            quiver_proto::upstream_config::UpstreamConfig::http(id, "https://t.example/mcp");
+        config.oauth = Some(quiver_proto::upstream_config::UpstreamOAuth {
+            grant,
+            redirect_uri: "https://q.example/oauth/callback".into(),
+            client_id: Some("quiver".into()),
+            client_secret: Some("${SECRET}".into()),
+            client_metadata_url: None,
+            scopes: vec![],
+        });
+        let put = apply(
+            state,
+            Command::PutUpstream {
+                upstream: config,
+                quarantine: false,
+                replace: true,
+            },
+        );
+        assert!(matches!(put, Outcome::Applied { .. }), "{put:?}");
+    }
+
+    #[test]
+    fn a_grant_keeps_its_token_as_a_reserved_secret_and_goes_with_its_upstream_or_tenant() {
+        use quiver_proto::upstream_config::OAuthGrant;
+        let mut state = with_tenant("acme");
+        add_upstream(&mut state, "tracker", OAuthGrant::AuthorizationCode);
+        add_upstream(&mut state, "robot", OAuthGrant::ClientCredentials);
+        // A service account takes no person's grant.
+        assert!(matches!(
+            apply(&mut state, put_grant("acme", "robot")),
+            Outcome::Refused {
+                code: RefusalCode::Invalid,
+                ..
+            }
+        ));
+        assert!(matches!(
+            apply(&mut state, put_grant("acme", "tracker")),
+            Outcome::Applied { .. }
+        ));
+        assert_eq!(state.oauth_grants["acme"]["tracker"].granted_ms, 1000);
+        assert!(state.secrets["acme"].contains_key("oauth-tracker"));
+        // Operators can neither set nor delete the token as a secret.
+        for command in [
+            set("acme", "oauth-tracker"),
+            Command::DeleteSecret {
+                tenant: "acme".into(),
+                name: "oauth-tracker".into(),
+            },
+        ] {
+            let Outcome::Refused { message, .. } = apply(&mut state, command) else {
+                panic!("a reserved name is refused");
+            };
+            assert!(
+                message.contains("quiver ctl upstream authorize"),
+                "{message}"
+            );
+        }
+        // Settings that no longer take a person's grant drop it.
+        add_upstream(&mut state, "tracker", OAuthGrant::ClientCredentials);
+        assert!(state.oauth_grants.is_empty() && state.secrets.is_empty());
+        add_upstream(&mut state, "tracker", OAuthGrant::AuthorizationCode);
+        apply(&mut state, put_grant("acme", "tracker"));
+        apply(
+            &mut state,
+            Command::RemoveUpstream {
+                id: "tracker".into(),
+            },
+        );
+        assert!(state.oauth_grants.is_empty() && state.secrets.is_empty());
+        // A snapshot keeps grants; deleting the tenant drops them.
+        add_upstream(&mut state, "tracker", OAuthGrant::AuthorizationCode);
+        apply(&mut state, put_grant("acme", "tracker"));
+        let restored: ControlState =
+            serde_json::from_slice(&serde_json::to_vec(&state).unwrap()).unwrap();
+        assert_eq!(restored.oauth_grants, state.oauth_grants);
+        apply(&mut state, Command::DeleteTenant { id: "acme".into() });
+        assert!(state.oauth_grants.is_empty() && state.secrets.is_empty());
+    }
 }

@@ -19,8 +19,8 @@ use super::{Message, WireError};
 use crate::admin::*;
 use crate::audit_log::{AuditQuery, AuditRetention};
 use crate::outcome::{
-    CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, SecretChanged, TenantDeleted,
-    UpstreamPut, UpstreamRemoved,
+    CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, OAuthGrantChanged, SecretChanged,
+    TenantDeleted, UpstreamPut, UpstreamRemoved,
 };
 use crate::state::{Event, EventKind, ManifestRecord, PendingDrift};
 use crate::tenant::TenantPatch;
@@ -196,8 +196,27 @@ fn every_request_comes_back_as_it_went() {
         AdminRequest::ManifestShow { version: Some(3) },
         AdminRequest::ManifestDiff { from: 1, to: 3 },
         AdminRequest::ManifestHash,
+        AdminRequest::UpstreamAuthorize {
+            upstream: "gh".into(),
+            tenant: "acme".into(),
+        },
+        AdminRequest::UpstreamAuthorized {
+            url: SecretValue::new("https://q.example/oauth/callback?code=c&state=s".into()),
+        },
+        AdminRequest::UpstreamDeauthorize {
+            upstream: "gh".into(),
+            tenant: "acme".into(),
+        },
+        AdminRequest::GrantRenew {
+            upstream: "gh".into(),
+            tenant: "acme".into(),
+        },
+        AdminRequest::GrantList {
+            tenant: Some("acme".into()),
+        },
+        AdminRequest::GrantList { tenant: None },
     ];
-    assert_eq!(requests.len(), 35, "one of each operation");
+    assert_eq!(requests.len(), 41, "one of each operation");
     for request in &requests {
         assert_eq!(&again(request), request);
     }
@@ -457,6 +476,37 @@ fn answers_of_every_shape_come_back_as_they_went() {
         committed(CommandResult::DeleteSecret(SecretChanged {
             tenant: "acme".into(),
             name: "TOKEN".into(),
+        })),
+        AdminAnswer::UpstreamAuthorize(AuthorizationLink {
+            upstream: "gh".into(),
+            tenant: "acme".into(),
+            link: "https://as.example/authorize?state=s".into(),
+            expires_in_s: 600,
+        }),
+        AdminAnswer::UpstreamAuthorized(OAuthGrantChanged {
+            tenant: "acme".into(),
+            upstream: "gh".into(),
+        }),
+        AdminAnswer::GrantList(vec![GrantSummary {
+            tenant: "acme".into(),
+            upstream: "gh".into(),
+            scopes: vec!["issues:read".into()],
+            expires_at_ms: Some(9),
+            renewable: true,
+            granted_ms: 1,
+            updated_ms: 2,
+        }]),
+        AdminAnswer::GrantRenew(Committed {
+            result: CommandResult::PutOAuthGrant(OAuthGrantChanged {
+                tenant: "acme".into(),
+                upstream: "gh".into(),
+            }),
+            manifest_version: 3,
+            log_index: 7,
+        }),
+        committed(CommandResult::DropOAuthGrant(OAuthGrantChanged {
+            tenant: "acme".into(),
+            upstream: "gh".into(),
         })),
     ];
     for answer in &answers {
