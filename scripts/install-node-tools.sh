@@ -2,7 +2,8 @@
 # Installs the Node tooling the test suite needs into <repo>/.tools/node (gitignored):
 # a Node 22 binary (the system node may be older), the official MCP conformance
 # suite, the MCP Inspector (its CLI drives every mode in tests/inspector_cli.rs) and
-# the reference MCP servers the reference-server tests run as stdio upstreams.
+# the reference MCP servers the reference-server tests run as stdio upstreams, and
+# oidc-provider, the authorization server of tests/support/oidc_upstream.mjs.
 # Idempotent: does nothing when the pinned versions are already installed.
 # Prints the path of the Node 22 binary on stdout; progress goes to stderr.
 set -euo pipefail
@@ -17,6 +18,9 @@ PACKAGES=(
     "@modelcontextprotocol/server-everything@2026.8.31"
     "@modelcontextprotocol/server-memory@2026.8.31"
     "@modelcontextprotocol/server-filesystem@2026.8.31"
+    # A second, independent OAuth authorization server for the upstream OAuth
+    # tests (tests/support/oidc_upstream.mjs), from a maintained library.
+    "oidc-provider@9.13.3"
 )
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

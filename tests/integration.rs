@@ -75,4 +75,5 @@ mod tls_edge;
 mod upstream_faults;
 mod upstream_oauth_ctl;
 mod upstream_oauth_grant;
+mod upstream_oauth_oidc_provider;
 mod upstream_oauth_service_account;
