@@ -77,3 +77,4 @@ mod upstream_oauth_ctl;
 mod upstream_oauth_grant;
 mod upstream_oauth_oidc_provider;
 mod upstream_oauth_service_account;
+mod upstream_oauth_token_exchange;

@@ -9,11 +9,6 @@ use crate::support;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
-use ring::{
-    rand::SystemRandom,
-    signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _},
-};
 use rmcp::{
     ServiceExt,
     transport::{
@@ -21,47 +16,11 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
+use support::jwt_issuer::{Issuer, b64};
 use support::{ctl, post_initialize, start_with_config, write_file};
 
 const RESOURCE: &str = "https://mcp.quiver.test/mcp";
 const ISSUER: &str = "https://issuer.quiver.test";
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// An ES256 signer and its JWKS.
-struct Issuer {
-    key: EcdsaKeyPair,
-    rng: SystemRandom,
-}
-
-impl Issuer {
-    fn new() -> Issuer {
-        let rng = SystemRandom::new();
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
-            .unwrap();
-        Issuer { key, rng }
-    }
-
-    fn jwks(&self) -> String {
-        let point = self.key.public_key().as_ref();
-        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "use": "sig", "alg": "ES256",
-            "x": b64(&point[1..33]), "y": b64(&point[33..65])}]})
-        .to_string()
-    }
-
-    fn token(&self, claims: &Value) -> String {
-        let header = b64(json!({"alg": "ES256", "kid": "k1", "typ": "JWT"})
-            .to_string()
-            .as_bytes());
-        let payload = b64(claims.to_string().as_bytes());
-        let signed = format!("{header}.{payload}");
-        let signature = self.key.sign(&self.rng, signed.as_bytes()).unwrap();
-        format!("{signed}.{}", b64(signature.as_ref()))
-    }
-}
 
 fn now() -> u64 {
     SystemTime::now()

@@ -62,6 +62,9 @@ pub fn request_to_pb(request: &ExecuteRequest) -> pb::ExecuteRequest {
         caller: request.origin.caller.clone(),
         edge: request.origin.edge.clone(),
         task_wall_ms: request.task_wall_ms.unwrap_or(0),
+        subject_token: (request.origin.subject_token.as_ref())
+            .map(|t| t.expose().to_string())
+            .unwrap_or_default(),
     }
 }
 
@@ -76,6 +79,8 @@ pub fn request_from_pb(request: pb::ExecuteRequest) -> ExecuteRequest {
             caller: request.caller,
             edge: request.edge,
             script_sha256: None,
+            subject_token: (!request.subject_token.is_empty())
+                .then(|| quiver_proto::secret_value::SecretValue::new(request.subject_token)),
         },
         task_wall_ms: (request.task_wall_ms > 0).then_some(request.task_wall_ms),
     }

@@ -232,6 +232,7 @@ impl Gateway {
             credential: Credential::Token {
                 issuer: identity.issuer,
                 subject: identity.subject,
+                bearer: quiver_proto::secret_value::SecretValue::new(credential.to_string()),
             },
         })
     }
@@ -267,10 +268,15 @@ impl Gateway {
     /// Who made a call, as the executor's audit record names it: the
     /// principal's key id or token subject and this edge.
     pub fn origin_of(&self, principal: &Principal) -> CallOrigin {
+        let subject_token = match &principal.credential {
+            Credential::Token { bearer, .. } => Some(bearer.clone()),
+            _ => None,
+        };
         CallOrigin {
             caller: principal.who(),
             edge: self.name.clone(),
             script_sha256: None,
+            subject_token,
         }
     }
 

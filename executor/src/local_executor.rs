@@ -33,8 +33,16 @@ impl Dispatch for LocalExecutor {
         options: CallOptions,
     ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
         Box::pin(async move {
-            // One tenant's credentials never serve another tenant's call.
-            let upstream = self.upstreams.for_tenant(&call.server, &call.tenant)?;
+            // One tenant's (or caller's) credentials never serve another's call.
+            let upstream = self
+                .upstreams
+                .for_call(
+                    &call.server,
+                    &call.tenant,
+                    &call.origin.caller,
+                    call.origin.subject_token.as_ref(),
+                )
+                .await?;
             tracing::debug!(tenant = %call.tenant, server = %call.server, tool = %call.tool, "dispatching tool call");
             upstream
                 .call_tool(&call.tool, call.arguments, options)
@@ -50,12 +58,12 @@ impl Dispatch for LocalExecutor {
     ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
         Box::pin(async move {
             let upstream = self.upstreams.get(server)?;
-            if upstream.config().is_per_tenant() {
+            if upstream.config().is_per_tenant() || upstream.config().acts_for_caller() {
                 // Such requests carry no tenant, and this upstream's
                 // credentials are one tenant's.
                 return Err(UpstreamError::CredentialsUnavailable {
                     id: server.to_string(),
-                    reason: "resources, prompts and completion requests carry no tenant, so they are not forwarded to it".into(),
+                    reason: "resources, prompts and completion requests carry no tenant or caller, so they are not forwarded to it".into(),
                 });
             }
             upstream.request(request, options).await

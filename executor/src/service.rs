@@ -429,6 +429,8 @@ impl ExecutorService {
             caller: request.caller,
             edge: request.edge,
             script_sha256: (!request.script_sha256.is_empty()).then_some(request.script_sha256),
+            subject_token: (!request.subject_token.is_empty())
+                .then(|| quiver_proto::secret_value::SecretValue::new(request.subject_token)),
         };
         // The caller going away drops this future, and with it the call.
         let mut options = CallOptions {

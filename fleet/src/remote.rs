@@ -307,6 +307,9 @@ impl RemoteExecutor {
                 caller: call.origin.caller,
                 edge: call.origin.edge,
                 script_sha256: call.origin.script_sha256.unwrap_or_default(),
+                subject_token: (call.origin.subject_token.as_ref())
+                    .map(|t| t.expose().to_string())
+                    .unwrap_or_default(),
                 input_responses_json: options
                     .input_responses
                     .as_ref()

@@ -414,6 +414,23 @@ impl UpstreamConfig {
         .then(|| format!("{OAUTH_GRANT_SECRET_PREFIX}{}", self.id))
     }
 
+    /// Whether each call is authorized on behalf of its caller: an HTTP
+    /// upstream whose OAuth grant is a token exchange (RFC 8693) of the
+    /// caller's own access token; its calls travel on a connection per
+    /// caller.
+    pub fn acts_for_caller(&self) -> bool {
+        self.oauth
+            .as_ref()
+            .is_some_and(|o| o.grant == OAuthGrant::TokenExchange)
+            && matches!(self.transport, Transport::Http { .. })
+    }
+
+    /// The tenant secret name of the OAuth access token a per-tenant or
+    /// per-caller connection sends, `oauth-<id>`.
+    pub fn oauth_token_name(&self) -> String {
+        format!("{OAUTH_GRANT_SECRET_PREFIX}{}", self.id)
+    }
+
     /// Whether its connections are made per tenant, with that tenant's secrets.
     pub fn is_per_tenant(&self) -> bool {
         !self.tenant_secret_names().is_empty()

@@ -6,6 +6,7 @@ pub mod answers;
 mod control_plane;
 pub mod doc_session;
 pub mod etcd;
+pub mod jwt_issuer;
 pub mod markdown_blocks;
 pub mod node_tools;
 pub mod otlp;

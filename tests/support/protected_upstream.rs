@@ -4,7 +4,8 @@
 //! client-credentials grant (a service account) and the authorization-code
 //! grant with PKCE (S256) and refresh tokens, for clients registered
 //! dynamically: the person "signs in" as whoever the test named and
-//! approves at once. It checks the client, the grant, the PKCE verifier,
+//! approves at once; and token exchange (RFC 8693) for the service
+//! account, of a caller's JWT for a token in its subject's name. It checks the client, the grant, the PKCE verifier,
 //! the RFC 8707 resource and the bearer token, refuses everything else, and
 //! can revoke tokens, shorten their lives, and answer with a wrong issuer.
 
@@ -42,6 +43,8 @@ pub struct Seen {
     pub token_lifetime_s: AtomicU64,
     /// Refresh-token grants answered with a new token.
     pub refreshes: AtomicUsize,
+    /// Token exchanges (RFC 8693) answered, and the subjects they were for.
+    pub exchanges: Mutex<Vec<String>>,
     /// Refresh tokens are refused from now on (revoked at the server).
     pub refresh_revoked: AtomicBool,
     /// The authorization response names another issuer (RFC 9207 mix-up).
@@ -323,7 +326,7 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                 "token_endpoint": format!("{base}/token"),
                 "registration_endpoint": format!("{base}/register"),
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
+                "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange"],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["client_secret_post", "none"],
                 "authorization_response_iss_parameter_supported": true,
@@ -354,6 +357,46 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                         return bad("invalid_grant");
                     }
                     return respond("200 OK", &[json_type], &seen.issue(&person, true).to_string());
+                }
+                Some("urn:ietf:params:oauth:grant-type:token-exchange") => {
+                    // Quiver's client, by Basic authentication or in the form.
+                    let basic = request
+                        .header("authorization")
+                        .and_then(|h| h.strip_prefix("Basic "))
+                        .and_then(|b| {
+                            use base64::Engine as _;
+                            base64::engine::general_purpose::STANDARD.decode(b).ok()
+                        })
+                        .map(|b| String::from_utf8_lossy(&b).into_owned());
+                    let posted = format!(
+                        "{}:{}",
+                        field("client_id").unwrap_or_default(),
+                        field("client_secret").unwrap_or_default()
+                    );
+                    let expected = format!("{CLIENT_ID}:{CLIENT_SECRET}");
+                    if basic.as_deref() != Some(expected.as_str()) && posted != expected {
+                        return bad("invalid_client");
+                    }
+                    let access = "urn:ietf:params:oauth:token-type:access_token";
+                    if field("subject_token_type") != Some(access) {
+                        return bad("invalid_request");
+                    }
+                    // The subject: the `sub` of the caller's JWT.
+                    let subject = field("subject_token")
+                        .and_then(|t| t.split('.').nth(1))
+                        .and_then(|payload| {
+                            use base64::Engine as _;
+                            base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).ok()
+                        })
+                        .and_then(|claims| serde_json::from_slice::<Value>(&claims).ok())
+                        .and_then(|claims| claims["sub"].as_str().map(str::to_string));
+                    let Some(subject) = subject else {
+                        return bad("invalid_grant");
+                    };
+                    seen.exchanges.lock().unwrap().push(subject.clone());
+                    let mut answer = seen.issue(&subject, false);
+                    answer["issued_token_type"] = json!(access);
+                    return respond("200 OK", &[json_type], &answer.to_string());
                 }
                 Some("refresh_token") => {
                     let token = field("refresh_token").unwrap_or_default();

@@ -9,6 +9,7 @@
 //! per tenant, made with that tenant's secrets only.
 
 mod breaker;
+mod caller_tokens;
 mod client;
 mod event;
 mod oauth;

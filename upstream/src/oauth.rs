@@ -129,7 +129,11 @@ impl Authorizer {
             return Ok(());
         }
         crate::install_crypto_provider();
-        if self.settings.grant == OAuthGrant::ClientCredentials {
+        // Acting for callers, Quiver lists tools as its own client.
+        if matches!(
+            self.settings.grant,
+            OAuthGrant::ClientCredentials | OAuthGrant::TokenExchange
+        ) {
             return self.as_service_account(challenge).await;
         }
         let consent = self.consent.get().ok_or(OAuthError::NoConsent)?;

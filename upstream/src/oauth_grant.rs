@@ -273,3 +273,119 @@ impl TenantGrant {
         Ok(TenantGrant { credentials })
     }
 }
+
+/// The token-exchange grant type (RFC 8693 §2.1).
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// An OAuth access token, as subject and as what is asked for (RFC 8693 §3).
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+/// A token exchanged for one caller: the token and when it expires (ms
+/// since the epoch), if the server said.
+pub struct ExchangedToken {
+    /// The access token for the upstream.
+    pub token: SecretValue,
+    /// When it expires.
+    pub expires_at_ms: Option<u64>,
+}
+
+/// Exchanges `subject_token` (the caller's own OAuth access token) for a
+/// token for the upstream at `url` (RFC 8693), as Quiver's client of
+/// `settings` (its secret from this process's environment), at the token
+/// endpoint of the authorization server the upstream's metadata names. The
+/// token is asked for that upstream alone (`resource`, RFC 8707) with the
+/// configured scopes.
+pub async fn exchange_token(
+    url: &str,
+    settings: &UpstreamOAuth,
+    subject_token: &SecretValue,
+) -> Result<ExchangedToken, GrantError> {
+    crate::install_crypto_provider();
+    let (Some(client_id), Some(secret)) = (&settings.client_id, settings.client_secret_value())
+    else {
+        return Err(GrantError::Flow(
+            "token exchange needs oauth.client_id and oauth.client_secret".into(),
+        ));
+    };
+    let secret = secret.map_err(|e| GrantError::Flow(format!("oauth.client_secret: {e}")))?;
+    let manager = AuthorizationManager::new(url).await?;
+    let metadata = manager.resolve_metadata().await?.metadata;
+    let mut form = vec![
+        ("grant_type", TOKEN_EXCHANGE.to_string()),
+        ("subject_token", subject_token.expose().to_string()),
+        ("subject_token_type", ACCESS_TOKEN_TYPE.to_string()),
+        ("requested_token_type", ACCESS_TOKEN_TYPE.to_string()),
+        ("resource", url.to_string()),
+    ];
+    if !settings.scopes.is_empty() {
+        form.push(("scope", settings.scopes.join(" ")));
+    }
+    // client_secret_basic unless the server takes only client_secret_post.
+    let methods = metadata
+        .additional_fields
+        .get("token_endpoint_auth_methods_supported")
+        .and_then(|m| m.as_array())
+        .map(|m| m.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let post = methods.contains(&"client_secret_post") && !methods.contains(&"client_secret_basic");
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| GrantError::Flow(format!("HTTP client: {e}")))?;
+    let mut request = client.post(&metadata.token_endpoint);
+    if post {
+        form.push(("client_id", client_id.clone()));
+        form.push(("client_secret", secret));
+    } else {
+        request = request.basic_auth(client_id, Some(secret));
+    }
+    let body = form
+        .iter()
+        .map(|(name, value)| format!("{}={}", form_encode(name), form_encode(value)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let response = request
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("accept", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| {
+            GrantError::Flow(format!("the token exchange did not reach the server: {e}"))
+        })?;
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    if !status.is_success() {
+        let error = body["error"].as_str().unwrap_or("no error code");
+        let described = body["error_description"]
+            .as_str()
+            .map(|d| format!("{error}: {d}"))
+            .unwrap_or_else(|| error.to_string());
+        return Err(GrantError::Declined(format!(
+            "the token exchange was refused ({status}, {described})"
+        )));
+    }
+    let token = body["access_token"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| GrantError::Flow("the token exchange answered no access_token".into()))?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    Ok(ExchangedToken {
+        token: SecretValue::new(token.to_string()),
+        expires_at_ms: body["expires_in"].as_u64().map(|s| now_ms + s * 1000),
+    })
+}
+
+/// `text` encoded for an `application/x-www-form-urlencoded` body.
+fn form_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}

@@ -23,6 +23,7 @@ use quiver_proto::upstream_config::UpstreamConfig;
 use tokio::sync::broadcast;
 
 use crate::{
+    caller_tokens::CallerToken,
     status::UpstreamStatus,
     tenant_credentials::{SecretHolder, SecretSlot, TenantSecretSource},
     upstream::Upstream,
@@ -31,11 +32,25 @@ use crate::{
 /// `(upstream id, tenant)`.
 type TenantKey = (String, String);
 
+/// `(upstream id, tenant, caller)`.
+type CallerKey = (String, String, String);
+
+/// A connection of an upstream that acts on behalf of its callers, and its
+/// exchanged token.
+type CallerConnection = (Arc<Upstream>, Arc<CallerToken>);
+
+/// Connections per caller a set keeps at most; past it, one is closed
+/// before another opens.
+const MAX_CALLER_CONNECTIONS: usize = 4096;
+
 /// The upstreams a node holds connections to.
 pub struct UpstreamSet {
     upstreams: Arc<RwLock<BTreeMap<String, Arc<Upstream>>>>,
     /// The connections of per-tenant upstreams, one per tenant that called.
     by_tenant: Arc<Mutex<BTreeMap<TenantKey, Arc<Upstream>>>>,
+    /// The connections of upstreams that act on behalf of each caller
+    /// (token exchange), one per caller that called.
+    by_caller: Mutex<BTreeMap<CallerKey, CallerConnection>>,
     /// Where per-tenant upstreams find their tenants' secrets.
     secrets: Arc<SecretSlot>,
     /// Every shared upstream's `notifications/resources/updated`.
@@ -48,6 +63,7 @@ impl Default for UpstreamSet {
         let set = UpstreamSet {
             upstreams: Arc::default(),
             by_tenant: Arc::default(),
+            by_caller: Mutex::default(),
             secrets: Arc::default(),
             updates: broadcast::channel(256).0,
         };
@@ -176,6 +192,81 @@ impl UpstreamSet {
         Ok(connection)
     }
 
+    /// The connection that serves a call of `caller` (of `tenant`) to
+    /// upstream `id`: for an upstream that acts on behalf of each caller
+    /// (token exchange), the caller's own, sending a token exchanged for
+    /// `subject_token` (the access token the caller presented; a call
+    /// without one is refused, nothing sent); otherwise
+    /// [`UpstreamSet::for_tenant`]'s.
+    pub async fn for_call(
+        &self,
+        id: &str,
+        tenant: &str,
+        caller: &str,
+        subject_token: Option<&quiver_proto::secret_value::SecretValue>,
+    ) -> Result<Arc<Upstream>, UpstreamError> {
+        let upstream = self.get(id)?;
+        let config = upstream.config();
+        let (Some(settings), true, quiver_proto::upstream_config::Transport::Http { url, .. }) =
+            (&config.oauth, config.acts_for_caller(), &config.transport)
+        else {
+            return self.for_tenant(id, tenant);
+        };
+        let Some(subject) = subject_token else {
+            return Err(UpstreamError::CredentialsUnavailable {
+                id: id.to_string(),
+                reason: "it acts on behalf of each caller (OAuth token exchange), and this call came with no OAuth access token to exchange (an API key cannot be); call with an access token the edge accepts".into(),
+            });
+        };
+        let key = (id.to_string(), tenant.to_string(), caller.to_string());
+        let (connection, token) = {
+            let mut callers = self.by_caller.lock().unwrap_or_else(|p| p.into_inner());
+            match callers.get(&key) {
+                Some((existing, token)) if existing.config() == config => {
+                    (existing.clone(), token.clone())
+                }
+                _ => {
+                    if callers.len() >= MAX_CALLER_CONNECTIONS
+                        && let Some(oldest) = callers.keys().next().cloned()
+                        && let Some((closed, _)) = callers.remove(&oldest)
+                    {
+                        tokio::spawn(async move { closed.shutdown().await });
+                    }
+                    let slot = Arc::new(SecretSlot::default());
+                    let name = config.oauth_token_name();
+                    let token = Arc::new(CallerToken::new(
+                        url,
+                        settings.clone(),
+                        tenant,
+                        name.clone(),
+                        slot.clone(),
+                    ));
+                    slot.set_refresher(token.clone());
+                    let connection = Upstream::with_secret_names(
+                        config.clone(),
+                        [name].into(),
+                        SecretHolder::Tenant(tenant.to_string()),
+                        slot,
+                    );
+                    if let Some((replaced, _)) =
+                        callers.insert(key, (connection.clone(), token.clone()))
+                    {
+                        tokio::spawn(async move { replaced.shutdown().await });
+                    }
+                    (connection, token)
+                }
+            }
+        };
+        token
+            .ensure(subject)
+            .await
+            .map_err(|reason| UpstreamError::Unauthorized {
+                id: id.to_string(),
+                reason,
+            })?;
+        Ok(connection)
+    }
+
     /// Whether an upstream with this id is in the set.
     pub fn contains(&self, id: &str) -> bool {
         self.read().contains_key(id)
@@ -214,6 +305,16 @@ impl UpstreamSet {
         });
         self.tenants()
             .retain(|(id, _), connection| match wanted.get(id) {
+                Some(config) if config == connection.config() => true,
+                _ => {
+                    out.push(connection.clone());
+                    false
+                }
+            });
+        self.by_caller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(id, _, _), (connection, _)| match wanted.get(id) {
                 Some(config) if config == connection.config() => true,
                 _ => {
                     out.push(connection.clone());
@@ -283,7 +384,12 @@ impl UpstreamSet {
 
     /// Closes every connection.
     pub async fn shutdown(&self) {
-        let tenants: Vec<Arc<Upstream>> = self.tenants().values().cloned().collect();
+        let mut tenants: Vec<Arc<Upstream>> = self.tenants().values().cloned().collect();
+        tenants.extend(
+            (self.by_caller.lock().unwrap_or_else(|p| p.into_inner()))
+                .values()
+                .map(|(connection, _)| connection.clone()),
+        );
         for upstream in self.all().into_iter().chain(tenants) {
             upstream.shutdown().await;
         }

@@ -16,6 +16,11 @@ pub struct CallOrigin {
     pub edge: String,
     /// Hex SHA-256 of the script that made the call, when a script did.
     pub script_sha256: Option<String>,
+    /// The OAuth access token the caller presented to the edge (none for an
+    /// API key): what an upstream that acts on behalf of the caller takes an
+    /// exchange of (RFC 8693). Never in an audit record or a log (its
+    /// `Debug` shows nothing).
+    pub subject_token: Option<quiver_proto::secret_value::SecretValue>,
 }
 
 /// One tool call, checked against the caller's view and the tool's schema.

@@ -78,6 +78,9 @@ pub enum Credential {
         issuer: String,
         /// Its subject.
         subject: String,
+        /// The token itself, for an upstream that takes an exchange of it
+        /// (RFC 8693, on behalf of the caller); its `Debug` shows nothing.
+        bearer: quiver_proto::secret_value::SecretValue,
     },
 }
 
@@ -100,7 +103,9 @@ impl Principal {
         match &self.credential {
             Credential::Anonymous => "anonymous".into(),
             Credential::ApiKey { key_id } => format!("key:{key_id}"),
-            Credential::Token { issuer, subject } => format!("token:{subject}@{issuer}"),
+            Credential::Token {
+                issuer, subject, ..
+            } => format!("token:{subject}@{issuer}"),
         }
     }
 }

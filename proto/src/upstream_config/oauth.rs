@@ -21,6 +21,12 @@ pub enum OAuthGrant {
     /// Quiver itself, as a service account (the client registered
     /// beforehand, with its secret): no person involved.
     ClientCredentials,
+    /// On behalf of the caller (RFC 8693 token exchange): each call's own
+    /// OAuth access token (the one the caller presented to the edge) is
+    /// exchanged by Quiver's client (registered beforehand, with its secret)
+    /// for a token for the upstream, so the upstream sees the real user.
+    /// Listing tools uses the client's own token (client credentials).
+    TokenExchange,
 }
 
 impl OAuthGrant {
@@ -74,6 +80,14 @@ impl UpstreamOAuth {
                 "client_credentials needs `client_id` and `client_secret` (a service account registered with the authorization server)".into(),
             ));
         }
+        if self.grant == OAuthGrant::TokenExchange
+            && (self.client_id.is_none() || self.client_secret.is_none())
+        {
+            return Some((
+                "oauth.grant",
+                "token_exchange needs `client_id` and `client_secret` (Quiver's client, registered with the authorization server and allowed to exchange tokens)".into(),
+            ));
+        }
         let callback_needed = self.grant == OAuthGrant::AuthorizationCode;
         if (callback_needed || !self.redirect_uri.is_empty()) && url(&self.redirect_uri).is_none() {
             return Some((
@@ -118,6 +132,7 @@ impl UpstreamOAuth {
         let grant = match self.grant {
             OAuthGrant::AuthorizationCode => pb::OAuthGrant::AuthorizationCode,
             OAuthGrant::ClientCredentials => pb::OAuthGrant::ClientCredentials,
+            OAuthGrant::TokenExchange => pb::OAuthGrant::TokenExchange,
         };
         pb::UpstreamOAuth {
             grant: grant.into(),
@@ -138,6 +153,7 @@ impl UpstreamOAuth {
                 OAuthGrant::AuthorizationCode
             }
             pb::OAuthGrant::ClientCredentials => OAuthGrant::ClientCredentials,
+            pb::OAuthGrant::TokenExchange => OAuthGrant::TokenExchange,
         };
         Ok(UpstreamOAuth {
             grant,

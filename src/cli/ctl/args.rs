@@ -296,6 +296,15 @@ pub(crate) struct OAuthFlags {
     /// (client credentials: needs --oauth-client-id and --oauth-client-secret).
     #[arg(long = "oauth-client-credentials", requires_all = ["client_id", "client_secret"])]
     pub(crate) client_credentials: bool,
+    /// Authorize each call to this HTTP upstream on behalf of its caller:
+    /// the caller's own OAuth access token is exchanged (RFC 8693) by
+    /// Quiver's client (needs --oauth-client-id and --oauth-client-secret).
+    #[arg(
+        long = "oauth-token-exchange",
+        requires_all = ["client_id", "client_secret"],
+        conflicts_with = "client_credentials"
+    )]
+    pub(crate) token_exchange: bool,
     /// A client registered with the authorization server beforehand.
     #[arg(long = "oauth-client-id")]
     pub(crate) client_id: Option<String>,

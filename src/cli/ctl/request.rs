@@ -170,15 +170,18 @@ fn upstream_of(add: UpstreamAddArgs) -> anyhow::Result<UpstreamConfig> {
     let flags = add.oauth;
     let grant = if flags.client_credentials {
         quiver_upstream::OAuthGrant::ClientCredentials
+    } else if flags.token_exchange {
+        quiver_upstream::OAuthGrant::TokenExchange
     } else {
         quiver_upstream::OAuthGrant::AuthorizationCode
     };
     let given = flags.client_id.is_some()
         || flags.client_metadata_url.is_some()
         || !flags.scopes.is_empty();
-    upstream.oauth = match (flags.redirect_uri, flags.client_credentials) {
+    let without_person = flags.client_credentials || flags.token_exchange;
+    upstream.oauth = match (flags.redirect_uri, without_person) {
         (None, false) if given => anyhow::bail!(
-            "the --oauth-* settings need --oauth CALLBACK (a person grants access) or --oauth-client-credentials (a service account)"
+            "the --oauth-* settings need --oauth CALLBACK (a person grants access), --oauth-client-credentials (a service account) or --oauth-token-exchange (on behalf of each caller)"
         ),
         (None, false) => None,
         (redirect_uri, _) => Some(quiver_upstream::UpstreamOAuth {

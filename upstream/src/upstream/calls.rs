@@ -522,8 +522,14 @@ impl Upstream {
             .as_ref()
             .map(|stamp| stamp.tenant().to_string())
             .ok_or("no tenant holds a grant")?;
-        let again =
-            format!("authorize again with `quiver ctl upstream authorize {id} --tenant {tenant}`");
+        let again = match self.config.acts_for_caller() {
+            true => "the caller's own token may lack what the exchange needs".to_string(),
+            false => {
+                format!(
+                    "authorize again with `quiver ctl upstream authorize {id} --tenant {tenant}`"
+                )
+            }
+        };
         if challenge.contains("insufficient_scope") {
             return Err(format!(
                 "it asks for more scope than tenant `{tenant}` granted ({challenge}); {again} (the configured `oauth.scopes` are asked for)"

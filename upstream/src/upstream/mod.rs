@@ -151,7 +151,7 @@ impl Upstream {
         Upstream::with_secret_names(config, names, holder, slot)
     }
 
-    fn with_secret_names(
+    pub(crate) fn with_secret_names(
         config: UpstreamConfig,
         names: std::collections::BTreeSet<String>,
         holder: SecretHolder,
@@ -164,7 +164,8 @@ impl Upstream {
     /// The tenant secret holding the access token its connections send, when
     /// its OAuth grants are the tenants' own (kept by the control plane).
     pub(crate) fn grant_secret(&self) -> Option<String> {
-        let grant = self.config.oauth_grant_secret()?;
+        self.config.oauth.as_ref()?;
+        let grant = self.config.oauth_token_name();
         self.credentials
             .as_ref()
             .is_some_and(|c| c.names().contains(&grant))

@@ -1,0 +1,184 @@
+//! An upstream that acts on behalf of each caller: `quiver ctl upstream add
+//! … --oauth-token-exchange` makes Quiver exchange (RFC 8693) the OAuth
+//! access token each caller presented to the edge for a token for that
+//! upstream, so the upstream sees the real user, through a real `quiver
+//! dev` whose edge accepts access tokens, against
+//! `support::protected_upstream`:
+//!
+//! - two users of one tenant each reach the upstream as themselves, in
+//!   every mode (a script's calls too); one exchange per caller serves its
+//!   calls until the upstream refuses the token, which is exchanged again;
+//! - a caller with an API key (nothing to exchange) is refused, nothing sent;
+//! - Quiver lists the tools as its own client (client credentials).
+
+use crate::support;
+
+use std::{
+    path::Path,
+    sync::atomic::Ordering,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use serde_json::{Value, json};
+use support::jwt_issuer::Issuer;
+use support::protected_upstream::{CLIENT_ID, CLIENT_SECRET, protected_upstream};
+use support::{QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, text, write_file};
+
+const RESOURCE: &str = "https://mcp.quiver.test/mcp";
+const ISSUER: &str = "https://issuer.quiver.test";
+
+/// A token of `subject` for tenant acme.
+fn token(issuer: &Issuer, subject: &str) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    issuer.token(
+        &json!({"iss": ISSUER, "sub": subject, "aud": RESOURCE, "iat": now,
+        "exp": now + 600, "tenant": "acme", "scope": "mcp:tools"}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_caller_reaches_the_upstream_as_itself_through_a_token_exchange() {
+    exchange_flow(&[]).await;
+}
+
+/// The same with the executor in a process of its own: the caller's token
+/// travels with each call and script over the executor API.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_executor_process_exchanges_the_token_each_call_carries() {
+    exchange_flow(&["--executor", "child"]).await;
+}
+
+async fn exchange_flow(dev_args: &[&str]) {
+    let (url, seen) = protected_upstream().await;
+    let issuer = Issuer::new();
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = write_file(dir.path(), "jwks.json", &issuer.jwks());
+    let config = format!(
+        r#"
+[edge]
+auth = "required"
+
+[edge.oauth]
+resource = "{RESOURCE}"
+required_scopes = ["mcp:tools"]
+
+[[edge.oauth.issuers]]
+issuer = "{ISSUER}"
+jwks_file = "{}"
+"#,
+        jwks.display()
+    );
+    let path = write_file(dir.path(), "quiver.toml", &config);
+    let dev = QuiverDev::start_with_env(
+        &[&["--config", path.to_str().unwrap()], dev_args].concat(),
+        &[("QUIVER_TEST_EXCHANGE_SECRET", Path::new(CLIENT_SECRET))],
+    );
+    let cp = dev.control_plane.clone();
+    let (ok, _, err) = ctl(&cp, &["tenant", "create", "acme", "--mode", "passthrough"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = ctl(
+        &cp,
+        &[
+            "upstream",
+            "add",
+            "tracker",
+            "--url",
+            &url,
+            "--oauth-token-exchange",
+            "--oauth-client-id",
+            CLIENT_ID,
+            "--oauth-client-secret",
+            "${QUIVER_TEST_EXCHANGE_SECRET}",
+        ],
+    );
+    assert!(ok, "upstream add: {err}");
+    // Listed as Quiver's own client.
+    ctl_until(&cp, &["-o", "json", "upstream", "list"], |_, out| {
+        let list = serde_json::from_str::<Value>(out).unwrap_or_default();
+        let mut upstreams = list.as_array().into_iter().flatten();
+        upstreams.any(|u| u["id"] == "tracker" && u["tools"] == 1)
+    });
+    let exchanges_of = |subject: &str| {
+        let exchanges = seen.exchanges.lock().unwrap();
+        exchanges.iter().filter(|s| *s == subject).count()
+    };
+
+    let alice = token(&issuer, "alice");
+    let as_alice = connect_as(&dev.mode_url("passthrough"), &alice).await;
+    let answered = call(&as_alice, "tracker__whoami", json!({})).await;
+    assert!(
+        text(&answered).starts_with("user alice,"),
+        "{}",
+        text(&answered)
+    );
+    let bob = connect_as(&dev.mode_url("passthrough"), &token(&issuer, "bob")).await;
+    let answered = call(&bob, "tracker__whoami", json!({})).await;
+    assert!(
+        text(&answered).starts_with("user bob,"),
+        "{}",
+        text(&answered)
+    );
+
+    // Every mode, a script's calls included, as the caller; one exchange.
+    let search = connect_as(&dev.mode_url("search"), &alice).await;
+    let answered = call(
+        &search,
+        "call_tool",
+        json!({"name": "tracker__whoami", "arguments": {}}),
+    )
+    .await;
+    assert!(
+        text(&answered).contains("user alice,"),
+        "{}",
+        text(&answered)
+    );
+    let code = connect_as(&dev.mode_url("code"), &alice).await;
+    let answered = call(
+        &code,
+        "execute",
+        json!({"code": "return await tools.tracker.whoami({});"}),
+    )
+    .await;
+    assert!(
+        text(&answered).contains("user alice,"),
+        "{}",
+        text(&answered)
+    );
+    assert_eq!(
+        exchanges_of("alice"),
+        1,
+        "one exchange serves alice's calls"
+    );
+    assert_eq!(exchanges_of("bob"), 1);
+
+    // The upstream refuses the exchanged token: exchanged again, once.
+    seen.revoked_through
+        .store(seen.tokens_issued.load(Ordering::SeqCst), Ordering::SeqCst);
+    let answered = call(&as_alice, "tracker__whoami", json!({})).await;
+    assert_ne!(answered.is_error, Some(true), "{}", text(&answered));
+    assert!(
+        text(&answered).starts_with("user alice,"),
+        "{}",
+        text(&answered)
+    );
+    assert_eq!(exchanges_of("alice"), 2);
+
+    // An API key has no token to exchange: refused before anything is sent.
+    let key = ctl_json(&cp, &["key", "issue", "acme"])["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let calls_before = seen.tool_calls.load(Ordering::SeqCst);
+    let with_key = connect_as(&dev.mode_url("passthrough"), &key).await;
+    let refused = call(&with_key, "tracker__whoami", json!({})).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("no OAuth access token to exchange"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(seen.tool_calls.load(Ordering::SeqCst), calls_before);
+}

@@ -1,0 +1,155 @@
+//! The tokens of an upstream that acts on behalf of each caller (its OAuth
+//! grant a token exchange, RFC 8693): each caller's calls travel on a
+//! connection of their own, which sends a token exchanged for that caller's
+//! own access token. The exchanged token lives in the connection's own
+//! secret slot (as the secret `oauth-<id>`), so the connection reconnects
+//! with a new one exactly as a per-tenant connection does when its tenant's
+//! secret changes; it is exchanged again when the caller presents another
+//! token, shortly before it expires, and when the upstream refuses it.
+
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicU64, Ordering},
+};
+
+use futures::future::BoxFuture;
+use quiver_proto::{secret_value::SecretValue, upstream_config::UpstreamOAuth};
+
+use crate::{
+    oauth_grant::exchange_token,
+    tenant_credentials::{GrantRefresher, SecretError, SecretSlot, TenantSecretSource},
+};
+
+/// How long before it expires an exchanged token is replaced.
+const RENEW_BEFORE_MS: u64 = 30_000;
+
+/// One exchanged token, as the connection's secret source.
+struct Exchanged {
+    tenant: String,
+    name: String,
+    token: SecretValue,
+    version: u64,
+}
+
+impl TenantSecretSource for Exchanged {
+    fn tenants(&self) -> Vec<String> {
+        vec![self.tenant.clone()]
+    }
+    fn version(&self, tenant: &str, name: &str) -> Option<String> {
+        (tenant == self.tenant && name == self.name).then(|| self.version.to_string())
+    }
+    fn open(&self, tenant: &str, name: &str) -> Result<SecretValue, SecretError> {
+        if tenant == self.tenant && name == self.name {
+            Ok(self.token.clone())
+        } else {
+            Err(SecretError::Missing)
+        }
+    }
+}
+
+/// What the current token was exchanged from, and until when it serves.
+struct Current {
+    subject: SecretValue,
+    expires_at_ms: Option<u64>,
+}
+
+/// One caller's exchanged token for one upstream.
+pub(crate) struct CallerToken {
+    url: String,
+    settings: UpstreamOAuth,
+    tenant: String,
+    name: String,
+    slot: Arc<SecretSlot>,
+    /// The caller's latest access token (what a renewal exchanges).
+    subject: Mutex<Option<SecretValue>>,
+    current: tokio::sync::Mutex<Option<Current>>,
+    versions: AtomicU64,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl CallerToken {
+    /// The token of `tenant`'s caller for the upstream at `url`, kept as
+    /// secret `name` in `slot`.
+    pub(crate) fn new(
+        url: &str,
+        settings: UpstreamOAuth,
+        tenant: &str,
+        name: String,
+        slot: Arc<SecretSlot>,
+    ) -> CallerToken {
+        CallerToken {
+            url: url.to_string(),
+            settings,
+            tenant: tenant.to_string(),
+            name,
+            slot,
+            subject: Mutex::default(),
+            current: tokio::sync::Mutex::default(),
+            versions: AtomicU64::new(0),
+        }
+    }
+
+    /// A token exchanged from `subject` that serves at least a while longer:
+    /// the current one, or a new exchange.
+    pub(crate) async fn ensure(&self, subject: &SecretValue) -> Result<(), String> {
+        *self.subject.lock().unwrap_or_else(|p| p.into_inner()) = Some(subject.clone());
+        let mut current = self.current.lock().await;
+        let fresh = current.as_ref().is_some_and(|c| {
+            c.subject == *subject
+                && c.expires_at_ms
+                    .is_none_or(|at| at > now_ms() + RENEW_BEFORE_MS)
+        });
+        if fresh {
+            return Ok(());
+        }
+        self.exchange(subject, &mut current).await
+    }
+
+    async fn exchange(
+        &self,
+        subject: &SecretValue,
+        current: &mut Option<Current>,
+    ) -> Result<(), String> {
+        let exchanged = exchange_token(&self.url, &self.settings, subject)
+            .await
+            .map_err(|e| format!("exchanging the caller's token failed: {e}"))?;
+        let version = self.versions.fetch_add(1, Ordering::SeqCst) + 1;
+        self.slot.replace(Arc::new(Exchanged {
+            tenant: self.tenant.clone(),
+            name: self.name.clone(),
+            token: exchanged.token,
+            version,
+        }));
+        *current = Some(Current {
+            subject: subject.clone(),
+            expires_at_ms: exchanged.expires_at_ms,
+        });
+        Ok(())
+    }
+}
+
+impl GrantRefresher for CallerToken {
+    /// The upstream refused the exchanged token: exchange the caller's
+    /// latest token again.
+    fn refresh<'a>(
+        &'a self,
+        _tenant: &'a str,
+        _upstream: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let subject = self
+                .subject
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .ok_or("no caller token to exchange")?;
+            let mut current = self.current.lock().await;
+            self.exchange(&subject, &mut current).await
+        })
+    }
+}
