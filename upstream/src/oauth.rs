@@ -49,7 +49,7 @@ pub struct ConsentError(pub String);
 pub(crate) enum OAuthError {
     /// Nobody can be asked for the grant on this node.
     #[error(
-        "it requires OAuth authorization, and this node has nobody to ask for it (no consent channel)"
+        "it requires OAuth authorization, and this node has nobody to ask for it (no consent channel); in a fleet, have each tenant authorized with `quiver ctl upstream authorize`, or make Quiver a service account with `grant = \"client_credentials\"`"
     )]
     NoConsent,
     /// The person did not grant it.
