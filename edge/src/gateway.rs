@@ -52,7 +52,7 @@ pub struct Gateway {
     session_records: std::sync::OnceLock<Arc<quiver_fleet::session_records::SessionRecords>>,
     /// Where `/oauth/callback` relays the people coming back from an
     /// upstream's authorization server (the control plane).
-    grant_callback: std::sync::OnceLock<Arc<dyn crate::oauth_callback::GrantCallback>>,
+    grant_callback: crate::oauth_callback::CallbackSlot,
 }
 
 /// One subscription to an upstream resource.
@@ -135,7 +135,7 @@ impl Gateway {
             updated: tokio::sync::broadcast::channel(256).0,
             sessions: Arc::default(),
             session_records: std::sync::OnceLock::new(),
-            grant_callback: std::sync::OnceLock::new(),
+            grant_callback: Arc::default(),
         });
         // Resource updates reach the sessions that subscribed, and listeners.
         if let Some(mut updates) = gateway.dispatch.resource_updates() {
@@ -430,9 +430,9 @@ impl Gateway {
         let _ = self.grant_callback.set(sink);
     }
 
-    /// Where `/oauth/callback` is relayed, if anywhere.
-    pub(crate) fn grant_callback(&self) -> Option<Arc<dyn crate::oauth_callback::GrantCallback>> {
-        self.grant_callback.get().cloned()
+    /// Where `/oauth/callback` is relayed, once set.
+    pub(crate) fn grant_callback(&self) -> crate::oauth_callback::CallbackSlot {
+        self.grant_callback.clone()
     }
 
     /// Sends an audit record to `audit` whenever a call becomes a task and

@@ -105,7 +105,7 @@ pub fn router(
         ))
         .layer(middleware::from_fn(session_end_status))
         .merge(access::metadata_routes(gateway.clone()))
-        .merge(crate::oauth_callback::routes(gateway.clone()));
+        .merge(crate::oauth_callback::routes(gateway.grant_callback()));
     let status_gateway = gateway.clone();
     let router = search_signal_routes(router, operator_hosts);
     let probes = if gateway.config().auth == crate::auth::AuthMode::None {

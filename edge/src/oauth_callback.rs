@@ -28,15 +28,18 @@ pub trait GrantCallback: Send + Sync {
 /// The path the route serves.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 
-/// The route, relaying to `sink` (set later through the gateway; none: the
-/// page says this edge relays no callbacks).
-pub(crate) fn routes(gateway: Arc<crate::gateway::Gateway>) -> Router {
+/// Where the edge relays callbacks, once set (the gateway holds it).
+pub type CallbackSlot = Arc<std::sync::OnceLock<Arc<dyn GrantCallback>>>;
+
+/// The route, relaying to what `slot` holds (set later; none: the page says
+/// this edge relays no callbacks).
+pub(crate) fn routes(slot: CallbackSlot) -> Router {
     Router::new().route(
         CALLBACK_PATH,
         get(move |RawQuery(query): RawQuery| {
-            let gateway = gateway.clone();
+            let slot = slot.clone();
             async move {
-                let Some(sink) = gateway.grant_callback() else {
+                let Some(sink) = slot.get().cloned() else {
                     return page(
                         StatusCode::SERVICE_UNAVAILABLE,
                         "Not completed",

@@ -30,9 +30,9 @@ mod records;
 mod screening;
 mod tenant_secrets;
 
+pub use crate::command::OAuthGrantRecord;
 pub use records::{
-    Event, EventKind, HeldTool, ManifestRecord, OAuthGrantRecord, PendingDrift, SealedSecret,
-    UpstreamRecord,
+    Event, EventKind, HeldTool, ManifestRecord, PendingDrift, SealedSecret, UpstreamRecord,
 };
 
 /// Events kept in the drift/admin log; older ones are dropped.

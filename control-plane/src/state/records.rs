@@ -102,28 +102,3 @@ pub struct SealedSecret {
     /// When it was last set (leader's clock).
     pub updated_ms: u64,
 }
-
-/// A tenant's OAuth grant for an upstream, as replicated: the sealed grant
-/// (refresh token, client, scopes, issuer: what renewing the access token
-/// takes; only the leader opens it, and it never leaves the control plane)
-/// and what may be shown of it. The access token itself is the tenant
-/// secret `oauth-<upstream>`, which executors receive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OAuthGrantRecord {
-    /// The sealed grant.
-    #[serde(flatten)]
-    pub sealed: SealedValue,
-    /// When the access token expires (ms since the epoch), if it said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at_ms: Option<u64>,
-    /// The scopes granted.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scopes: Vec<String>,
-    /// Whether it can be renewed without the person (it has a refresh token).
-    #[serde(default)]
-    pub renewable: bool,
-    /// When it was granted (leader's clock).
-    pub granted_ms: u64,
-    /// When its access token was last renewed (leader's clock).
-    pub updated_ms: u64,
-}
