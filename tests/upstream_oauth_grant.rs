@@ -7,7 +7,8 @@
 //!   it, approves, and the authorization server sends them to the edge's
 //!   `/oauth/callback`, which completes the grant;
 //! - acme's calls then work in every mode as that person; another tenant's
-//!   are refused with the command that authorizes it;
+//!   are refused with the command that authorizes it; a tool that needs more
+//!   scope names the command that asks for it (a step-up);
 //! - the leader renews the access token before it expires, and at once when
 //!   the upstream refuses one (a token revoked mid-use);
 //! - a refresh token the server revoked drops the grant, and calls say to
@@ -86,6 +87,7 @@ async fn an_executor_process_has_the_leader_renew_a_refused_token() {
 async fn grant_flow(dev_args: &[&str]) {
     let (url, seen) = protected_upstream().await;
     *seen.person.lock().unwrap() = "alice".into();
+    seen.scoped_tool.store(true, Ordering::SeqCst);
     let dev = QuiverDev::start(&[&["--auth", "required"], dev_args].concat());
     let cp = dev.control_plane.clone();
     let callback = format!("http://{}/oauth/callback", dev.authority());
@@ -129,7 +131,7 @@ async fn grant_flow(dev_args: &[&str]) {
     ctl_until(&cp, &["-o", "json", "upstream", "list"], |_, out| {
         let list = serde_json::from_str::<Value>(out).unwrap_or_default();
         let mut upstreams = list.as_array().into_iter().flatten();
-        upstreams.any(|u| u["id"] == "tracker" && u["tools"] == 1)
+        upstreams.any(|u| u["id"] == "tracker" && u["tools"] == 2)
     });
     let passthrough = connect_as(&dev.mode_url("passthrough"), &acme).await;
     let answered = call(&passthrough, "tracker__whoami", json!({})).await;
@@ -177,6 +179,33 @@ async fn grant_flow(dev_args: &[&str]) {
         text(&refused)
     );
     assert!(!text(&refused).contains("alice"), "{}", text(&refused));
+
+    // A tool that needs more scope than was granted: the call names the
+    // command that asks for it, keeping what was granted (a step-up).
+    let refused = call(&passthrough, "tracker__file_issue", json!({})).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    let step_up = "quiver ctl upstream authorize tracker --tenant acme --scope issues:write";
+    assert!(text(&refused).contains(step_up), "{}", text(&refused));
+    let link = ctl_json(
+        &cp,
+        &[
+            "upstream",
+            "authorize",
+            "tracker",
+            "--tenant",
+            "acme",
+            "--scope",
+            "issues:write",
+        ],
+    );
+    let (status, page) = open_link(link["link"].as_str().unwrap()).await;
+    assert_eq!(status, 200, "{page}");
+    let answered = call(&passthrough, "tracker__file_issue", json!({})).await;
+    assert!(
+        text(&answered).contains("user alice"),
+        "{}",
+        text(&answered)
+    );
 
     // Renewed before it expires, with no call refused for it.
     until("a renewal before expiry", &seen, |s| {

@@ -114,14 +114,25 @@ impl GrantDesk {
         Ok((config, url, oauth))
     }
 
-    /// Starts a person's grant of `upstream` for `tenant`.
+    /// Starts a person's grant of `upstream` for `tenant`, asking for the
+    /// configured scopes, those the tenant's grant holds, and `more` (a
+    /// step-up).
     pub(crate) async fn authorize(
         &self,
         upstream: String,
         tenant: String,
+        more: Vec<String>,
     ) -> Result<AuthorizationLink, AdminError> {
         self.ready()?;
-        let (_, url, oauth) = self.settings(&upstream, &tenant).await?;
+        let (_, url, mut oauth) = self.settings(&upstream, &tenant).await?;
+        if !more.is_empty() {
+            oauth.scopes.extend(more);
+            if let Some(held) = self.record(&tenant, &upstream) {
+                oauth.scopes.extend(held.scopes);
+            }
+            oauth.scopes.sort();
+            oauth.scopes.dedup();
+        }
         let flow = GrantFlow::start(&url, &oauth).await.map_err(|e| {
             AdminError::Unavailable(format!(
                 "cannot start the OAuth authorization of upstream `{upstream}`: {e}"

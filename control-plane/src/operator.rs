@@ -333,9 +333,13 @@ impl Operator {
                 .await?
                 .ok_or_else(|| AdminError::from(r.shared().lock().unknown_tenant(&tenant)))?,
             ),
-            AdminRequest::UpstreamAuthorize { upstream, tenant } => {
-                AdminAnswer::UpstreamAuthorize(self.grants.authorize(upstream, tenant).await?)
-            }
+            AdminRequest::UpstreamAuthorize {
+                upstream,
+                tenant,
+                scopes,
+            } => AdminAnswer::UpstreamAuthorize(
+                self.grants.authorize(upstream, tenant, scopes).await?,
+            ),
             AdminRequest::UpstreamAuthorized { url } => {
                 AdminAnswer::UpstreamAuthorized(self.grants.authorized(url).await?)
             }

@@ -51,18 +51,21 @@ pub struct Seen {
     pub wrong_issuer: AtomicBool,
     /// Who approves at the authorization endpoint (the signed-in person).
     pub person: Mutex<String>,
+    /// Also list `file_issue`, which takes a token granted `issues:write`
+    /// (refused for want of scope otherwise).
+    pub scoped_tool: AtomicBool,
     grants: Mutex<Grants>,
 }
 
 /// Codes, refresh tokens and whose each access token is.
 #[derive(Default)]
 struct Grants {
-    /// code → (PKCE challenge, redirect URI, person).
-    codes: HashMap<String, (String, String, String)>,
-    /// refresh token → person.
-    refresh: HashMap<String, String>,
-    /// access token → (person, expires at, unix seconds).
-    access: HashMap<String, (String, u64)>,
+    /// code → (PKCE challenge, redirect URI, person, scope asked).
+    codes: HashMap<String, (String, String, String, String)>,
+    /// refresh token → (person, scope).
+    refresh: HashMap<String, (String, String)>,
+    /// access token → (person, expires at in unix seconds, scope).
+    access: HashMap<String, (String, u64, String)>,
     next: u64,
 }
 
@@ -73,8 +76,9 @@ fn now_s() -> u64 {
 }
 
 impl Seen {
-    /// A new access token for `person` (and a refresh token when `refresh`).
-    fn issue(&self, person: &str, refresh: bool) -> Value {
+    /// A new access token for `person` with `scope` (and a refresh token
+    /// when `refresh`).
+    fn issue(&self, person: &str, refresh: bool, scope: &str) -> Value {
         let n = self.tokens_issued.fetch_add(1, Ordering::SeqCst) + 1;
         let token = format!("tok-{n}");
         let lifetime = match self.token_lifetime_s.load(Ordering::SeqCst) {
@@ -82,33 +86,36 @@ impl Seen {
             s => s,
         };
         let mut grants = self.grants.lock().unwrap();
-        grants
-            .access
-            .insert(token.clone(), (person.to_string(), now_s() + lifetime));
+        grants.access.insert(
+            token.clone(),
+            (person.to_string(), now_s() + lifetime, scope.to_string()),
+        );
         let mut answer =
             json!({"access_token": token, "token_type": "Bearer", "expires_in": lifetime});
         if refresh {
             grants.next += 1;
             let refresh_token = format!("refresh-{}-{person}", grants.next);
-            grants
-                .refresh
-                .insert(refresh_token.clone(), person.to_string());
+            grants.refresh.insert(
+                refresh_token.clone(),
+                (person.to_string(), scope.to_string()),
+            );
             answer["refresh_token"] = json!(refresh_token);
         }
         answer
     }
 
-    /// Whose `token` is, if it is valid now (`service` for a service
-    /// account's).
-    fn holder(&self, token: &str) -> Option<String> {
+    /// Whose `token` is and its scope, if it is valid now (`service` for a
+    /// service account's).
+    fn holder(&self, token: &str) -> Option<(String, String)> {
         let n = token.strip_prefix("tok-")?.parse::<usize>().ok()?;
         if n <= self.revoked_through.load(Ordering::SeqCst) {
             return None;
         }
         match self.grants.lock().unwrap().access.get(token) {
-            Some((person, expires)) if *expires > now_s() => Some(person.clone()),
-            Some(_) => None,
-            None => Some("service".into()),
+            Some((person, expires, scope)) if *expires > now_s() => {
+                Some((person.clone(), scope.clone()))
+            }
+            _ => None,
         }
     }
 }
@@ -284,12 +291,13 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                 return bad("invalid_request");
             }
             let person = seen.person.lock().unwrap().clone();
+            let scope = field("scope").unwrap_or_default();
             let mut grants = seen.grants.lock().unwrap();
             grants.next += 1;
             let code = format!("code-{}", grants.next);
             grants
                 .codes
-                .insert(code.clone(), (challenge, redirect.clone(), person));
+                .insert(code.clone(), (challenge, redirect.clone(), person, scope));
             let issuer = if seen.wrong_issuer.load(Ordering::SeqCst) {
                 "https://impostor.example".to_string()
             } else {
@@ -348,7 +356,7 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                 Some("authorization_code") => {
                     let code = field("code").unwrap_or_default();
                     let taken = seen.grants.lock().unwrap().codes.remove(code);
-                    let Some((challenge, redirect, person)) = taken else {
+                    let Some((challenge, redirect, person, scope)) = taken else {
                         return bad("invalid_grant");
                     };
                     let verifier = field("code_verifier").unwrap_or_default();
@@ -356,7 +364,9 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                     {
                         return bad("invalid_grant");
                     }
-                    return respond("200 OK", &[json_type], &seen.issue(&person, true).to_string());
+                    let mut answer = seen.issue(&person, true, &scope);
+                    answer["scope"] = json!(scope);
+                    return respond("200 OK", &[json_type], &answer.to_string());
                 }
                 Some("urn:ietf:params:oauth:grant-type:token-exchange") => {
                     // Quiver's client, by Basic authentication or in the form.
@@ -394,20 +404,21 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                         return bad("invalid_grant");
                     };
                     seen.exchanges.lock().unwrap().push(subject.clone());
-                    let mut answer = seen.issue(&subject, false);
+                    let mut answer = seen.issue(&subject, false, "");
                     answer["issued_token_type"] = json!(access);
                     return respond("200 OK", &[json_type], &answer.to_string());
                 }
                 Some("refresh_token") => {
                     let token = field("refresh_token").unwrap_or_default();
                     // Rotation: a refresh token is good once.
-                    let person = seen.grants.lock().unwrap().refresh.remove(token);
-                    let Some(person) = person.filter(|_| !seen.refresh_revoked.load(Ordering::SeqCst))
+                    let held = seen.grants.lock().unwrap().refresh.remove(token);
+                    let Some((person, scope)) =
+                        held.filter(|_| !seen.refresh_revoked.load(Ordering::SeqCst))
                     else {
                         return bad("invalid_grant");
                     };
                     seen.refreshes.fetch_add(1, Ordering::SeqCst);
-                    return respond("200 OK", &[json_type], &seen.issue(&person, true).to_string());
+                    return respond("200 OK", &[json_type], &seen.issue(&person, true, &scope).to_string());
                 }
                 _ => {}
             }
@@ -420,14 +431,14 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                     r#"{"error":"invalid_client"}"#,
                 );
             }
-            respond("200 OK", &[json_type], &seen.issue("service", false).to_string())
+            respond("200 OK", &[json_type], &seen.issue("service", false, "").to_string())
         }
         ("POST", "/mcp") => {
             let bearer = request
                 .header("authorization")
                 .and_then(|h| h.strip_prefix("Bearer "));
             let holder = bearer.and_then(|t| seen.holder(t));
-            let Some(holder) = holder else {
+            let Some((holder, scope)) = holder else {
                 seen.refused_mcp.fetch_add(1, Ordering::SeqCst);
                 let challenge = format!(
                     "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
@@ -444,11 +455,30 @@ fn answer(base: &str, seen: &Seen, request: &Request) -> String {
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "tracker", "version": "1.0.0"},
                 }),
-                "tools/list" => json!({"tools": [{
-                    "name": "whoami",
-                    "description": "Says who the caller is, as the tracker sees it.",
-                    "inputSchema": {"type": "object", "properties": {}},
-                }]}),
+                "tools/list" => {
+                    let mut tools = vec![json!({
+                        "name": "whoami",
+                        "description": "Says who the caller is, as the tracker sees it.",
+                        "inputSchema": {"type": "object", "properties": {}},
+                    })];
+                    if seen.scoped_tool.load(Ordering::SeqCst) {
+                        tools.push(json!({
+                            "name": "file_issue",
+                            "description": "Files an issue (needs the issues:write scope).",
+                            "inputSchema": {"type": "object", "properties": {}},
+                        }));
+                    }
+                    json!({ "tools": tools })
+                }
+                "tools/call"
+                    if message["params"]["name"] == "file_issue"
+                        && !scope.split_whitespace().any(|s| s == "issues:write") =>
+                {
+                    let challenge = format!(
+                        "Bearer error=\"insufficient_scope\", scope=\"issues:write\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+                    );
+                    return respond("403 Forbidden", &[("WWW-Authenticate", challenge)], "");
+                }
                 "tools/call" => {
                     seen.tool_calls.fetch_add(1, Ordering::SeqCst);
                     json!({"content": [{"type": "text", "text": match holder.as_str() {

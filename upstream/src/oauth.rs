@@ -108,6 +108,13 @@ impl Authorizer {
         let _ = self.consent.set(consent);
     }
 
+    /// How many grants were kept so far: read before sending a request, it
+    /// tells a refusal of that request from one already answered by a newer
+    /// grant.
+    pub(crate) fn generation(&self) -> u64 {
+        self.grants.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The authorized client, if authorization happened.
     pub(crate) async fn client(&self) -> Option<AuthClient<TracingHttpClient>> {
         self.client.lock().await.clone()
@@ -119,13 +126,18 @@ impl Authorizer {
     /// for are the configured ones, else those the challenge or the server's
     /// metadata name, joined with those granted before (a step-up keeps what
     /// was already allowed).
-    /// Requests refused together share one grant: whoever waited while
-    /// another authorized uses that grant instead of asking again.
-    pub(crate) async fn authorize(&self, challenge: Option<&str>) -> Result<(), OAuthError> {
+    /// Requests refused together share one grant: `seen` is the
+    /// [`Authorizer::generation`] the refused request was sent under, and a
+    /// grant kept since (while this one waited, or before the refusal came
+    /// back) is used instead of asking again.
+    pub(crate) async fn authorize(
+        &self,
+        challenge: Option<&str>,
+        seen: u64,
+    ) -> Result<(), OAuthError> {
         use std::sync::atomic::Ordering;
-        let before = self.grants.load(Ordering::SeqCst);
         let _flight = self.flight.lock().await;
-        if self.grants.load(Ordering::SeqCst) != before {
+        if self.grants.load(Ordering::SeqCst) != seen {
             return Ok(());
         }
         crate::install_crypto_provider();
@@ -255,7 +267,7 @@ pub(crate) fn authorization_request(
 }
 
 /// The `scope` parameter of a `WWW-Authenticate: Bearer …` challenge.
-fn challenge_scope(challenge: &str) -> Option<&str> {
+pub(crate) fn challenge_scope(challenge: &str) -> Option<&str> {
     let at = challenge.find("scope=")?;
     let preceding = challenge[..at].chars().last();
     if preceding.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {

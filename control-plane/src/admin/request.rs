@@ -204,6 +204,9 @@ pub enum AdminRequest {
         upstream: String,
         /// Tenant id.
         tenant: String,
+        /// Scopes to ask for besides the configured ones and those the
+        /// tenant's grant holds (a step-up, when the upstream asked for more).
+        scopes: Vec<String>,
     },
     /// The authorization server sent the person back to Quiver's callback
     /// with this URL (from an edge): the code is exchanged and kept.

@@ -216,6 +216,10 @@ pub(crate) enum UpstreamCommand {
         /// The tenant whose calls will use the grant.
         #[arg(long)]
         tenant: String,
+        /// A scope to ask for besides the configured ones and those already
+        /// granted (repeat), when the upstream asked for more.
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
     },
     /// Drop a tenant's OAuth grant of an upstream (its tokens are deleted).
     Deauthorize {

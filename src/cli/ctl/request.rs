@@ -52,9 +52,10 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             UpstreamCommand::Drift { id } => AdminRequest::UpstreamDrift { id },
             UpstreamCommand::Findings { id } => AdminRequest::UpstreamFindings { id },
             UpstreamCommand::Approve { id, tool } => AdminRequest::UpstreamApprove { id, tool },
-            UpstreamCommand::Authorize { id, tenant } => AdminRequest::UpstreamAuthorize {
+            UpstreamCommand::Authorize { id, tenant, scopes } => AdminRequest::UpstreamAuthorize {
                 upstream: id,
                 tenant,
+                scopes,
             },
             UpstreamCommand::Deauthorize { id, tenant } => AdminRequest::UpstreamDeauthorize {
                 upstream: id,

@@ -99,6 +99,7 @@ impl Upstream {
         loop {
             attempt += 1;
             let peer = self.peer().await?;
+            let seen = self.oauth_generation();
             match self.list_pages(&peer).await {
                 Ok(tools) => {
                     self.set_status(|s| s.tools = tools.len());
@@ -113,7 +114,7 @@ impl Upstream {
                     if let Some(UpstreamError::Unauthorized { reason, .. }) =
                         self.refused_for_authorization(&e) =>
                 {
-                    self.authorize_again(&reason, &mut grants).await?;
+                    self.authorize_again(&reason, &mut grants, seen).await?;
                 }
                 Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
                     if attempt < 2 =>
@@ -339,6 +340,7 @@ impl Upstream {
             .oauth
             .is_some()
             .then(|| (request.clone(), options.clone()));
+        let mut seen = self.oauth_generation();
         let mut result = self.request_once(request, options).await;
         // Refused for want of authorization or scope (so it did not run):
         // ask for a new grant and send it again, a few times at most.
@@ -346,10 +348,14 @@ impl Upstream {
         while let (Some((request, options)), Err(UpstreamError::Unauthorized { reason, .. })) =
             (&again, &result)
         {
-            if let Err(refused) = self.authorize_again(&reason.clone(), &mut grants).await {
+            if let Err(refused) = self
+                .authorize_again(&reason.clone(), &mut grants, seen)
+                .await
+            {
                 result = Err(refused);
                 break;
             }
+            seen = self.oauth_generation();
             result = self.request_once(request.clone(), options.clone()).await;
         }
         let healthy = match &result {
@@ -484,6 +490,7 @@ impl Upstream {
         &self,
         challenge: &str,
         grants: &mut u32,
+        seen: u64,
     ) -> Result<(), UpstreamError> {
         let refused = |reason: String| UpstreamError::Unauthorized {
             id: self.config.id.clone(),
@@ -503,7 +510,7 @@ impl Upstream {
         }
         *grants += 1;
         oauth
-            .authorize(Some(challenge))
+            .authorize(Some(challenge), seen)
             .await
             .map_err(|e| refused(e.to_string()))?;
         self.reconnect().await;
@@ -531,8 +538,15 @@ impl Upstream {
             }
         };
         if challenge.contains("insufficient_scope") {
+            let asked = crate::oauth::challenge_scope(challenge).unwrap_or_default();
+            let step_up = match self.config.acts_for_caller() {
+                true => again,
+                false => asked.split_whitespace().fold(again, |command, scope| {
+                    format!("{} --scope {scope}`", command.trim_end_matches('`'))
+                }),
+            };
             return Err(format!(
-                "it asks for more scope than tenant `{tenant}` granted ({challenge}); {again} (the configured `oauth.scopes` are asked for)"
+                "it asks for more scope (`{asked}`) than tenant `{tenant}` granted; {step_up}"
             ));
         }
         if *grants > 0 {
@@ -561,6 +575,13 @@ impl Upstream {
         }
         self.reconnect().await;
         Ok(())
+    }
+
+    /// The generation of this upstream's OAuth grants (0 without OAuth).
+    fn oauth_generation(&self) -> u64 {
+        self.oauth
+            .as_ref()
+            .map_or(0, crate::oauth::Authorizer::generation)
     }
 
     /// Optional MCP features the server declared at initialize (`resources`,

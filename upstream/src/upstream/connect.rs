@@ -342,6 +342,7 @@ impl Upstream {
                 // then connects again.
                 let mut asked = false;
                 loop {
+                    let seen = oauth.generation();
                     let attempt = match oauth.client().await {
                         Some(client) => {
                             serve_http(&handler, client, url, headers, secrets, &lifecycle).await?
@@ -356,7 +357,7 @@ impl Upstream {
                         {
                             asked = true;
                             let challenge = refused.auth_challenge().map(str::to_string);
-                            oauth.authorize(challenge.as_deref()).await?;
+                            oauth.authorize(challenge.as_deref(), seen).await?;
                         }
                         attempt => return Ok((attempt?, None)),
                     }

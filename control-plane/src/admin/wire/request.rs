@@ -197,6 +197,7 @@ fn grant(upstream: &str, tenant: &str) -> pb::GrantRequest {
     pb::GrantRequest {
         upstream: upstream.to_string(),
         tenant: tenant.to_string(),
+        scopes: Vec::new(),
     }
 }
 
@@ -272,9 +273,14 @@ impl Message for AdminRequest {
                 value: value.expose().to_string(),
             }),
             AdminRequest::SecretList { tenant: t } => Call::SecretList(tenant(t)),
-            AdminRequest::UpstreamAuthorize { upstream, tenant } => {
-                Call::UpstreamAuthorize(grant(upstream, tenant))
-            }
+            AdminRequest::UpstreamAuthorize {
+                upstream,
+                tenant,
+                scopes,
+            } => Call::UpstreamAuthorize(pb::GrantRequest {
+                scopes: scopes.clone(),
+                ..grant(upstream, tenant)
+            }),
             AdminRequest::UpstreamAuthorized { url } => {
                 Call::UpstreamAuthorized(pb::OAuthCallback {
                     url: url.expose().to_string(),
@@ -377,6 +383,7 @@ impl Message for AdminRequest {
             Call::UpstreamAuthorize(r) => AdminRequest::UpstreamAuthorize {
                 upstream: r.upstream,
                 tenant: r.tenant,
+                scopes: r.scopes,
             },
             Call::UpstreamAuthorized(r) => AdminRequest::UpstreamAuthorized {
                 url: SecretValue::new(r.url),

@@ -199,6 +199,7 @@ fn every_request_comes_back_as_it_went() {
         AdminRequest::UpstreamAuthorize {
             upstream: "gh".into(),
             tenant: "acme".into(),
+            scopes: vec!["issues:write".into()],
         },
         AdminRequest::UpstreamAuthorized {
             url: SecretValue::new("https://q.example/oauth/callback?code=c&state=s".into()),
