@@ -16,7 +16,7 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use support::jwt_issuer::{Issuer, b64};
+use support::jwt_issuer::{Issuer, b64, edge_oauth_config};
 use support::{ctl, post_initialize, start_with_config, write_file};
 
 const RESOURCE: &str = "https://mcp.quiver.test/mcp";
@@ -39,21 +39,7 @@ async fn tokens_pick_their_tenant_and_every_bad_token_gets_the_same_answer() {
     let issuer = Issuer::new();
     let dir = tempfile::tempdir().unwrap();
     let jwks = write_file(dir.path(), "jwks.json", &issuer.jwks());
-    let config = format!(
-        r#"
-[edge]
-auth = "required"
-
-[edge.oauth]
-resource = "{RESOURCE}"
-required_scopes = ["mcp:tools"]
-
-[[edge.oauth.issuers]]
-issuer = "{ISSUER}"
-jwks_file = "{}"
-"#,
-        jwks.display()
-    );
+    let config = edge_oauth_config(RESOURCE, ISSUER, &jwks);
     let (dev, _config_dir) = start_with_config(&config, &[]);
     let (ok, _, err) = ctl(
         &dev.control_plane,

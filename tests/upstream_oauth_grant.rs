@@ -25,17 +25,10 @@ use std::{sync::atomic::Ordering, time::Duration};
 
 use serde_json::{Value, json};
 use support::protected_upstream::{Seen, protected_upstream};
-use support::{QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, text};
-
-/// A tenant with a key.
-fn tenant(cp: &str, id: &str) -> String {
-    let (ok, _, err) = ctl(cp, &["tenant", "create", id, "--mode", "passthrough"]);
-    assert!(ok, "tenant create {id}: {err}");
-    ctl_json(cp, &["key", "issue", id])["key"]
-        .as_str()
-        .expect("a key")
-        .to_string()
-}
+use support::{
+    QuiverDev, call, connect_as, ctl, ctl_json, tenant_with_key, text, text_in_every_mode,
+    until_upstream_lists,
+};
 
 /// What a person's browser does with the link: opens it (the server
 /// approves at once and redirects), then follows the redirect to Quiver's
@@ -98,8 +91,8 @@ async fn grant_flow(dev_args: &[&str]) {
         ],
     );
     assert!(ok, "upstream add: {err}");
-    let acme = tenant(&cp, "acme");
-    let beta = tenant(&cp, "beta");
+    let acme = tenant_with_key(&cp, "acme", "passthrough");
+    let beta = tenant_with_key(&cp, "beta", "passthrough");
 
     // Operators cannot set (or overwrite) the token themselves.
     let (ok, _, err) = ctl(
@@ -128,42 +121,11 @@ async fn grant_flow(dev_args: &[&str]) {
 
     // Discovery lists the tools with acme's grant; acme calls them in
     // every mode, as the person who granted access.
-    ctl_until(&cp, &["-o", "json", "upstream", "list"], |_, out| {
-        let list = serde_json::from_str::<Value>(out).unwrap_or_default();
-        let mut upstreams = list.as_array().into_iter().flatten();
-        upstreams.any(|u| u["id"] == "tracker" && u["tools"] == 2)
-    });
+    until_upstream_lists(&cp, "tracker", 2);
+    for answered in text_in_every_mode(&dev, Some(&acme), "tracker", "whoami").await {
+        assert!(answered.contains("user alice"), "{answered}");
+    }
     let passthrough = connect_as(&dev.mode_url("passthrough"), &acme).await;
-    let answered = call(&passthrough, "tracker__whoami", json!({})).await;
-    assert!(
-        text(&answered).contains("user alice"),
-        "{}",
-        text(&answered)
-    );
-    let search = connect_as(&dev.mode_url("search"), &acme).await;
-    let answered = call(
-        &search,
-        "call_tool",
-        json!({"name": "tracker__whoami", "arguments": {}}),
-    )
-    .await;
-    assert!(
-        text(&answered).contains("user alice"),
-        "{}",
-        text(&answered)
-    );
-    let code = connect_as(&dev.mode_url("code"), &acme).await;
-    let answered = call(
-        &code,
-        "execute",
-        json!({"code": "return await tools.tracker.whoami({});"}),
-    )
-    .await;
-    assert!(
-        text(&answered).contains("user alice"),
-        "{}",
-        text(&answered)
-    );
 
     // Another tenant's calls are refused, naming what grants access.
     let other = connect_as(&dev.mode_url("search"), &beta).await;

@@ -18,7 +18,9 @@ use std::{
 
 use serde_json::{Value, json};
 use support::node_tools::{node_command, node_modules};
-use support::{QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, text};
+use support::{
+    QuiverDev, call, connect_as, ctl, ctl_json, tenant_with_key, text, until_upstream_lists,
+};
 
 /// The upstream and its authorization server, as a child process that ends
 /// with the test.
@@ -121,16 +123,6 @@ async fn open_link(link: &str, callback: &str) -> (u16, String) {
     panic!("too many redirects from {link}");
 }
 
-/// A tenant with a key.
-fn tenant(cp: &str, id: &str) -> String {
-    let (ok, _, err) = ctl(cp, &["tenant", "create", id, "--mode", "passthrough"]);
-    assert!(ok, "tenant create {id}: {err}");
-    ctl_json(cp, &["key", "issue", id])["key"]
-        .as_str()
-        .expect("a key")
-        .to_string()
-}
-
 /// Has `person` grant the upstream for `tenant`.
 async fn grant(cp: &str, upstream: &OidcUpstream, tenant: &str, person: &str, callback: &str) {
     upstream.control(&format!("person/{person}")).await;
@@ -177,8 +169,8 @@ async fn two_tenants_authorized_by_two_people_at_oidc_provider_each_call_as_thei
         ],
     );
     assert!(ok, "upstream add: {err}");
-    let acme = tenant(&cp, "acme");
-    let beta = tenant(&cp, "beta");
+    let acme = tenant_with_key(&cp, "acme", "passthrough");
+    let beta = tenant_with_key(&cp, "beta", "passthrough");
 
     // acme's tokens are short-lived: the leader renews them.
     upstream.control("ttl/12").await;
@@ -188,11 +180,7 @@ async fn two_tenants_authorized_by_two_people_at_oidc_provider_each_call_as_thei
     let grants = ctl_json(&cp, &["upstream", "grants"]);
     assert_eq!(grants.as_array().map(Vec::len), Some(2), "{grants}");
 
-    ctl_until(&cp, &["-o", "json", "upstream", "list"], |_, out| {
-        let list = serde_json::from_str::<Value>(out).unwrap_or_default();
-        let mut upstreams = list.as_array().into_iter().flatten();
-        upstreams.any(|u| u["id"] == "issues" && u["tools"] == 1)
-    });
+    until_upstream_lists(&cp, "issues", 1);
     let as_acme = connect_as(&dev.mode_url("passthrough"), &acme).await;
     let as_beta = connect_as(&dev.mode_url("passthrough"), &beta).await;
     let answered = call(&as_acme, "issues__whoami", json!({})).await;

@@ -9,9 +9,8 @@ use crate::support;
 
 use std::{path::Path, sync::atomic::Ordering};
 
-use serde_json::json;
 use support::protected_upstream::{CLIENT_ID, CLIENT_SECRET, protected_upstream};
-use support::{QuiverDev, call, connect, text, write_file};
+use support::{QuiverDev, text_in_every_mode, write_file};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_service_account_upstream_behind_oauth_works_in_every_mode() {
@@ -37,41 +36,12 @@ client_secret = "${{QUIVER_TEST_TRACKER_SECRET}}"
         &[("QUIVER_TEST_TRACKER_SECRET", Path::new(CLIENT_SECRET))],
     );
 
-    let passthrough = connect(&dev.mode_url("passthrough")).await;
-    let answered = call(&passthrough, "tracker__whoami", json!({})).await;
-    assert_ne!(answered.is_error, Some(true), "{}", text(&answered));
-    assert!(
-        text(&answered).contains("service account, token tok-"),
-        "{}",
-        text(&answered)
-    );
-
-    let search = connect(&dev.mode_url("search")).await;
-    let answered = call(
-        &search,
-        "call_tool",
-        json!({"name": "tracker__whoami", "arguments": {}}),
-    )
-    .await;
-    assert!(
-        text(&answered).contains("service account"),
-        "{}",
-        text(&answered)
-    );
-
-    let code = connect(&dev.mode_url("code")).await;
-    let answered = call(
-        &code,
-        "execute",
-        json!({"code": "const r = await tools.tracker.whoami({}); return r;"}),
-    )
-    .await;
-    assert_ne!(answered.is_error, Some(true), "{}", text(&answered));
-    assert!(
-        text(&answered).contains("service account"),
-        "{}",
-        text(&answered)
-    );
+    for answered in text_in_every_mode(&dev, None, "tracker", "whoami").await {
+        assert!(
+            answered.contains("service account, token tok-"),
+            "{answered}"
+        );
+    }
 
     assert!(
         seen.tool_calls.load(Ordering::SeqCst) >= 3,

@@ -19,10 +19,13 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use serde_json::{Value, json};
-use support::jwt_issuer::Issuer;
+use serde_json::json;
+use support::jwt_issuer::{Issuer, edge_oauth_config};
 use support::protected_upstream::{CLIENT_ID, CLIENT_SECRET, protected_upstream};
-use support::{QuiverDev, call, connect_as, ctl, ctl_json, ctl_until, text, write_file};
+use support::{
+    QuiverDev, call, connect_as, ctl, ctl_json, text, text_in_every_mode, until_upstream_lists,
+    write_file,
+};
 
 const RESOURCE: &str = "https://mcp.quiver.test/mcp";
 const ISSUER: &str = "https://issuer.quiver.test";
@@ -56,21 +59,7 @@ async fn exchange_flow(dev_args: &[&str]) {
     let issuer = Issuer::new();
     let dir = tempfile::tempdir().unwrap();
     let jwks = write_file(dir.path(), "jwks.json", &issuer.jwks());
-    let config = format!(
-        r#"
-[edge]
-auth = "required"
-
-[edge.oauth]
-resource = "{RESOURCE}"
-required_scopes = ["mcp:tools"]
-
-[[edge.oauth.issuers]]
-issuer = "{ISSUER}"
-jwks_file = "{}"
-"#,
-        jwks.display()
-    );
+    let config = edge_oauth_config(RESOURCE, ISSUER, &jwks);
     let path = write_file(dir.path(), "quiver.toml", &config);
     let dev = QuiverDev::start_with_env(
         &[&["--config", path.to_str().unwrap()], dev_args].concat(),
@@ -96,11 +85,7 @@ jwks_file = "{}"
     );
     assert!(ok, "upstream add: {err}");
     // Listed as Quiver's own client.
-    ctl_until(&cp, &["-o", "json", "upstream", "list"], |_, out| {
-        let list = serde_json::from_str::<Value>(out).unwrap_or_default();
-        let mut upstreams = list.as_array().into_iter().flatten();
-        upstreams.any(|u| u["id"] == "tracker" && u["tools"] == 1)
-    });
+    until_upstream_lists(&cp, "tracker", 1);
     let exchanges_of = |subject: &str| {
         let exchanges = seen.exchanges.lock().unwrap();
         exchanges.iter().filter(|s| *s == subject).count()
@@ -123,30 +108,9 @@ jwks_file = "{}"
     );
 
     // Every mode, a script's calls included, as the caller; one exchange.
-    let search = connect_as(&dev.mode_url("search"), &alice).await;
-    let answered = call(
-        &search,
-        "call_tool",
-        json!({"name": "tracker__whoami", "arguments": {}}),
-    )
-    .await;
-    assert!(
-        text(&answered).contains("user alice,"),
-        "{}",
-        text(&answered)
-    );
-    let code = connect_as(&dev.mode_url("code"), &alice).await;
-    let answered = call(
-        &code,
-        "execute",
-        json!({"code": "return await tools.tracker.whoami({});"}),
-    )
-    .await;
-    assert!(
-        text(&answered).contains("user alice,"),
-        "{}",
-        text(&answered)
-    );
+    for answered in text_in_every_mode(&dev, Some(&alice), "tracker", "whoami").await {
+        assert!(answered.contains("user alice,"), "{answered}");
+    }
     assert_eq!(
         exchanges_of("alice"),
         1,

@@ -48,3 +48,24 @@ impl Issuer {
         format!("{signed}.{}", b64(signature.as_ref()))
     }
 }
+
+/// A quiver.toml whose edge requires a credential and accepts access tokens
+/// for `resource` carrying the scope `mcp:tools` from `issuer`, whose keys
+/// are in `jwks`.
+pub fn edge_oauth_config(resource: &str, issuer: &str, jwks: &std::path::Path) -> String {
+    format!(
+        r#"
+[edge]
+auth = "required"
+
+[edge.oauth]
+resource = "{resource}"
+required_scopes = ["mcp:tools"]
+
+[[edge.oauth.issuers]]
+issuer = "{issuer}"
+jwks_file = "{}"
+"#,
+        jwks.display()
+    )
+}

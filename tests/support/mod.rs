@@ -38,7 +38,7 @@ use rmcp::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub use wait::wait_for;
 
@@ -759,4 +759,61 @@ pub fn word_after(banner: &str, key: &str) -> String {
         .nth(1)
         .map(|w| w.trim_end_matches([';', ',']).to_string())
         .unwrap_or_else(|| panic!("no `{key}` in the startup line: {banner}"))
+}
+
+/// A tenant created with `quiver ctl tenant create ID --mode MODE`, and a
+/// key issued for it.
+pub fn tenant_with_key(endpoints: &str, id: &str, mode: &str) -> String {
+    let (ok, _, err) = ctl(endpoints, &["tenant", "create", id, "--mode", mode]);
+    assert!(ok, "tenant create {id}: {err}");
+    ctl_json(endpoints, &["key", "issue", id])["key"]
+        .as_str()
+        .expect("a key")
+        .to_string()
+}
+
+/// Waits (30 s at most) until `quiver ctl upstream list` shows upstream
+/// `id` with `tools` tools.
+pub fn until_upstream_lists(endpoints: &str, id: &str, tools: u64) {
+    ctl_until(endpoints, &["-o", "json", "upstream", "list"], |_, out| {
+        let list = serde_json::from_str::<Value>(out).unwrap_or_default();
+        let mut upstreams = list.as_array().into_iter().flatten();
+        upstreams.any(|u| u["id"] == id && u["tools"] == tools)
+    });
+}
+
+/// The text of `server`'s tool `tool`, called with no arguments in every
+/// mode of `dev` as `credential` (none: anonymously): directly in
+/// passthrough, through search mode's `call_tool`, and from a code-mode
+/// script.
+pub async fn text_in_every_mode(
+    dev: &QuiverDev,
+    credential: Option<&str>,
+    server: &str,
+    tool: &str,
+) -> [String; 3] {
+    let client = |mode: &str| {
+        let url = dev.mode_url(mode);
+        async move {
+            match credential {
+                Some(credential) => connect_as(&url, credential).await,
+                None => connect(&url).await,
+            }
+        }
+    };
+    let direct = call(
+        &client("passthrough").await,
+        &format!("{server}__{tool}"),
+        json!({}),
+    )
+    .await;
+    let searched = call(
+        &client("search").await,
+        "call_tool",
+        json!({"name": format!("{server}__{tool}"), "arguments": {}}),
+    )
+    .await;
+    let script = format!("return await tools.{server}.{tool}({{}});");
+    let scripted = call(&client("code").await, "execute", json!({ "code": script })).await;
+    [text(&direct), text(&searched), text(&scripted)]
 }
