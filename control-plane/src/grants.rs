@@ -32,6 +32,10 @@ const MAX_FLOWS: usize = 1024;
 /// How often the leader looks for access tokens about to expire.
 pub const RENEW_EVERY: Duration = Duration::from_secs(5);
 
+/// How long a grant whose renewal failed (its server unreachable) waits
+/// before the leader tries it again unasked.
+const RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// The sealing name of a tenant's grant of `upstream` (the access token's
 /// is the tenant secret's name).
 fn grant_name(upstream: &str) -> String {
@@ -53,6 +57,9 @@ pub(crate) struct GrantDesk {
     /// One renewal at a time on this node: requests for the same grant that
     /// arrive together share one.
     renewing: tokio::sync::Mutex<()>,
+    /// Grants whose renewal before expiry failed, and when: not retried
+    /// unasked for [`RETRY_AFTER`].
+    failed: std::sync::Mutex<HashMap<(String, String), std::time::Instant>>,
 }
 
 impl GrantDesk {
@@ -62,6 +69,7 @@ impl GrantDesk {
             key,
             flows: std::sync::Mutex::default(),
             renewing: tokio::sync::Mutex::new(()),
+            failed: std::sync::Mutex::default(),
         }
     }
 
@@ -307,6 +315,13 @@ impl GrantDesk {
         state.oauth_grants.get(tenant)?.get(upstream).cloned()
     }
 
+    /// Whether the grant `key`'s last renewal unasked failed less than
+    /// [`RETRY_AFTER`] ago.
+    fn resting(&self, key: &(String, String)) -> bool {
+        let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        failed.get(key).is_some_and(|at| at.elapsed() < RETRY_AFTER)
+    }
+
     /// Renews every access token about to expire (this node leading):
     /// those with less than half their life, or five minutes, left.
     pub(crate) async fn renew_due(&self) {
@@ -315,10 +330,20 @@ impl GrantDesk {
         }
         let now = crate::command::now_ms();
         let due = due_for_renewal(&self.replica.shared().lock(), now);
-        for (tenant, upstream) in due {
-            if let Err(e) = self.renew(&upstream, &tenant, "oauth").await {
-                tracing::warn!(%upstream, %tenant, "renewing an OAuth token before it expires failed: {e}");
+        for key in due {
+            if self.resting(&key) {
+                continue;
             }
+            let (tenant, upstream) = &key;
+            let outcome = self.renew(upstream, tenant, "oauth").await;
+            if let Err(e) = &outcome {
+                tracing::warn!(%upstream, %tenant, "renewing an OAuth token before it expires failed: {e}; trying again in {} s", RETRY_AFTER.as_secs());
+            }
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            match outcome {
+                Ok(_) => failed.remove(&key),
+                Err(_) => failed.insert(key, std::time::Instant::now()),
+            };
         }
     }
 }
