@@ -118,6 +118,20 @@ async fn grant_flow(dev_args: &[&str]) {
         !grants.to_string().contains("tok-"),
         "no token shown: {grants}"
     );
+    // As operators read them: the link to hand over, the grant in a table.
+    let (ok, shown, err) = ctl(
+        &cp,
+        &["upstream", "authorize", "tracker", "--tenant", "beta"],
+    );
+    assert!(
+        ok && shown.contains("Open this link") && shown.contains("/authorize?"),
+        "{shown}{err}"
+    );
+    let (_, table, _) = ctl(&cp, &["upstream", "grants"]);
+    assert!(
+        table.contains("acme") && table.contains("tracker") && !table.contains("tok-"),
+        "{table}"
+    );
 
     // Discovery lists the tools with acme's grant; acme calls them in
     // every mode, as the person who granted access.
