@@ -8,7 +8,9 @@
 //! - two users of one tenant each reach the upstream as themselves, in
 //!   every mode (a script's calls too); one exchange per caller serves its
 //!   calls until the upstream refuses the token, which is exchanged again;
-//! - a caller with an API key (nothing to exchange) is refused, nothing sent;
+//! - a caller's token goes only to its own issuer: another issuer's token
+//!   is refused, nothing exchanged; a caller with an API key (nothing to
+//!   exchange) is refused, nothing sent;
 //! - Quiver lists the tools as its own client (client credentials).
 
 use crate::support;
@@ -28,16 +30,18 @@ use support::{
 };
 
 const RESOURCE: &str = "https://mcp.quiver.test/mcp";
-const ISSUER: &str = "https://issuer.quiver.test";
+/// An issuer the edge accepts whose tokens the upstream's authorization
+/// server does not issue.
+const ELSEWHERE: &str = "https://elsewhere.quiver.test";
 
-/// A token of `subject` for tenant acme.
-fn token(issuer: &Issuer, subject: &str) -> String {
+/// A token of `subject` for tenant acme, as `iss` issues it.
+fn token(issuer: &Issuer, iss: &str, subject: &str) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs();
     issuer.token(
-        &json!({"iss": ISSUER, "sub": subject, "aud": RESOURCE, "iat": now,
+        &json!({"iss": iss, "sub": subject, "aud": RESOURCE, "iat": now,
         "exp": now + 600, "tenant": "acme", "scope": "mcp:tools"}),
     )
 }
@@ -59,7 +63,14 @@ async fn exchange_flow(dev_args: &[&str]) {
     let issuer = Issuer::new();
     let dir = tempfile::tempdir().unwrap();
     let jwks = write_file(dir.path(), "jwks.json", &issuer.jwks());
-    let config = edge_oauth_config(RESOURCE, ISSUER, &jwks);
+    // The edge accepts the upstream's own authorization server's tokens
+    // (the issuer that can exchange them), and another issuer's.
+    let base = url.trim_end_matches("/mcp").to_string();
+    let config = format!(
+        "{}\n[[edge.oauth.issuers]]\nissuer = \"{ELSEWHERE}\"\njwks_file = \"{}\"\n",
+        edge_oauth_config(RESOURCE, &base, &jwks),
+        jwks.display()
+    );
     let path = write_file(dir.path(), "quiver.toml", &config);
     let dev = QuiverDev::start_with_env(
         &[&["--config", path.to_str().unwrap()], dev_args].concat(),
@@ -91,7 +102,7 @@ async fn exchange_flow(dev_args: &[&str]) {
         exchanges.iter().filter(|s| *s == subject).count()
     };
 
-    let alice = token(&issuer, "alice");
+    let alice = token(&issuer, &base, "alice");
     let as_alice = connect_as(&dev.mode_url("passthrough"), &alice).await;
     let answered = call(&as_alice, "tracker__whoami", json!({})).await;
     assert!(
@@ -99,7 +110,7 @@ async fn exchange_flow(dev_args: &[&str]) {
         "{}",
         text(&answered)
     );
-    let bob = connect_as(&dev.mode_url("passthrough"), &token(&issuer, "bob")).await;
+    let bob = connect_as(&dev.mode_url("passthrough"), &token(&issuer, &base, "bob")).await;
     let answered = call(&bob, "tracker__whoami", json!({})).await;
     assert!(
         text(&answered).starts_with("user bob,"),
@@ -129,6 +140,21 @@ async fn exchange_flow(dev_args: &[&str]) {
         text(&answered)
     );
     assert_eq!(exchanges_of("alice"), 2);
+
+    // A token of another issuer is never sent to this upstream's server.
+    let stranger = connect_as(
+        &dev.mode_url("passthrough"),
+        &token(&issuer, ELSEWHERE, "eve"),
+    )
+    .await;
+    let refused = call(&stranger, "tracker__whoami", json!({})).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("not the issuer of the caller's token"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(exchanges_of("eve"), 0);
 
     // An API key has no token to exchange: refused before anything is sent.
     let key = ctl_json(&cp, &["key", "issue", "acme"])["key"]

@@ -176,6 +176,10 @@ pub enum Command {
         tenant: String,
         /// Upstream id.
         upstream: String,
+        /// Only if the grant is still the one last renewed at this time (a
+        /// renewal that failed drops nothing granted since).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        if_updated_ms: Option<u64>,
     },
 }
 
@@ -190,6 +194,11 @@ pub struct OAuthGrantPut {
     pub record: OAuthGrantRecord,
     /// The sealed access token.
     pub access: SealedValue,
+    /// For a renewal: when the grant it renews was last renewed; the
+    /// renewal is refused if the grant changed since (granted again,
+    /// dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<u64>,
 }
 
 impl Command {

@@ -42,6 +42,9 @@ fn grant_name(upstream: &str) -> String {
     format!("oauth-grant:{upstream}")
 }
 
+/// `(tenant, upstream)`: one grant.
+type GrantKey = (String, String);
+
 /// A flow in progress: for whom, of what.
 struct Pending {
     tenant: String,
@@ -54,12 +57,12 @@ pub(crate) struct GrantDesk {
     replica: Replica,
     key: Option<Arc<ClusterKey>>,
     flows: std::sync::Mutex<HashMap<String, Pending>>,
-    /// One renewal at a time on this node: requests for the same grant that
-    /// arrive together share one.
-    renewing: tokio::sync::Mutex<()>,
+    /// One renewal at a time per grant on this node: requests for the same
+    /// grant that arrive together share one.
+    renewing: std::sync::Mutex<HashMap<GrantKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Grants whose renewal before expiry failed, and when: not retried
     /// unasked for [`RETRY_AFTER`].
-    failed: std::sync::Mutex<HashMap<(String, String), std::time::Instant>>,
+    failed: std::sync::Mutex<HashMap<GrantKey, std::time::Instant>>,
 }
 
 impl GrantDesk {
@@ -68,7 +71,7 @@ impl GrantDesk {
             replica,
             key,
             flows: std::sync::Mutex::default(),
-            renewing: tokio::sync::Mutex::new(()),
+            renewing: std::sync::Mutex::default(),
             failed: std::sync::Mutex::default(),
         }
     }
@@ -132,6 +135,16 @@ impl GrantDesk {
         more: Vec<String>,
     ) -> Result<AuthorizationLink, AdminError> {
         self.ready()?;
+        let full = || {
+            let flows = self.flows.lock().unwrap_or_else(|p| p.into_inner());
+            flows.values().filter(|p| !p.flow.expired()).count() >= MAX_FLOWS
+        };
+        if full() {
+            return Err(AdminError::Unavailable(format!(
+                "{MAX_FLOWS} authorizations are in progress on this node; try again once some complete or expire ({} s)",
+                GRANT_FLOW_TTL.as_secs()
+            )));
+        }
         let (_, url, mut oauth) = self.settings(&upstream, &tenant).await?;
         if !more.is_empty() {
             oauth.scopes.extend(more);
@@ -205,18 +218,20 @@ impl GrantDesk {
                 "the OAuth authorization of upstream `{upstream}` for tenant `{tenant}` failed: {e}; get a new link with `quiver ctl upstream authorize {upstream} --tenant {tenant}`"
             ))
         })?;
-        self.keep(&tenant, &upstream, &grant, "oauth").await?;
+        self.keep(&tenant, &upstream, &grant, "oauth", None).await?;
         tracing::info!(%upstream, %tenant, "OAuth grant kept");
         Ok(OAuthGrantChanged { tenant, upstream })
     }
 
-    /// Seals `grant` and its access token and commits them.
+    /// Seals `grant` and its access token and commits them (for a renewal,
+    /// `replaces` is when the grant renewed was last renewed).
     async fn keep(
         &self,
         tenant: &str,
         upstream: &str,
         grant: &TenantGrant,
         actor: &str,
+        replaces: Option<u64>,
     ) -> Result<Committed, AdminError> {
         let key = self.ready()?;
         let seal = |name: &str, value: &SecretValue| -> Result<SealedValue, AdminError> {
@@ -239,6 +254,7 @@ impl GrantDesk {
                 updated_ms: 0,
             },
             access: seal(&access_name, &grant.access_token())?,
+            replaces,
         };
         self.replica
             .write(
@@ -261,7 +277,11 @@ impl GrantDesk {
     ) -> Result<Committed, AdminError> {
         let key = self.ready()?.clone();
         let seen = self.record(tenant, upstream).map(|r| r.updated_ms);
-        let _one_at_a_time = self.renewing.lock().await;
+        let lock = (self.renewing.lock().unwrap_or_else(|p| p.into_inner()))
+            .entry((tenant.to_string(), upstream.to_string()))
+            .or_default()
+            .clone();
+        let _one_at_a_time = lock.lock().await;
         let Some(record) = self.record(tenant, upstream) else {
             return Err(Refusal::not_found(format!(
                 "tenant `{tenant}` holds no OAuth grant for upstream `{upstream}`; get one with `quiver ctl upstream authorize {upstream} --tenant {tenant}`"
@@ -286,7 +306,8 @@ impl GrantDesk {
         match grant.renew(&url, &oauth).await {
             Ok(renewed) => {
                 tracing::info!(%upstream, %tenant, "OAuth access token renewed");
-                self.keep(tenant, upstream, &renewed, actor).await
+                self.keep(tenant, upstream, &renewed, actor, Some(record.updated_ms))
+                    .await
             }
             Err(e @ (GrantError::RefreshRefused(_) | GrantError::NotRenewable)) => {
                 tracing::warn!(%upstream, %tenant, "OAuth grant cannot be renewed: {e}; dropping it");
@@ -296,6 +317,7 @@ impl GrantDesk {
                         Command::DropOAuthGrant {
                             tenant: tenant.to_string(),
                             upstream: upstream.to_string(),
+                            if_updated_ms: Some(record.updated_ms),
                         },
                     )
                     .await?;

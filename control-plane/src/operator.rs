@@ -345,8 +345,15 @@ impl Operator {
             }
             AdminRequest::UpstreamDeauthorize { upstream, tenant } => {
                 AdminAnswer::UpstreamDeauthorize(
-                    r.write("ctl", Command::DropOAuthGrant { tenant, upstream })
-                        .await?,
+                    r.write(
+                        "ctl",
+                        Command::DropOAuthGrant {
+                            tenant,
+                            upstream,
+                            if_updated_ms: None,
+                        },
+                    )
+                    .await?,
                 )
             }
             AdminRequest::GrantRenew { upstream, tenant } => {

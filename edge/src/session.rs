@@ -304,7 +304,9 @@ impl SessionHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResult, ErrorData> {
         let (bound, view) = self.caller(&context)?;
-        let origin = self.gateway.origin_of(&bound.principal);
+        // This request's own credential: a token renewed since `initialize`,
+        // and whose it is, travel with the call.
+        let origin = self.gateway.origin_of(&self.principal(&context)?);
         let session = self.stash_session(&context);
         let request = ToolRequest {
             view,
@@ -696,7 +698,7 @@ impl ServerHandler for SessionHandler {
             Progress::Done(result) => result.map(Into::into),
             Progress::NeedsInput(asked) => Ok(CallToolResponse::InputRequired(asked)),
             Progress::Running(call, asked) => {
-                let origin = self.gateway.origin_of(&bound.principal);
+                let origin = self.gateway.origin_of(&self.principal(&context)?);
                 let Some(room) = room else {
                     // Only a call with room is handed back to become a task.
                     // (A call without room never runs past a window.)

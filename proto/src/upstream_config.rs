@@ -467,6 +467,14 @@ impl UpstreamConfig {
                 ));
             }
             for secret in tenant_secret_names(value) {
+                if secret.starts_with(OAUTH_GRANT_SECRET_PREFIX) {
+                    return Err(err(
+                        secret_key,
+                        format!(
+                            "`${{tenant_secret:{secret}}}`: secrets named `{OAUTH_GRANT_SECRET_PREFIX}…` hold OAuth tokens for their own upstream only; use `oauth` settings to authorize this one"
+                        ),
+                    ));
+                }
                 if !valid_secret_name(&secret) {
                     return Err(err(
                         secret_key,
@@ -646,6 +654,12 @@ mod tests {
         );
         let in_url = UpstreamConfig::http("remote", "https://h/${tenant_secret:X}/mcp").validate();
         assert!(matches!(&in_url, Err(e) if e.key == "url"), "{in_url:?}");
+        // Another upstream's OAuth token is not this one's to send.
+        let borrowed = http_with("Bearer ${tenant_secret:oauth-tracker}").validate();
+        assert!(
+            matches!(&borrowed, Err(e) if e.key == "headers" && e.message.contains("their own upstream only")),
+            "{borrowed:?}"
+        );
         let mut pointless = http_with("Bearer ${SHARED_TOKEN}");
         pointless.discovery_tenant = Some("acme".into());
         let error = pointless.validate().unwrap_err();

@@ -31,6 +31,9 @@ pub(crate) struct NodeLeases {
 /// Leases over the admin API from whichever node leads.
 pub(crate) struct ClientLeases {
     client: tokio::sync::Mutex<AdminClient>,
+    /// For OAuth grants (renewals, relayed callbacks), which wait on an
+    /// authorization server: leases and audit records never wait behind them.
+    grants: tokio::sync::Mutex<AdminClient>,
     name: String,
     /// No control plane given (a standalone executor): audit records are
     /// only logged, and budgets cannot be leased.
@@ -41,6 +44,7 @@ impl ClientLeases {
     pub(crate) fn new(endpoints: Vec<String>, tls: Option<TlsMaterial>, name: String) -> Self {
         ClientLeases {
             standalone: endpoints.is_empty(),
+            grants: tokio::sync::Mutex::new(AdminClient::new(endpoints.clone(), tls.clone())),
             client: tokio::sync::Mutex::new(AdminClient::new(endpoints, tls)),
             name,
         }
@@ -186,7 +190,7 @@ impl quiver_edge::oauth_callback::GrantCallback for ClientLeases {
         Box::pin(async move {
             let url = quiver_upstream::SecretValue::new(url);
             let request = AdminRequest::UpstreamAuthorized { url };
-            let answer = self.client.lock().await.call(&request).await;
+            let answer = self.grants.lock().await.call(&request).await;
             grant_kept(answer.map_err(|e| e.to_string()))
         })
     }
@@ -203,7 +207,7 @@ impl quiver_upstream::GrantRefresher for ClientLeases {
                 upstream: upstream.to_string(),
                 tenant: tenant.to_string(),
             };
-            match self.client.lock().await.call(&request).await {
+            match self.grants.lock().await.call(&request).await {
                 Ok(AdminAnswer::GrantRenew(_)) => Ok(()),
                 Ok(other) => Err(format!(
                     "unexpected answer to a renewal: {:?}",

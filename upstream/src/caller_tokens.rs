@@ -59,6 +59,8 @@ pub(crate) struct CallerToken {
     settings: UpstreamOAuth,
     tenant: String,
     name: String,
+    /// The issuer of the caller's tokens (from the caller's identity).
+    issuer: String,
     slot: Arc<SecretSlot>,
     /// The caller's latest access token (what a renewal exchanges).
     subject: Mutex<Option<SecretValue>>,
@@ -73,12 +75,12 @@ fn now_ms() -> u64 {
 }
 
 impl CallerToken {
-    /// The token of `tenant`'s caller for the upstream at `url`, kept as
-    /// secret `name` in `slot`.
+    /// The token of `tenant`'s caller (whose tokens `issuer` issued) for
+    /// the upstream at `url`, kept as secret `name` in `slot`.
     pub(crate) fn new(
         url: &str,
         settings: UpstreamOAuth,
-        tenant: &str,
+        (tenant, issuer): (&str, &str),
         name: String,
         slot: Arc<SecretSlot>,
     ) -> CallerToken {
@@ -87,6 +89,7 @@ impl CallerToken {
             settings,
             tenant: tenant.to_string(),
             name,
+            issuer: issuer.to_string(),
             slot,
             subject: Mutex::default(),
             current: tokio::sync::Mutex::default(),
@@ -115,7 +118,7 @@ impl CallerToken {
         subject: &SecretValue,
         current: &mut Option<Current>,
     ) -> Result<(), String> {
-        let exchanged = exchange_token(&self.url, &self.settings, subject)
+        let exchanged = exchange_token(&self.url, &self.settings, subject, &self.issuer)
             .await
             .map_err(|e| format!("exchanging the caller's token failed: {e}"))?;
         let version = self.versions.fetch_add(1, Ordering::SeqCst) + 1;

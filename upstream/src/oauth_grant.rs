@@ -113,12 +113,12 @@ impl GrantFlow {
     /// Completes it with the callback: the code is exchanged (the issuer
     /// checked when the server names one) and the grant returned.
     pub async fn finish(mut self, callback: &Callback) -> Result<TenantGrant, GrantError> {
+        let answer = match &callback.answer {
+            Ok(answer) => answer,
+            Err(declined) => return Err(GrantError::Declined(declined.clone())),
+        };
         self.state
-            .handle_callback_with_issuer(
-                &callback.0.code,
-                &callback.0.csrf_token,
-                callback.0.issuer.as_deref(),
-            )
+            .handle_callback_with_issuer(&answer.code, &answer.csrf_token, answer.issuer.as_deref())
             .await?;
         let credentials = self
             .store
@@ -130,11 +130,17 @@ impl GrantFlow {
     }
 }
 
-/// The parameters the authorization server sent the person back with.
-pub struct Callback(AuthorizationCallback);
+/// The parameters the authorization server sent the person back with: the
+/// flow's `state`, and the code (with `iss`) or the server's error.
+pub struct Callback {
+    state: String,
+    answer: Result<AuthorizationCallback, String>,
+}
 
 impl Callback {
-    /// Reads the redirect URL (`code`, `state`, `iss`; or `error`).
+    /// Reads the redirect URL (`state`, and `code` and `iss`, or `error`).
+    /// What it says is believed only once its `state` names a flow in
+    /// progress ([`Callback::csrf`]).
     pub fn parse(url: &str) -> Result<Callback, GrantError> {
         let parsed = reqwest::Url::parse(url)
             .map_err(|e| GrantError::Flow(format!("the callback URL does not parse: {e}")))?;
@@ -144,18 +150,20 @@ impl Callback {
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.into_owned())
         };
-        if let Some(error) = field("error") {
-            let described = field("error_description")
+        let state = field("state")
+            .ok_or_else(|| GrantError::Flow("the callback carries no `state`".into()))?;
+        let answer = match field("error") {
+            Some(error) => Err(field("error_description")
                 .map(|d| format!("{error}: {d}"))
-                .unwrap_or(error);
-            return Err(GrantError::Declined(described));
-        }
-        Ok(Callback(AuthorizationCallback::from_redirect_url(url)?))
+                .unwrap_or(error)),
+            None => Ok(AuthorizationCallback::from_redirect_url(url)?),
+        };
+        Ok(Callback { state, answer })
     }
 
     /// The flow's `state` value.
     pub fn csrf(&self) -> &str {
-        &self.0.csrf_token
+        &self.state
     }
 }
 
@@ -288,16 +296,19 @@ pub struct ExchangedToken {
     pub expires_at_ms: Option<u64>,
 }
 
-/// Exchanges `subject_token` (the caller's own OAuth access token) for a
-/// token for the upstream at `url` (RFC 8693), as Quiver's client of
-/// `settings` (its secret from this process's environment), at the token
-/// endpoint of the authorization server the upstream's metadata names. The
+/// Exchanges `subject_token` (the caller's own OAuth access token, issued
+/// by `subject_issuer`) for a token for the upstream at `url` (RFC 8693), as
+/// Quiver's client of `settings` (its secret from this process's
+/// environment), at the token endpoint of the authorization server the
+/// upstream's metadata names, and only when that server is the token's own
+/// issuer: an upstream cannot have callers' tokens sent anywhere else. The
 /// token is asked for that upstream alone (`resource`, RFC 8707) with the
 /// configured scopes.
 pub async fn exchange_token(
     url: &str,
     settings: &UpstreamOAuth,
     subject_token: &SecretValue,
+    subject_issuer: &str,
 ) -> Result<ExchangedToken, GrantError> {
     crate::install_crypto_provider();
     let (Some(client_id), Some(secret)) = (&settings.client_id, settings.client_secret_value())
@@ -309,6 +320,13 @@ pub async fn exchange_token(
     let secret = secret.map_err(|e| GrantError::Flow(format!("oauth.client_secret: {e}")))?;
     let manager = AuthorizationManager::new(url).await?;
     let metadata = manager.resolve_metadata().await?.metadata;
+    let same = |issuer: &str| issuer.trim_end_matches('/') == subject_issuer.trim_end_matches('/');
+    if !metadata.issuer.as_deref().is_some_and(same) {
+        return Err(GrantError::Flow(format!(
+            "the upstream's authorization server ({}) is not the issuer of the caller's token ({subject_issuer}); a caller's token is exchanged only by its own issuer",
+            metadata.issuer.as_deref().unwrap_or("no issuer named")
+        )));
+    }
     let mut form = vec![
         ("grant_type", TOKEN_EXCHANGE.to_string()),
         ("subject_token", subject_token.expose().to_string()),

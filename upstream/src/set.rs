@@ -218,6 +218,16 @@ impl UpstreamSet {
                 reason: "it acts on behalf of each caller (OAuth token exchange), and this call came with no OAuth access token to exchange (an API key cannot be); call with an access token the edge accepts".into(),
             });
         };
+        // `token:SUBJECT@ISSUER`, as the edge names a token's holder.
+        let Some((_, issuer)) = caller
+            .strip_prefix("token:")
+            .and_then(|c| c.rsplit_once('@'))
+        else {
+            return Err(UpstreamError::CredentialsUnavailable {
+                id: id.to_string(),
+                reason: "it acts on behalf of each caller (OAuth token exchange), and this call names no token's issuer".into(),
+            });
+        };
         let key = (id.to_string(), tenant.to_string(), caller.to_string());
         let (connection, token) = {
             let mut callers = self.by_caller.lock().unwrap_or_else(|p| p.into_inner());
@@ -237,7 +247,7 @@ impl UpstreamSet {
                     let token = Arc::new(CallerToken::new(
                         url,
                         settings.clone(),
-                        tenant,
+                        (tenant, issuer),
                         name.clone(),
                         slot.clone(),
                     ));

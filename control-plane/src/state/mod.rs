@@ -235,8 +235,17 @@ impl ControlState {
                 CommandResult::PutOAuthGrant(self.put_oauth_grant(grant, at, actor)?),
                 false,
             ),
-            Command::DropOAuthGrant { tenant, upstream } => (
-                CommandResult::DropOAuthGrant(self.drop_oauth_grant(tenant, upstream, at, actor)?),
+            Command::DropOAuthGrant {
+                tenant,
+                upstream,
+                if_updated_ms,
+            } => (
+                CommandResult::DropOAuthGrant(self.drop_oauth_grant(
+                    (tenant, upstream),
+                    *if_updated_ms,
+                    at,
+                    actor,
+                )?),
                 false,
             ),
         })
@@ -255,6 +264,11 @@ impl ControlState {
         }
         let id = config.id.clone();
         let existed = self.upstreams.contains_key(&id);
+        // Tokens were granted for that URL by that server to that client:
+        // another URL or other OAuth settings void them.
+        let reauthorize = self.upstreams.get(&id).is_some_and(|before| {
+            before.config.transport != config.transport || before.config.oauth != config.oauth
+        });
         if existed && !replace {
             return Err(Refusal::already_exists(format!(
                 "upstream `{id}` already exists; remove it first or pass --replace"
@@ -278,7 +292,7 @@ impl ControlState {
                 entry.description = d.clone();
             }
         }
-        if config.oauth_grant_secret().is_none() {
+        if config.oauth_grant_secret().is_none() || reauthorize {
             // Settings that no longer take a person's grant: the grants go.
             self.drop_grants_of(&id);
         }

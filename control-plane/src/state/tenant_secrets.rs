@@ -14,6 +14,13 @@ use crate::{
     outcome::{OAuthGrantChanged, Refusal, SecretChanged},
 };
 
+/// The refusal of a renewal's write to a grant that changed meanwhile.
+fn changed_meanwhile(tenant: &str, upstream: &str) -> Refusal {
+    Refusal::invalid(format!(
+        "tenant `{tenant}`'s OAuth grant of upstream `{upstream}` changed while it was being renewed (granted again or dropped); the renewal is discarded"
+    ))
+}
+
 /// The refusal of an operator's write to a name the control plane keeps.
 fn reserved(name: &str) -> Option<Refusal> {
     name.starts_with(OAUTH_GRANT_SECRET_PREFIX).then(|| {
@@ -124,6 +131,7 @@ impl ControlState {
             upstream,
             record,
             access,
+            replaces,
         } = put;
         if !self.tenants.contains_key(tenant) {
             return Err(self.unknown_tenant(tenant));
@@ -146,6 +154,10 @@ impl ControlState {
                 .map_err(|e| Refusal::invalid(format!("sealed OAuth grant: {e}")))?;
         }
         let grants = self.oauth_grants.entry(tenant.clone()).or_default();
+        let current = grants.get(upstream).map(|b| b.updated_ms);
+        if replaces.is_some() && *replaces != current {
+            return Err(changed_meanwhile(tenant, upstream));
+        }
         let mut record = record.clone();
         let before = grants.get(upstream).map(|b| b.granted_ms);
         record.granted_ms = before.unwrap_or(at);
@@ -175,13 +187,19 @@ impl ControlState {
 
     pub(super) fn drop_oauth_grant(
         &mut self,
-        tenant: &str,
-        upstream: &str,
+        (tenant, upstream): (&str, &str),
+        if_updated_ms: Option<u64>,
         at: u64,
         actor: &str,
     ) -> Result<OAuthGrantChanged, Refusal> {
         if !self.tenants.contains_key(tenant) {
             return Err(self.unknown_tenant(tenant));
+        }
+        let current = (self.oauth_grants.get(tenant))
+            .and_then(|grants| grants.get(upstream))
+            .map(|g| g.updated_ms);
+        if if_updated_ms.is_some() && if_updated_ms != current {
+            return Err(changed_meanwhile(tenant, upstream));
         }
         let dropped = self
             .oauth_grants
@@ -372,6 +390,7 @@ mod tests {
                     updated_ms: 0,
                 },
                 access: sealed(),
+                replaces: None,
             }),
         }
     }
@@ -449,6 +468,41 @@ mod tests {
                 id: "tracker".into(),
             },
         );
+        assert!(state.oauth_grants.is_empty() && state.secrets.is_empty());
+        // A renewal of a grant that changed meanwhile is discarded; so is
+        // the drop of a renewal that failed.
+        add_upstream(&mut state, "tracker", OAuthGrant::AuthorizationCode);
+        apply(&mut state, put_grant("acme", "tracker"));
+        let updated = state.oauth_grants["acme"]["tracker"].updated_ms;
+        let Command::PutOAuthGrant { mut grant } = put_grant("acme", "tracker") else {
+            unreachable!()
+        };
+        grant.replaces = Some(updated - 1);
+        let stale = apply(&mut state, Command::PutOAuthGrant { grant });
+        assert!(matches!(stale, Outcome::Refused { .. }), "{stale:?}");
+        let stale_drop = Command::DropOAuthGrant {
+            tenant: "acme".into(),
+            upstream: "tracker".into(),
+            if_updated_ms: Some(updated - 1),
+        };
+        assert!(matches!(
+            apply(&mut state, stale_drop),
+            Outcome::Refused { .. }
+        ));
+        assert!(state.oauth_grants["acme"].contains_key("tracker"));
+        // Another URL voids tokens granted for the old one.
+        let mut moved = state.upstreams["tracker"].config.clone();
+        moved.transport = quiver_proto::upstream_config::UpstreamConfig::http(
+            "tracker",
+            "https://elsewhere.example/mcp",
+        )
+        .transport;
+        let put = Command::PutUpstream {
+            upstream: moved,
+            quarantine: false,
+            replace: true,
+        };
+        assert!(matches!(apply(&mut state, put), Outcome::Applied { .. }));
         assert!(state.oauth_grants.is_empty() && state.secrets.is_empty());
         // A snapshot keeps grants; deleting the tenant drops them.
         add_upstream(&mut state, "tracker", OAuthGrant::AuthorizationCode);

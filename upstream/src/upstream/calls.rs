@@ -538,16 +538,23 @@ impl Upstream {
             }
         };
         if challenge.contains("insufficient_scope") {
-            let asked = crate::oauth::challenge_scope(challenge).unwrap_or_default();
-            let step_up = match self.config.acts_for_caller() {
-                true => again,
-                false => asked.split_whitespace().fold(again, |command, scope| {
-                    format!("{} --scope {scope}`", command.trim_end_matches('`'))
-                }),
-            };
-            return Err(format!(
-                "it asks for more scope (`{asked}`) than tenant `{tenant}` granted; {step_up}"
-            ));
+            let asked = crate::oauth::challenge_scope(challenge)
+                .map(|scope| format!(" (`{scope}`)"))
+                .unwrap_or_default();
+            let scopes = crate::oauth::challenge_scope(challenge).unwrap_or_default();
+            return Err(match self.config.acts_for_caller() {
+                true => format!(
+                    "it asks for more scope{asked} than the token exchanged for the caller carries; add it to the upstream's `oauth.scopes` if the caller's own token allows it"
+                ),
+                false => {
+                    let step_up = scopes.split_whitespace().fold(again, |command, scope| {
+                        format!("{} --scope {scope}`", command.trim_end_matches('`'))
+                    });
+                    format!(
+                        "it asks for more scope{asked} than tenant `{tenant}` granted; {step_up}"
+                    )
+                }
+            });
         }
         if *grants > 0 {
             return Err(format!(
