@@ -17,6 +17,7 @@ use quiver_proto::{secret_value::SecretValue, upstream_config::UpstreamOAuth};
 
 use crate::{
     oauth_grant::exchange_token,
+    status::now_ms,
     tenant_credentials::{GrantRefresher, SecretError, SecretSlot, TenantSecretSource},
 };
 
@@ -66,12 +67,6 @@ pub(crate) struct CallerToken {
     subject: Mutex<Option<SecretValue>>,
     current: tokio::sync::Mutex<Option<Current>>,
     versions: AtomicU64,
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl CallerToken {

@@ -387,9 +387,7 @@ pub async fn exchange_token(
         .as_str()
         .filter(|t| !t.is_empty())
         .ok_or_else(|| GrantError::Flow("the token exchange answered no access_token".into()))?;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let now_ms = crate::status::now_ms();
     Ok(ExchangedToken {
         token: SecretValue::new(token.to_string()),
         expires_at_ms: body["expires_in"].as_u64().map(|s| now_ms + s * 1000),

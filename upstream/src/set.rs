@@ -146,7 +146,16 @@ impl UpstreamSet {
     /// first call. A tenant lacking one of the upstream's secrets is refused
     /// here, before anything is made or sent.
     pub fn for_tenant(&self, id: &str, tenant: &str) -> Result<Arc<Upstream>, UpstreamError> {
-        let upstream = self.get(id)?;
+        self.tenant_connection(self.get(id)?, id, tenant)
+    }
+
+    /// [`UpstreamSet::for_tenant`] for `upstream` (the set's entry `id`).
+    fn tenant_connection(
+        &self,
+        upstream: Arc<Upstream>,
+        id: &str,
+        tenant: &str,
+    ) -> Result<Arc<Upstream>, UpstreamError> {
         let Some(credentials) = upstream.credentials() else {
             return Ok(upstream);
         };
@@ -210,7 +219,7 @@ impl UpstreamSet {
         let (Some(settings), true, quiver_proto::upstream_config::Transport::Http { url, .. }) =
             (&config.oauth, config.acts_for_caller(), &config.transport)
         else {
-            return self.for_tenant(id, tenant);
+            return self.tenant_connection(upstream.clone(), id, tenant);
         };
         let Some(subject) = subject_token else {
             return Err(UpstreamError::CredentialsUnavailable {

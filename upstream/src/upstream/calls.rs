@@ -529,36 +529,39 @@ impl Upstream {
             .as_ref()
             .map(|stamp| stamp.tenant().to_string())
             .ok_or("no tenant holds a grant")?;
-        let again = match self.config.acts_for_caller() {
+        // What to do next, with `flags` added to the authorize command.
+        let again = |flags: &str| match self.config.acts_for_caller() {
             true => "the caller's own token may lack what the exchange needs".to_string(),
-            false => {
-                format!(
-                    "authorize again with `quiver ctl upstream authorize {id} --tenant {tenant}`"
-                )
-            }
+            false => format!(
+                "authorize again with `quiver ctl upstream authorize {id} --tenant {tenant}{flags}`"
+            ),
         };
         if challenge.contains("insufficient_scope") {
-            let asked = crate::oauth::challenge_scope(challenge)
-                .map(|scope| format!(" (`{scope}`)"))
-                .unwrap_or_default();
             let scopes = crate::oauth::challenge_scope(challenge).unwrap_or_default();
+            let asked = match scopes {
+                "" => String::new(),
+                scopes => format!(" (`{scopes}`)"),
+            };
             return Err(match self.config.acts_for_caller() {
                 true => format!(
                     "it asks for more scope{asked} than the token exchanged for the caller carries; add it to the upstream's `oauth.scopes` if the caller's own token allows it"
                 ),
                 false => {
-                    let step_up = scopes.split_whitespace().fold(again, |command, scope| {
-                        format!("{} --scope {scope}`", command.trim_end_matches('`'))
-                    });
+                    let flags: String = scopes
+                        .split_whitespace()
+                        .map(|scope| format!(" --scope {scope}"))
+                        .collect();
                     format!(
-                        "it asks for more scope{asked} than tenant `{tenant}` granted; {step_up}"
+                        "it asks for more scope{asked} than tenant `{tenant}` granted; {}",
+                        again(&flags)
                     )
                 }
             });
         }
         if *grants > 0 {
             return Err(format!(
-                "it refused tenant `{tenant}`'s renewed token too ({challenge}); {again}"
+                "it refused tenant `{tenant}`'s renewed token too ({challenge}); {}",
+                again("")
             ));
         }
         *grants += 1;
