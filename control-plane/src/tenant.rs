@@ -37,6 +37,9 @@ pub struct TenantPatch {
     /// See [`Tenant::audit_arguments`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_arguments: Option<bool>,
+    /// See [`Tenant::self_service_keys`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_service_keys: Option<bool>,
     /// See [`Tenant::validation`]: `schema`, `strict` or `off`; `Some("")`
     /// goes back to each server's own level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,6 +157,7 @@ impl TenantPatch {
             rate_limit_per_minute: None,
             tool_rate_limits: BTreeMap::new(),
             audit_arguments: false,
+            self_service_keys: false,
             stash_bytes: None,
             stash_keys: None,
             task_wall_ms: None,
@@ -210,6 +214,9 @@ impl TenantPatch {
         }
         if let Some(audit) = patch.audit_arguments {
             tenant.audit_arguments = audit;
+        }
+        if let Some(keys) = patch.self_service_keys {
+            tenant.self_service_keys = keys;
         }
         for (glob, limit) in patch.tool_rate_limits.iter().flatten() {
             if *limit == 0 {

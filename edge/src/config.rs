@@ -92,6 +92,9 @@ pub struct EdgeConfig {
     /// Tasks (SEP-2663) for clients that take them, `[edge.tasks]`.
     #[serde(default)]
     pub tasks: TasksConfig,
+    /// The web console at `/console`, `[edge.console]`.
+    #[serde(default)]
+    pub console: crate::console::ConsoleConfig,
 }
 
 /// `[edge.tasks]`: when a call of a client that takes tasks becomes one, and
@@ -220,6 +223,7 @@ impl Default for EdgeConfig {
             search_signal_flush_secs: default_signal_flush_secs(),
             session_idle_secs: default_session_idle_secs(),
             tasks: TasksConfig::default(),
+            console: crate::console::ConsoleConfig::default(),
         }
     }
 }

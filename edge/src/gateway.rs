@@ -53,6 +53,8 @@ pub struct Gateway {
     /// Where `/oauth/callback` relays the people coming back from an
     /// upstream's authorization server (the control plane).
     grant_callback: crate::oauth_callback::CallbackSlot,
+    /// What the web console asks the control plane, and the operator token.
+    console: crate::console::ConsoleSlot,
 }
 
 /// One subscription to an upstream resource.
@@ -136,6 +138,7 @@ impl Gateway {
             sessions: Arc::default(),
             session_records: std::sync::OnceLock::new(),
             grant_callback: Arc::default(),
+            console: Arc::default(),
         });
         // Resource updates reach the sessions that subscribed, and listeners.
         if let Some(mut updates) = gateway.dispatch.resource_updates() {
@@ -428,6 +431,16 @@ impl Gateway {
     /// Relays `/oauth/callback` to `sink` (set once).
     pub fn relay_grant_callbacks_to(&self, sink: Arc<dyn crate::oauth_callback::GrantCallback>) {
         let _ = self.grant_callback.set(sink);
+    }
+
+    /// Links the web console to the control plane (set once).
+    pub fn link_console(&self, link: crate::console::ConsoleLink) {
+        let _ = self.console.set(link);
+    }
+
+    /// The console's link, once set.
+    pub(crate) fn console_slot(&self) -> crate::console::ConsoleSlot {
+        self.console.clone()
     }
 
     /// Where `/oauth/callback` is relayed, once set.

@@ -107,6 +107,10 @@ pub fn router(
         .merge(access::metadata_routes(gateway.clone()))
         .merge(crate::oauth_callback::routes(gateway.grant_callback()));
     let status_gateway = gateway.clone();
+    let router = router.merge(crate::console::routes(
+        gateway.clone(),
+        operator_hosts.clone(),
+    ));
     let router = search_signal_routes(router, operator_hosts);
     let probes = if gateway.config().auth == crate::auth::AuthMode::None {
         health.routes()

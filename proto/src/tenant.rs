@@ -62,6 +62,10 @@ pub struct Tenant {
     /// only their SHA-256).
     #[serde(default)]
     pub audit_arguments: bool,
+    /// Whether the tenant may issue and revoke its own API keys (in the web
+    /// console, signed in with one of its keys or tokens); operators always can.
+    #[serde(default)]
+    pub self_service_keys: bool,
     /// Bytes of stashed values the tenant may keep (on each executor, and
     /// across the fleet with etcd-backed stashes); `None`: the executor's
     /// default share of its capacity.
@@ -340,6 +344,7 @@ mod tests {
             rate_limit_per_minute: None,
             tool_rate_limits: BTreeMap::new(),
             audit_arguments: false,
+            self_service_keys: false,
             stash_bytes: None,
             stash_keys: None,
             task_wall_ms: None,

@@ -215,6 +215,28 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         (None, None) => health,
     };
     let admin = readiness::open_admin(config.edge.admin_listen, None, &health, &shutdown).await?;
+    let console_line = if config.edge.console.enabled {
+        let (token_file, digest) = match &config.edge.console.operator_token_file {
+            Some(file) => (
+                file.clone(),
+                quiver_edge::console::read_operator_token(file).map_err(anyhow::Error::msg)?,
+            ),
+            None => super::console_link::dev_operator_token(&config.control_plane.data)?,
+        };
+        gateway.link_console(quiver_edge::console::ConsoleLink {
+            backend: Arc::new(super::console_link::ConsoleAdmin::Node(
+                control_plane.clone(),
+            )),
+            operator_token_sha256: Some(digest),
+            metrics: super::console_link::metrics_links(&admin, config.edge.auth),
+        });
+        format!(
+            "; console /console/ (operator token in {})",
+            token_file.display()
+        )
+    } else {
+        String::new()
+    };
     reported_health.set(health.clone(), admin.clone());
     reported_health
         .reported(std::time::Duration::from_secs(2))
@@ -262,7 +284,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         };
         let stop = stop_signal();
         println!(
-            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}{}; search {}; upstreams: {registry}",
+            "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}{}{console_line}; search {}; upstreams: {registry}",
             manifest.tools.len(),
             manifest.servers.len(),
             config.edge.default_mode,

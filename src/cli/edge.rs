@@ -276,6 +276,22 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     )
     .await?;
     reported_health.set(health.clone(), admin.clone());
+    if config.edge.console.enabled && !args.control_plane.is_empty() {
+        let operator_token_sha256 = match &config.edge.console.operator_token_file {
+            Some(file) => {
+                Some(quiver_edge::console::read_operator_token(file).map_err(anyhow::Error::msg)?)
+            }
+            None => None,
+        };
+        gateway.link_console(quiver_edge::console::ConsoleLink {
+            backend: Arc::new(super::console_link::ConsoleAdmin::client(
+                args.control_plane.clone(),
+                control_plane_tls.clone(),
+            )),
+            operator_token_sha256,
+            metrics: super::console_link::metrics_links(&admin, config.edge.auth),
+        });
+    }
     reported_health
         .reported(std::time::Duration::from_secs(2))
         .await;

@@ -17,6 +17,7 @@ pub mod bench_tenants;
 pub mod cluster_key;
 pub mod completions;
 pub mod conformance_client;
+mod console_link;
 pub mod control_plane;
 pub mod ctl;
 pub mod dev;

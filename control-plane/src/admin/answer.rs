@@ -360,6 +360,9 @@ pub struct PublicTenant {
     /// See [`Tenant::audit_arguments`].
     #[serde(default)]
     pub audit_arguments: bool,
+    /// See [`Tenant::self_service_keys`].
+    #[serde(default)]
+    pub self_service_keys: bool,
     /// See [`Tenant::validation`].
     #[serde(default)]
     pub validation: Option<ValidationMode>,
@@ -399,6 +402,7 @@ impl From<&Tenant> for PublicTenant {
             rate_limit_per_minute: t.rate_limit_per_minute,
             tool_rate_limits: t.tool_rate_limits.clone(),
             audit_arguments: t.audit_arguments,
+            self_service_keys: t.self_service_keys,
             validation: t.validation,
             stash_bytes: t.stash_bytes,
             stash_keys: t.stash_keys,

@@ -394,6 +394,9 @@ pub(crate) struct TenantFlags {
     /// Keep calls' arguments in audit records (by default only their SHA-256).
     #[arg(long)]
     pub(crate) audit_arguments: Option<bool>,
+    /// Let the tenant issue and revoke its own API keys in the web console.
+    #[arg(long)]
+    pub(crate) self_service_keys: Option<bool>,
     /// Bytes of stashed values the tenant may keep, per executor and, with
     /// etcd-backed stashes, across the fleet: a number with an optional unit
     /// (`64MiB`, `512KiB`, `1GiB`); 0 goes back to the executor's default

@@ -281,6 +281,7 @@ fn patch_of(flags: TenantFlags) -> anyhow::Result<TenantPatch> {
         rate_limit_per_minute: flags.rate_limit,
         tool_rate_limits,
         audit_arguments: flags.audit_arguments,
+        self_service_keys: flags.self_service_keys,
         validation: flags.validation,
         hold_findings: flags.hold_findings,
         stash_bytes: flags.stash_bytes,

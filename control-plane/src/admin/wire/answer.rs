@@ -101,7 +101,7 @@ message!(FindingsReport => pb::FindingsReport { tools });
 message!(KeySummary => pb::KeySummary { key_id, created_ms });
 message!(PublicTenant => pb::PublicTenant {
     id, display_name, mode, servers, tools, tags, rate_limit_per_minute, tool_rate_limits,
-    audit_arguments, validation, stash_bytes, hold_findings, stash_keys, task_wall_ms,
+    audit_arguments, self_service_keys, validation, stash_bytes, hold_findings, stash_keys, task_wall_ms,
     budget, prices, keys, created_ms, updated_ms,
 });
 message!(IssuedKey => pb::IssuedKey { tenant, key_id, key });

@@ -134,6 +134,7 @@ impl Message for TenantPatch {
                 per_minute: limits.to_field(),
             }),
             audit_arguments: self.audit_arguments,
+            self_service_keys: self.self_service_keys,
             validation: self.validation.clone(),
             hold_findings: self.hold_findings.clone(),
             stash_bytes: self.stash_bytes,
@@ -157,6 +158,7 @@ impl Message for TenantPatch {
                 .tool_rate_limits
                 .map(|l| l.per_minute.into_iter().collect()),
             audit_arguments: pb.audit_arguments,
+            self_service_keys: pb.self_service_keys,
             validation: pb.validation,
             hold_findings: pb.hold_findings,
             stash_bytes: pb.stash_bytes,

@@ -45,6 +45,7 @@ fn patch() -> TenantPatch {
         rate_limit_per_minute: Some(60),
         tool_rate_limits: Some(BTreeMap::from([("gh/*".into(), 5)])),
         audit_arguments: Some(true),
+        self_service_keys: Some(true),
         validation: Some(String::new()),
         hold_findings: Some("medium".into()),
         stash_bytes: Some(1 << 20),

@@ -1,0 +1,385 @@
+//! What every console request goes through: the Host check, the security
+//! headers, the session cookie and CSRF token, and the re-authentication
+//! of a tenant's credential; plus sign-in and sign-out.
+
+use std::sync::Arc;
+
+use axum::{
+    Json,
+    extract::{Request, State},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use quiver_proto::secret_value::SecretValue;
+use quiver_view::ToolView;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    Console, ConsoleCall, ConsoleLink,
+    session::{self, CSRF_HEADER, Session, SignedIn},
+};
+use crate::auth::{AuthMode, AuthRefusal, Principal};
+
+/// The console's Content-Security-Policy: its own scripts, styles and
+/// requests only; nothing inline, nothing framed.
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// What a signed-out request is told.
+const SIGN_IN: &str = "sign in first";
+
+/// An error answer: `{"error": message}` with a status.
+#[derive(Debug)]
+pub(crate) struct ApiError(pub(crate) StatusCode, pub(crate) String);
+
+impl ApiError {
+    pub(crate) fn bad(message: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::BAD_REQUEST, message.into())
+    }
+    pub(crate) fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::FORBIDDEN, message.into())
+    }
+    fn signed_out() -> ApiError {
+        ApiError(StatusCode::UNAUTHORIZED, SIGN_IN.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+/// A handler's answer.
+pub(crate) type Answer = Result<Json<Value>, ApiError>;
+
+/// Who a request comes from.
+pub(crate) enum Caller {
+    /// A tenant, authenticated now, and what it sees now.
+    Tenant(Principal, Arc<ToolView>),
+    /// The operator.
+    Operator,
+}
+
+/// Middleware over every console route: refuses a `Host` the edge does not
+/// answer to (DNS rebinding) and sets the security headers.
+pub(crate) async fn guard(
+    State(console): State<Arc<Console>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !console
+        .hosts
+        .iter()
+        .any(|allowed| allowed.eq_ignore_ascii_case(host))
+    {
+        return ApiError(
+            StatusCode::FORBIDDEN,
+            format!("host `{host}` is not served here"),
+        )
+        .into_response();
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+impl Console {
+    /// The link to the control plane, or the answer saying there is none.
+    pub(crate) fn link(&self) -> Result<&ConsoleLink, ApiError> {
+        self.link.get().ok_or_else(|| {
+            ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this edge follows no control plane, so usage, audit, keys and findings are not available here".into(),
+            )
+        })
+    }
+
+    /// Asks the control plane.
+    pub(crate) async fn ask(&self, call: ConsoleCall) -> Answer {
+        let link = self.link()?;
+        link.backend
+            .call(call)
+            .await
+            .map(Json)
+            .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e))
+    }
+
+    /// The session of a request, checking its CSRF token and origin when it
+    /// changes something.
+    fn session(&self, method: &Method, headers: &HeaderMap) -> Result<(String, Session), ApiError> {
+        let id = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|h| h.to_str().ok())
+            .find_map(|h| session::cookie_value(h, session::COOKIE))
+            .ok_or_else(ApiError::signed_out)?;
+        let session = self.sessions.get(id).ok_or_else(ApiError::signed_out)?;
+        if method != Method::GET && method != Method::HEAD {
+            same_origin(headers)?;
+            let sent = headers
+                .get(CSRF_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            if !session::same(sent, &session.csrf) {
+                return Err(ApiError::forbidden(format!(
+                    "missing or wrong {CSRF_HEADER} header; reload the console"
+                )));
+            }
+        }
+        Ok((id.to_string(), session))
+    }
+
+    /// Who sent the request, authenticated now.
+    pub(crate) async fn caller(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<Caller, ApiError> {
+        let (id, session) = self.session(method, headers)?;
+        match session.who {
+            SignedIn::Operator => {
+                // The token may have been taken away since (none linked).
+                match self.link.get().and_then(|l| l.operator_token_sha256) {
+                    Some(_) => Ok(Caller::Operator),
+                    None => Err(ApiError::signed_out()),
+                }
+            }
+            SignedIn::Tenant(credential) => {
+                let principal = match credential {
+                    None if self.gateway.config().auth == AuthMode::None => Principal::anonymous(),
+                    None => Err(ApiError::signed_out())?,
+                    Some(credential) => {
+                        match self.gateway.authenticate(credential.expose()).await {
+                            Ok(principal) => principal,
+                            Err(_) => {
+                                self.sessions.end(&id);
+                                return Err(ApiError::signed_out());
+                            }
+                        }
+                    }
+                };
+                let view = self.gateway.view_for(&principal).ok_or_else(|| {
+                    self.sessions.end(&id);
+                    ApiError::signed_out()
+                })?;
+                Ok(Caller::Tenant(principal, view))
+            }
+        }
+    }
+
+    /// The signed-in tenant, or 403 for the operator.
+    pub(crate) async fn tenant(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<(Principal, Arc<ToolView>), ApiError> {
+        match self.caller(method, headers).await? {
+            Caller::Tenant(principal, view) => Ok((principal, view)),
+            Caller::Operator => Err(ApiError::forbidden(
+                "the operator has no tenant view; sign in with a tenant's API key or token",
+            )),
+        }
+    }
+
+    /// Nothing, or 403 when the caller is not the operator.
+    pub(crate) async fn operator(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<(), ApiError> {
+        match self.caller(method, headers).await? {
+            Caller::Operator => Ok(()),
+            Caller::Tenant(..) => Err(ApiError::forbidden("operators only")),
+        }
+    }
+}
+
+/// A request that changes something must come from the console's own
+/// origin: its `Origin` (which browsers send on every such request), when
+/// present, names the `Host` it was sent to.
+fn same_origin(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest);
+    match (origin_host, host) {
+        (Some(o), Some(h)) if o.eq_ignore_ascii_case(h) => Ok(()),
+        _ => Err(ApiError::forbidden("cross-origin request refused")),
+    }
+}
+
+/// A sign-in.
+#[derive(Deserialize)]
+pub(crate) struct SignIn {
+    /// `tenant` (the default) or `operator`.
+    #[serde(default)]
+    role: Option<String>,
+    /// An API key or access token; the operator token; empty for the
+    /// anonymous tenant of an edge that authenticates nobody.
+    #[serde(default)]
+    credential: String,
+}
+
+/// `POST /console/api/session`: checks the credential with the same code MCP
+/// uses and starts a session.
+pub(crate) async fn sign_in(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Json(sign_in): Json<SignIn>,
+) -> Response {
+    match start(&console, &headers, sign_in).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn start(
+    console: &Console,
+    headers: &HeaderMap,
+    sign_in: SignIn,
+) -> Result<Response, ApiError> {
+    same_origin(headers)?;
+    let credential = sign_in.credential.trim().to_string();
+    let who = match sign_in.role.as_deref().unwrap_or("tenant") {
+        "operator" => {
+            let expected = console.link.get().and_then(|l| l.operator_token_sha256);
+            let Some(expected) = expected else {
+                return Err(ApiError::forbidden(
+                    "this edge has no operator token: set [edge.console] operator_token_file",
+                ));
+            };
+            let given = super::operator_digest(&credential);
+            if !session::same_bytes(&given, &expected) {
+                tracing::info!("console: refused an operator sign-in");
+                return Err(ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "wrong operator token".into(),
+                ));
+            }
+            SignedIn::Operator
+        }
+        "tenant" if credential.is_empty() => {
+            if console.gateway.config().auth != AuthMode::None {
+                return Err(ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "enter an API key or an access token".into(),
+                ));
+            }
+            SignedIn::Tenant(None)
+        }
+        "tenant" => match console.gateway.authenticate(&credential).await {
+            Ok(_) => SignedIn::Tenant(Some(SecretValue::new(credential))),
+            Err(refusal) => {
+                if let AuthRefusal::Invalid { reason } = &refusal {
+                    tracing::info!("console: refused a credential: {reason}");
+                }
+                let message = match refusal {
+                    AuthRefusal::InsufficientScope { .. } => {
+                        "the access token lacks a scope this edge requires"
+                    }
+                    _ => "unknown, revoked or expired credential",
+                };
+                return Err(ApiError(StatusCode::UNAUTHORIZED, message.into()));
+            }
+        },
+        other => {
+            return Err(ApiError::bad(format!(
+                "role `{other}`: expected tenant or operator"
+            )));
+        }
+    };
+    let (id, session) = console.sessions.begin(who);
+    let mut response = Json(json!({ "csrf": session.csrf })).into_response();
+    let cookie = session::set_cookie(&id, console.secure_cookie);
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).expect("cookie is ASCII"),
+    );
+    Ok(response)
+}
+
+/// `GET /console/api/session`: who is signed in, and what the console may
+/// offer them.
+pub(crate) async fn me(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    let (_, session) = console.session(&method, &headers)?;
+    let linked = console.link.get();
+    let metrics = linked.map(|l| l.metrics.clone()).unwrap_or_default();
+    match console.caller(&method, &headers).await? {
+        Caller::Operator => Ok(Json(json!({
+            "role": "operator",
+            "csrf": session.csrf,
+            "linked": linked.is_some(),
+            "metrics": metrics,
+        }))),
+        Caller::Tenant(principal, view) => {
+            let tenants = console.gateway.views();
+            let tenant = tenants.tenants().get(&principal.tenant);
+            let mode = tenant
+                .and_then(|t| t.mode)
+                .unwrap_or(console.gateway.config().default_mode);
+            Ok(Json(json!({
+                "role": "tenant",
+                "csrf": session.csrf,
+                "tenant": &*principal.tenant,
+                "who": principal.who(),
+                "mode": mode.to_string(),
+                "tools": view.len(),
+                "manifest_version": view.manifest().version,
+                "scripts": console.gateway.scripts().is_some(),
+                "self_service_keys": tenant.is_some_and(|t| t.self_service_keys) && linked.is_some(),
+                "linked": linked.is_some(),
+            })))
+        }
+    }
+}
+
+/// `DELETE /console/api/session`: signs out.
+pub(crate) async fn sign_out(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    match console.session(&method, &headers) {
+        Ok((id, _)) => console.sessions.end(&id),
+        Err(e) => return e.into_response(),
+    }
+    let mut response = Json(json!({ "signed_out": true })).into_response();
+    let cookie = session::set_cookie("", console.secure_cookie);
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).expect("cookie is ASCII"),
+    );
+    response
+}
+
+/// Any other `/console/api/…` path.
+pub(crate) async fn not_found() -> ApiError {
+    ApiError(StatusCode::NOT_FOUND, "no such console API".into())
+}

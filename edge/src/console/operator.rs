@@ -1,0 +1,167 @@
+//! The operator's console API: tenants and their usage and audit,
+//! upstreams, drift and quarantined changes (with approve), findings,
+//! grants and cluster health. Each answer is the control plane's, as
+//! `quiver ctl -o json` prints it.
+
+use std::sync::Arc;
+
+use axum::{
+    Json,
+    extract::{Query, State},
+    http::{HeaderMap, Method},
+};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{
+    Console, ConsoleCall,
+    api::{Answer, ApiError},
+    tenant::{AuditFilter, filtered},
+};
+
+/// A read-only operator request answered by `call`.
+async fn read(
+    console: &Console,
+    method: &Method,
+    headers: &HeaderMap,
+    call: ConsoleCall,
+) -> Answer {
+    console.operator(method, headers).await?;
+    console.ask(call).await
+}
+
+/// `GET /console/api/op/tenants`.
+pub(crate) async fn tenants(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    read(&console, &method, &headers, ConsoleCall::Tenants).await
+}
+
+/// `GET /console/api/op/upstreams`.
+pub(crate) async fn upstreams(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    read(&console, &method, &headers, ConsoleCall::Upstreams).await
+}
+
+/// `GET /console/api/op/drift`.
+pub(crate) async fn drift(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    read(&console, &method, &headers, ConsoleCall::Drift).await
+}
+
+/// `GET /console/api/op/findings`.
+pub(crate) async fn findings(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    read(&console, &method, &headers, ConsoleCall::Findings).await
+}
+
+/// `GET /console/api/op/cluster`: members, leader and every node's stub hash.
+pub(crate) async fn cluster(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    read(&console, &method, &headers, ConsoleCall::ClusterStatus).await
+}
+
+/// `GET /console/api/op/grants`.
+pub(crate) async fn grants(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    read(&console, &method, &headers, ConsoleCall::Grants).await
+}
+
+/// Which tenant.
+#[derive(Deserialize)]
+pub(crate) struct TenantQuery {
+    tenant: String,
+}
+
+/// `GET /console/api/op/usage?tenant=`.
+pub(crate) async fn usage(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Query(query): Query<TenantQuery>,
+) -> Answer {
+    read(
+        &console,
+        &method,
+        &headers,
+        ConsoleCall::Usage {
+            tenant: query.tenant,
+        },
+    )
+    .await
+}
+
+/// The query of `GET /console/api/op/audit`.
+#[derive(Deserialize)]
+pub(crate) struct OperatorAudit {
+    /// Only this tenant's (all when empty).
+    #[serde(default)]
+    tenant: String,
+    #[serde(flatten)]
+    filter: AuditFilter,
+}
+
+/// `GET /console/api/op/audit?tenant=&tool=&outcome=&kind=&since=`.
+pub(crate) async fn audit(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Query(query): Query<OperatorAudit>,
+) -> Answer {
+    console.operator(&method, &headers).await?;
+    let Json(answer) = console
+        .ask(ConsoleCall::Audit {
+            tenant: (!query.tenant.is_empty()).then_some(query.tenant.clone()),
+            since_ms: query.filter.since(),
+            limit: 1_000,
+        })
+        .await?;
+    let records = answer.as_array().cloned().unwrap_or_default();
+    Ok(Json(json!({ "records": filtered(records, &query.filter) })))
+}
+
+/// An approval.
+#[derive(Deserialize)]
+pub(crate) struct Approve {
+    id: String,
+    #[serde(default)]
+    tool: Option<String>,
+}
+
+/// `POST /console/api/op/approve`: accepts an upstream's quarantined
+/// changes (or serves one held-back tool), as `quiver ctl upstream approve`.
+pub(crate) async fn approve(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Json(approve): Json<Approve>,
+) -> Answer {
+    console.operator(&method, &headers).await?;
+    if approve.id.trim().is_empty() {
+        return Err(ApiError::bad("name the upstream to approve"));
+    }
+    let tool = approve.tool.filter(|t| !t.trim().is_empty());
+    console
+        .ask(ConsoleCall::Approve {
+            id: approve.id,
+            tool,
+        })
+        .await
+}

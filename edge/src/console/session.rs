@@ -1,0 +1,199 @@
+//! Console sign-ins: a random session id in an `HttpOnly`, `SameSite=Strict`
+//! cookie (`Secure` where the edge is reached over TLS), mapped in this
+//! edge's memory to the credential presented at sign-in and a CSRF token.
+//! The credential is checked again on every request with the same code MCP
+//! and gRPC use, so a revoked key or an expired token ends the session.
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use base64::Engine as _;
+use quiver_proto::secret_value::SecretValue;
+use ring::rand::{SecureRandom, SystemRandom};
+
+/// The cookie's name.
+pub(crate) const COOKIE: &str = "quiver_console";
+
+/// The header every request that changes something carries, equal to the
+/// session's CSRF token.
+pub(crate) const CSRF_HEADER: &str = "x-quiver-csrf";
+
+/// Most sessions one edge keeps; the oldest goes first past it.
+const MAX_SESSIONS: usize = 10_000;
+
+/// A session ends this long after it began, whatever its use.
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(12 * 3600);
+
+/// Who signed in.
+#[derive(Debug, Clone)]
+pub(crate) enum SignedIn {
+    /// A tenant, by the API key or access token it presented (checked
+    /// again on every request); `None` on an edge that authenticates
+    /// nobody, where the anonymous caller is the built-in tenant.
+    Tenant(Option<SecretValue>),
+    /// The operator, by the console's operator token.
+    Operator,
+}
+
+/// One session.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    /// Who it is.
+    pub(crate) who: SignedIn,
+    /// What requests that change something must echo in [`CSRF_HEADER`].
+    pub(crate) csrf: String,
+    began: Instant,
+    last: Instant,
+}
+
+/// The sessions of one edge's console.
+pub(crate) struct Sessions {
+    by_id: Mutex<HashMap<String, Session>>,
+    idle: Duration,
+    random: SystemRandom,
+}
+
+/// `bytes` random bytes, base64url without padding.
+pub(crate) fn random_token(random: &SystemRandom, bytes: usize) -> String {
+    let mut buffer = vec![0u8; bytes];
+    random
+        .fill(&mut buffer)
+        .expect("the system's random source answers");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buffer)
+}
+
+impl Sessions {
+    /// Sessions ending after `idle` without a request.
+    pub(crate) fn new(idle: Duration) -> Sessions {
+        Sessions {
+            by_id: Mutex::new(HashMap::new()),
+            idle,
+            random: SystemRandom::new(),
+        }
+    }
+
+    /// Starts a session for `who`: its id (the cookie's value) and itself.
+    pub(crate) fn begin(&self, who: SignedIn) -> (String, Session) {
+        let id = random_token(&self.random, 32);
+        let now = Instant::now();
+        let session = Session {
+            who,
+            csrf: random_token(&self.random, 24),
+            began: now,
+            last: now,
+        };
+        let mut sessions = self.by_id.lock().expect("console sessions");
+        self.expire(&mut sessions, now);
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.began)
+                .map(|(id, _)| id.clone())
+        {
+            sessions.remove(&oldest);
+        }
+        sessions.insert(id.clone(), session.clone());
+        (id, session)
+    }
+
+    /// The live session `id` names, its idle clock reset.
+    pub(crate) fn get(&self, id: &str) -> Option<Session> {
+        let now = Instant::now();
+        let mut sessions = self.by_id.lock().expect("console sessions");
+        let session = sessions.get_mut(id)?;
+        if self.ended(session, now) {
+            sessions.remove(id);
+            return None;
+        }
+        session.last = now;
+        Some(session.clone())
+    }
+
+    /// Ends session `id`.
+    pub(crate) fn end(&self, id: &str) {
+        self.by_id.lock().expect("console sessions").remove(id);
+    }
+
+    /// Sessions alive now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.lock().expect("console sessions").len()
+    }
+
+    fn ended(&self, session: &Session, now: Instant) -> bool {
+        now.duration_since(session.last) >= self.idle || now.duration_since(session.began) > MAX_AGE
+    }
+
+    fn expire(&self, sessions: &mut HashMap<String, Session>, now: Instant) {
+        sessions.retain(|_, s| !self.ended(s, now));
+    }
+}
+
+/// The value of `name` in a `Cookie` header.
+pub(crate) fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    header.split(';').find_map(|pair| {
+        let (key, value) = pair.trim().split_once('=')?;
+        (key == name).then_some(value)
+    })
+}
+
+/// The `Set-Cookie` value that keeps session `id` (an empty id and
+/// `Max-Age=0` clear it).
+pub(crate) fn set_cookie(id: &str, secure: bool) -> String {
+    let max_age = if id.is_empty() { 0 } else { MAX_AGE.as_secs() };
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
+}
+
+/// Whether two strings are equal, in time that does not depend on where
+/// they differ.
+pub(crate) fn same(a: &str, b: &str) -> bool {
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// Whether two byte strings are equal, likewise.
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_found_by_its_id_until_it_ends() {
+        let sessions = Sessions::new(Duration::from_secs(60));
+        let (id, session) = sessions.begin(SignedIn::Operator);
+        assert!(id.len() >= 43, "{id}");
+        let found = sessions.get(&id).expect("live");
+        assert_eq!(found.csrf, session.csrf);
+        assert!(sessions.get("not-an-id").is_none());
+        sessions.end(&id);
+        assert!(sessions.get(&id).is_none());
+        assert_eq!(sessions.len(), 0);
+    }
+
+    #[test]
+    fn an_idle_session_ends() {
+        let sessions = Sessions::new(Duration::ZERO);
+        let (id, _) = sessions.begin(SignedIn::Tenant(None));
+        assert!(sessions.get(&id).is_none());
+    }
+
+    #[test]
+    fn cookies_are_read_by_name_and_set_strictly() {
+        let header = "a=1; quiver_console=abc; b=2";
+        assert_eq!(cookie_value(header, COOKIE), Some("abc"));
+        assert_eq!(cookie_value("quiver_consolex=1", COOKIE), None);
+        let set = set_cookie("abc", true);
+        for part in ["HttpOnly", "SameSite=Strict", "Path=/console", "Secure"] {
+            assert!(set.contains(part), "{set}");
+        }
+        assert!(!set_cookie("abc", false).contains("Secure"));
+        assert!(set_cookie("", false).contains("Max-Age=0"));
+        assert!(same("abc", "abc") && !same("abc", "abd") && !same("abc", "ab"));
+    }
+}

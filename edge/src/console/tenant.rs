@@ -1,0 +1,475 @@
+//! The tenant's console API: its servers and tools (paged, and searched as
+//! the model searches them), a tool's TypeScript declaration, the script
+//! playground, its keys, usage, audit and findings. The tenant is always
+//! the signed-in one; nothing a page sends names another.
+
+use std::{collections::BTreeMap, sync::Arc, time::Instant};
+
+use axum::{
+    Json,
+    extract::{Query, State},
+    http::{HeaderMap, Method, StatusCode},
+};
+use quiver_contract::{ExecuteRequest, ScriptOutcome};
+use quiver_view::search_telemetry::SearchSurface;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Console, ConsoleCall,
+    api::{Answer, ApiError},
+};
+use crate::auth::Credential;
+
+/// Tools on one page, at most.
+const MAX_PAGE: usize = 200;
+
+/// Search answers, at most.
+const MAX_SEARCH: usize = 50;
+
+/// Longest description sent in a list (the whole one comes with the tool).
+const LIST_DESCRIPTION: usize = 240;
+
+/// Audit records fetched for the audit view and its charts.
+const AUDIT_LIMIT: u32 = 1_000;
+
+/// `GET /console/api/servers`: the servers the tenant sees, with how many
+/// of their tools.
+pub(crate) async fn servers(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    let (_, view) = console.tenant(&method, &headers).await?;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for tool in view.iter() {
+        *counts.entry(tool.tool.id.server.as_str()).or_default() += 1;
+    }
+    let servers: Vec<Value> = counts
+        .into_iter()
+        .map(|(server, tools)| json!({ "server": server, "tools": tools }))
+        .collect();
+    Ok(Json(json!({ "servers": servers })))
+}
+
+/// The query of `GET /console/api/tools`.
+#[derive(Deserialize)]
+pub(crate) struct ToolsQuery {
+    /// A search, ranked as the model's search ranks it.
+    #[serde(default)]
+    q: String,
+    /// Only this server's tools (listing only).
+    #[serde(default)]
+    server: String,
+    #[serde(default)]
+    offset: usize,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+fn short(text: &str) -> String {
+    match text.char_indices().nth(LIST_DESCRIPTION) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// `GET /console/api/tools?q=&server=&offset=&limit=`: a page of the
+/// tenant's tools, or the search's answers for `q`.
+pub(crate) async fn tools(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Query(query): Query<ToolsQuery>,
+) -> Answer {
+    let (principal, view) = console.tenant(&method, &headers).await?;
+    let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
+    if !query.q.trim().is_empty() {
+        let hits = view.search_results(
+            SearchSurface::Api,
+            &principal.tenant,
+            query.q.trim(),
+            limit.min(MAX_SEARCH),
+        );
+        let tools: Vec<Value> = hits
+            .into_iter()
+            .map(|(tool, hit)| {
+                json!({
+                    "name": hit.name,
+                    "server": hit.server,
+                    "tool": hit.tool,
+                    "score": hit.score,
+                    "description": short(&tool.tool.def.description),
+                    "signature": hit.signature,
+                })
+            })
+            .collect();
+        return Ok(Json(
+            json!({ "total": tools.len(), "offset": 0, "search": true, "tools": tools }),
+        ));
+    }
+    let server = query.server.trim();
+    let matching = view
+        .iter()
+        .filter(|t| server.is_empty() || t.tool.id.server == server);
+    let mut total = 0;
+    let mut tools = Vec::new();
+    for tool in matching {
+        if total >= query.offset && tools.len() < limit {
+            tools.push(json!({
+                "name": tool.tool.exposed_name,
+                "server": tool.tool.id.server,
+                "tool": tool.tool.id.tool,
+                "description": short(&tool.tool.def.description),
+                "signature": tool.tool.stub.signature,
+            }));
+        }
+        total += 1;
+    }
+    Ok(Json(
+        json!({ "total": total, "offset": query.offset, "search": false, "tools": tools }),
+    ))
+}
+
+/// The query of `GET /console/api/tool`.
+#[derive(Deserialize)]
+pub(crate) struct ToolQuery {
+    name: String,
+}
+
+/// `GET /console/api/tool?name=`: one tool with its TypeScript declaration
+/// and input schema (as `describe` gives them).
+pub(crate) async fn tool(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Query(query): Query<ToolQuery>,
+) -> Answer {
+    let (principal, view) = console.tenant(&method, &headers).await?;
+    let Some(tool) = view.resolve(&query.name) else {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no tool `{}` in your view", query.name),
+        ));
+    };
+    view.record_describe(&principal.tenant, tool);
+    Ok(Json(json!({
+        "name": tool.tool.exposed_name,
+        "server": tool.tool.id.server,
+        "tool": tool.tool.id.tool,
+        "description": tool.tool.def.description,
+        "declaration": tool.tool.stub.declaration,
+        "input_schema": tool.tool.def.input_schema,
+    })))
+}
+
+/// A script to run.
+#[derive(Deserialize)]
+pub(crate) struct Script {
+    code: String,
+}
+
+/// `POST /console/api/execute`: runs a script on the tenant's view, as the
+/// code mode's `execute` runs it (same executor, limits and audit).
+pub(crate) async fn execute(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Json(script): Json<Script>,
+) -> Answer {
+    let (principal, _) = console.tenant(&method, &headers).await?;
+    let Some(scripts) = console.gateway.scripts().cloned() else {
+        return Err(ApiError::forbidden("this edge runs no scripts"));
+    };
+    if script.code.trim().is_empty() {
+        return Err(ApiError::bad(
+            "write a script first, e.g. `return await tools.list()`",
+        ));
+    }
+    let started_ms = super::now_ms();
+    let started = Instant::now();
+    let session = format!("console-{}", uuid::Uuid::new_v4().simple());
+    let request = ExecuteRequest::new(&*principal.tenant, session, script.code.as_str())
+        .from_origin(console.gateway.origin_of(&principal));
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let outcome = scripts.execute(request, cancel, None).await;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let digest = quiver_proto::audit::script_digest(&script.code);
+    let answer = match outcome {
+        Ok(ScriptOutcome {
+            result,
+            error,
+            logs,
+            truncated,
+        }) => json!({
+            "result": result,
+            "error": error.map(|e| json!({ "kind": e.kind, "message": e.message, "line": e.line })),
+            "logs": logs,
+            "truncated": truncated,
+        }),
+        Err(e) => json!({
+            "result": null,
+            "error": { "kind": "unavailable", "message": e.to_string(), "line": null },
+            "logs": [],
+            "truncated": false,
+        }),
+    };
+    let mut answer = answer;
+    answer["script_sha256"] = json!(digest);
+    answer["started_ms"] = json!(started_ms);
+    answer["elapsed_ms"] = json!(elapsed_ms);
+    Ok(Json(answer))
+}
+
+/// The query of `GET /console/api/calls`.
+#[derive(Deserialize)]
+pub(crate) struct CallsQuery {
+    script: String,
+    since: u64,
+}
+
+/// `GET /console/api/calls?script=&since=`: the calls a playground run
+/// made, from the audit log (records arrive there within a couple of
+/// seconds of the run).
+pub(crate) async fn calls(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Query(query): Query<CallsQuery>,
+) -> Answer {
+    let (principal, _) = console.tenant(&method, &headers).await?;
+    let records = tenant_audit(
+        &console,
+        &principal.tenant,
+        Some(query.since.saturating_sub(1_000)),
+    )
+    .await?;
+    let caller = principal.who();
+    let calls: Vec<Value> = records
+        .into_iter()
+        .filter(|r| {
+            r["kind"] == "call"
+                && r["caller"] == caller.as_str()
+                && r["script_sha256"] == query.script.as_str()
+        })
+        .collect();
+    Ok(Json(json!({ "calls": calls })))
+}
+
+/// The tenant's audit records since `since_ms`.
+async fn tenant_audit(
+    console: &Console,
+    tenant: &str,
+    since_ms: Option<u64>,
+) -> Result<Vec<Value>, ApiError> {
+    let Json(answer) = console
+        .ask(ConsoleCall::Audit {
+            tenant: Some(tenant.to_string()),
+            since_ms,
+            limit: AUDIT_LIMIT,
+        })
+        .await?;
+    match answer {
+        Value::Array(records) => Ok(records),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// `GET /console/api/keys`: the tenant's key ids (never a key or a hash),
+/// the one this session uses marked.
+pub(crate) async fn keys(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    let (principal, _) = console.tenant(&method, &headers).await?;
+    let current = match &principal.credential {
+        Credential::ApiKey { key_id } => Some(key_id.clone()),
+        _ => None,
+    };
+    let views = console.gateway.views();
+    let tenant = views.tenants().get(&principal.tenant);
+    let keys: Vec<Value> = tenant
+        .into_iter()
+        .flat_map(|t| t.keys.iter())
+        .map(|(id, key)| {
+            json!({ "key_id": id, "created_ms": key.created_ms, "current": current.as_deref() == Some(id.as_str()) })
+        })
+        .collect();
+    Ok(Json(json!({
+        "keys": keys,
+        "self_service": tenant.is_some_and(|t| t.self_service_keys) && console.link.get().is_some(),
+    })))
+}
+
+/// The signed-in tenant, when its operator lets it manage its own keys.
+async fn key_manager(
+    console: &Console,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<crate::auth::Principal, ApiError> {
+    let (principal, _) = console.tenant(method, headers).await?;
+    let allowed = console
+        .gateway
+        .views()
+        .tenants()
+        .get(&principal.tenant)
+        .is_some_and(|t| t.self_service_keys);
+    if !allowed || principal.is_anonymous() {
+        return Err(ApiError::forbidden(format!(
+            "your operator manages your keys; ask them, or to let you: quiver ctl tenant update {} --self-service-keys true",
+            principal.tenant
+        )));
+    }
+    Ok(principal)
+}
+
+/// `POST /console/api/keys`: issues a key for the tenant (shown once).
+pub(crate) async fn issue_key(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    let principal = key_manager(&console, &method, &headers).await?;
+    console
+        .ask(ConsoleCall::KeyIssue {
+            tenant: principal.tenant.to_string(),
+        })
+        .await
+}
+
+/// A key to revoke.
+#[derive(Deserialize)]
+pub(crate) struct Revoke {
+    key_id: String,
+}
+
+/// `POST /console/api/keys/revoke`: revokes one of the tenant's keys (not
+/// the one this session uses).
+pub(crate) async fn revoke_key(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Json(revoke): Json<Revoke>,
+) -> Answer {
+    let principal = key_manager(&console, &method, &headers).await?;
+    if matches!(&principal.credential, Credential::ApiKey { key_id } if *key_id == revoke.key_id) {
+        return Err(ApiError::bad(
+            "this session uses that key: sign in with another key first, then revoke it",
+        ));
+    }
+    console
+        .ask(ConsoleCall::KeyRevoke {
+            tenant: principal.tenant.to_string(),
+            key_id: revoke.key_id,
+        })
+        .await
+}
+
+/// `GET /console/api/usage`: budget and spending, and the limits that apply.
+pub(crate) async fn usage(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    let (principal, _) = console.tenant(&method, &headers).await?;
+    let Json(usage) = console
+        .ask(ConsoleCall::Usage {
+            tenant: principal.tenant.to_string(),
+        })
+        .await?;
+    let views = console.gateway.views();
+    let tenant = views.tenants().get(&principal.tenant);
+    let minute_ago = super::now_ms().saturating_sub(60_000);
+    let recent = tenant_audit(&console, &principal.tenant, Some(minute_ago)).await?;
+    let last_minute = recent.iter().filter(|r| r["kind"] == "call").count();
+    Ok(Json(json!({
+        "usage": usage,
+        "rate_limit_per_minute": tenant.and_then(|t| t.rate_limit_per_minute),
+        "tool_rate_limits": tenant.map(|t| t.tool_rate_limits.clone()).unwrap_or_default(),
+        "prices": tenant.map(|t| t.prices.clone()).unwrap_or_default(),
+        "calls_last_minute": last_minute,
+    })))
+}
+
+/// The query of `GET /console/api/audit`.
+#[derive(Deserialize)]
+pub(crate) struct AuditFilter {
+    /// Only records whose tool contains this.
+    #[serde(default)]
+    tool: String,
+    /// Only this outcome (`ok`, `tool_error`, `error`, `refused`, …).
+    #[serde(default)]
+    outcome: String,
+    /// Only `call`, `execute` or `task` records.
+    #[serde(default)]
+    kind: String,
+    /// Only records at or after this time (ms since the epoch).
+    #[serde(default)]
+    since: Option<u64>,
+}
+
+impl AuditFilter {
+    /// The earliest time asked for.
+    pub(crate) fn since(&self) -> Option<u64> {
+        self.since
+    }
+}
+
+/// `GET /console/api/audit?tool=&outcome=&kind=&since=`: the tenant's audit
+/// records, newest first.
+pub(crate) async fn audit(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Query(filter): Query<AuditFilter>,
+) -> Answer {
+    let (principal, _) = console.tenant(&method, &headers).await?;
+    let records = tenant_audit(&console, &principal.tenant, filter.since).await?;
+    Ok(Json(json!({ "records": filtered(records, &filter) })))
+}
+
+/// The records `filter` keeps, newest first.
+pub(crate) fn filtered(records: Vec<Value>, filter: &AuditFilter) -> Vec<Value> {
+    let mut kept: Vec<Value> = records
+        .into_iter()
+        .filter(|r| {
+            (filter.tool.is_empty() || r["tool"].as_str().is_some_and(|t| t.contains(&filter.tool)))
+                && (filter.outcome.is_empty() || r["outcome"] == filter.outcome.as_str())
+                && (filter.kind.is_empty() || r["kind"] == filter.kind.as_str())
+        })
+        .collect();
+    kept.reverse();
+    kept
+}
+
+/// `GET /console/api/findings`: what screening found in the tools the
+/// tenant sees.
+pub(crate) async fn findings(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer {
+    let (_, view) = console.tenant(&method, &headers).await?;
+    let Json(report) = console.ask(ConsoleCall::Findings).await?;
+    let seen: std::collections::HashSet<(String, String)> = view
+        .iter()
+        .map(|t| (t.tool.id.server.clone(), t.tool.id.tool.clone()))
+        .collect();
+    let tools: Vec<Value> = report["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| {
+            let key = (
+                t["upstream"].as_str().unwrap_or_default().to_string(),
+                t["tool"].as_str().unwrap_or_default().to_string(),
+            );
+            seen.contains(&key)
+        })
+        .cloned()
+        .collect();
+    Ok(Json(json!({ "tools": tools })))
+}
