@@ -16,6 +16,7 @@ mod code_mode_execute;
 mod completions;
 mod compose_fleet;
 mod concurrent_sessions_share_upstream;
+mod console_browser;
 mod control_plane_cluster;
 mod control_plane_ctl;
 mod control_plane_full_outage;

@@ -504,7 +504,9 @@ fn oversized(field: &Field) -> Vec<Finding> {
 fn sentence_around(text: &str, start: usize, end: usize) -> &str {
     let from = text[..start]
         .rfind(['.', '!', '?', '\n', '。'])
-        .map_or(0, |i| i + 1);
+        .map_or(0, |i| {
+            i + text[i..].chars().next().map_or(1, char::len_utf8)
+        });
     let to = text[end..]
         .find(['.', '!', '?', '\n', '。'])
         .map_or(text.len(), |i| end + i);
@@ -560,5 +562,21 @@ mod hex {
             .step_by(2)
             .map(|i| u8::from_str_radix(&run[i..i + 2], 16))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sentence_around;
+
+    #[test]
+    fn a_sentence_after_a_wide_full_stop_is_cut_on_a_character_boundary() {
+        let text = "查询日期,格式为 \"yyyy-mm-dd\"。如果用户提供的是相对日期,请务必先调用 `get-current-date` 接口。";
+        let start = text.find("get-current-date").unwrap();
+        let end = start + "get-current-date".len();
+        let sentence = sentence_around(text, start, end);
+        assert!(sentence.starts_with("如果"), "{sentence}");
+        assert!(sentence.contains("get-current-date"), "{sentence}");
+        assert_eq!(sentence_around("One. Two words.", 5, 8), " Two words");
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod answers;
+pub mod browser;
 mod control_plane;
 pub mod doc_session;
 pub mod etcd;
@@ -816,4 +817,62 @@ pub async fn text_in_every_mode(
     let script = format!("return await tools.{server}.{tool}({{}});");
     let scripted = call(&client("code").await, "execute", json!({ "code": script })).await;
     [text(&direct), text(&searched), text(&scripted)]
+}
+
+/// Writes a catalogue of exactly `tools` tools into `dir`: the built-in demo
+/// catalogue, then LiveMCPBench's real definitions (`../shared/datasets`),
+/// copied under new names (`name_v2`, …) once they run out, spread over
+/// `servers` servers (`catalogue-1`, …: few mock upstreams, each quick to
+/// start). Its path.
+pub fn scaled_catalogue(dir: &Path, tools: usize, servers: usize) -> String {
+    let demo: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo/catalog.json"),
+        )
+        .expect("the demo catalogue"),
+    )
+    .expect("the demo catalogue is JSON");
+    let flat = |server: &Value| -> Vec<Value> {
+        match &server["tools"] {
+            Value::Array(list) => list.clone(),
+            Value::Object(groups) => groups
+                .values()
+                .flat_map(|g| g["tools"].as_array().cloned().unwrap_or_default())
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let mut count: usize = demo.iter().map(|s| flat(s).len()).sum();
+    let datasets = datasets().expect("the shared datasets");
+    let real: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(datasets.join("livemcpbench/tools.json")).expect("LiveMCPBench"),
+    )
+    .expect("LiveMCPBench is JSON");
+    let definitions: Vec<Value> = real.iter().flat_map(|s| flat(s)).collect();
+    let mut lists: Vec<Vec<Value>> = vec![Vec::new(); servers.max(1)];
+    let mut names: Vec<std::collections::HashSet<String>> =
+        vec![Default::default(); servers.max(1)];
+    let mut position = 0;
+    while count < tools {
+        let slot = position % lists.len();
+        let mut tool = definitions[position % definitions.len()].clone();
+        let base = tool["name"].as_str().unwrap_or("tool").to_string();
+        let mut name = base.clone();
+        let mut copy = 2;
+        while names[slot].contains(&name) {
+            name = format!("{base}_v{copy}");
+            copy += 1;
+        }
+        tool["name"] = Value::String(name.clone());
+        names[slot].insert(name);
+        lists[slot].push(tool);
+        position += 1;
+        count += 1;
+    }
+    let mut all = demo;
+    for (n, list) in lists.into_iter().enumerate().filter(|(_, l)| !l.is_empty()) {
+        all.push(json!({"name": format!("catalogue-{}", n + 1), "description": "LiveMCPBench definitions", "tools": list}));
+    }
+    let path = write_file(dir, "scaled.json", &serde_json::to_string(&all).unwrap());
+    path.to_str().unwrap().to_string()
 }

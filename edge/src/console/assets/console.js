@@ -419,27 +419,45 @@
       await load();
     };
   }
-  const showAudit = auditView("/audit", false);
-  const showOperatorAudit = auditView("/op/audit", true);
+  function showAudit() { return auditView("/audit", false)(); }
+  function showOperatorAudit() { return auditView("/op/audit", true)(); }
 
   // ---- findings ------------------------------------------------------------
 
-  function findingsTable(tools) {
+  function findingsTable(tools, approve) {
     if (tools.length === 0) return h("p", { id: "findings-none", class: "hint", text: "Screening found nothing." });
-    return table("findings-table", ["upstream", "tool", "status", "findings"],
-      tools.map((t) => h("tr", {},
-        h("td", { text: t.upstream }), h("td", { text: t.tool }), h("td", { text: t.status }),
-        h("td", {}, h("ul", {}, t.findings.map((f) => h("li", { text: `${f.severity || ""} ${f.rule || f.kind || ""}: ${f.message || f.detail || JSON.stringify(f)}` })))))));
+    const headers = ["upstream", "tool", "status", "findings"];
+    if (approve) headers.push("");
+    return table("findings-table", headers,
+      tools.map((t) => h("tr", { class: "finding-row" },
+        h("td", { text: t.upstream }), h("td", { text: t.tool }), h("td", { class: "status-" + t.status, text: t.status }),
+        h("td", {}, h("ul", {}, t.findings.map((f) => h("li", { text: `${f.severity}: ${f.rule} in ${f.field}: “${f.excerpt}”` })))),
+        approve ? h("td", {}, t.status === "held"
+          ? h("button", { type: "button", class: "approve-tool", "data-upstream": t.upstream, "data-tool": t.tool, onclick: () => approve(t.upstream, t.tool), text: "Approve" })
+          : "") : null)));
   }
 
   async function showFindings() {
     const answer = await call("GET", "/findings");
-    render(h("h1", { text: "Findings on your tools" }), findingsTable(answer.tools));
+    render(h("h1", { text: "Findings on your tools" }),
+      h("p", { class: "hint", text: "What screening found in the definitions of tools you see, which your operator chose to serve." }),
+      findingsTable(answer.tools, null));
   }
 
-  async function showOperatorFindings() {
+  async function showOperatorFindings(notice) {
     const answer = await call("GET", "/op/findings");
-    render(h("h1", { text: "Findings" }), findingsTable(answer.tools || []));
+    const result = h("div", { id: "approve-result" }, notice ? h("p", { class: "notice", text: notice }) : null);
+    async function approve(id, tool) {
+      try {
+        const r = await call("POST", "/op/approve", { id, tool });
+        await showOperatorFindings(`Approved ${tool} of ${id} (manifest v${r.manifest_version}): it is served with its findings.`);
+      } catch (e) {
+        if (e.message !== "signed out") result.replaceChildren(errorBox(e));
+      }
+    }
+    render(h("h1", { text: "Findings" }),
+      h("p", { class: "hint", text: "Held tools are served to nobody until approved; an approved tool is served with its findings." }),
+      result, findingsTable(answer.tools || [], approve));
   }
 
   // ---- operator ------------------------------------------------------------
@@ -478,16 +496,14 @@
           h("td", { text: u.quarantine ? "yes" : "no" }), h("td", { text: (u.tags || []).join(", ") })))));
   }
 
-  async function showDrift() {
+  async function showDrift(notice) {
     const drift = await call("GET", "/op/drift");
     const pending = Object.entries(drift.pending || {});
-    const result = h("div", { id: "approve-result" });
-    async function approve(id, tool) {
+    const result = h("div", { id: "approve-result" }, notice ? h("p", { class: "notice", text: notice }) : null);
+    async function approve(id) {
       try {
-        const r = await call("POST", "/op/approve", { id, tool });
-        result.replaceChildren(h("p", { class: "notice", text: `Approved ${tool ? tool + " of " : ""}${id} (manifest v${r.manifest_version}).` }));
-        await showDrift();
-        document.getElementById("approve-result").replaceChildren(...result.childNodes);
+        const r = await call("POST", "/op/approve", { id });
+        await showDrift(`Approved the changes of ${id} (manifest v${r.manifest_version}).`);
       } catch (e) {
         if (e.message !== "signed out") result.replaceChildren(errorBox(e));
       }
@@ -497,7 +513,7 @@
       pending.length === 0 ? h("p", { id: "pending-none", class: "hint", text: "Nothing is waiting." })
         : table("pending-table", ["upstream", "changes", ""], pending.map(([id, changes]) => h("tr", { class: "pending-row", "data-upstream": id },
           h("td", { text: id }), h("td", {}, h("ul", {}, changes.map((c) => h("li", { text: c })))),
-          h("td", {}, h("button", { type: "button", class: "approve", "data-upstream": id, onclick: () => approve(id, null), text: "Approve" }))))),
+          h("td", {}, h("button", { type: "button", class: "approve", "data-upstream": id, onclick: () => approve(id), text: "Approve" }))))),
       h("h2", { text: "Events" }),
       table("drift-table", ["when", "upstream", "tool", "kind", "by", "message"],
         (drift.events || []).slice().reverse().slice(0, 200).map((e) => h("tr", {},
