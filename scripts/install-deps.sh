@@ -2,7 +2,8 @@
 # Installs what building and testing Quiver needs, only when it is missing:
 # cmake, the SIMDe headers, protoc, Prometheus (the telemetry test scrapes
 # every role with a real one), etcd (the fleet's membership tests start a
-# real one), curl and jq (the README's examples) from Debian's packages. Idempotent; safe
+# real one), curl and jq (the README's examples), Chromium and chromedriver
+# (the console's browser tests) from Debian's packages. Idempotent; safe
 # to run on every build. (Node.js 22 and the MCP conformance suite are installed
 # by scripts/install-node-tools.sh, which the test script calls.)
 set -euo pipefail
@@ -20,6 +21,9 @@ command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 # The README's examples use them (tests/doc_blocks.rs runs every one).
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v jq >/dev/null 2>&1 || need+=(jq)
+# The web console's tests drive a real headless Chromium through chromedriver.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

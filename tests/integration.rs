@@ -17,6 +17,7 @@ mod completions;
 mod compose_fleet;
 mod concurrent_sessions_share_upstream;
 mod console_browser;
+mod console_http;
 mod control_plane_cluster;
 mod control_plane_ctl;
 mod control_plane_full_outage;

@@ -231,7 +231,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             metrics: super::console_link::metrics_links(&admin, config.edge.auth),
         });
         format!(
-            "; console /console/ (operator token in {})",
+            "; console BASE/console/ (operator token in {})",
             token_file.display()
         )
     } else {
@@ -283,6 +283,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             "http"
         };
         let stop = stop_signal();
+        let console_line = console_line.replace("BASE", &format!("{scheme}://{bound}"));
         println!(
             "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}{}{console_line}; search {}; upstreams: {registry}",
             manifest.tools.len(),

@@ -98,11 +98,13 @@ pub fn spawn_with_banner(command: &mut Command, what: &str) -> (Child, String) {
 
 /// [`spawn_with_banner`] with the process's log (stderr) going to `log`.
 pub fn spawn_with_banner_logging(command: &mut Command, what: &str, log: Stdio) -> (Child, String) {
-    let mut child = command
-        .env(
+    if !command.get_envs().any(|(key, _)| key == "RUST_LOG") {
+        command.env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-        )
+        );
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(log)
         .spawn()
@@ -224,6 +226,18 @@ impl QuiverDev {
 
     /// [`QuiverDev::start`] with extra environment variables for the process.
     pub fn start_with_env(args: &[&str], env: &[(&str, &Path)]) -> QuiverDev {
+        QuiverDev::start_logging(args, env, Stdio::inherit())
+    }
+
+    /// [`QuiverDev::start_with_env`] writing the process's log (stderr,
+    /// `RUST_LOG=info` unless set) to `log`.
+    pub fn start_logging_to(args: &[&str], log: &Path) -> QuiverDev {
+        let file = std::fs::File::create(log).expect("a log file");
+        let level = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+        QuiverDev::start_logging(args, &[("RUST_LOG", Path::new(&level))], Stdio::from(file))
+    }
+
+    fn start_logging(args: &[&str], env: &[(&str, &Path)], log: Stdio) -> QuiverDev {
         let data = (!args.contains(&"--data")).then(|| tempfile::tempdir().expect("temp dir"));
         let mut command = Command::new(quiver_bin());
         command
@@ -239,7 +253,7 @@ impl QuiverDev {
         if !args.contains(&"--control-plane-listen") {
             command.args(["--control-plane-listen", "127.0.0.1:0"]);
         }
-        let (child, banner) = spawn_with_banner(&mut command, "quiver dev");
+        let (child, banner) = spawn_with_banner_logging(&mut command, "quiver dev", log);
         let url = banner
             .split_whitespace()
             .find(|w| w.starts_with("http://") || w.starts_with("https://"))
