@@ -48,6 +48,9 @@ pub enum BenchCommand {
     /// against the delta `WatchManifest` sends, and the time to compute and
     /// apply a delta.
     Manifest(super::bench_manifest::ManifestBenchArgs),
+    /// The web console: its page, sign-in, a page of tools, search and a
+    /// declaration at 16, 527, 2,000 and 10,000 tools.
+    Console(super::bench_console::ConsoleBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -82,6 +85,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Screening(args) => super::bench_screening::run(args),
         BenchCommand::Executor(args) => super::bench_executor::run(args).await,
         BenchCommand::ExecuteVsCall(args) => super::bench_execute_vs_call::run(args).await,
+        BenchCommand::Console(args) => super::bench_console::run(args).await,
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,
         BenchCommand::Revocation(args) => super::bench_revocation::run(args).await,
         BenchCommand::Tenants(args) => super::bench_tenants::run(args),

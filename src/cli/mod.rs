@@ -2,6 +2,7 @@
 
 pub mod bench;
 mod bench_catalog;
+pub mod bench_console;
 pub mod bench_control_plane;
 pub mod bench_execute_vs_call;
 pub mod bench_executor;

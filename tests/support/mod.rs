@@ -862,7 +862,7 @@ pub fn scaled_catalogue(dir: &Path, tools: usize, servers: usize) -> String {
         &std::fs::read_to_string(datasets.join("livemcpbench/tools.json")).expect("LiveMCPBench"),
     )
     .expect("LiveMCPBench is JSON");
-    let definitions: Vec<Value> = real.iter().flat_map(|s| flat(s)).collect();
+    let definitions: Vec<Value> = real.iter().flat_map(flat).collect();
     let mut lists: Vec<Vec<Value>> = vec![Vec::new(); servers.max(1)];
     let mut names: Vec<std::collections::HashSet<String>> =
         vec![Default::default(); servers.max(1)];
