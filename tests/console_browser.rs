@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::{self, QuiverDev, browser::Browser, ctl, ctl_json};
+use crate::support::{self, QuiverDev, browser::Browser, ctl_json};
 
 /// The public servers served (LiveMCPBench), and one server of a poisoned
 /// definition from the screening corpus's test split.
@@ -24,25 +24,8 @@ const SERVERS: [&str; 3] = [
 /// A catalogue of [`SERVERS`] and the poisoned `get_weather` (an exfiltration
 /// parameter), which screening holds back until approved.
 fn catalogue(dir: &Path) -> Option<String> {
-    let datasets = support::datasets()?;
-    let all: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(datasets.join("livemcpbench/tools.json")).unwrap(),
-    )
-    .unwrap();
-    let mut servers: Vec<Value> = all
-        .into_iter()
-        .filter(|s| SERVERS.contains(&s["name"].as_str().unwrap_or_default()))
-        .map(|server| {
-            let tools: Vec<Value> = server["tools"]
-                .as_object()
-                .into_iter()
-                .flat_map(|m| m.values())
-                .flat_map(|v| v["tools"].as_array().cloned().unwrap_or_default())
-                .collect();
-            json!({"name": server["name"], "description": server["description"], "tools": tools})
-        })
-        .collect();
-    assert_eq!(servers.len(), SERVERS.len(), "every server was found");
+    support::datasets()?;
+    let mut servers = support::livemcpbench_servers(&SERVERS);
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("screen/corpus/poisoned.jsonl");
     let poisoned = std::fs::read_to_string(corpus)
         .unwrap()
@@ -74,17 +57,12 @@ fn upstream_id(cp: &str, part: &str) -> String {
 
 /// A tenant seeing `servers`, and a key of it.
 fn tenant(cp: &str, id: &str, servers: &[&str], extra: &[&str]) -> String {
-    let mut args = vec!["tenant", "create", id];
+    let mut flags = Vec::new();
     for server in servers {
-        args.extend(["--server", server]);
+        flags.extend(["--server", server]);
     }
-    args.extend_from_slice(extra);
-    let (ok, _, err) = ctl(cp, &args);
-    assert!(ok, "tenant create {id}: {err}");
-    ctl_json(cp, &["key", "issue", id])["key"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    flags.extend_from_slice(extra);
+    support::tenant_with_flags(cp, id, &flags)
 }
 
 fn console_url(dev: &QuiverDev) -> String {

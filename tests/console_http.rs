@@ -6,7 +6,7 @@
 use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::support::{self, QuiverDev, ctl, ctl_json};
+use crate::support::{self, QuiverDev, ctl_json};
 
 struct Console {
     base: String,
@@ -103,23 +103,11 @@ async fn sessions_csrf_roles_and_headers_hold() {
         &log,
     );
     let cp = dev.control_plane.clone();
-    let (ok, _, err) = ctl(
+    let key = support::tenant_with_flags(
         &cp,
-        &[
-            "tenant",
-            "create",
-            "acme",
-            "--server",
-            "weather",
-            "--self-service-keys",
-            "true",
-        ],
+        "acme",
+        &["--server", "weather", "--self-service-keys", "true"],
     );
-    assert!(ok, "{err}");
-    let key = ctl_json(&cp, &["key", "issue", "acme"])["key"]
-        .as_str()
-        .unwrap()
-        .to_string();
     let spare = ctl_json(&cp, &["key", "issue", "acme"]);
     let console = Console::new(&dev);
 
@@ -315,4 +303,95 @@ async fn sessions_csrf_roles_and_headers_hold() {
     }
     let session_id = cookie.split('=').nth(1).unwrap();
     assert!(!logged.contains(session_id));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edge_of_a_fleet_serves_the_console_through_the_admin_api() {
+    let dev = QuiverDev::start(&["--auth", "required"]);
+    let cp = dev.control_plane.clone();
+    let key = support::tenant_with_flags(
+        &cp,
+        "acme",
+        &["--server", "notes", "--self-service-keys", "true"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let token = "an-operator-token-of-forty-characters-00";
+    let token_file = support::write_file(dir.path(), "operator.token", &format!("{token}\n"));
+    let config = support::write_file(
+        dir.path(),
+        "edge.toml",
+        &format!(
+            "[edge.console]\noperator_token_file = \"{}\"\n",
+            token_file.display()
+        ),
+    );
+    let edge = support::EdgeProcess::start_with(
+        &cp,
+        &["--auth", "required", "--config", config.to_str().unwrap()],
+    );
+    let console = Console {
+        base: format!("http://{}/console/api", edge.authority),
+        http: support::http(),
+    };
+
+    // The tenant's view comes from the cluster's manifest; its usage and
+    // keys from the control plane over the admin API.
+    let (cookie, csrf) = console.sign_in("tenant", &key).await;
+    let mut tools = Value::Null;
+    for _ in 0..100 {
+        tools = console.get(&cookie, "/tools").await.1;
+        if tools["total"] == 3 {
+            break;
+        }
+        // The edge takes the manifest and tenants from its watch.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(tools["total"], 3, "the notes server's tools: {tools}");
+    let (status, usage) = console.get(&cookie, "/usage").await;
+    assert_eq!(status, StatusCode::OK, "{usage}");
+    assert_eq!(usage["usage"]["tenant"], "acme");
+    let (status, issued) = console
+        .post(&cookie, Some(&csrf), None, "/keys", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{issued}");
+    let id = issued["key_id"].as_str().unwrap();
+    assert!(
+        ctl_json(&cp, &["tenant", "show", "acme"])
+            .to_string()
+            .contains(id)
+    );
+
+    // The operator named by the edge's own token file sees the cluster.
+    let (operator, _) = console.sign_in("operator", token).await;
+    let (status, cluster) = console.get(&operator, "/op/cluster").await;
+    assert_eq!(status, StatusCode::OK, "{cluster}");
+    assert!(
+        cluster["members"].as_array().is_some_and(|m| !m.is_empty()),
+        "{cluster}"
+    );
+    // A short token file stops the edge at start, saying why.
+    let short = support::write_file(dir.path(), "short.token", "short\n");
+    let bad = support::write_file(
+        dir.path(),
+        "bad.toml",
+        &format!(
+            "[edge.console]\noperator_token_file = \"{}\"\n",
+            short.display()
+        ),
+    );
+    let output = std::process::Command::new(support::quiver_bin())
+        .args([
+            "edge",
+            "--listen",
+            "127.0.0.1:0",
+            "--control-plane",
+            &cp,
+            "--config",
+            bad.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("shorter than 32 characters"), "{said}");
 }

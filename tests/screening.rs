@@ -82,29 +82,7 @@ fn poisoned_test_split() -> Vec<Poisoned> {
 
 /// A catalogue file of the real servers, and with `poisoned` the poisoned ones.
 fn catalogue(dir: &Path, name: &str, poisoned: &[Poisoned]) -> String {
-    let datasets = support::datasets().expect("the shared datasets");
-    let all: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(datasets.join("livemcpbench/tools.json")).unwrap(),
-    )
-    .unwrap();
-    let mut servers: Vec<Value> = Vec::new();
-    for server in all
-        .into_iter()
-        .filter(|s| REAL.contains(&s["name"].as_str().unwrap_or_default()))
-    {
-        let tools: Vec<Value> = server["tools"]
-            .as_object()
-            .into_iter()
-            .flat_map(|m| m.values())
-            .flat_map(|v| v["tools"].as_array().cloned().unwrap_or_default())
-            .collect();
-        servers.push(json!({
-            "name": server["name"],
-            "description": server["description"],
-            "tools": tools,
-        }));
-    }
-    assert_eq!(servers.len(), REAL.len(), "every real server was found");
+    let mut servers = support::livemcpbench_servers(&REAL);
     let mut by_server: std::collections::BTreeMap<&str, Vec<Value>> = Default::default();
     for p in poisoned {
         by_server.entry(&p.server).or_default().push(p.tool.clone());

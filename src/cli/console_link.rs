@@ -53,6 +53,11 @@ fn request(call: ConsoleCall) -> AdminRequest {
         ConsoleCall::Approve { id, tool } => AdminRequest::UpstreamApprove { id, tool },
         ConsoleCall::ClusterStatus => AdminRequest::ClusterStatus,
         ConsoleCall::Grants => AdminRequest::GrantList { tenant: None },
+        ConsoleCall::Authorize { upstream, tenant } => AdminRequest::UpstreamAuthorize {
+            upstream,
+            tenant,
+            scopes: Vec::new(),
+        },
         other => unreachable!("a console call without a request: {other:?}"),
     }
 }

@@ -37,6 +37,17 @@ pub fn screenshot_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots")
 }
 
+/// What chromedriver answers `request`, as JSON.
+async fn answer_of(request: reqwest::RequestBuilder) -> Value {
+    request
+        .send()
+        .await
+        .expect("chromedriver answers")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 fn which(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -99,15 +110,7 @@ impl Browser {
                 ],
             },
         }}});
-        let answer: Value = http
-            .post(format!("{base}/session"))
-            .json(&capabilities)
-            .send()
-            .await
-            .expect("chromedriver answers")
-            .json()
-            .await
-            .expect("JSON");
+        let answer = answer_of(http.post(format!("{base}/session")).json(&capabilities)).await;
         let session = answer["value"]["sessionId"]
             .as_str()
             .unwrap_or_else(|| panic!("no browser session: {answer}"))
@@ -126,14 +129,7 @@ impl Browser {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let answer: Value = request
-            .send()
-            .await
-            .expect("chromedriver answers")
-            .json()
-            .await
-            .expect("JSON");
-        answer["value"].clone()
+        answer_of(request).await["value"].clone()
     }
 
     /// Opens `url`.

@@ -779,7 +779,14 @@ pub fn word_after(banner: &str, key: &str) -> String {
 /// A tenant created with `quiver ctl tenant create ID --mode MODE`, and a
 /// key issued for it.
 pub fn tenant_with_key(endpoints: &str, id: &str, mode: &str) -> String {
-    let (ok, _, err) = ctl(endpoints, &["tenant", "create", id, "--mode", mode]);
+    tenant_with_flags(endpoints, id, &["--mode", mode])
+}
+
+/// `quiver ctl tenant create <id> <flags>`, then a key of it, returned.
+pub fn tenant_with_flags(endpoints: &str, id: &str, flags: &[&str]) -> String {
+    let mut args = vec!["tenant", "create", id];
+    args.extend_from_slice(flags);
+    let (ok, _, err) = ctl(endpoints, &args);
     assert!(ok, "tenant create {id}: {err}");
     ctl_json(endpoints, &["key", "issue", id])["key"]
         .as_str()
@@ -833,6 +840,37 @@ pub async fn text_in_every_mode(
     [text(&direct), text(&searched), text(&scripted)]
 }
 
+/// The LiveMCPBench servers (`../shared/datasets`) whose names are in
+/// `names`, each as `{name, description, tools: [...]}` (its tool groups
+/// flattened); panics unless every one was found.
+pub fn livemcpbench_servers(names: &[&str]) -> Vec<Value> {
+    let datasets = datasets().expect("the shared datasets");
+    let all: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(datasets.join("livemcpbench/tools.json")).expect("LiveMCPBench"),
+    )
+    .expect("LiveMCPBench is JSON");
+    let servers: Vec<Value> = all
+        .iter()
+        .filter(|s| names.contains(&s["name"].as_str().unwrap_or_default()))
+        .map(|server| json!({"name": server["name"], "description": server["description"], "tools": flat_tools(server)}))
+        .collect();
+    assert_eq!(servers.len(), names.len(), "every server was found");
+    servers
+}
+
+/// A catalogue server's tools, its groups flattened (LiveMCPBench nests
+/// them; the demo catalogue lists them).
+pub fn flat_tools(server: &Value) -> Vec<Value> {
+    match &server["tools"] {
+        Value::Array(list) => list.clone(),
+        Value::Object(groups) => groups
+            .values()
+            .flat_map(|g| g["tools"].as_array().cloned().unwrap_or_default())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Writes a catalogue of exactly `tools` tools into `dir`: the built-in demo
 /// catalogue, then LiveMCPBench's real definitions (`../shared/datasets`),
 /// copied under new names (`name_v2`, …) once they run out, spread over
@@ -846,16 +884,7 @@ pub fn scaled_catalogue(dir: &Path, tools: usize, servers: usize) -> String {
         .expect("the demo catalogue"),
     )
     .expect("the demo catalogue is JSON");
-    let flat = |server: &Value| -> Vec<Value> {
-        match &server["tools"] {
-            Value::Array(list) => list.clone(),
-            Value::Object(groups) => groups
-                .values()
-                .flat_map(|g| g["tools"].as_array().cloned().unwrap_or_default())
-                .collect(),
-            _ => Vec::new(),
-        }
-    };
+    let flat = flat_tools;
     let mut count: usize = demo.iter().map(|s| flat(s).len()).sum();
     let datasets = datasets().expect("the shared datasets");
     let real: Vec<Value> = serde_json::from_str(

@@ -167,6 +167,14 @@ pub enum ConsoleCall {
     ClusterStatus,
     /// Tenants' OAuth grants of upstreams (never a token).
     Grants,
+    /// Starts a person's OAuth grant of `upstream` for `tenant`: the link
+    /// they open.
+    Authorize {
+        /// Upstream id.
+        upstream: String,
+        /// Tenant id.
+        tenant: String,
+    },
 }
 
 /// Where the console's control-plane requests go (the binary supplies it).
@@ -241,6 +249,7 @@ pub(crate) fn routes(gateway: Arc<Gateway>, hosts: Arc<[String]>) -> Router {
         .route("/op/findings", get(operator::findings))
         .route("/op/cluster", get(operator::cluster))
         .route("/op/grants", get(operator::grants))
+        .route("/op/authorize", post(operator::authorize))
         .route("/op/usage", get(operator::usage))
         .route("/op/audit", get(operator::audit))
         .fallback(api::not_found)

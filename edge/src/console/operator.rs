@@ -165,3 +165,30 @@ pub(crate) async fn approve(
         })
         .await
 }
+
+/// A grant to start.
+#[derive(Deserialize)]
+pub(crate) struct Authorize {
+    upstream: String,
+    tenant: String,
+}
+
+/// `POST /console/api/op/authorize`: the link a person opens to grant an
+/// upstream behind OAuth to a tenant, as `quiver ctl upstream authorize`.
+pub(crate) async fn authorize(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+    Json(grant): Json<Authorize>,
+) -> Answer {
+    console.operator(&method, &headers).await?;
+    if grant.upstream.trim().is_empty() || grant.tenant.trim().is_empty() {
+        return Err(ApiError::bad("name the upstream and the tenant"));
+    }
+    console
+        .ask(ConsoleCall::Authorize {
+            upstream: grant.upstream,
+            tenant: grant.tenant,
+        })
+        .await
+}

@@ -524,11 +524,26 @@
   async function showGrants() {
     const grants = await call("GET", "/op/grants");
     const list = Array.isArray(grants) ? grants : grants.grants || [];
+    const upstream = h("input", { id: "grant-upstream", placeholder: "upstream", "aria-label": "Upstream" });
+    const tenant = h("input", { id: "grant-tenant", placeholder: "tenant", "aria-label": "Tenant" });
+    const link = h("div", { id: "grant-link" });
+    async function authorize() {
+      try {
+        const r = await call("POST", "/op/authorize", { upstream: upstream.value.trim(), tenant: tenant.value.trim() });
+        link.replaceChildren(h("p", { class: "notice", text: `Send this link to the person who grants ${r.upstream} to ${r.tenant} (valid ${Math.round(r.expires_in_s / 60)} min):` }),
+          h("pre", { text: r.link }));
+      } catch (e) {
+        if (e.message !== "signed out") link.replaceChildren(errorBox(e));
+      }
+    }
     render(h("h1", { text: "OAuth grants" }),
-      h("p", { class: "hint", text: "Tenants' grants of upstreams behind OAuth (never a token). Start one with quiver ctl upstream authorize." }),
+      h("p", { class: "hint", text: "Tenants' grants of upstreams behind OAuth (never a token)." }),
       table("grants-table", ["tenant", "upstream", "scopes", "expires", "renewable"],
         list.map((g) => h("tr", {}, h("td", { text: g.tenant }), h("td", { text: g.upstream }),
-          h("td", { text: (g.scopes || []).join(" ") }), h("td", { text: when(g.expires_at_ms) }), h("td", { text: g.renewable ? "yes" : "no" })))));
+          h("td", { text: (g.scopes || []).join(" ") }), h("td", { text: when(g.expires_at_ms) }), h("td", { text: g.renewable ? "yes" : "no" })))),
+      h("h2", { text: "Authorize an upstream for a tenant" }),
+      h("div", { class: "toolbar" }, upstream, tenant, h("button", { type: "button", id: "grant-start", onclick: authorize, text: "Get the link" })),
+      link);
   }
 
   async function showCluster() {
