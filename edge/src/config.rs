@@ -94,7 +94,7 @@ pub struct EdgeConfig {
     pub tasks: TasksConfig,
     /// The web console at `/console`, `[edge.console]`.
     #[serde(default)]
-    pub console: crate::console::ConsoleConfig,
+    pub console: crate::console_link::ConsoleConfig,
 }
 
 /// `[edge.tasks]`: when a call of a client that takes tasks becomes one, and
@@ -223,7 +223,7 @@ impl Default for EdgeConfig {
             search_signal_flush_secs: default_signal_flush_secs(),
             session_idle_secs: default_session_idle_secs(),
             tasks: TasksConfig::default(),
-            console: crate::console::ConsoleConfig::default(),
+            console: crate::console_link::ConsoleConfig::default(),
         }
     }
 }

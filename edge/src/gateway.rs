@@ -54,7 +54,7 @@ pub struct Gateway {
     /// upstream's authorization server (the control plane).
     grant_callback: crate::oauth_callback::CallbackSlot,
     /// What the web console asks the control plane, and the operator token.
-    console: crate::console::ConsoleSlot,
+    console: crate::console_link::ConsoleSlot,
 }
 
 /// One subscription to an upstream resource.
@@ -434,12 +434,12 @@ impl Gateway {
     }
 
     /// Links the web console to the control plane (set once).
-    pub fn link_console(&self, link: crate::console::ConsoleLink) {
+    pub fn link_console(&self, link: crate::console_link::ConsoleLink) {
         let _ = self.console.set(link);
     }
 
     /// The console's link, once set.
-    pub(crate) fn console_slot(&self) -> crate::console::ConsoleSlot {
+    pub(crate) fn console_slot(&self) -> crate::console_link::ConsoleSlot {
         self.console.clone()
     }
 

@@ -7,6 +7,7 @@ pub mod access;
 pub mod auth;
 pub mod config;
 pub mod console;
+pub mod console_link;
 pub mod drain;
 pub mod gateway;
 pub mod grpc;

@@ -30,8 +30,8 @@ impl ConsoleAdmin {
 }
 
 /// The operator request answering `call`.
-fn request(call: ConsoleCall) -> AdminRequest {
-    match call {
+fn request(call: ConsoleCall) -> Result<AdminRequest, String> {
+    Ok(match call {
         ConsoleCall::KeyIssue { tenant } => AdminRequest::KeyIssue { tenant },
         ConsoleCall::KeyRevoke { tenant, key_id } => AdminRequest::KeyRevoke { tenant, key_id },
         ConsoleCall::Usage { tenant } => AdminRequest::TenantUsage { id: tenant },
@@ -58,14 +58,18 @@ fn request(call: ConsoleCall) -> AdminRequest {
             tenant,
             scopes: Vec::new(),
         },
-        other => unreachable!("a console call without a request: {other:?}"),
-    }
+        other => {
+            return Err(format!(
+                "this quiver binary cannot answer the console's {other:?}"
+            ));
+        }
+    })
 }
 
 impl ConsoleBackend for ConsoleAdmin {
     fn call(&self, call: ConsoleCall) -> BoxFuture<'_, Result<Value, String>> {
         Box::pin(async move {
-            let request = request(call);
+            let request = request(call)?;
             let answer = match self {
                 ConsoleAdmin::Node(node) => node.admin(request).await.map_err(|e| e.to_string()),
                 ConsoleAdmin::Client(client) => client

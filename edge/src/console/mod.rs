@@ -15,61 +15,20 @@ mod operator;
 pub(crate) mod session;
 mod tenant;
 
-use std::{
-    path::PathBuf,
-    sync::{Arc, OnceLock},
-    time::Duration,
+pub use crate::console_link::{
+    ConsoleBackend, ConsoleCall, ConsoleConfig, ConsoleLink, ConsoleSlot, MIN_OPERATOR_TOKEN,
+    new_operator_token, operator_digest, read_operator_token,
 };
+
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     Router,
     extract::DefaultBodyLimit,
     routing::{get, post},
 };
-use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::gateway::Gateway;
-
-/// `[edge.console]`: the web console.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConsoleConfig {
-    /// Whether `/console` is served. Default true.
-    #[serde(default = "default_enabled")]
-    pub enabled: bool,
-    /// A file holding the operator's console token (one line, at least 32
-    /// characters); without it nobody signs in as the operator. `quiver dev`
-    /// writes one under its data directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator_token_file: Option<PathBuf>,
-    /// Minutes a console session lives without a request. Default 30.
-    #[serde(default = "default_idle_minutes")]
-    pub idle_minutes: u64,
-    /// Marks the session cookie `Secure`. Default: when the edge serves
-    /// TLS; set it where a proxy in front terminates TLS.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secure_cookie: Option<bool>,
-}
-
-fn default_enabled() -> bool {
-    true
-}
-fn default_idle_minutes() -> u64 {
-    30
-}
-
-impl Default for ConsoleConfig {
-    fn default() -> Self {
-        ConsoleConfig {
-            enabled: true,
-            operator_token_file: None,
-            idle_minutes: default_idle_minutes(),
-            secure_cookie: None,
-        }
-    }
-}
 
 /// Now, in milliseconds since the epoch.
 pub(crate) fn now_ms() -> u64 {
@@ -77,128 +36,6 @@ pub(crate) fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
-
-/// Shortest operator token accepted.
-pub const MIN_OPERATOR_TOKEN: usize = 32;
-
-/// The SHA-256 of the operator token in `path` (its first line), or why it
-/// cannot be used.
-pub fn read_operator_token(path: &std::path::Path) -> Result<[u8; 32], String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "console operator token file {}: {e}; write a random token of at least {MIN_OPERATOR_TOKEN} characters there (e.g. `openssl rand -hex 32`)",
-            path.display()
-        )
-    })?;
-    let token = text.lines().next().unwrap_or_default().trim();
-    if token.len() < MIN_OPERATOR_TOKEN {
-        return Err(format!(
-            "console operator token file {}: the token is shorter than {MIN_OPERATOR_TOKEN} characters",
-            path.display()
-        ));
-    }
-    Ok(operator_digest(token))
-}
-
-/// A new random operator token (`qop_` and 43 characters of base64url).
-pub fn new_operator_token() -> String {
-    format!(
-        "qop_{}",
-        session::random_token(&ring::rand::SystemRandom::new(), 32)
-    )
-}
-
-/// The SHA-256 the console compares an operator token by.
-pub fn operator_digest(token: &str) -> [u8; 32] {
-    let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
-    let mut out = [0u8; 32];
-    out.copy_from_slice(digest.as_ref());
-    out
-}
-
-/// What the console asks the control plane; answers are the JSON
-/// `quiver ctl -o json` prints for the same request. Tenant requests carry
-/// the signed-in tenant, never one the page names.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum ConsoleCall {
-    /// Issues an API key for `tenant`.
-    KeyIssue {
-        /// Tenant id.
-        tenant: String,
-    },
-    /// Revokes `tenant`'s key `key_id`.
-    KeyRevoke {
-        /// Tenant id.
-        tenant: String,
-        /// Key id.
-        key_id: String,
-    },
-    /// `tenant`'s budget and spending.
-    Usage {
-        /// Tenant id.
-        tenant: String,
-    },
-    /// Audit records, newest last.
-    Audit {
-        /// Only this tenant's (every tenant's for the operator).
-        tenant: Option<String>,
-        /// Only those at or after this time (ms since the epoch).
-        since_ms: Option<u64>,
-        /// At most this many, the newest.
-        limit: u32,
-    },
-    /// What screening found in every upstream's tools.
-    Findings,
-    /// Every tenant (key ids, never hashes).
-    Tenants,
-    /// Every upstream and its state.
-    Upstreams,
-    /// Drift events and quarantined changes.
-    Drift,
-    /// Accepts `id`'s quarantined changes (only `tool`'s when set).
-    Approve {
-        /// Upstream id.
-        id: String,
-        /// Only this tool.
-        tool: Option<String>,
-    },
-    /// Control-plane members and every node's stub hash.
-    ClusterStatus,
-    /// Tenants' OAuth grants of upstreams (never a token).
-    Grants,
-    /// Starts a person's OAuth grant of `upstream` for `tenant`: the link
-    /// they open.
-    Authorize {
-        /// Upstream id.
-        upstream: String,
-        /// Tenant id.
-        tenant: String,
-    },
-}
-
-/// Where the console's control-plane requests go (the binary supplies it).
-pub trait ConsoleBackend: Send + Sync {
-    /// Answers `call` with its JSON, or the reason it failed.
-    fn call(&self, call: ConsoleCall) -> BoxFuture<'_, Result<Value, String>>;
-}
-
-/// What the binary links the console to: the control plane and the
-/// operator's token.
-#[derive(Clone)]
-pub struct ConsoleLink {
-    /// Where control-plane requests go.
-    pub backend: Arc<dyn ConsoleBackend>,
-    /// SHA-256 of the operator token ([`read_operator_token`]); `None`: no
-    /// operator sign-in on this edge.
-    pub operator_token_sha256: Option<[u8; 32]>,
-    /// Where operators find metrics (shown as links), e.g. the admin
-    /// listener's `/metrics`.
-    pub metrics: Vec<String>,
-}
-
-/// The link, once the binary sets it (the gateway holds it).
-pub type ConsoleSlot = Arc<OnceLock<ConsoleLink>>;
 
 /// The console of one edge.
 pub(crate) struct Console {

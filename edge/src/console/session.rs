@@ -10,9 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use base64::Engine as _;
 use quiver_proto::secret_value::SecretValue;
-use ring::rand::{SecureRandom, SystemRandom};
+use ring::rand::SystemRandom;
+
+use crate::console_link::random_token;
 
 /// The cookie's name.
 pub(crate) const COOKIE: &str = "quiver_console";
@@ -54,15 +55,6 @@ pub(crate) struct Sessions {
     by_id: Mutex<HashMap<String, Session>>,
     idle: Duration,
     random: SystemRandom,
-}
-
-/// `bytes` random bytes, base64url without padding.
-pub(crate) fn random_token(random: &SystemRandom, bytes: usize) -> String {
-    let mut buffer = vec![0u8; bytes];
-    random
-        .fill(&mut buffer)
-        .expect("the system's random source answers");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buffer)
 }
 
 impl Sessions {
