@@ -234,6 +234,8 @@ async fn sessions_csrf_roles_and_headers_hold() {
     );
     let (status, _) = console.get(&operator, "/tools").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, audit) = console.get(&operator, "/op/audit?since=0&kind=call").await;
+    assert_eq!(status, StatusCode::OK, "{audit}");
 
     // Another session of the tenant, on the spare key: revoking that key (here by
     // the first session) ends it at its next request.

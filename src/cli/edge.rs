@@ -276,6 +276,14 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     )
     .await?;
     reported_health.set(health.clone(), admin.clone());
+    if config.edge.console.enabled
+        && args.control_plane.is_empty()
+        && config.edge.console.operator_token_file.is_some()
+    {
+        tracing::warn!(
+            "[edge.console] operator_token_file is ignored: an edge without --control-plane has no operator pages to serve"
+        );
+    }
     if config.edge.console.enabled && !args.control_plane.is_empty() {
         let operator_token_sha256 = match &config.edge.console.operator_token_file {
             Some(file) => {

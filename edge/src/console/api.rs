@@ -66,19 +66,26 @@ pub(crate) enum Caller {
 /// answer to (DNS rebinding) and sets the security headers.
 pub(crate) async fn guard(
     State(console): State<Arc<Console>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
+    // HTTP/2 names the host in `:authority`, not in a `Host` header: the
+    // handlers' checks read `Host`, so it is set from the authority.
+    if !request.headers().contains_key(header::HOST)
+        && let Some(value) = request
+            .uri()
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+    {
+        request.headers_mut().insert(header::HOST, value);
+    }
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    if !console
-        .hosts
-        .iter()
-        .any(|allowed| allowed.eq_ignore_ascii_case(host))
-    {
+        .unwrap_or_default()
+        .to_string();
+    if !host_allowed(&console.hosts, &host) {
         return ApiError(
             StatusCode::FORBIDDEN,
             format!("host `{host}` is not served here"),
@@ -95,6 +102,7 @@ pub(crate) async fn guard(
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
+    // API answers are never cached; the page and its assets are revalidated.
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
@@ -125,12 +133,7 @@ impl Console {
     /// The session of a request, checking its CSRF token and origin when it
     /// changes something.
     fn session(&self, method: &Method, headers: &HeaderMap) -> Result<(String, Session), ApiError> {
-        let id = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|h| h.to_str().ok())
-            .find_map(|h| session::cookie_value(h, session::COOKIE))
-            .ok_or_else(ApiError::signed_out)?;
+        let id = cookie_id(headers).ok_or_else(ApiError::signed_out)?;
         let session = self.sessions.get(id).ok_or_else(ApiError::signed_out)?;
         if method != Method::GET && method != Method::HEAD {
             same_origin(headers)?;
@@ -212,6 +215,21 @@ impl Console {
     }
 }
 
+/// Whether `host` (`name` or `name:port`) is one the edge answers to: as
+/// on `/mcp`, an allowed name matches on any port, and `name:port` entries
+/// match exactly.
+pub(crate) fn host_allowed(allowed: &[String], host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or(host, |(inner, _)| inner),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    !host.is_empty()
+        && allowed.iter().any(|a| {
+            let a = a.trim_start_matches('[').trim_end_matches(']');
+            a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name)
+        })
+}
+
 /// A request that changes something must come from the console's own
 /// origin: its `Origin` (which browsers send on every such request), when
 /// present, names the `Host` it was sent to.
@@ -229,6 +247,15 @@ fn same_origin(headers: &HeaderMap) -> Result<(), ApiError> {
         (Some(o), Some(h)) if o.eq_ignore_ascii_case(h) => Ok(()),
         _ => Err(ApiError::forbidden("cross-origin request refused")),
     }
+}
+
+/// The session id the request's cookie names.
+fn cookie_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .find_map(|h| session::cookie_value(h, session::COOKIE))
 }
 
 /// A sign-in.
@@ -268,7 +295,7 @@ async fn start(
             let expected = console.link.get().and_then(|l| l.operator_token_sha256);
             let Some(expected) = expected else {
                 return Err(ApiError::forbidden(
-                    "this edge has no operator token: set [edge.console] operator_token_file",
+                    "this edge takes no operator sign-in: it follows no control plane, or [edge.console] operator_token_file is not set",
                 ));
             };
             let given = super::operator_digest(&credential);
@@ -311,6 +338,10 @@ async fn start(
             )));
         }
     };
+    // Signing in again ends the session the browser held.
+    if let Some(old) = cookie_id(headers) {
+        console.sessions.end(old);
+    }
     let (id, session) = console.sessions.begin(who);
     let mut response = Json(json!({ "csrf": session.csrf })).into_response();
     let cookie = session::set_cookie(&id, console.secure_cookie);
@@ -382,4 +413,37 @@ pub(crate) async fn sign_out(
 /// Any other `/console/api/…` path.
 pub(crate) async fn not_found() -> ApiError {
     ApiError(StatusCode::NOT_FOUND, "no such console API".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_allowed;
+
+    #[test]
+    fn hosts_match_by_name_on_any_port_or_exactly_with_one() {
+        let allowed = vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+            "mcp.example.com:8443".to_string(),
+        ];
+        for ok in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:1",
+            "[::1]:8080",
+            "mcp.example.com:8443",
+        ] {
+            assert!(host_allowed(&allowed, ok), "{ok}");
+        }
+        for refused in [
+            "",
+            "attacker.example",
+            "attacker.example:8080",
+            "mcp.example.com:9999",
+            "localhost.attacker.example",
+        ] {
+            assert!(!host_allowed(&allowed, refused), "{refused}");
+        }
+    }
 }

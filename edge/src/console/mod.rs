@@ -58,7 +58,9 @@ pub(crate) fn routes(gateway: Arc<Gateway>, hosts: Arc<[String]>) -> Router {
         .unwrap_or(gateway.config().tls.is_some());
     let console = Arc::new(Console {
         link: gateway.console_slot(),
-        sessions: session::Sessions::new(Duration::from_secs(config.idle_minutes.max(1) * 60)),
+        sessions: session::Sessions::new(Duration::from_secs(
+            config.idle_minutes.clamp(1, 7 * 24 * 60) * 60,
+        )),
         hosts,
         secure_cookie,
         gateway: gateway.clone(),

@@ -108,14 +108,21 @@ pub(crate) async fn usage(
     .await
 }
 
-/// The query of `GET /console/api/op/audit`.
+/// The query of `GET /console/api/op/audit`: [`AuditFilter`]'s fields and a
+/// tenant (all when empty). Listed, not flattened: a flattened query would
+/// read `since` as a string.
 #[derive(Deserialize)]
 pub(crate) struct OperatorAudit {
-    /// Only this tenant's (all when empty).
     #[serde(default)]
     tenant: String,
-    #[serde(flatten)]
-    filter: AuditFilter,
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    outcome: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    since: Option<u64>,
 }
 
 /// `GET /console/api/op/audit?tenant=&tool=&outcome=&kind=&since=`.
@@ -126,15 +133,16 @@ pub(crate) async fn audit(
     Query(query): Query<OperatorAudit>,
 ) -> Answer {
     console.operator(&method, &headers).await?;
+    let filter = AuditFilter::new(query.tool, query.outcome, query.kind, query.since);
     let Json(answer) = console
         .ask(ConsoleCall::Audit {
             tenant: (!query.tenant.is_empty()).then_some(query.tenant.clone()),
-            since_ms: query.filter.since(),
+            since_ms: filter.since(),
             limit: 1_000,
         })
         .await?;
     let records = answer.as_array().cloned().unwrap_or_default();
-    Ok(Json(json!({ "records": filtered(records, &query.filter) })))
+    Ok(Json(json!({ "records": filtered(records, &filter) })))
 }
 
 /// An approval.

@@ -22,8 +22,13 @@ pub(crate) const COOKIE: &str = "quiver_console";
 /// session's CSRF token.
 pub(crate) const CSRF_HEADER: &str = "x-quiver-csrf";
 
-/// Most sessions one edge keeps; the oldest goes first past it.
+/// Most sessions one edge keeps; past it the oldest tenant session goes
+/// first (an operator's is never pushed out by tenants signing in).
 const MAX_SESSIONS: usize = 10_000;
+
+/// Most sessions of one credential (signing in again past it ends that
+/// credential's oldest), so one key cannot fill the edge.
+const MAX_PER_CREDENTIAL: usize = 16;
 
 /// A session ends this long after it began, whatever its use.
 pub(crate) const MAX_AGE: Duration = Duration::from_secs(12 * 3600);
@@ -79,13 +84,24 @@ impl Sessions {
         };
         let mut sessions = self.by_id.lock().expect("console sessions");
         self.expire(&mut sessions, now);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions
+        let oldest = |sessions: &HashMap<String, Session>, keep: &dyn Fn(&Session) -> bool| {
+            sessions
                 .iter()
+                .filter(|(_, s)| keep(s))
                 .min_by_key(|(_, s)| s.began)
                 .map(|(id, _)| id.clone())
+        };
+        let same = |s: &Session| same_holder(&s.who, &session.who);
+        if sessions.values().filter(|s| same(s)).count() >= MAX_PER_CREDENTIAL
+            && let Some(id) = oldest(&sessions, &same)
         {
-            sessions.remove(&oldest);
+            sessions.remove(&id);
+        }
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(id) = oldest(&sessions, &|s| !matches!(s.who, SignedIn::Operator))
+                .or_else(|| oldest(&sessions, &|_| true))
+        {
+            sessions.remove(&id);
         }
         sessions.insert(id.clone(), session.clone());
         (id, session)
@@ -121,6 +137,16 @@ impl Sessions {
 
     fn expire(&self, sessions: &mut HashMap<String, Session>, now: Instant) {
         sessions.retain(|_, s| !self.ended(s, now));
+    }
+}
+
+/// Whether two sessions were opened with the same credential.
+fn same_holder(a: &SignedIn, b: &SignedIn) -> bool {
+    match (a, b) {
+        (SignedIn::Operator, SignedIn::Operator) => true,
+        (SignedIn::Tenant(None), SignedIn::Tenant(None)) => true,
+        (SignedIn::Tenant(Some(x)), SignedIn::Tenant(Some(y))) => same(x.expose(), y.expose()),
+        _ => false,
     }
 }
 
@@ -166,6 +192,23 @@ mod tests {
         sessions.end(&id);
         assert!(sessions.get(&id).is_none());
         assert_eq!(sessions.len(), 0);
+    }
+
+    #[test]
+    fn one_credential_cannot_fill_the_edge() {
+        let sessions = Sessions::new(Duration::from_secs(60));
+        let (operator, _) = sessions.begin(SignedIn::Operator);
+        let key = || SignedIn::Tenant(Some(SecretValue::new("qk_a_1".into())));
+        let (first, _) = sessions.begin(key());
+        for _ in 0..MAX_PER_CREDENTIAL {
+            sessions.begin(key());
+        }
+        assert_eq!(sessions.len(), 1 + MAX_PER_CREDENTIAL);
+        assert!(
+            sessions.get(&first).is_none(),
+            "the key's oldest session ended"
+        );
+        assert!(sessions.get(&operator).is_some(), "the operator's did not");
     }
 
     #[test]

@@ -11,7 +11,10 @@ use axum::{
     http::{HeaderMap, Method, StatusCode},
 };
 use quiver_contract::{ExecuteRequest, ScriptOutcome};
-use quiver_view::search_telemetry::SearchSurface;
+use quiver_view::{
+    redact::{redact, redact_for_caller},
+    search_telemetry::SearchSurface,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -205,13 +208,19 @@ pub(crate) async fn execute(
             truncated,
         }) => json!({
             "result": result,
-            "error": error.map(|e| json!({ "kind": e.kind, "message": e.message, "line": e.line })),
+            // What the script itself wrote (a path, an id) stays; the rest
+            // is redacted as code mode's `execute` redacts it.
+            "error": error.map(|e| json!({
+                "kind": e.kind,
+                "message": redact_for_caller(&e.message, &Value::String(script.code.clone())),
+                "line": e.line,
+            })),
             "logs": logs,
             "truncated": truncated,
         }),
         Err(e) => json!({
             "result": null,
-            "error": { "kind": "unavailable", "message": e.to_string(), "line": null },
+            "error": { "kind": "unavailable", "message": redact(&e.to_string()), "line": null },
             "logs": [],
             "truncated": false,
         }),
@@ -323,6 +332,12 @@ async fn key_manager(
             principal.tenant
         )));
     }
+    // A short-lived, scoped access token must not mint a key that outlives it.
+    if !matches!(principal.credential, Credential::ApiKey { .. }) {
+        return Err(ApiError::forbidden(
+            "sign in with one of your API keys to issue or revoke keys (an access token cannot mint a key that outlives it)",
+        ));
+    }
     Ok(principal)
 }
 
@@ -412,6 +427,21 @@ pub(crate) struct AuditFilter {
 }
 
 impl AuditFilter {
+    /// A filter of these fields.
+    pub(crate) fn new(
+        tool: String,
+        outcome: String,
+        kind: String,
+        since: Option<u64>,
+    ) -> AuditFilter {
+        AuditFilter {
+            tool,
+            outcome,
+            kind,
+            since,
+        }
+    }
+
     /// The earliest time asked for.
     pub(crate) fn since(&self) -> Option<u64> {
         self.since
