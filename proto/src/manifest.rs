@@ -302,6 +302,11 @@ impl Manifest {
         self.by_exposed.get(name).map(|&i| &self.tools[i])
     }
 
+    /// The index in [`Manifest::tools`] of the tool exposed under `name`.
+    pub fn tool_index_by_exposed(&self, name: &str) -> Option<usize> {
+        self.by_exposed.get(name).copied()
+    }
+
     /// The server with id `id`.
     pub fn server(&self, id: &str) -> Option<&ManifestServer> {
         self.by_server.get(id).map(|&i| &self.servers[i])

@@ -1,7 +1,8 @@
 //! [`TenantViews`] kept current: a background task follows the manifest and
-//! the tenants and swaps in new views atomically. A new manifest builds new
-//! views (off the async threads); new tenants alone keep the views already
-//! built. The edge and the executor both answer from one of these.
+//! the tenants and swaps in new views atomically. A new manifest updates the
+//! shared index from the previous version's (off the async threads, before
+//! the swap, so no request waits for it); new tenants alone keep the views
+//! already derived. The edge and the executor both answer from one of these.
 
 use std::sync::{Arc, Weak};
 
@@ -50,7 +51,7 @@ impl LiveViews {
                 let next = if Arc::ptr_eq(&manifest, current.manifest()) {
                     Ok(current.with_tenants(directory))
                 } else {
-                    tokio::task::spawn_blocking(move || TenantViews::new(manifest, directory)).await
+                    tokio::task::spawn_blocking(move || current.next(manifest, directory)).await
                 };
                 match next {
                     Ok(next) => {

@@ -1,8 +1,11 @@
-//! Every tenant's view of one manifest version. A tenant's view is built the
-//! first time the tenant is served and shared by every tenant whose policy
-//! shows the same tools, so two tenants with the same visible set share one
-//! search index, and a tool hidden from a tenant never enters its index (it
-//! cannot even shift the scores of the tools it does see).
+//! Every tenant's view of one manifest version. The version's
+//! [`ManifestIndex`] (search index, vectors, names) is built once, from the
+//! previous version's where there is one, and shared; a tenant's view is
+//! derived from it the first time the tenant is served (its visibility, a
+//! bitset, and a few sums: microseconds, kilobytes) and shared by every
+//! tenant whose policy shows the same tools. A tool hidden from a tenant
+//! never enters its statistics (it cannot even shift the scores of the
+//! tools it does see).
 
 use std::{
     collections::HashMap,
@@ -18,29 +21,34 @@ use quiver_proto::{
     tenant::{Tenant, TenantDirectory},
 };
 
-use crate::ToolView;
+use crate::{ToolView, manifest_index::ManifestIndex, tool_set::ToolSet};
 
 /// How many distinct views one [`TenantViews`] keeps before it forgets the
-/// least recently used (a forgotten view is rebuilt on its next use).
-pub const DEFAULT_MAX_VIEWS: usize = 1024;
+/// least recently used (a forgotten view is derived again on its next use).
+/// A view of 10,000 tools holds about 2 KiB, so the default lets as many
+/// tenants as this keep distinct views for a few tens of MiB.
+pub const DEFAULT_MAX_VIEWS: usize = 16_384;
 
-/// Every tenant's view of one manifest, built lazily.
+/// Every tenant's view of one manifest, derived lazily.
 pub struct TenantViews {
-    manifest: Arc<Manifest>,
+    index: Arc<ManifestIndex>,
     tenants: Arc<TenantDirectory>,
     all: Arc<ToolView>,
     cache: Mutex<ViewCache>,
 }
 
+/// What identifies a view: the tools it shows and how it checks arguments.
+type ViewKey = (ToolSet, Option<ValidationMode>);
+
 /// Views by tenant id and by visible set, with a use clock for eviction.
 struct ViewCache {
     by_tenant: HashMap<String, Arc<Cached>>,
-    by_tools: HashMap<(Vec<usize>, Option<ValidationMode>), Arc<Cached>>,
+    by_tools: HashMap<ViewKey, Arc<Cached>>,
     clock: u64,
     max_views: usize,
 }
 
-/// One view (built once, by the first request that needs it, outside the
+/// One view (derived once, by the first request that needs it, outside the
 /// cache's lock) and when it was last used.
 struct Cached {
     view: OnceLock<Arc<ToolView>>,
@@ -57,55 +65,70 @@ impl Cached {
 }
 
 impl TenantViews {
-    /// The views of `manifest` for `tenants`; the view of every tool is built
-    /// now (it serves anonymous callers), the others on first use.
+    /// The views of `manifest` for `tenants`, over an index built from
+    /// scratch; the view of every tool is made now (it serves anonymous
+    /// callers), the others on first use.
     pub fn new(manifest: Arc<Manifest>, tenants: Arc<TenantDirectory>) -> TenantViews {
-        let all = Arc::new(ToolView::all(manifest.clone()));
-        TenantViews::from_parts(all, tenants, None)
+        TenantViews::over(Arc::new(ManifestIndex::build(manifest)), tenants, None)
     }
 
-    /// The same manifest with other tenants: the views already built are
-    /// kept, and so is the view of every tenant whose visibility did not
-    /// change (a key issued or revoked rebuilds no index and costs no
-    /// tenant a new scan of the manifest).
-    pub fn with_tenants(&self, tenants: Arc<TenantDirectory>) -> TenantViews {
-        let previous = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let next = TenantViews::from_parts(self.all.clone(), tenants, Some(&previous));
-        {
-            let mut cache = next.cache.lock().unwrap_or_else(|p| p.into_inner());
-            for (id, cached) in &previous.by_tenant {
-                let same = match (self.tenants.get(id), next.tenants.get(id)) {
-                    (Some(old), Some(new)) => same_visibility(old, new),
-                    _ => false,
-                };
-                if same {
-                    cache.by_tenant.insert(id.clone(), cached.clone());
-                }
-            }
-        }
-        next
+    /// The views of a new manifest version for `tenants`: the index is this
+    /// version's index [`ManifestIndex::update`]d (only changed tools are
+    /// analysed again); views are derived again on first use, and the view
+    /// cap carries over. Nothing of this version is kept by the new one.
+    pub fn next(&self, manifest: Arc<Manifest>, tenants: Arc<TenantDirectory>) -> TenantViews {
+        let index = Arc::new(self.index.update(manifest));
+        TenantViews::over(index, tenants, Some(self.max_views()))
     }
 
-    fn from_parts(
-        all: Arc<ToolView>,
+    fn over(
+        index: Arc<ManifestIndex>,
         tenants: Arc<TenantDirectory>,
-        previous: Option<&ViewCache>,
+        max_views: Option<usize>,
     ) -> TenantViews {
-        let mut cache = ViewCache {
-            by_tenant: HashMap::new(),
-            by_tools: HashMap::new(),
-            clock: 0,
-            max_views: previous.map_or(DEFAULT_MAX_VIEWS, |p| p.max_views),
-        };
-        if let Some(previous) = previous {
-            cache.by_tools = previous.by_tools.clone();
-            cache.clock = previous.clock;
-        }
+        let all = Arc::new(ToolView::new(
+            index.clone(),
+            ToolSet::full(index.manifest().tools.len()),
+        ));
         TenantViews {
-            manifest: all.manifest().clone(),
+            index,
             tenants,
             all,
-            cache: Mutex::new(cache),
+            cache: Mutex::new(ViewCache {
+                by_tenant: HashMap::new(),
+                by_tools: HashMap::new(),
+                clock: 0,
+                max_views: max_views.unwrap_or(DEFAULT_MAX_VIEWS),
+            }),
+        }
+    }
+
+    /// The same manifest with other tenants: the views already made are
+    /// kept, and so is the view of every tenant whose visibility did not
+    /// change (a key issued or revoked costs no tenant a new scan of the
+    /// manifest).
+    pub fn with_tenants(&self, tenants: Arc<TenantDirectory>) -> TenantViews {
+        let previous = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut by_tenant = HashMap::new();
+        for (id, cached) in &previous.by_tenant {
+            let same = match (self.tenants.get(id), tenants.get(id)) {
+                (Some(old), Some(new)) => same_visibility(old, new),
+                _ => false,
+            };
+            if same {
+                by_tenant.insert(id.clone(), cached.clone());
+            }
+        }
+        TenantViews {
+            index: self.index.clone(),
+            tenants,
+            all: self.all.clone(),
+            cache: Mutex::new(ViewCache {
+                by_tenant,
+                by_tools: previous.by_tools.clone(),
+                clock: previous.clock,
+                max_views: previous.max_views,
+            }),
         }
     }
 
@@ -118,9 +141,21 @@ impl TenantViews {
         self
     }
 
+    fn max_views(&self) -> usize {
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .max_views
+    }
+
     /// The manifest.
     pub fn manifest(&self) -> &Arc<Manifest> {
-        &self.manifest
+        self.index.manifest()
+    }
+
+    /// The index every view of this version shares.
+    pub fn index(&self) -> &Arc<ManifestIndex> {
+        &self.index
     }
 
     /// The tenants.
@@ -148,9 +183,9 @@ impl TenantViews {
         let cached = match cached {
             Some(cached) => cached,
             None => {
-                // The scan runs outside the lock; so does the build below.
-                let key = (visible_tools(&self.manifest, tenant), tenant.validation);
-                let every_tool = key.0.len() == self.manifest.tools.len() && key.1.is_none();
+                // The scan runs outside the lock; so does the derivation below.
+                let key = (visible_tools(self.manifest(), tenant), tenant.validation);
+                let every_tool = key.0.is_full() && key.1.is_none();
                 let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
                 cache.clock += 1;
                 let now = cache.clock;
@@ -169,23 +204,21 @@ impl TenantViews {
                 };
                 cache.by_tenant.insert(id.to_string(), cached.clone());
                 drop(cache);
-                // Tenants with the same visible set wait for the one build;
-                // everyone else goes on.
+                // Tenants with the same visible set wait for the one
+                // derivation; everyone else goes on.
                 cached.view.get_or_init(|| {
-                    Arc::new(
-                        ToolView::with_tools(self.manifest.clone(), key.0.clone())
-                            .with_validation(key.1),
-                    )
+                    let (tools, validation) = key;
+                    Arc::new(ToolView::new(self.index.clone(), tools).with_validation(validation))
                 });
                 cached
             }
         };
-        // A tenant seen before whose view another request is still building
-        // waits for that build.
+        // A tenant seen before whose view another request is still deriving
+        // waits for that.
         Some(cached.view.wait().clone())
     }
 
-    /// Number of distinct views built and kept (the view of every tool not counted).
+    /// Number of distinct views made and kept (the view of every tool not counted).
     pub fn views_built(&self) -> usize {
         self.cache
             .lock()
@@ -196,7 +229,7 @@ impl TenantViews {
 }
 
 impl ViewCache {
-    fn insert(&mut self, key: (Vec<usize>, Option<ValidationMode>), cached: Arc<Cached>) {
+    fn insert(&mut self, key: ViewKey, cached: Arc<Cached>) {
         while self.by_tools.len() >= self.max_views {
             let Some(oldest) = self
                 .by_tools
@@ -223,24 +256,25 @@ fn same_visibility(a: &Tenant, b: &Tenant) -> bool {
         && a.hold_findings == b.hold_findings
 }
 
-/// The manifest tool indices `tenant`'s policy shows, in manifest order.
-pub fn visible_tools(manifest: &Manifest, tenant: &Tenant) -> Vec<usize> {
-    let servers: Vec<bool> = manifest
-        .servers
-        .iter()
-        .map(|s| tenant.sees_server(s))
-        .collect();
-    manifest
-        .tools
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| {
-            servers[t.server_index]
-                && tenant.sees_tool_id(&t.id.server, &t.id.tool)
-                && tenant.tolerates(&t.findings)
-        })
-        .map(|(i, _)| i)
-        .collect()
+/// The manifest tools `tenant`'s policy shows. Servers are decided first,
+/// so a tenant that sees a few servers costs a few servers' tools, and
+/// tool globs and findings are read only where the policy has them.
+pub fn visible_tools(manifest: &Manifest, tenant: &Tenant) -> ToolSet {
+    let mut words = vec![0u64; manifest.tools.len().div_ceil(64)];
+    let per_tool = !tenant.tools.is_empty() || tenant.hold_findings.is_some();
+    for server in manifest.servers.iter().filter(|s| tenant.sees_server(s)) {
+        for &t in &server.tools {
+            let shown = !per_tool || {
+                let tool = &manifest.tools[t];
+                tenant.sees_tool_id(&tool.id.server, &tool.id.tool)
+                    && tenant.tolerates(&tool.findings)
+            };
+            if shown {
+                words[t / 64] |= 1 << (t % 64);
+            }
+        }
+    }
+    ToolSet::from_words(manifest.tools.len(), words)
 }
 
 #[cfg(test)]

@@ -52,7 +52,8 @@ impl ToolView {
         let absent = arguments.is_null();
         let empty = Value::Object(Map::new());
         let checked = if absent { &empty } else { arguments };
-        self.check(tool.index)
+        self.index()
+            .check(tool.manifest_index)
             .check(checked, self.validation_of(tool.server))?;
         // Whatever search returned it, it is now called.
         search_telemetry::called(tool);

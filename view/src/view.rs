@@ -1,11 +1,13 @@
-//! A tenant's view of a manifest: the tools its policy lets it see, their search
-//! index and argument checks. Hidden tools are simply absent here, so no list,
-//! search result, description or error built from a view can mention them.
+//! A tenant's view of a manifest: the tools its policy lets it see, over the
+//! version's shared [`ManifestIndex`] (search, names, argument checks). A
+//! view holds its visibility (a bitset) and a few numbers; hidden tools are
+//! absent from everything it answers, so no list, search result,
+//! description or error built from a view can mention them.
 
 use std::{
     any::{Any, TypeId},
     collections::HashMap,
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Arc, Mutex},
 };
 
 use quiver_proto::{
@@ -15,27 +17,26 @@ use quiver_proto::{
 
 use crate::{
     argument_check::ArgumentCheck,
-    search::{HybridIndex, SearchDoc, SearchParam, semantic, signals},
+    manifest_index::ManifestIndex,
+    search::{Subset, signals},
     token_estimate::estimate_tokens,
+    tool_set::ToolSet,
     view_names::ViewNames,
 };
 
-/// The tools one tenant may see in one manifest version. Immutable; rebuilt per version.
+/// The tools one tenant may see in one manifest version. Immutable; derived
+/// per version from the version's [`ManifestIndex`].
 pub struct ToolView {
-    manifest: Arc<Manifest>,
-    /// Manifest tool indices, in manifest order.
-    tools: Vec<usize>,
-    by_exposed: HashMap<String, usize>,
-    servers: Vec<usize>,
-    search: HybridIndex,
-    checks: Vec<OnceLock<ArgumentCheck>>,
+    index: Arc<ManifestIndex>,
+    /// The visible tools (manifest indices) with their search statistics.
+    subset: Subset,
+    /// Servers with at least one visible tool (manifest indices).
+    servers: ToolSet,
     /// The tenant's validation level, over each server's own.
     validation: Option<ValidationMode>,
     /// Estimated tokens of listing every visible tool (see
     /// [`ToolView::listing_tokens`]).
     listing_tokens: u64,
-    /// Name indexes, built on first use.
-    names: OnceLock<ViewNames>,
     /// What other crates derive from this view, one of each type (see
     /// [`ToolView::derived`]).
     derived: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -46,6 +47,8 @@ pub struct ToolView {
 pub struct ViewTool<'a> {
     /// Position in the view.
     pub index: usize,
+    /// Index in the manifest.
+    pub manifest_index: usize,
     /// The manifest entry.
     pub tool: &'a ManifestTool,
     /// Its server.
@@ -53,44 +56,35 @@ pub struct ViewTool<'a> {
 }
 
 impl ToolView {
-    /// The view of every tool in `manifest` (no tenant policy yet narrows it).
+    /// The view of every tool in `manifest` (no tenant policy yet narrows it),
+    /// over an index of its own.
     pub fn all(manifest: Arc<Manifest>) -> ToolView {
-        let tools: Vec<usize> = (0..manifest.tools.len()).collect();
-        ToolView::with_tools(manifest, tools)
+        let tools = ToolSet::full(manifest.tools.len());
+        ToolView::new(Arc::new(ManifestIndex::build(manifest)), tools)
     }
 
-    /// The view of the given manifest tool indices.
+    /// The view of the given manifest tool indices, over an index of its own.
     pub fn with_tools(manifest: Arc<Manifest>, tools: Vec<usize>) -> ToolView {
-        let by_exposed = tools
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| (manifest.tools[t].exposed_name.clone(), i))
-            .collect();
-        let mut servers: Vec<usize> = tools
-            .iter()
-            .map(|&t| manifest.tools[t].server_index)
-            .collect();
-        servers.dedup();
-        let docs: Vec<SearchDoc> = tools
-            .iter()
-            .map(|&t| search_doc(&manifest, &manifest.tools[t]))
-            .collect();
-        let search = HybridIndex::build_deferred(&docs, semantic::installed());
-        let checks = tools.iter().map(|_| OnceLock::new()).collect();
-        let listing_bytes = tools
-            .iter()
-            .map(|&t| listed_bytes(&manifest.tools[t]))
-            .sum();
+        let tools = ToolSet::from_sorted(manifest.tools.len(), tools);
+        ToolView::new(Arc::new(ManifestIndex::build(manifest)), tools)
+    }
+
+    /// The view of `tools` (a set of `index`'s manifest tool indices) over
+    /// the shared `index`: a bitset and a few sums, no index of its own.
+    pub fn new(index: Arc<ManifestIndex>, tools: ToolSet) -> ToolView {
+        let manifest = index.manifest().clone();
+        let servers = ToolSet::from_sorted(
+            manifest.servers.len(),
+            tools.iter().map(|t| manifest.tools[t].server_index),
+        );
+        let listing_bytes = tools.iter().map(|t| index.listed_bytes(t)).sum();
+        let subset = index.search().subset(tools);
         ToolView {
-            manifest,
-            tools,
-            by_exposed,
+            index,
+            subset,
             servers,
-            search,
-            checks,
             validation: None,
             listing_tokens: estimate_tokens(listing_bytes),
-            names: OnceLock::new(),
             derived: Mutex::new(HashMap::new()),
         }
     }
@@ -116,55 +110,102 @@ impl ToolView {
 
     /// The manifest this view is of.
     pub fn manifest(&self) -> &Arc<Manifest> {
-        &self.manifest
+        self.index.manifest()
+    }
+
+    /// The shared index this view reads.
+    pub fn index(&self) -> &Arc<ManifestIndex> {
+        &self.index
+    }
+
+    /// The visible tools, as manifest indices.
+    pub fn tools(&self) -> &ToolSet {
+        self.subset.tools()
+    }
+
+    /// Heap bytes this view holds of its own (its sets; the shared index
+    /// and what [`ToolView::derived`] built not counted).
+    pub fn own_bytes(&self) -> usize {
+        size_of::<ToolView>() + self.subset.heap_bytes() + self.servers.heap_bytes()
     }
 
     /// Number of visible tools.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.subset.len()
     }
 
     /// True when nothing is visible.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.subset.is_empty()
     }
 
     /// The visible tool at view position `index`.
+    ///
+    /// # Panics
+    /// When `index` is not below [`ToolView::len`].
     pub fn get(&self, index: usize) -> ViewTool<'_> {
-        let tool = &self.manifest.tools[self.tools[index]];
+        let Some(tool) = self.tools().select(index) else {
+            panic!(
+                "view position {index} out of range: the view has {} tools",
+                self.len()
+            )
+        };
+        self.tool_at(index, tool)
+    }
+
+    /// The visible tool with manifest index `tool`, or `None` when hidden.
+    pub fn by_manifest_index(&self, tool: usize) -> Option<ViewTool<'_>> {
+        self.tools()
+            .contains(tool)
+            .then(|| self.tool_at(self.tools().rank(tool), tool))
+    }
+
+    fn tool_at(&self, position: usize, tool: usize) -> ViewTool<'_> {
+        let manifest = self.index.manifest();
+        let entry = &manifest.tools[tool];
         ViewTool {
-            index,
-            tool,
-            server: &self.manifest.servers[tool.server_index],
+            index: position,
+            manifest_index: tool,
+            tool: entry,
+            server: &manifest.servers[entry.server_index],
         }
     }
 
     /// Every visible tool, in manifest order.
     pub fn iter(&self) -> impl Iterator<Item = ViewTool<'_>> {
-        (0..self.tools.len()).map(|i| self.get(i))
+        self.tools()
+            .iter()
+            .enumerate()
+            .map(|(position, tool)| self.tool_at(position, tool))
     }
 
     /// The visible tool exposed as `name`.
     pub fn by_exposed(&self, name: &str) -> Option<ViewTool<'_>> {
-        self.by_exposed.get(name).map(|&i| self.get(i))
+        self.by_manifest_index(self.manifest().tool_index_by_exposed(name)?)
     }
 
     /// The visible tool `tool` of upstream `server` (upstream ids, not exposed names).
     pub fn by_id(&self, server: &str, tool: &str) -> Option<ViewTool<'_>> {
-        self.names().by_id(server, tool).map(|i| self.get(i))
+        self.by_manifest_index(self.names().by_id(server, tool)?)
     }
 
-    /// The view's name indexes (built on first use, then shared): what
-    /// resolves a name without scanning the view.
-    pub fn names(&self) -> &ViewNames {
-        self.names
-            .get_or_init(|| ViewNames::build(&self.manifest, &self.tools, &self.servers))
+    /// The view's name tables (shared by every view of the manifest, read
+    /// through this view's visibility): what resolves a name without
+    /// scanning the view.
+    pub fn names(&self) -> ViewNames<'_> {
+        ViewNames::new(
+            self.index.manifest(),
+            self.index.names(),
+            self.subset.tools(),
+            &self.servers,
+        )
     }
 
-    /// A structure derived from this view (the edge's passthrough tool list,
-    /// say), built by `build` the first time it is asked for and shared by
-    /// every later request for the view's lifetime, so per-request work does
-    /// not repeat what depends only on the view. One value per type.
+    /// A structure derived from this view, built by `build` the first time
+    /// it is asked for and shared by every later request for the view's
+    /// lifetime, so per-request work does not repeat what depends only on
+    /// the view. One value per type. What depends on the manifest alone
+    /// belongs in [`ManifestIndex::shared`], built once for every view.
     pub fn derived<T: Any + Send + Sync>(&self, build: impl FnOnce(&ToolView) -> T) -> Arc<T> {
         let key = TypeId::of::<T>();
         let held = self
@@ -191,13 +232,14 @@ impl ToolView {
 
     /// Servers with at least one visible tool, in id order.
     pub fn servers(&self) -> impl Iterator<Item = &ManifestServer> {
-        self.servers.iter().map(|&s| &self.manifest.servers[s])
+        let manifest = self.index.manifest();
+        self.servers.iter().map(move |s| &manifest.servers[s])
     }
 
     /// A visible server by id or JavaScript name.
     pub fn server(&self, name: &str) -> Option<&ManifestServer> {
-        let position = self.names().server(name)?;
-        Some(&self.manifest.servers[self.servers[position]])
+        let server = self.names().server(name)?;
+        Some(&self.index.manifest().servers[server])
     }
 
     /// Visible tools of one server.
@@ -205,11 +247,11 @@ impl ToolView {
         &'a self,
         server: &'a ManifestServer,
     ) -> impl Iterator<Item = ViewTool<'a>> + 'a {
-        let positions = self
-            .names()
-            .server_with_id(&server.id)
-            .map_or(&[][..], |p| self.names().tools_of(p));
-        positions.iter().map(|&i| self.get(i))
+        let tools: &[usize] = match self.names().server_with_id(&server.id) {
+            Some(s) => &self.index.manifest().servers[s].tools,
+            None => &[],
+        };
+        tools.iter().filter_map(|&t| self.by_manifest_index(t))
     }
 
     /// A visible tool by exposed name, `server.tool` (JS names) or `server/tool`.
@@ -220,16 +262,20 @@ impl ToolView {
         }
         let (server, tool) = name.split_once('.').or_else(|| name.split_once('/'))?;
         let names = self.names();
-        let position = names.server(server)?;
-        names.tool(position, tool).map(|i| self.get(i))
+        let server = names.server(server)?;
+        names
+            .tool(server, tool)
+            .and_then(|t| self.by_manifest_index(t))
     }
 
     /// Ranked matches for `query`.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(ViewTool<'_>, f32)> {
-        self.search
-            .search(query, limit)
+        let search = self.index.search();
+        let vector = search.query_vector(query);
+        search
+            .search_embedded_in(&self.subset, query, vector.as_deref(), limit, |_| 0.0)
             .into_iter()
-            .map(|hit| (self.get(hit.doc), hit.score))
+            .filter_map(|hit| Some((self.by_manifest_index(hit.doc)?, hit.score)))
             .collect()
     }
 
@@ -241,24 +287,25 @@ impl ToolView {
             return self.search(query, limit);
         };
         let now = signals::now_secs();
+        let search = self.index.search();
         // Embedded once: it ranks the tools and matches past queries by meaning.
-        let vector = self.search.query_vector(query);
+        let vector = search.query_vector(query);
         let adjustments = store.embedded_adjustments(tenant, query, vector.as_deref(), now);
-        let hits: Vec<(ViewTool<'_>, f32)> = self
-            .search
-            .search_embedded(query, vector.as_deref(), limit, |doc| {
+        let manifest = self.index.manifest();
+        let hits: Vec<(ViewTool<'_>, f32)> = search
+            .search_embedded_in(&self.subset, query, vector.as_deref(), limit, |doc| {
                 if adjustments.is_empty() {
                     return 0.0;
                 }
                 adjustments
-                    .get(&signal_key(self.get(doc)))
+                    .get(&signal_key(&manifest.tools[doc]))
                     .copied()
                     .unwrap_or(0.0)
             })
             .into_iter()
-            .map(|hit| (self.get(hit.doc), hit.score))
+            .filter_map(|hit| Some((self.by_manifest_index(hit.doc)?, hit.score)))
             .collect();
-        let shown: Vec<String> = hits.iter().map(|(t, _)| signal_key(*t)).collect();
+        let shown: Vec<String> = hits.iter().map(|(t, _)| signal_key(t.tool)).collect();
         store.record_embedded_search(tenant, query, vector.as_deref(), &shown, now);
         hits
     }
@@ -267,7 +314,7 @@ impl ToolView {
     /// signal store, if any.
     pub fn record_call(&self, tenant: &str, tool: ViewTool<'_>, success: bool) {
         if let Some(store) = signals::installed() {
-            store.record_call(tenant, &signal_key(tool), success, signals::now_secs());
+            store.record_call(tenant, &signal_key(tool.tool), success, signals::now_secs());
         }
     }
 
@@ -275,14 +322,13 @@ impl ToolView {
     /// installed signal store, if any.
     pub fn record_describe(&self, tenant: &str, tool: ViewTool<'_>) {
         if let Some(store) = signals::installed() {
-            store.record_describe(tenant, &signal_key(tool), signals::now_secs());
+            store.record_describe(tenant, &signal_key(tool.tool), signals::now_secs());
         }
     }
 
     /// The compiled argument check of the tool at view position `index` (compiled on first use).
     pub fn check(&self, index: usize) -> &ArgumentCheck {
-        self.checks[index]
-            .get_or_init(|| ArgumentCheck::compile(&self.get(index).tool.def.input_schema))
+        self.index.check(self.get(index).manifest_index)
     }
 
     /// Names every visible tool could be called by (for "did you mean").
@@ -291,27 +337,9 @@ impl ToolView {
     }
 }
 
-/// Bytes of `tool`'s definition in a `tools/list` answer, under its exposed name.
-fn listed_bytes(tool: &ManifestTool) -> usize {
-    let definition = serde_json::to_string(&*tool.def).map_or(0, |d| d.len());
-    (definition + tool.exposed_name.len()).saturating_sub(tool.def.name.len())
-}
-
 /// How signals name a tool: `server/tool`, stable across manifest versions.
-fn signal_key(tool: ViewTool<'_>) -> String {
-    format!("{}/{}", tool.tool.id.server, tool.tool.id.tool)
-}
-
-fn search_doc(manifest: &Manifest, tool: &ManifestTool) -> SearchDoc {
-    let server = &manifest.servers[tool.server_index];
-    let params = SearchParam::from_schema(&tool.def.input_schema);
-    SearchDoc {
-        name: tool.def.name.clone(),
-        server: server.id.clone(),
-        server_description: server.description.clone(),
-        description: tool.def.description.clone(),
-        params,
-    }
+fn signal_key(tool: &ManifestTool) -> String {
+    format!("{}/{}", tool.id.server, tool.id.tool)
 }
 
 #[cfg(test)]

@@ -1,139 +1,204 @@
 //! How a view finds one tool by name without scanning the view: servers by id
 //! or JavaScript name, tools by name within their server, and the names a
-//! script reaches under `tools`. Built once per view (on first use) and shared
-//! by every request that resolves a name, so resolving costs the same at 16
-//! visible tools as at 10,000. It must not hold anything the view hides.
+//! script reaches under `tools`. The tables ([`ManifestNames`]) are built once
+//! per manifest version and shared by every view; a view reads them through
+//! its own visibility ([`ViewNames`]), taking the first visible candidate of
+//! a name, so nothing it hides is ever found. Resolving costs the same at 16
+//! visible tools as at 10,000.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use quiver_proto::Manifest;
 
-/// The name indexes of one view.
-pub struct ViewNames {
-    /// Visible servers by id and by JavaScript name → position in the
-    /// view's server list (the first server in id order that has the name).
-    server_by_name: HashMap<String, usize>,
-    /// Visible servers by id alone → position.
-    server_by_id: HashMap<String, usize>,
-    /// For each visible server (view order), its tools' view positions.
-    server_tools: Vec<Vec<usize>>,
-    /// For each visible server, its tools by JavaScript or upstream name →
-    /// view position (the first in view order that has the name).
-    tool_by_name: Vec<HashMap<String, usize>>,
-    /// Visible tools by upstream server id, then tool name → view position
-    /// (nested, so a lookup by `&str` allocates nothing).
-    by_id: HashMap<String, HashMap<String, usize>>,
-    /// What a script sees as `tools.<server>.<tool>`: JavaScript server
-    /// names (sorted) and each server's JavaScript tool names (view order).
-    script: BTreeMap<String, ScriptServer>,
+use crate::tool_set::ToolSet;
+
+/// The name tables of one manifest: every name with every tool or server
+/// that carries it, in manifest order.
+pub(crate) struct ManifestNames {
+    /// Servers by id and by JavaScript name (ascending: id order).
+    server_by_name: HashMap<String, Vec<u32>>,
+    /// Servers by id alone.
+    server_by_id: HashMap<String, u32>,
+    /// For each server, its tools by JavaScript or upstream name (ascending).
+    tool_by_name: Vec<HashMap<String, Vec<u32>>>,
+    /// For each server, its tools by JavaScript name alone (ascending).
+    tool_by_js: Vec<HashMap<String, Vec<u32>>>,
+    /// Tools by upstream server id, then tool name (nested, so a lookup by
+    /// `&str` allocates nothing).
+    by_id: HashMap<String, HashMap<String, u32>>,
+    /// Servers by JavaScript name, as a script writes `tools.<server>`.
+    script_servers: HashMap<String, Vec<u32>>,
 }
 
-/// One server under a script's `tools`.
-struct ScriptServer {
-    /// Tool names in view order, each once.
-    tools: Vec<String>,
-    /// The same names, for membership.
-    known: HashSet<String>,
-}
-
-impl ViewNames {
-    /// The indexes of the view holding manifest tools `tools` (manifest
-    /// indices, in view order) whose visible servers are `servers`
-    /// (manifest indices, in the view's order).
-    pub(crate) fn build(manifest: &Manifest, tools: &[usize], servers: &[usize]) -> ViewNames {
-        let mut server_by_name = HashMap::new();
+impl ManifestNames {
+    /// The tables of `manifest`.
+    pub(crate) fn build(manifest: &Manifest) -> ManifestNames {
+        let mut server_by_name: HashMap<String, Vec<u32>> = HashMap::new();
         let mut server_by_id = HashMap::new();
-        let mut position_of_server = HashMap::new();
-        for (position, &s) in servers.iter().enumerate() {
-            let server = &manifest.servers[s];
-            position_of_server.insert(s, position);
-            server_by_id.insert(server.id.clone(), position);
-            server_by_name.entry(server.id.clone()).or_insert(position);
-            server_by_name.entry(server.js.clone()).or_insert(position);
+        let mut script_servers: HashMap<String, Vec<u32>> = HashMap::new();
+        for (s, server) in manifest.servers.iter().enumerate() {
+            let s = s as u32;
+            server_by_id.insert(server.id.clone(), s);
+            push_once(server_by_name.entry(server.id.clone()).or_default(), s);
+            push_once(server_by_name.entry(server.js.clone()).or_default(), s);
+            push_once(script_servers.entry(server.js.clone()).or_default(), s);
         }
-        let mut server_tools = vec![Vec::new(); servers.len()];
-        let mut tool_by_name = vec![HashMap::new(); servers.len()];
-        let mut by_id: HashMap<String, HashMap<String, usize>> = HashMap::new();
-        let mut script: BTreeMap<String, ScriptServer> = BTreeMap::new();
-        for (view_position, &t) in tools.iter().enumerate() {
-            let tool = &manifest.tools[t];
-            let server = &manifest.servers[tool.server_index];
-            if let Some(&position) = position_of_server.get(&tool.server_index) {
-                server_tools[position].push(view_position);
-                let names: &mut HashMap<String, usize> = &mut tool_by_name[position];
-                names.entry(tool.js.clone()).or_insert(view_position);
-                names.entry(tool.def.name.clone()).or_insert(view_position);
+        let mut tool_by_name = vec![HashMap::new(); manifest.servers.len()];
+        let mut tool_by_js = vec![HashMap::new(); manifest.servers.len()];
+        let mut by_id: HashMap<String, HashMap<String, u32>> = HashMap::new();
+        for (t, tool) in manifest.tools.iter().enumerate() {
+            let t = t as u32;
+            if let Some(names) = tool_by_name.get_mut(tool.server_index) {
+                let names: &mut HashMap<String, Vec<u32>> = names;
+                push_once(names.entry(tool.js.clone()).or_default(), t);
+                push_once(names.entry(tool.def.name.clone()).or_default(), t);
+            }
+            if let Some(names) = tool_by_js.get_mut(tool.server_index) {
+                let names: &mut HashMap<String, Vec<u32>> = names;
+                push_once(names.entry(tool.js.clone()).or_default(), t);
             }
             by_id
                 .entry(tool.id.server.clone())
                 .or_default()
                 .entry(tool.id.tool.clone())
-                .or_insert(view_position);
-            let entry = script
-                .entry(server.js.clone())
-                .or_insert_with(|| ScriptServer {
-                    tools: Vec::new(),
-                    known: HashSet::new(),
-                });
-            if entry.known.insert(tool.js.clone()) {
-                entry.tools.push(tool.js.clone());
-            }
+                .or_insert(t);
         }
-        ViewNames {
+        ManifestNames {
             server_by_name,
             server_by_id,
-            server_tools,
             tool_by_name,
+            tool_by_js,
             by_id,
-            script,
+            script_servers,
+        }
+    }
+}
+
+fn push_once(list: &mut Vec<u32>, item: u32) {
+    if list.last() != Some(&item) {
+        list.push(item);
+    }
+}
+
+/// The name tables as one view sees them: only its visible tools and the
+/// servers that have one.
+pub struct ViewNames<'a> {
+    manifest: &'a Manifest,
+    names: &'a ManifestNames,
+    tools: &'a ToolSet,
+    servers: &'a ToolSet,
+}
+
+impl<'a> ViewNames<'a> {
+    pub(crate) fn new(
+        manifest: &'a Manifest,
+        names: &'a ManifestNames,
+        tools: &'a ToolSet,
+        servers: &'a ToolSet,
+    ) -> ViewNames<'a> {
+        ViewNames {
+            manifest,
+            names,
+            tools,
+            servers,
         }
     }
 
-    /// The view's server position of the server with id or JavaScript name `name`.
+    /// The visible server (manifest index) with id or JavaScript name `name`:
+    /// the first in id order that has the name.
     pub(crate) fn server(&self, name: &str) -> Option<usize> {
-        self.server_by_name.get(name).copied()
+        self.first_server(self.names.server_by_name.get(name)?)
     }
 
-    /// The view's server position of the server with id `id`.
+    /// The visible server (manifest index) with id `id`.
     pub(crate) fn server_with_id(&self, id: &str) -> Option<usize> {
-        self.server_by_id.get(id).copied()
+        let s = *self.names.server_by_id.get(id)? as usize;
+        self.servers.contains(s).then_some(s)
     }
 
-    /// View positions of the tools of the server at `position`.
-    pub(crate) fn tools_of(&self, position: usize) -> &[usize] {
-        self.server_tools
-            .get(position)
-            .map_or(&[][..], Vec::as_slice)
+    /// The visible tool (manifest index) of server `server` with JavaScript
+    /// or upstream name `tool`: the first in view order.
+    pub(crate) fn tool(&self, server: usize, tool: &str) -> Option<usize> {
+        self.first_tool(self.names.tool_by_name.get(server)?.get(tool)?)
     }
 
-    /// The view position of the tool of the server at `position` with
-    /// JavaScript or upstream name `tool`.
-    pub(crate) fn tool(&self, position: usize, tool: &str) -> Option<usize> {
-        self.tool_by_name.get(position)?.get(tool).copied()
-    }
-
-    /// The view position of upstream tool `tool` of upstream `server`.
+    /// The visible tool (manifest index) `tool` of upstream `server`.
     pub(crate) fn by_id(&self, server: &str, tool: &str) -> Option<usize> {
-        self.by_id.get(server)?.get(tool).copied()
+        let t = *self.names.by_id.get(server)?.get(tool)? as usize;
+        self.tools.contains(t).then_some(t)
+    }
+
+    fn first_server(&self, candidates: &[u32]) -> Option<usize> {
+        candidates
+            .iter()
+            .map(|&s| s as usize)
+            .find(|&s| self.servers.contains(s))
+    }
+
+    fn first_tool(&self, candidates: &[u32]) -> Option<usize> {
+        candidates
+            .iter()
+            .map(|&t| t as usize)
+            .find(|&t| self.tools.contains(t))
+    }
+
+    /// The visible servers a script reaches as `tools.<server>`.
+    fn script_servers(&self, server: &str) -> impl Iterator<Item = usize> + '_ {
+        self.names
+            .script_servers
+            .get(server)
+            .into_iter()
+            .flatten()
+            .map(|&s| s as usize)
+            .filter(|&s| self.servers.contains(s))
     }
 
     /// Whether a script can reach `tools.<server>` (with `tool`,
     /// `tools.<server>.<tool>`).
     pub fn script_has(&self, server: &str, tool: Option<&str>) -> bool {
-        match (self.script.get(server), tool) {
-            (None, _) => false,
-            (Some(_), None) => true,
-            (Some(s), Some(tool)) => s.known.contains(tool),
+        let mut servers = self.script_servers(server);
+        match tool {
+            None => servers.next().is_some(),
+            Some(tool) => servers.any(|s| {
+                self.names.tool_by_js[s]
+                    .get(tool)
+                    .is_some_and(|c| self.first_tool(c).is_some())
+            }),
         }
     }
 
     /// The names a script finds under `tools` (`server` None: the servers,
-    /// sorted) or under `tools.<server>` (its tools; None when there is no
-    /// such server).
+    /// sorted) or under `tools.<server>` (its tools, in view order, each
+    /// once; None when there is no such server).
     pub fn script_names(&self, server: Option<&str>) -> Option<Vec<String>> {
         match server {
-            None => Some(self.script.keys().cloned().collect()),
-            Some(server) => self.script.get(server).map(|s| s.tools.clone()),
+            None => {
+                let mut names: Vec<String> = self
+                    .servers
+                    .iter()
+                    .map(|s| self.manifest.servers[s].js.clone())
+                    .collect();
+                names.sort_unstable();
+                names.dedup();
+                Some(names)
+            }
+            Some(server) => {
+                let servers: Vec<usize> = self.script_servers(server).collect();
+                if servers.is_empty() {
+                    return None;
+                }
+                let mut seen = HashSet::new();
+                let mut tools = Vec::new();
+                for s in servers {
+                    for &t in &self.manifest.servers[s].tools {
+                        let js = &self.manifest.tools[t].js;
+                        if self.tools.contains(t) && seen.insert(js.as_str()) {
+                            tools.push(js.clone());
+                        }
+                    }
+                }
+                Some(tools)
+            }
         }
     }
 }

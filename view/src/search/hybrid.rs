@@ -18,7 +18,8 @@ use std::{
     time::Duration,
 };
 
-use super::{SearchDoc, SearchHit, SearchIndex, semantic::SemanticModel, top_k::TopK};
+use super::{SearchDoc, SearchHit, SearchIndex, Subset, semantic::SemanticModel, top_k::TopK};
+use crate::tool_set::ToolSet;
 
 /// How the two scores are blended. [`Blend::DEFAULT`] was chosen on the
 /// `tune` split of the five public benchmarks and of the project's queries:
@@ -60,7 +61,7 @@ impl Default for Blend {
     }
 }
 
-/// Tool vectors of one view.
+/// Tool vectors of one index.
 #[derive(Debug)]
 struct Vectors {
     model: Arc<SemanticModel>,
@@ -68,7 +69,14 @@ struct Vectors {
     matrix: Vec<f32>,
 }
 
-/// Where a view's vectors land once they are built; set at most once.
+impl Vectors {
+    /// The vector of document `doc`.
+    fn row(&self, doc: usize, dim: usize) -> Option<&[f32]> {
+        self.matrix.get(doc * dim..(doc + 1) * dim)
+    }
+}
+
+/// Where an index's vectors land once they are built; set at most once.
 #[derive(Debug, Default)]
 struct VectorSlot {
     vectors: OnceLock<Vectors>,
@@ -86,9 +94,10 @@ impl VectorSlot {
     }
 }
 
-/// Lexical + semantic ranking over one set of tools. The lexical side is
-/// immutable once built; the vectors arrive at most once, possibly later
-/// ([`HybridIndex::build_deferred`]).
+/// Lexical + semantic ranking over one set of tools, shared by every view
+/// of them: each view ranks its [`Subset`]. The lexical side is immutable
+/// once built; the vectors (one matrix, whatever the number of views) arrive
+/// at most once, possibly later ([`HybridIndex::build_deferred`]).
 #[derive(Debug)]
 pub struct HybridIndex {
     lexical: SearchIndex,
@@ -101,7 +110,10 @@ impl HybridIndex {
     /// calling thread). If the model fails on a tool, the index is lexical
     /// and the failure is logged.
     pub fn build(docs: &[SearchDoc], model: Option<Arc<SemanticModel>>) -> HybridIndex {
-        let index = HybridIndex::lexical_only(docs);
+        let index = HybridIndex {
+            lexical: SearchIndex::build(docs),
+            vectors: Arc::default(),
+        };
         if let Some(model) = model {
             match model.doc_vectors(docs) {
                 Ok(matrix) => index.vectors.fill(Vectors { model, matrix }),
@@ -115,9 +127,28 @@ impl HybridIndex {
     /// every vector is cached the index is hybrid at once; otherwise it
     /// ranks lexically until the model's background thread has embedded the
     /// new definitions, then hybrid. Dropping the index abandons the work
-    /// (what was embedded stays cached for the next view).
+    /// (what was embedded stays cached for the next index).
     pub fn build_deferred(docs: &[SearchDoc], model: Option<Arc<SemanticModel>>) -> HybridIndex {
-        let index = HybridIndex::lexical_only(docs);
+        HybridIndex::with_lexical(SearchIndex::build(docs), docs, model)
+    }
+
+    /// The index of `docs`, a new version of this one: the lexical side is
+    /// [`SearchIndex::update`]d (unchanged tools are not analysed again) and
+    /// the vectors come as in [`HybridIndex::build_deferred`] (unchanged
+    /// tools' vectors are cached already). Ranks exactly as a fresh build.
+    pub fn update(&self, docs: &[SearchDoc], model: Option<Arc<SemanticModel>>) -> HybridIndex {
+        HybridIndex::with_lexical(self.lexical.update(docs), docs, model)
+    }
+
+    fn with_lexical(
+        lexical: SearchIndex,
+        docs: &[SearchDoc],
+        model: Option<Arc<SemanticModel>>,
+    ) -> HybridIndex {
+        let index = HybridIndex {
+            lexical,
+            vectors: Arc::default(),
+        };
         let Some(model) = model else {
             return index;
         };
@@ -142,13 +173,6 @@ impl HybridIndex {
         index
     }
 
-    fn lexical_only(docs: &[SearchDoc]) -> HybridIndex {
-        HybridIndex {
-            lexical: SearchIndex::build(docs),
-            vectors: Arc::default(),
-        }
-    }
-
     /// Whether this index ranks semantically too (its vectors are there).
     pub fn is_semantic(&self) -> bool {
         self.vectors.vectors.get().is_some()
@@ -170,6 +194,11 @@ impl HybridIndex {
         &self.lexical
     }
 
+    /// The subset of `set`'s tools (see [`SearchIndex::subset`]).
+    pub fn subset(&self, set: ToolSet) -> Subset {
+        self.lexical.subset(set)
+    }
+
     /// Number of indexed tools.
     pub fn len(&self) -> usize {
         self.lexical.len()
@@ -180,7 +209,7 @@ impl HybridIndex {
         self.lexical.is_empty()
     }
 
-    /// Bytes taken by this view's tool vectors.
+    /// Bytes taken by the tool vectors.
     pub fn vector_bytes(&self) -> usize {
         self.vectors.vectors.get().map_or(0, |v| v.matrix.len() * 4)
     }
@@ -214,21 +243,43 @@ impl HybridIndex {
         limit: usize,
         adjust: impl Fn(usize) -> f32,
     ) -> Vec<SearchHit> {
-        if limit == 0 || self.is_empty() {
+        self.search_embedded_in(self.lexical.everything(), query, vector, limit, adjust)
+    }
+
+    /// Like [`HybridIndex::search_embedded`], ranking `subset`'s tools only,
+    /// exactly as an index of those tools alone would (hits name documents of
+    /// this index).
+    pub fn search_embedded_in(
+        &self,
+        subset: &Subset,
+        query: &str,
+        vector: Option<&[f32]>,
+        limit: usize,
+        adjust: impl Fn(usize) -> f32,
+    ) -> Vec<SearchHit> {
+        if limit == 0 || subset.is_empty() {
             return Vec::new();
         }
-        let lexical = self.lexical.search(query, self.len());
-        let cosines = vector.and_then(|q| self.cosines(q));
-        let Some(cosines) = cosines else {
+        let lexical = self.lexical.search_in(subset, query, subset.len());
+        let vectors = vector.and_then(|q| Some((q, self.vectors.vectors.get()?)));
+        let Some((q, vectors)) =
+            vectors.filter(|(q, v)| !q.is_empty() && v.matrix.len() == self.len() * q.len())
+        else {
             let mut top = TopK::new(limit);
             for hit in &lexical {
                 top.push(hit.doc as u32, hit.score + adjust(hit.doc));
             }
             return clamp_scores(top.into_hits());
         };
-        rank_blended(
+        let dim = q.len();
+        let cosines = subset.tools().iter().map(|doc| {
+            let cos = vectors.row(doc, dim).map_or(0.0, |row| dot(row, q));
+            (doc, cos)
+        });
+        blend_ranked(
             &lexical,
-            &cosines,
+            self.len(),
+            cosines,
             &Blend::DEFAULT,
             latin_share(query),
             limit,
@@ -252,10 +303,7 @@ impl HybridIndex {
     /// The cosine of the query with every tool, or `None` without a model
     /// (or when the query cannot be embedded; that is logged).
     pub fn query_cosines(&self, query: &str) -> Option<Vec<f32>> {
-        self.cosines(&self.query_vector(query)?)
-    }
-
-    fn cosines(&self, q: &[f32]) -> Option<Vec<f32>> {
+        let q = self.query_vector(query)?;
         let vectors = self.vectors.vectors.get()?;
         let dim = q.len();
         if dim == 0 || vectors.matrix.len() % dim != 0 {
@@ -265,7 +313,7 @@ impl HybridIndex {
             vectors
                 .matrix
                 .chunks_exact(dim)
-                .map(|row| dot(row, q))
+                .map(|row| dot(row, &q))
                 .collect(),
         )
     }
@@ -281,14 +329,30 @@ pub(crate) fn rank_blended(
     limit: usize,
     adjust: impl Fn(usize) -> f32,
 ) -> Vec<SearchHit> {
+    let docs = cosines.iter().copied().enumerate();
+    blend_ranked(lexical, cosines.len(), docs, blend, latin, limit, adjust)
+}
+
+/// [`rank_blended`] over the documents `cosines` yields (ascending, each
+/// with its cosine) of an index of `docs` documents.
+fn blend_ranked(
+    lexical: &[SearchHit],
+    docs: usize,
+    cosines: impl Iterator<Item = (usize, f32)>,
+    blend: &Blend,
+    latin: f32,
+    limit: usize,
+    adjust: impl Fn(usize) -> f32,
+) -> Vec<SearchHit> {
     let weight = blend.semantic * latin;
     let total = blend.lexical + weight;
-    let mut lex = vec![0.0f32; cosines.len()];
+    let mut lex = vec![0.0f32; docs];
     for hit in lexical {
         lex[hit.doc] = hit.score;
     }
     let mut top = TopK::new(limit);
-    for (doc, (&l, &cos)) in lex.iter().zip(cosines).enumerate() {
+    for (doc, cos) in cosines {
+        let l = lex.get(doc).copied().unwrap_or(0.0);
         if l == 0.0 && (weight == 0.0 || cos < blend.min_semantic_only) {
             continue;
         }

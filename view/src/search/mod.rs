@@ -43,7 +43,7 @@ pub use bm25::Bm25Index;
 pub use doc::{SearchDoc, SearchParam};
 pub use embedder::{Embedder, EmbedderError};
 pub use hybrid::{Blend, HybridIndex};
-pub use index::SearchIndex;
+pub use index::{SearchIndex, Subset};
 pub use semantic::{SemanticModel, SemanticModelError};
 pub use signals::{SignalConfig, SignalStore, TenantStats};
 pub use stemmer::stem;

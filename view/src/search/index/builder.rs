@@ -1,33 +1,24 @@
-//! Building a [`SearchIndex`]: documents are analysed field by field, then
-//! postings are weighted (BM25F) once every field's average length is known.
+//! Building a [`SearchIndex`]: documents are analysed field by field into raw
+//! per-field term counts and field lengths. Nothing here depends on which
+//! tools a view sees; weights are taken at query time over a [`super::Subset`].
+//!
+//! [`SearchIndex::update`] is how a new catalogue version is indexed: a
+//! document whose text is unchanged keeps its postings (copied from the
+//! previous index, never analysed again), and only new or changed documents
+//! are analysed. A full build is an update of the empty index, so both paths
+//! give the same index.
 
 use std::collections::HashMap;
 
-use super::{Posting, Postings, SearchIndex, idf, normalize_name};
-use crate::search::{analyzer::Analyzer, doc::SearchDoc, tokenizer::TokenKind};
+use sha2::{Digest, Sha256};
 
-/// The fields of a tool, in the order of the tables below.
-#[derive(Debug, Clone, Copy)]
-enum Field {
-    Name = 0,
-    Description = 1,
-    ParamName = 2,
-    ParamDescription = 3,
-    ServerName = 4,
-    ServerDescription = 5,
-    /// The first sentence of the description, which usually says what the
-    /// tool does; the rest is detail (arguments, caveats, examples).
-    Summary = 6,
-}
-
-const FIELDS: usize = 7;
-/// How much a match in each field counts. The name says what a tool does in
-/// two or three words; parameters and the server only hint at it.
-const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 1.0, 0.6, 0.3, 1.0, 0.4, 0.8];
-/// BM25 length normalisation per field: short fields (names) barely need it.
-const FIELD_B: [f32; FIELDS] = [0.3, 0.75, 0.5, 0.75, 0.2, 0.75, 0.5];
-/// BM25 term-frequency saturation.
-const K1: f32 = 1.2;
+use super::{
+    BITSET_SHARE, DocDigest, FIELDS, Field, Posting, Postings, SearchIndex, normalize_name,
+};
+use crate::{
+    search::{analyzer::Analyzer, doc::SearchDoc, tokenizer::TokenKind},
+    tool_set::ToolSet,
+};
 
 /// The first sentence of a description (at most about 300 bytes).
 fn summary(description: &str) -> &str {
@@ -44,37 +35,262 @@ fn summary(description: &str) -> &str {
     &text[..end]
 }
 
+/// The digest of everything of `doc` the index reads.
+fn digest(doc: &SearchDoc) -> DocDigest {
+    let mut hash = Sha256::new();
+    let mut field = |text: &str| {
+        hash.update((text.len() as u64).to_le_bytes());
+        hash.update(text.as_bytes());
+    };
+    field(&doc.name);
+    field(&doc.server);
+    field(&doc.server_description);
+    field(&doc.description);
+    for param in &doc.params {
+        field(&param.name);
+        field(&param.description);
+    }
+    let full: [u8; 32] = hash.finalize().into();
+    let mut short = [0u8; 16];
+    short.copy_from_slice(&full[..16]);
+    short
+}
+
 impl SearchIndex {
     /// Indexes `docs`; hits refer to them by position.
     pub fn build(docs: &[SearchDoc]) -> SearchIndex {
-        let mut builder = IndexBuilder::default();
-        for doc in docs {
-            builder.add(doc);
+        SearchIndex::empty().update(docs)
+    }
+
+    /// An index of nothing.
+    fn empty() -> SearchIndex {
+        SearchIndex {
+            vocabulary: HashMap::new(),
+            terms: Vec::new(),
+            lengths: Vec::new(),
+            name_offsets: vec![0],
+            name_terms: Vec::new(),
+            exact_names: HashMap::new(),
+            sorted_names: Vec::new(),
+            param_names: HashMap::new(),
+            digests: Vec::new(),
+            large_counts: HashMap::new(),
+            everything: super::Subset {
+                set: ToolSet::empty(0),
+                average: [1.0; FIELDS],
+            },
         }
-        builder.finish()
+    }
+
+    /// The index of `docs` (hits refer to them by position), taking the
+    /// postings of every document whose text this index already holds
+    /// instead of analysing it again. Ranks exactly as
+    /// [`SearchIndex::build`] of `docs` does; this index is unchanged.
+    pub fn update(&self, docs: &[SearchDoc]) -> SearchIndex {
+        let digests: Vec<DocDigest> = docs.iter().map(digest).collect();
+        let mut old_by_digest: HashMap<DocDigest, u32> = HashMap::new();
+        for (d, g) in self.digests.iter().enumerate() {
+            old_by_digest.entry(*g).or_insert(d as u32);
+        }
+        let source: Vec<Option<u32>> = digests
+            .iter()
+            .map(|g| old_by_digest.get(g).copied())
+            .collect();
+        // Old document → the new documents that take its postings.
+        let mut takers: Vec<Vec<u32>> = vec![Vec::new(); self.len()];
+        let mut builder = IndexBuilder {
+            vocabulary: self.vocabulary.clone(),
+            ..IndexBuilder::default()
+        };
+        let mut built: Vec<Option<BuiltDoc>> = Vec::with_capacity(docs.len());
+        for (d, doc) in docs.iter().enumerate() {
+            match source[d] {
+                Some(old) => {
+                    takers[old as usize].push(d as u32);
+                    built.push(None);
+                }
+                None => built.push(Some(builder.analyse(doc))),
+            }
+        }
+
+        let mut lists: Vec<Vec<Posting>> = vec![Vec::new(); builder.vocabulary.len()];
+        let mut large_counts = HashMap::new();
+        for (term, postings) in self.terms.iter().enumerate() {
+            for posting in postings.list.iter() {
+                for &doc in &takers[posting.doc as usize] {
+                    lists[term].push(Posting { doc, ..*posting });
+                    if let Some(counts) = self.large_counts.get(&(term as u32, posting.doc)) {
+                        large_counts.insert((term as u32, doc), *counts);
+                    }
+                }
+            }
+        }
+        for (d, doc) in built.iter().enumerate() {
+            let Some(doc) = doc else { continue };
+            for (term, counts) in &doc.terms {
+                let posting = Posting {
+                    doc: d as u32,
+                    counts: counts.map(|c| {
+                        if c >= f32::from(u16::MAX) {
+                            u16::MAX
+                        } else {
+                            c as u16
+                        }
+                    }),
+                };
+                if posting.counts.contains(&u16::MAX) {
+                    large_counts.insert((*term, d as u32), *counts);
+                }
+                lists[*term as usize].push(posting);
+            }
+        }
+
+        // Terms no document holds any more are dropped; ids are compacted.
+        let mut new_id: Vec<u32> = vec![u32::MAX; lists.len()];
+        let mut kept = 0u32;
+        for (term, list) in lists.iter().enumerate() {
+            if !list.is_empty() {
+                new_id[term] = kept;
+                kept += 1;
+            }
+        }
+        let vocabulary: HashMap<Box<str>, u32> = builder
+            .vocabulary
+            .into_iter()
+            .filter_map(|(word, id)| {
+                let id = new_id[id as usize];
+                (id != u32::MAX).then_some((word, id))
+            })
+            .collect();
+        let large_counts = large_counts
+            .into_iter()
+            .map(|((term, doc), counts)| ((new_id[term as usize], doc), counts))
+            .collect();
+        let n = docs.len();
+        let terms: Vec<Postings> = lists
+            .into_iter()
+            .filter(|list| !list.is_empty())
+            .map(|mut list| {
+                if !list.is_sorted_by_key(|p| p.doc) {
+                    list.sort_unstable_by_key(|p| p.doc);
+                }
+                let bits = (list.len() * BITSET_SHARE >= n).then(|| {
+                    let mut words = vec![0u64; n.div_ceil(64)];
+                    for p in &list {
+                        words[p.doc as usize / 64] |= 1 << (p.doc % 64);
+                    }
+                    words.into_boxed_slice()
+                });
+                Postings {
+                    list: list.into_boxed_slice(),
+                    bits,
+                }
+            })
+            .collect();
+
+        let mut lengths = Vec::with_capacity(n);
+        let mut name_offsets = Vec::with_capacity(n + 1);
+        let mut name_terms = Vec::new();
+        name_offsets.push(0);
+        for (d, doc) in built.iter().enumerate() {
+            match (doc, source[d]) {
+                (Some(doc), _) => {
+                    lengths.push(doc.lengths);
+                    name_terms.extend(doc.name_terms.iter().map(|&t| new_id[t as usize]));
+                }
+                (None, Some(old)) => {
+                    let old = old as usize;
+                    lengths.push(self.lengths[old]);
+                    let range =
+                        self.name_offsets[old] as usize..self.name_offsets[old + 1] as usize;
+                    name_terms.extend(self.name_terms[range].iter().map(|&t| new_id[t as usize]));
+                }
+                (None, None) => unreachable!("every document is analysed or reused"),
+            }
+            name_offsets.push(name_terms.len() as u32);
+        }
+
+        let (exact_names, sorted_names, param_names) = names_of(docs);
+        let mut index = SearchIndex {
+            vocabulary,
+            terms,
+            lengths,
+            name_offsets,
+            name_terms,
+            exact_names,
+            sorted_names,
+            param_names,
+            digests,
+            large_counts,
+            everything: super::Subset {
+                set: ToolSet::empty(0),
+                average: [1.0; FIELDS],
+            },
+        };
+        index.everything = index.subset(ToolSet::full(n));
+        index
     }
 }
 
-/// Accumulates documents, then computes postings once field lengths are known.
+/// The name tables of `docs`: exact names (`name` and `server + name`),
+/// sorted names for prefixes, and parameter names.
+#[allow(clippy::type_complexity)]
+fn names_of(
+    docs: &[SearchDoc],
+) -> (
+    HashMap<Box<str>, Vec<u32>>,
+    Vec<(Box<str>, u32)>,
+    HashMap<Box<str>, Vec<u32>>,
+) {
+    let mut exact_names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+    let mut sorted_names = Vec::with_capacity(docs.len());
+    let mut param_names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+    for (d, doc) in docs.iter().enumerate() {
+        let d = d as u32;
+        let name = normalize_name(&doc.name);
+        let qualified = format!("{}{}", normalize_name(&doc.server), name);
+        exact_names.entry(qualified.into()).or_default().push(d);
+        if !name.is_empty() {
+            exact_names.entry(name.as_str().into()).or_default().push(d);
+            sorted_names.push((name.into_boxed_str(), d));
+        }
+        for param in &doc.params {
+            let name = normalize_name(&param.name);
+            if name.chars().count() >= 4 {
+                let docs = param_names.entry(name.into()).or_default();
+                if docs.last() != Some(&d) {
+                    docs.push(d);
+                }
+            }
+        }
+    }
+    for docs in exact_names.values_mut() {
+        docs.dedup();
+    }
+    sorted_names.sort_unstable();
+    (exact_names, sorted_names, param_names)
+}
+
+/// Analyses documents into terms, growing one vocabulary.
 #[derive(Default)]
-pub(crate) struct IndexBuilder {
+struct IndexBuilder {
     analyzer: Analyzer,
     vocabulary: HashMap<Box<str>, u32>,
-    docs: Vec<BuiltDoc>,
-    names: Vec<(String, String)>,
-    param_names: HashMap<Box<str>, Vec<u32>>,
-    /// Scratch for the document being added.
+    /// Scratch for the document being analysed.
     term_freqs: HashMap<u32, [f32; FIELDS]>,
 }
 
+/// One document, analysed.
 struct BuiltDoc {
+    /// Its terms (ascending) with their count in each field.
     terms: Vec<(u32, [f32; FIELDS])>,
     lengths: [f32; FIELDS],
+    /// The words of its name, in the order they first appear.
     name_terms: Vec<u32>,
 }
 
 impl IndexBuilder {
-    pub(crate) fn add(&mut self, doc: &SearchDoc) {
+    fn analyse(&mut self, doc: &SearchDoc) -> BuiltDoc {
         let mut lengths = [0.0; FIELDS];
         let mut name_terms = Vec::new();
         self.add_field(Field::Name, &doc.name, &mut lengths, Some(&mut name_terms));
@@ -101,26 +317,13 @@ impl IndexBuilder {
             &mut lengths,
             None,
         );
-        name_terms.sort_unstable();
-        name_terms.dedup();
         let mut terms: Vec<_> = self.term_freqs.drain().collect();
         terms.sort_unstable_by_key(|(t, _)| *t);
-        self.docs.push(BuiltDoc {
+        BuiltDoc {
             terms,
             lengths,
             name_terms,
-        });
-        let index = self.names.len() as u32;
-        for param in &doc.params {
-            let name = normalize_name(&param.name);
-            if name.chars().count() >= 4 {
-                let docs = self.param_names.entry(name.into()).or_default();
-                if docs.last() != Some(&index) {
-                    docs.push(index);
-                }
-            }
         }
-        self.names.push((doc.server.clone(), doc.name.clone()));
     }
 
     fn add_field(
@@ -134,8 +337,14 @@ impl IndexBuilder {
         let vocabulary = &mut self.vocabulary;
         let term_freqs = &mut self.term_freqs;
         self.analyzer.analyze(text, |term, kind| {
-            let next = vocabulary.len() as u32;
-            let id = *vocabulary.entry(term.into()).or_insert(next);
+            let id = match vocabulary.get(term) {
+                Some(&id) => id,
+                None => {
+                    let next = vocabulary.len() as u32;
+                    vocabulary.insert(term.into(), next);
+                    next
+                }
+            };
             term_freqs.entry(id).or_insert([0.0; FIELDS])[f] += 1.0;
             lengths[f] += match kind {
                 TokenKind::Word | TokenKind::Piece => 1.0,
@@ -145,90 +354,10 @@ impl IndexBuilder {
             };
             if matches!(kind, TokenKind::Word | TokenKind::Piece)
                 && let Some(names) = name_terms.as_deref_mut()
+                && !names.contains(&id)
             {
                 names.push(id);
             }
         });
-    }
-
-    pub(crate) fn finish(self) -> SearchIndex {
-        let n = self.docs.len();
-        let mut average = [0.0f32; FIELDS];
-        for doc in &self.docs {
-            for (a, l) in average.iter_mut().zip(doc.lengths) {
-                *a += l;
-            }
-        }
-        for a in &mut average {
-            *a = if n > 0 && *a > 0.0 {
-                *a / n as f32
-            } else {
-                1.0
-            };
-        }
-
-        let mut term_lists: Vec<Vec<Posting>> =
-            (0..self.vocabulary.len()).map(|_| Vec::new()).collect();
-        for (d, doc) in self.docs.iter().enumerate() {
-            let norm: [f32; FIELDS] = std::array::from_fn(|f| {
-                1.0 - FIELD_B[f] + FIELD_B[f] * doc.lengths[f] / average[f]
-            });
-            for (term, freqs) in &doc.terms {
-                let tf: f32 = (0..FIELDS)
-                    .map(|f| FIELD_WEIGHT[f] * freqs[f] / norm[f])
-                    .sum();
-                term_lists[*term as usize].push(Posting {
-                    doc: d as u32,
-                    weight: tf / (K1 + tf),
-                });
-            }
-        }
-        let terms: Vec<Postings> = term_lists
-            .into_iter()
-            .map(|list| Postings {
-                idf: idf(n, list.len()),
-                list: list.into_boxed_slice(),
-            })
-            .collect();
-        let mut name_offsets = Vec::with_capacity(n + 1);
-        let mut name_terms = Vec::new();
-        name_offsets.push(0);
-        for doc in &self.docs {
-            name_terms.extend(doc.name_terms.iter().map(|&t| (t, terms[t as usize].idf)));
-            name_offsets.push(name_terms.len() as u32);
-        }
-
-        let mut exact_names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
-        let mut sorted_names = Vec::with_capacity(n);
-        for (d, (server, name)) in self.names.iter().enumerate() {
-            let name = normalize_name(name);
-            let qualified = format!("{}{}", normalize_name(server), name);
-            exact_names
-                .entry(qualified.into())
-                .or_default()
-                .push(d as u32);
-            if !name.is_empty() {
-                exact_names
-                    .entry(name.as_str().into())
-                    .or_default()
-                    .push(d as u32);
-                sorted_names.push((name.into_boxed_str(), d as u32));
-            }
-        }
-        for docs in exact_names.values_mut() {
-            docs.dedup();
-        }
-        sorted_names.sort_unstable();
-
-        SearchIndex {
-            vocabulary: self.vocabulary,
-            terms,
-            name_offsets,
-            name_terms,
-            exact_names,
-            sorted_names,
-            param_names: self.param_names,
-            docs: n,
-        }
     }
 }

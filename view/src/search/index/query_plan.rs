@@ -2,7 +2,7 @@
 //! or joined where the index writes them differently, each grown into a
 //! concept with its relatives. Scoring the concepts is the index's job.
 
-use super::{SearchIndex, idf, normalize_name};
+use super::{IdfMemo, SearchIndex, Subset, idf, normalize_name};
 use crate::search::{
     analyzer::Analyzer,
     stemmer::stem,
@@ -28,8 +28,9 @@ const MAX_CONCEPTS: usize = 64;
 
 impl SearchIndex {
     /// Analyses a query into concepts (each query term with its relatives) and
-    /// the normalised text for name matches.
-    pub(crate) fn plan(&self, query: &str) -> QueryPlan {
+    /// the normalised text for name matches, against the terms `subset`'s
+    /// tools hold (a word only hidden tools use is unknown here).
+    pub(crate) fn plan(&self, query: &str, subset: &Subset, idfs: &IdfMemo) -> QueryPlan {
         let mut analyzer = Analyzer::new();
         let mut mains: Vec<MainTerm> = Vec::new();
         let mut pieces: Vec<String> = Vec::new();
@@ -45,7 +46,7 @@ impl SearchIndex {
                     pieces.push(term.to_owned());
                 }
                 TokenKind::Compound => {
-                    let known = self.vocabulary.contains_key(term);
+                    let known = self.term_in(term, subset).is_some();
                     flush_pieces(
                         &mut mains,
                         &mut pieces,
@@ -65,11 +66,11 @@ impl SearchIndex {
 
         let synonyms = SynonymTable::builtin();
         let known = |term: &str| {
-            self.vocabulary.contains_key(term)
+            self.term_in(term, subset).is_some()
                 || synonyms
                     .related(term)
                     .iter()
-                    .any(|(r, _)| self.vocabulary.contains_key(r.as_str()))
+                    .any(|(r, _)| self.term_in(r, subset).is_some())
         };
         // A CJK character inside a known bigram adds nothing but noise.
         let known_bigrams: Vec<&str> = mains
@@ -95,7 +96,7 @@ impl SearchIndex {
         for (i, main) in mains.iter().enumerate() {
             if main.kind == TokenKind::Word
                 && !known(&main.term)
-                && let Some((left, right)) = self.decompound(&main.source)
+                && let Some((left, right)) = self.decompound(&main.source, subset)
             {
                 split.push((i, left, right));
             }
@@ -119,8 +120,8 @@ impl SearchIndex {
         let mut merged = vec![false; mains.len()];
         for main in &mains {
             let mut members = Vec::new();
-            let in_vocabulary = self.vocabulary.get(main.term.as_str());
-            if let Some(&id) = in_vocabulary {
+            let in_vocabulary = self.term_in(&main.term, subset);
+            if let Some(id) = in_vocabulary {
                 members.push((id, main.weight));
             }
             let related = synonyms.related(&main.term);
@@ -135,7 +136,7 @@ impl SearchIndex {
                 if is_main(related) {
                     continue;
                 }
-                if let Some(&id) = self.vocabulary.get(related.as_str()) {
+                if let Some(id) = self.term_in(related, subset) {
                     add_member(&mut members, id, main.weight * weight);
                 }
             }
@@ -156,11 +157,11 @@ impl SearchIndex {
                 continue;
             }
             let mut stand_ins: Vec<(u32, f32)> = Vec::new();
-            if let Some(&id) = self.vocabulary.get(joined.as_str()) {
+            if let Some(id) = self.term_in(&joined, subset) {
                 stand_ins.push((id, 1.0));
             }
             for (related, weight) in synonyms.related(&joined) {
-                if let Some(&id) = self.vocabulary.get(related.as_str()) {
+                if let Some(id) = self.term_in(related, subset) {
                     add_member(&mut stand_ins, id, *weight);
                 }
             }
@@ -186,7 +187,7 @@ impl SearchIndex {
         // Query words no tool knows lower every score shown, not the ranking:
         // "create a github issue" must not look like a perfect match for a
         // tool named `create` in a catalogue without GitHub.
-        let unseen = idf(self.docs, 1);
+        let unseen = idf(subset.len(), 1);
         for ((main, members), merged) in mains.iter().zip(&concepts).zip(merged) {
             if members.is_empty() && !merged {
                 let share = match main.kind {
@@ -204,7 +205,7 @@ impl SearchIndex {
             .map(|members| {
                 let importance = members
                     .iter()
-                    .map(|&(id, w)| w * self.terms[id as usize].idf)
+                    .map(|&(id, w)| w * idfs.of(self, id, subset))
                     .fold(0.0, f32::max);
                 (importance, members)
             })
@@ -237,7 +238,7 @@ impl SearchIndex {
 
     /// Splits an unknown ASCII word into two indexed terms, most balanced split
     /// first, each part at least three letters.
-    fn decompound(&self, word: &str) -> Option<(String, String)> {
+    fn decompound(&self, word: &str, subset: &Subset) -> Option<(String, String)> {
         if !word.is_ascii() || word.len() < 6 {
             return None;
         }
@@ -246,7 +247,7 @@ impl SearchIndex {
         cuts.sort_by_key(|&cut| cut.abs_diff(middle));
         cuts.into_iter().find_map(|cut| {
             let (left, right) = (stem(&word[..cut]), stem(&word[cut..]));
-            let indexed = |t: &str| self.vocabulary.contains_key(t) && !is_stopword(t);
+            let indexed = |t: &str| self.term_in(t, subset).is_some() && !is_stopword(t);
             (indexed(&left) && indexed(&right)).then_some((left, right))
         })
     }

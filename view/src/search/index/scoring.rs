@@ -2,8 +2,9 @@
 //! document, coverage of the query keeps more of the score, and names made of
 //! query words, queries naming a tool and identifiers naming a parameter earn
 //! bonuses. Scores are shares of the best a tool could get for the query.
+//! Every statistic (IDF, average field length, tool count) is the subset's.
 
-use super::{SearchIndex, query_plan::QueryPlan};
+use super::{IdfMemo, SearchIndex, Subset, query_plan::QueryPlan};
 use crate::search::{
     score_scratch::ScoreScratch,
     top_k::{SearchHit, TopK},
@@ -29,28 +30,38 @@ impl SearchIndex {
     /// The `limit` best tools for `query`, best first; ties go to the lower
     /// document index. A query with no known terms gives no hits.
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
-        if limit == 0 || self.docs == 0 {
+        self.search_in(&self.everything, query, limit)
+    }
+
+    /// The `limit` best of `subset`'s tools for `query`, best first, as
+    /// [`SearchIndex::search`] ranks them in an index of those tools alone
+    /// (hits name documents of this index). Tools outside the subset are
+    /// never touched and shift no score.
+    pub fn search_in(&self, subset: &Subset, query: &str, limit: usize) -> Vec<SearchHit> {
+        if limit == 0 || subset.is_empty() {
             return Vec::new();
         }
-        let plan = self.plan(query);
+        let idfs = IdfMemo::default();
+        let plan = self.plan(query, subset, &idfs);
         if plan.concepts.is_empty() {
             return Vec::new();
         }
-        let bonuses = self.exact_match_bonuses(&plan);
+        let bonuses = self.exact_match_bonuses(&plan, subset);
         let bonus = |doc: u32| {
             bonuses
                 .binary_search_by_key(&doc, |&(d, _)| d)
                 .map_or(0.0, |i| bonuses[i].1)
         };
-        ScoreScratch::with(self.docs, |scratch| {
-            self.accumulate(&plan, scratch);
+        ScoreScratch::with(self.len(), |scratch| {
+            self.accumulate(&plan, subset, &idfs, scratch);
             let base = |doc: u32| {
                 let d = doc as usize;
                 let coverage = scratch.coverage[d] / plan.total;
                 scratch.score[d] * (COVERAGE_FLOOR + (1.0 - COVERAGE_FLOOR) * coverage)
             };
-            let full =
-                |doc: u32, base: f32| base + self.name_coverage_bonus(doc, &plan) + bonus(doc);
+            let full = |doc: u32, base: f32| {
+                base + self.name_coverage_bonus(doc, &plan, subset, &idfs) + bonus(doc)
+            };
             // The name bonus costs more than the rest, and most touched tools
             // matched one common word. Score the best `limit` by base score in
             // full first: the worst of them bounds what a tool must reach, and
@@ -90,7 +101,14 @@ impl SearchIndex {
 
     /// Adds up, per document, the best match of each query concept and the
     /// coverage of the query.
-    fn accumulate(&self, plan: &QueryPlan, scratch: &mut ScoreScratch) {
+    fn accumulate(
+        &self,
+        plan: &QueryPlan,
+        subset: &Subset,
+        idfs: &IdfMemo,
+        scratch: &mut ScoreScratch,
+    ) {
+        let everything = subset.set.is_full();
         let mut members = plan.members.as_slice();
         for (index, concept) in plan.concepts.iter().enumerate() {
             let count = members
@@ -103,10 +121,13 @@ impl SearchIndex {
             // "fetch" and "retrieve" is not three times as relevant.
             for member in these {
                 let postings = &self.terms[member.term as usize];
-                let factor = member.weight * postings.idf;
+                let factor = member.weight * idfs.of(self, member.term, subset);
                 for posting in postings.list.iter() {
                     let d = posting.doc as usize;
-                    let value = factor * posting.weight;
+                    if !everything && !subset.set.contains(d) {
+                        continue;
+                    }
+                    let value = factor * self.weight(member.term, posting, subset);
                     if scratch.best[d] == 0.0 {
                         scratch.touched_now.push(posting.doc);
                     }
@@ -132,13 +153,20 @@ impl SearchIndex {
 
     /// Bonus for a name made of query terms: the IDF-weighted share of the
     /// name the query covers, times the share of the query the name covers.
-    fn name_coverage_bonus(&self, doc: u32, plan: &QueryPlan) -> f32 {
+    fn name_coverage_bonus(
+        &self,
+        doc: u32,
+        plan: &QueryPlan,
+        subset: &Subset,
+        idfs: &IdfMemo,
+    ) -> f32 {
         let d = doc as usize;
         let name =
             &self.name_terms[self.name_offsets[d] as usize..self.name_offsets[d + 1] as usize];
         let mut concepts: u64 = 0;
         let (mut matched, mut all) = (0.0, 0.0);
-        for &(term, idf) in name {
+        for &term in name {
+            let idf = idfs.of(self, term, subset);
             all += idf;
             let start = plan.lookup.partition_point(|&(t, _)| t < term);
             let mut hit = false;
@@ -164,17 +192,25 @@ impl SearchIndex {
     /// Bonuses for a query that is a tool's name (or the start of one) and for
     /// identifiers in the query (`repo_path`, `getStory`) that name a tool or
     /// one of its parameters. Sorted by document, one entry per document.
-    fn exact_match_bonuses(&self, plan: &QueryPlan) -> Vec<(u32, f32)> {
+    fn exact_match_bonuses(&self, plan: &QueryPlan, subset: &Subset) -> Vec<(u32, f32)> {
         let mut bonuses = Vec::new();
+        let seen = |d: &&u32| subset.set.contains(**d as usize);
         let query = plan.normalized.as_str();
         if let Some(docs) = self.exact_names.get(query) {
-            bonuses.extend(docs.iter().map(|&d| (d, EXACT_NAME_BONUS * plan.total)));
+            bonuses.extend(
+                docs.iter()
+                    .filter(seen)
+                    .map(|&d| (d, EXACT_NAME_BONUS * plan.total)),
+            );
         }
         if query.chars().count() >= 4 {
             let start = self
                 .sorted_names
                 .partition_point(|(name, _)| &**name < query);
-            for (name, doc) in self.sorted_names[start..].iter().take(64) {
+            let visible = self.sorted_names[start..]
+                .iter()
+                .filter(|(_, d)| subset.set.contains(*d as usize));
+            for (name, doc) in visible.take(64) {
                 if !name.starts_with(query) {
                     break;
                 }
@@ -190,10 +226,18 @@ impl SearchIndex {
                 if identifier.as_str() != query
                     && let Some(docs) = self.exact_names.get(identifier.as_str())
                 {
-                    bonuses.extend(docs.iter().map(|&d| (d, NAMED_TOOL_BONUS * share)));
+                    bonuses.extend(
+                        docs.iter()
+                            .filter(seen)
+                            .map(|&d| (d, NAMED_TOOL_BONUS * share)),
+                    );
                 }
                 if let Some(docs) = self.param_names.get(identifier.as_str()) {
-                    bonuses.extend(docs.iter().map(|&d| (d, NAMED_PARAM_BONUS * share)));
+                    bonuses.extend(
+                        docs.iter()
+                            .filter(seen)
+                            .map(|&d| (d, NAMED_PARAM_BONUS * share)),
+                    );
                 }
             }
         }
@@ -212,6 +256,7 @@ impl SearchIndex {
 #[cfg(test)]
 mod tests {
     use super::{super::query_plan::identifiers, *};
+    use crate::search::index::IdfMemo;
     use crate::search::{SearchDoc, SearchParam};
 
     fn doc(server: &str, name: &str, description: &str) -> SearchDoc {
@@ -455,7 +500,7 @@ mod tests {
     fn cjk_characters_inside_known_words_are_not_counted_twice() {
         let docs = corpus();
         let index = SearchIndex::build(&docs);
-        let plan = index.plan("天气预报");
+        let plan = index.plan("天气预报", index.everything(), &IdfMemo::default());
         // 天气 and 预报 are known bigrams; their characters add no concepts.
         assert!(plan.concepts.len() <= 3, "{plan:?}");
     }
