@@ -4,4 +4,5 @@
 //! 'test(/^file_name::/)'` runs one file's tests.
 
 mod semantic_search;
+mod shared_index;
 mod tenant_views_property;

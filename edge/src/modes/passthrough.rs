@@ -31,27 +31,32 @@ impl PassthroughMode {
     }
 }
 
-/// The view's tools as MCP tool definitions: built once per view, then
-/// copied (a `Tool` shares its schema) for each `tools/list`.
+/// The view's tools as MCP tool definitions: every tool of the manifest is
+/// converted once per manifest version (shared by every view), and each
+/// `tools/list` copies the visible ones (a `Tool` shares its schema).
 pub fn list(view: &ToolView) -> Vec<Tool> {
-    view.derived(|view| PassthroughList(view.iter().filter_map(listed).collect()))
-        .0
-        .clone()
+    let every = view
+        .index()
+        .shared(|index| PassthroughList(index.manifest().tools.iter().map(listed).collect()));
+    view.tools()
+        .iter()
+        .filter_map(|t| every.0.get(t).cloned().flatten())
+        .collect()
 }
 
-/// The passthrough listing of one view.
-struct PassthroughList(Vec<Tool>);
+/// Every manifest tool as passthrough lists it (`None`: not representable).
+struct PassthroughList(Vec<Option<Tool>>);
 
 /// The tool `name` as passthrough lists it, when the view has it.
 pub fn listed_tool(view: &ToolView, name: &str) -> Option<Tool> {
-    view.by_exposed(name).and_then(listed)
+    view.by_exposed(name).and_then(|t| listed(t.tool))
 }
 
 /// One tool as passthrough lists it: its definition under its exposed name.
-fn listed(t: quiver_view::ViewTool<'_>) -> Option<Tool> {
-    let mut value = serde_json::to_value(&*t.tool.def).ok()?;
+fn listed(tool: &quiver_proto::ManifestTool) -> Option<Tool> {
+    let mut value = serde_json::to_value(&*tool.def).ok()?;
     let obj = value.as_object_mut()?;
-    obj.insert("name".into(), Value::String(t.tool.exposed_name.clone()));
+    obj.insert("name".into(), Value::String(tool.exposed_name.clone()));
     if obj
         .get("description")
         .is_some_and(|d| d.as_str() == Some(""))
@@ -64,7 +69,7 @@ fn listed(t: quiver_view::ViewTool<'_>) -> Option<Tool> {
     match serde_json::from_value::<Tool>(value) {
         Ok(tool) => Some(tool),
         Err(e) => {
-            tracing::warn!(tool = %t.tool.exposed_name, "tool definition not representable: {e}");
+            tracing::warn!(tool = %tool.exposed_name, "tool definition not representable: {e}");
             None
         }
     }

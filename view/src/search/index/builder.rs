@@ -79,6 +79,7 @@ impl SearchIndex {
                 set: ToolSet::empty(0),
                 average: [1.0; FIELDS],
             },
+            analysed: 0,
         }
     }
 
@@ -210,6 +211,7 @@ impl SearchIndex {
             name_offsets.push(name_terms.len() as u32);
         }
 
+        let analysed = built.iter().filter(|d| d.is_some()).count();
         let (exact_names, sorted_names, param_names) = names_of(docs);
         let mut index = SearchIndex {
             vocabulary,
@@ -226,6 +228,7 @@ impl SearchIndex {
                 set: ToolSet::empty(0),
                 average: [1.0; FIELDS],
             },
+            analysed,
         };
         index.everything = index.subset(ToolSet::full(n));
         index

@@ -98,6 +98,8 @@ pub struct SearchIndex {
     large_counts: HashMap<(u32, u32), [f32; FIELDS]>,
     /// Every document, for [`SearchIndex::search`].
     everything: Subset,
+    /// Documents analysed to make this version (the rest were reused).
+    analysed: usize,
 }
 
 /// The digest of a [`crate::search::SearchDoc`]'s text: two documents with
@@ -187,6 +189,12 @@ impl SearchIndex {
             };
         }
         Subset { set, average }
+    }
+
+    /// How many documents were analysed to make this index; the others'
+    /// postings were taken from the version it was updated from.
+    pub fn analysed(&self) -> usize {
+        self.analysed
     }
 
     /// Distinct terms known to the index (in any tool).
