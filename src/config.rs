@@ -119,6 +119,9 @@ impl DevConfig {
         if self.edge.search_limit == 0 || self.edge.search_limit > 50 {
             bail!("edge.search_limit: must be between 1 and 50");
         }
+        if self.edge.max_views == 0 {
+            bail!("edge.max_views: must be at least 1 (default 16384)");
+        }
         Ok(())
     }
 }

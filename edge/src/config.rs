@@ -62,6 +62,12 @@ pub struct EdgeConfig {
     /// Default number of search results. Default 5.
     #[serde(default = "default_search_limit")]
     pub search_limit: usize,
+    /// Distinct tenant views kept per manifest version; past it the least
+    /// recently used is forgotten and derived again (a millisecond or so at
+    /// 10,000 tools) on its tenant's next request. A view holds about 2 KiB
+    /// at 10,000 tools. Default 16384.
+    #[serde(default = "default_max_views")]
+    pub max_views: usize,
     /// Rank search hybrid (lexical + a sentence model) when a model can be
     /// loaded. Default true; false ranks lexically even with a model.
     #[serde(default = "default_true")]
@@ -198,6 +204,9 @@ fn default_true() -> bool {
 fn default_search_limit() -> usize {
     5
 }
+fn default_max_views() -> usize {
+    quiver_view::tenant_views::DEFAULT_MAX_VIEWS
+}
 fn default_signal_flush_secs() -> u64 {
     1
 }
@@ -217,6 +226,7 @@ impl Default for EdgeConfig {
             admin_listen: None,
             grpc_tls: None,
             search_limit: default_search_limit(),
+            max_views: default_max_views(),
             search_semantic: true,
             search_model_dir: None,
             search_data_dir: None,

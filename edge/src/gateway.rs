@@ -95,7 +95,7 @@ impl Gateway {
         config: EdgeConfig,
     ) -> Arc<Gateway> {
         config.install_search();
-        let views = LiveViews::follow(manifests, tenants);
+        let views = LiveViews::follow_capped(manifests, tenants, config.max_views);
         Gateway::with_views(views, dispatch, scripts, config)
     }
 

@@ -20,8 +20,10 @@ pub enum BenchCommand {
     ExecuteVsCall(super::bench_execute_vs_call::ExecuteVsCallArgs),
     /// Control plane: write latency (1 and 3 nodes), watch propagation, failover time.
     ControlPlane(super::bench_control_plane::ControlPlaneBenchArgs),
-    /// Tenants: API-key authentication plus view resolution per request (1,000
-    /// tenants over 10,000 tools), and the memory of the lazily built per-view indexes.
+    /// Tenants: 10,000 tenants over 10,000 tools through a real `quiver dev`
+    /// over HTTP (first request, after a manifest change, memory per view,
+    /// eviction), and in process: key authentication plus view resolution
+    /// per request, and the memory of the views.
     Tenants(super::bench_tenants::TenantsBenchArgs),
     /// Time from an acknowledged key revocation to the edge's first refusal
     /// of that key, through `quiver dev --auth required`.
@@ -88,7 +90,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Console(args) => super::bench_console::run(args).await,
         BenchCommand::ControlPlane(args) => super::bench_control_plane::run(args).await,
         BenchCommand::Revocation(args) => super::bench_revocation::run(args).await,
-        BenchCommand::Tenants(args) => super::bench_tenants::run(args),
+        BenchCommand::Tenants(args) => super::bench_tenants::run(args).await,
         BenchCommand::Telemetry(args) => super::bench_telemetry::run(args).await,
         BenchCommand::Revisions(args) => super::bench_revisions::run(args).await,
         BenchCommand::Fleet(args) => super::bench_fleet::run(args).await,

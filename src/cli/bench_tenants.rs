@@ -58,10 +58,56 @@ pub struct TenantsBenchArgs {
     /// starts itself with this, once per scenario).
     #[arg(long, hide = true)]
     memory_scenario: Option<usize>,
+    /// Which measurements: `http` (tenants at scale through a real `quiver
+    /// dev`, model loaded), `in-process` (authentication, view resolution
+    /// and view memory, in this process), or `both`.
+    #[arg(long, default_value = "both", value_parser = ["http", "in-process", "both"])]
+    only: String,
+    /// Tenants of the HTTP measurement.
+    #[arg(long, default_value_t = 10_000)]
+    http_tenants: usize,
+    /// Tools of the HTTP measurement's catalogue (demo + copied definitions).
+    #[arg(long, default_value_t = 10_000)]
+    http_tools: usize,
+    /// The public catalogue the HTTP measurement's tools are copied from.
+    #[arg(long, default_value = super::bench_catalog::DEFAULT_SOURCE)]
+    http_catalog: PathBuf,
+    /// The small view cap of the HTTP measurement's eviction scenario.
+    #[arg(long, default_value_t = 100)]
+    small_cap: usize,
+    /// Labelled queries whose text the HTTP measurement's tenants search for.
+    #[arg(long, default_value = "tests/data/search/queries.json")]
+    queries: PathBuf,
 }
 
 /// Runs the benchmark.
-pub fn run(args: TenantsBenchArgs) -> anyhow::Result<()> {
+pub async fn run(args: TenantsBenchArgs) -> anyhow::Result<()> {
+    if args.memory_scenario.is_none() && args.only != "in-process" {
+        if cfg!(debug_assertions) {
+            eprintln!(
+                "warning: this is a debug build; use `cargo build --release --bin quiver` for numbers"
+            );
+        }
+        anyhow::ensure!(args.http_tenants > 0, "--http-tenants must be at least 1");
+        super::bench_tenants_http::run(&super::bench_tenants_http::ScaleSettings {
+            tenants: args.http_tenants,
+            tools: args.http_tools,
+            catalog: args.http_catalog.clone(),
+            small_cap: args.small_cap.max(1),
+            seed: args.seed,
+            queries: args.queries.clone(),
+        })
+        .await?;
+        if args.only == "http" {
+            return Ok(());
+        }
+    }
+    in_process(args)
+}
+
+/// The in-process measurements: per-request authentication and view
+/// resolution, and the memory of the views.
+fn in_process(args: TenantsBenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.tenants > 0, "--tenants must be at least 1");
     anyhow::ensure!(args.tools > 0, "--tools must be at least 1");
     anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
@@ -619,7 +665,12 @@ fn memory(args: &TenantsBenchArgs, catalog_tools: usize) -> anyhow::Result<()> {
             .args(["bench", "tenants", "--tenants", &args.tenants.to_string()])
             .args(["--seed", &args.seed.to_string(), "--catalog"])
             .arg(&args.catalog)
-            .args(["--memory-scenario", &index.to_string()])
+            .args([
+                "--memory-scenario",
+                &index.to_string(),
+                "--only",
+                "in-process",
+            ])
             .output()
             .with_context(|| format!("running {}", exe.display()))?;
         anyhow::ensure!(

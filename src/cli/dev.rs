@@ -139,7 +139,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let mut metered = None;
     // The edge's views, which the in-process executor's scripts share.
     config.edge.install_search();
-    let views = quiver_view::LiveViews::follow(store.subscribe(), store.subscribe_tenants());
+    let views = quiver_view::LiveViews::follow_capped(
+        store.subscribe(),
+        store.subscribe_tenants(),
+        config.edge.max_views,
+    );
     let (dispatch, scripts, pool): ExecutorParts = if args.executor == "child" {
         let (child, remote, admin) =
             spawn_child_executor(control_plane.addr(), config.edge.auth, &key_origin).await?;

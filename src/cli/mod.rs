@@ -15,6 +15,7 @@ pub mod bench_screening;
 pub mod bench_sessions;
 pub mod bench_telemetry;
 pub mod bench_tenants;
+mod bench_tenants_http;
 pub mod cluster_key;
 pub mod completions;
 pub mod conformance_client;

@@ -67,6 +67,24 @@ pub mod names {
     pub const RAFT_IS_LEADER: &str = "quiver.raft.is_leader";
     /// Manifest versions a watching node is behind the control plane.
     pub const WATCH_LAG: &str = "quiver.watch.lag";
+    /// Distinct tenant views this node holds for the current manifest (the
+    /// view of every tool not counted); bounded by the view cap.
+    pub const VIEWS: &str = "quiver.views";
+    /// Heap bytes the tenant views hold of their own (the shared index not
+    /// counted).
+    pub const VIEW_BYTES: &str = "quiver.views.bytes";
+    /// Tenants whose view this node has derived for the current manifest.
+    pub const VIEW_TENANTS: &str = "quiver.views.tenants";
+    /// Views forgotten because the view cap was reached.
+    pub const VIEW_EVICTIONS: &str = "quiver.views.evictions";
+    /// Tools in the current manifest's search index.
+    pub const SEARCH_INDEX_TOOLS: &str = "quiver.search.index.tools";
+    /// Heap bytes of the current manifest's search index: postings, names
+    /// and, once embedded, tool vectors (one copy, shared by every view).
+    pub const SEARCH_INDEX_BYTES: &str = "quiver.search.index.bytes";
+    /// 1 once the current search index ranks semantically (its tool vectors
+    /// are in), 0 while it ranks lexically.
+    pub const SEARCH_INDEX_SEMANTIC: &str = "quiver.search.index.semantic";
     /// Manifest version this node serves.
     pub const MANIFEST_VERSION: &str = "quiver.manifest.version";
     /// Fleet members known to the control plane, by role and state (`ok`,

@@ -7,31 +7,62 @@
 use std::sync::{Arc, Weak};
 
 use arc_swap::ArcSwap;
+use opentelemetry::metrics::{ObservableCounter, ObservableGauge};
 use quiver_proto::{Manifest, tenant::TenantDirectory};
+use quiver_telemetry::{instruments::names, metrics::meter};
 use tokio::sync::watch;
 
-use crate::TenantViews;
+use crate::{TenantViews, tenant_views::DEFAULT_MAX_VIEWS};
 
 /// The current [`TenantViews`], swapped atomically.
 pub struct LiveViews {
     current: ArcSwap<TenantViews>,
     installed: watch::Sender<u64>,
+    /// What `/metrics` reads of the current views (kept to stay registered).
+    _gauges: Vec<ObservableGauge<u64>>,
+    _evictions: ObservableCounter<u64>,
 }
 
 impl LiveViews {
     /// Views that follow `manifests` and `tenants` until the manifest sender
-    /// is dropped (or the returned value is). Needs a Tokio runtime.
+    /// is dropped (or the returned value is), keeping at most
+    /// [`DEFAULT_MAX_VIEWS`] distinct views. Needs a Tokio runtime.
     pub fn follow(
+        manifests: watch::Receiver<Arc<Manifest>>,
+        tenants: watch::Receiver<Arc<TenantDirectory>>,
+    ) -> Arc<LiveViews> {
+        LiveViews::follow_capped(manifests, tenants, DEFAULT_MAX_VIEWS)
+    }
+
+    /// Like [`LiveViews::follow`], keeping at most `max_views` distinct
+    /// views (the least recently used is forgotten, and derived again on
+    /// its next use).
+    pub fn follow_capped(
         mut manifests: watch::Receiver<Arc<Manifest>>,
         mut tenants: watch::Receiver<Arc<TenantDirectory>>,
+        max_views: usize,
     ) -> Arc<LiveViews> {
         let first = TenantViews::new(
             manifests.borrow_and_update().clone(),
             tenants.borrow_and_update().clone(),
-        );
-        let live = Arc::new(LiveViews {
+        )
+        .with_max_views(max_views);
+        let live = Arc::new_cyclic(|weak: &Weak<LiveViews>| LiveViews {
             current: ArcSwap::from_pointee(first),
             installed: watch::channel(0).0,
+            _gauges: gauges(weak),
+            _evictions: {
+                let live = weak.clone();
+                meter()
+                    .u64_observable_counter(names::VIEW_EVICTIONS)
+                    .with_description("Views forgotten at the view cap")
+                    .with_callback(move |observer| {
+                        if let Some(live) = live.upgrade() {
+                            observer.observe(live.current().stats().evictions, &[]);
+                        }
+                    })
+                    .build()
+            },
         });
         let weak: Weak<LiveViews> = Arc::downgrade(&live);
         tokio::spawn(async move {
@@ -88,4 +119,57 @@ impl LiveViews {
     pub fn installed(&self) -> watch::Receiver<u64> {
         self.installed.subscribe()
     }
+}
+
+/// The gauges of what grows with tenants and tools, read from `live`'s
+/// current views at each scrape.
+fn gauges(live: &Weak<LiveViews>) -> Vec<ObservableGauge<u64>> {
+    type Read = fn(&TenantViews) -> u64;
+    let read: [(&'static str, &'static str, Read); 6] = [
+        (
+            names::VIEWS,
+            "Distinct tenant views held (the view of every tool not counted)",
+            |v| v.stats().views as u64,
+        ),
+        (
+            names::VIEW_BYTES,
+            "Heap bytes the tenant views hold of their own",
+            |v| v.stats().bytes as u64,
+        ),
+        (names::VIEW_TENANTS, "Tenants with a derived view", |v| {
+            v.stats().tenants as u64
+        }),
+        (
+            names::SEARCH_INDEX_TOOLS,
+            "Tools in the current search index",
+            |v| v.index().search().len() as u64,
+        ),
+        (
+            names::SEARCH_INDEX_BYTES,
+            "Heap bytes of the current search index, vectors included",
+            |v| {
+                let search = v.index().search();
+                (search.lexical().heap_bytes() + search.vector_bytes()) as u64
+            },
+        ),
+        (
+            names::SEARCH_INDEX_SEMANTIC,
+            "1 once the current search index ranks semantically",
+            |v| u64::from(v.index().search().is_semantic()),
+        ),
+    ];
+    read.into_iter()
+        .map(|(name, description, read)| {
+            let live = live.clone();
+            meter()
+                .u64_observable_gauge(name)
+                .with_description(description)
+                .with_callback(move |observer| {
+                    if let Some(live) = live.upgrade() {
+                        observer.observe(read(&live.current()), &[]);
+                    }
+                })
+                .build()
+        })
+        .collect()
 }

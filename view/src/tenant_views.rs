@@ -35,6 +35,23 @@ pub struct TenantViews {
     tenants: Arc<TenantDirectory>,
     all: Arc<ToolView>,
     cache: Mutex<ViewCache>,
+    /// Views forgotten at the cap, over every version (carried along).
+    evictions: Arc<AtomicU64>,
+}
+
+/// What a [`TenantViews`] holds, for metrics and benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ViewStats {
+    /// Distinct views held (the view of every tool not counted).
+    pub views: usize,
+    /// Tenants that have a view.
+    pub tenants: usize,
+    /// Heap bytes those views hold of their own.
+    pub bytes: usize,
+    /// Views forgotten at the cap so far (this version and earlier ones).
+    pub evictions: u64,
+    /// The most views kept.
+    pub max_views: usize,
 }
 
 /// What identifies a view: the tools it shows and how it checks arguments.
@@ -46,6 +63,7 @@ struct ViewCache {
     by_tools: HashMap<ViewKey, Arc<Cached>>,
     clock: u64,
     max_views: usize,
+    evictions: Arc<AtomicU64>,
 }
 
 /// One view (derived once, by the first request that needs it, outside the
@@ -69,7 +87,12 @@ impl TenantViews {
     /// scratch; the view of every tool is made now (it serves anonymous
     /// callers), the others on first use.
     pub fn new(manifest: Arc<Manifest>, tenants: Arc<TenantDirectory>) -> TenantViews {
-        TenantViews::over(Arc::new(ManifestIndex::build(manifest)), tenants, None)
+        TenantViews::over(
+            Arc::new(ManifestIndex::build(manifest)),
+            tenants,
+            None,
+            Arc::default(),
+        )
     }
 
     /// The views of a new manifest version for `tenants`: the index is this
@@ -78,13 +101,19 @@ impl TenantViews {
     /// cap carries over. Nothing of this version is kept by the new one.
     pub fn next(&self, manifest: Arc<Manifest>, tenants: Arc<TenantDirectory>) -> TenantViews {
         let index = Arc::new(self.index.update(manifest));
-        TenantViews::over(index, tenants, Some(self.max_views()))
+        TenantViews::over(
+            index,
+            tenants,
+            Some(self.max_views()),
+            self.evictions.clone(),
+        )
     }
 
     fn over(
         index: Arc<ManifestIndex>,
         tenants: Arc<TenantDirectory>,
         max_views: Option<usize>,
+        evictions: Arc<AtomicU64>,
     ) -> TenantViews {
         let all = Arc::new(ToolView::new(
             index.clone(),
@@ -99,7 +128,9 @@ impl TenantViews {
                 by_tools: HashMap::new(),
                 clock: 0,
                 max_views: max_views.unwrap_or(DEFAULT_MAX_VIEWS),
+                evictions: evictions.clone(),
             }),
+            evictions,
         }
     }
 
@@ -128,7 +159,9 @@ impl TenantViews {
                 by_tools: previous.by_tools.clone(),
                 clock: previous.clock,
                 max_views: previous.max_views,
+                evictions: self.evictions.clone(),
             }),
+            evictions: self.evictions.clone(),
         }
     }
 
@@ -218,6 +251,24 @@ impl TenantViews {
         Some(cached.view.wait().clone())
     }
 
+    /// What this holds: views, tenants, bytes, evictions.
+    pub fn stats(&self) -> ViewStats {
+        let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = cache
+            .by_tools
+            .values()
+            .filter_map(|c| c.view.get())
+            .map(|v| v.own_bytes())
+            .sum();
+        ViewStats {
+            views: cache.by_tools.len(),
+            tenants: cache.by_tenant.len(),
+            bytes,
+            evictions: self.evictions.load(Ordering::Relaxed),
+            max_views: cache.max_views,
+        }
+    }
+
     /// Number of distinct views made and kept (the view of every tool not counted).
     pub fn views_built(&self) -> usize {
         self.cache
@@ -241,6 +292,7 @@ impl ViewCache {
             };
             if let Some(evicted) = self.by_tools.remove(&oldest) {
                 self.by_tenant.retain(|_, c| !Arc::ptr_eq(c, &evicted));
+                self.evictions.fetch_add(1, Ordering::Relaxed);
             }
         }
         self.by_tools.insert(key, cached);

@@ -101,7 +101,10 @@ fn subsets(docs: &[SearchDoc], seed: u64) -> Vec<(&'static str, Vec<usize>)> {
                 .collect(),
         ),
         ("every other tool", all.clone().step_by(2).collect()),
-        ("random half", all.filter(|_| rng.next().is_multiple_of(2)).collect()),
+        (
+            "random half",
+            all.filter(|_| rng.next().is_multiple_of(2)).collect(),
+        ),
     ]
 }
 
