@@ -95,6 +95,14 @@ pub struct EdgeConfig {
     /// after 5 minutes without a request; the record takes it up again.
     #[serde(default = "default_session_idle_secs")]
     pub session_idle_secs: u64,
+    /// The most sessions (of 2025-era clients) this edge holds at once;
+    /// an `initialize` past it is refused with 503. Default 10000.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// The most sessions one tenant holds on this edge at once (anonymous
+    /// callers count as one tenant). Default 1000.
+    #[serde(default = "default_max_sessions_per_tenant")]
+    pub max_sessions_per_tenant: usize,
     /// Tasks (SEP-2663) for clients that take them, `[edge.tasks]`.
     #[serde(default)]
     pub tasks: TasksConfig,
@@ -204,6 +212,12 @@ fn default_true() -> bool {
 fn default_search_limit() -> usize {
     5
 }
+fn default_max_sessions() -> usize {
+    crate::sessions::SessionLimits::default().max
+}
+fn default_max_sessions_per_tenant() -> usize {
+    crate::sessions::SessionLimits::default().per_tenant
+}
 fn default_max_views() -> usize {
     quiver_view::tenant_views::DEFAULT_MAX_VIEWS
 }
@@ -232,6 +246,8 @@ impl Default for EdgeConfig {
             search_data_dir: None,
             search_signal_flush_secs: default_signal_flush_secs(),
             session_idle_secs: default_session_idle_secs(),
+            max_sessions: default_max_sessions(),
+            max_sessions_per_tenant: default_max_sessions_per_tenant(),
             tasks: TasksConfig::default(),
             console: crate::console_link::ConsoleConfig::default(),
         }
@@ -239,6 +255,14 @@ impl Default for EdgeConfig {
 }
 
 impl EdgeConfig {
+    /// The session limits these settings give.
+    pub fn session_limits(&self) -> crate::sessions::SessionLimits {
+        crate::sessions::SessionLimits {
+            max: self.max_sessions.max(1),
+            per_tenant: self.max_sessions_per_tenant.max(1),
+        }
+    }
+
     /// Loads, once per process, what search ranks and learns with: the
     /// sentence model (`search_semantic`, `search_model_dir`; its vector
     /// cache under `search_data_dir/vectors`) and the outcome signals

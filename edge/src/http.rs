@@ -1,7 +1,9 @@
 //! The MCP Streamable HTTP listener: `/mcp` (default mode), each mode at
 //! `/{mode}/mcp` (`/passthrough/mcp`, `/search/mcp`, `/code/mcp`: clients such
 //! as the MCP Inspector CLI expect the path to end in `/mcp`) and, for existing
-//! clients, at `/mcp/{mode}`; plus `/healthz`, `/status` and, for the
+//! clients, at `/mcp/{mode}`; plus `/healthz`, `/readyz`, and, when the edge
+//! authenticates nobody, `/metrics` and `/status` (an edge that authenticates
+//! its clients serves those on its admin listener only); and, for the
 //! operator on this machine only, search's outcome signals (`/search/stats`,
 //! `/search/reset/{tenant}`). Plain TCP or rustls TLS. Host and Origin are
 //! checked against DNS rebinding; bodies over the limit are refused without
@@ -33,18 +35,14 @@ use crate::{
     tls,
 };
 
-/// Extra JSON merged into `/status` (e.g. upstream health), supplied by the binary.
-pub type StatusProvider = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
-
-/// The axum router serving every mode, `/status`, and `health`'s
-/// `/healthz` and `/readyz` — plus `/metrics` when the edge authenticates
+/// The axum router serving every mode and `health`'s `/healthz` and
+/// `/readyz` — plus `/metrics` and `/status` when the edge authenticates
 /// nobody (metrics name tenants; an edge that requires credentials serves
 /// them on its admin listener only).
 pub fn router(
     gateway: Arc<Gateway>,
     bound: SocketAddr,
     sessions: CancellationToken,
-    status: Option<StatusProvider>,
     health: &quiver_telemetry::Health,
 ) -> Router {
     let config = gateway.config().clone();
@@ -61,6 +59,7 @@ pub fn router(
         gateway.session_records(),
         gateway.peers().cloned(),
         config.max_body_bytes,
+        config.session_limits(),
     ));
     edge_sessions.follow_records(sessions.child_token());
     let mut http_config = StreamableHttpServerConfig::default()
@@ -106,48 +105,77 @@ pub fn router(
         .layer(middleware::from_fn(session_end_status))
         .merge(access::metadata_routes(gateway.clone()))
         .merge(crate::oauth_callback::routes(gateway.grant_callback()));
-    let status_gateway = gateway.clone();
     let router = router.merge(crate::console::routes(
         gateway.clone(),
         operator_hosts.clone(),
     ));
-    let router = search_signal_routes(router, operator_hosts);
+    let router = search_signal_routes(router, operator_hosts.clone());
+    // `/metrics` and `/status` name tenants, upstreams and their errors:
+    // on this listener only when it authenticates nobody, and then only
+    // to a Host it serves (no DNS rebinding); else on the admin listener.
     let probes = if gateway.config().auth == crate::auth::AuthMode::None {
-        health.routes()
+        health.routes().layer(middleware::from_fn_with_state(
+            operator_hosts,
+            check_operator_host,
+        ))
     } else {
         health.probe_routes()
     };
-    router.merge(probes).route(
-        "/status",
-        get(move || {
-            let gateway = status_gateway.clone();
-            let status = status.clone();
-            async move {
-                let view = gateway.view();
-                let manifest = view.manifest();
-                let mut body = json!({
-                    "manifest_version": manifest.version,
-                    "stub_hash": manifest.stub_hash.to_hex(),
-                    "servers": manifest.servers.len(),
-                    "tools": manifest.tools.len(),
-                    "default_mode": gateway.config().default_mode,
-                });
-                if let (Some(serde_json::Value::Object(more)), Some(obj)) =
-                    (status.map(|s| s()), body.as_object_mut())
-                {
-                    obj.extend(more);
-                }
-                Json(body)
-            }
-        }),
-    )
+    router.merge(probes)
 }
 
-/// `GET /search/stats` (every tenant), `GET /search/stats/{tenant}` and
-/// `POST /search/reset/{tenant}`: what `quiver ctl search` reads. The
-/// signals hold what users searched for, so only a loopback peer naming an
-/// allowed host and sending no browser `Origin` is answered (a web page
-/// cannot read or reset them, whatever the edge listens on).
+/// Refuses a request for `/metrics` or `/status` whose `Host` this edge does
+/// not serve (a page rebinding its own name to this address).
+async fn check_operator_host(
+    State(hosts): State<Arc<[String]>>,
+    request: Request,
+    next: middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    if (path == "/metrics" || path == "/status") && !host_served(&request, &hosts) {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"error": "a Host this edge does not serve"})),
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
+/// Whether `request`'s Host (or HTTP/2 authority) is one this edge serves.
+fn host_served(request: &Request, hosts: &[String]) -> bool {
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    host.is_some_and(|h| hosts.iter().any(|allowed| allowed == h))
+}
+
+/// `status` with every error text redacted (credentials, URLs, addresses,
+/// paths), as `/status` shows it: any string under a key that names an
+/// error.
+pub fn redact_status(mut status: serde_json::Value) -> serde_json::Value {
+    fn walk(value: &mut serde_json::Value, under_error: bool) {
+        match value {
+            serde_json::Value::String(text) if under_error => {
+                *text = quiver_view::redact::redact(text);
+            }
+            serde_json::Value::Array(items) => {
+                items.iter_mut().for_each(|v| walk(v, under_error));
+            }
+            serde_json::Value::Object(fields) => {
+                for (key, v) in fields.iter_mut() {
+                    walk(v, under_error || key.contains("error"));
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(&mut status, false);
+    status
+}
+
 fn search_signal_routes(router: Router, hosts: Arc<[String]>) -> Router {
     use quiver_view::search::signals;
     let stats_hosts = hosts.clone();
@@ -228,12 +256,7 @@ fn refuse_unless_operator(request: &Request, hosts: &[String]) -> Option<Respons
     if request.headers().contains_key(axum::http::header::ORIGIN) {
         return refuse("a browser request (it carries an Origin header)");
     }
-    let host = request
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
-    if !host.is_some_and(|h| hosts.iter().any(|allowed| allowed == h)) {
+    if !host_served(request, hosts) {
         return refuse("a Host this edge does not serve");
     }
     None
@@ -247,13 +270,12 @@ pub async fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
     shutdown: CancellationToken,
-    status: Option<StatusProvider>,
     health: &quiver_telemetry::Health,
 ) -> Result<(), ServeError> {
     let address = listener.local_addr().map_err(ServeError::ListenerAddress)?;
     let sessions = CancellationToken::new();
     let in_flight = crate::drain::InFlight::default();
-    let app = router(gateway.clone(), address, sessions.clone(), status, health).layer(
+    let app = router(gateway.clone(), address, sessions.clone(), health).layer(
         middleware::from_fn_with_state(in_flight.clone(), crate::drain::count),
     );
     let ending = sessions.clone();

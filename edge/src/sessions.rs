@@ -75,20 +75,106 @@ impl Held {
 
 /// The sessions this edge knows, by id: shared by the session manager,
 /// the request layer and every session handler (through the gateway).
+///
+/// Only a session this edge opened (`initialize`) or took up (its record
+/// read from etcd) has an entry: an id a request merely names never gets
+/// one, so a client cannot grow this table by inventing ids.
 #[derive(Default)]
 pub struct SessionRegistry {
-    held: Mutex<HashMap<String, Held>>,
+    held: Mutex<Sessions>,
+}
+
+/// The sessions, and how many each tenant has.
+#[derive(Default)]
+struct Sessions {
+    by_id: HashMap<String, Held>,
+    per_tenant: HashMap<String, usize>,
+}
+
+impl Sessions {
+    fn get(&self, id: &str) -> Option<&Held> {
+        self.by_id.get(id)
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Held> {
+        let held = self.by_id.remove(id)?;
+        if let Some(tenant) = &held.tenant {
+            self.uncount(tenant);
+        }
+        Some(held)
+    }
+
+    fn uncount(&mut self, tenant: &str) {
+        if let Some(n) = self.per_tenant.get_mut(tenant) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_tenant.remove(tenant);
+            }
+        }
+    }
+
+    /// Session `id` belongs to `tenant` (counted once per session).
+    fn set_tenant(&mut self, id: &str, tenant: Option<String>) {
+        let Some(held) = self.by_id.get_mut(id) else {
+            return;
+        };
+        let before = std::mem::replace(&mut held.tenant, tenant.clone());
+        if before == tenant {
+            return;
+        }
+        if let Some(before) = before {
+            self.uncount(&before);
+        }
+        if let Some(tenant) = tenant {
+            *self.per_tenant.entry(tenant).or_default() += 1;
+        }
+    }
 }
 
 impl SessionRegistry {
-    fn with<T>(&self, id: &str, f: impl FnOnce(&mut Held) -> T) -> T {
+    /// Runs `f` on session `id`'s entry, made now if there is none: only
+    /// for a session that exists (opened here, or its record read).
+    fn enter<T>(&self, id: &str, f: impl FnOnce(&mut Held) -> T) -> T {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        f(held.entry(id.to_string()).or_insert_with(Held::new))
+        f(held.by_id.entry(id.to_string()).or_insert_with(Held::new))
     }
 
-    /// The token cancelled when session `id` ends.
-    pub(crate) fn ended(&self, id: &str) -> CancellationToken {
-        self.with(id, |held| held.ended.clone())
+    /// Runs `f` on session `id`'s entry, if it has one.
+    fn existing<T>(&self, id: &str, f: impl FnOnce(&mut Held) -> T) -> Option<T> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.by_id.get_mut(id).map(f)
+    }
+
+    /// Session `id` (made now if this edge did not know it) belongs to `tenant`.
+    fn enter_for(&self, id: &str, tenant: Option<String>) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.by_id.entry(id.to_string()).or_insert_with(Held::new);
+        held.set_tenant(id, tenant);
+    }
+
+    /// The token cancelled when session `id` ends, if this edge knows it.
+    pub(crate) fn ended(&self, id: &str) -> Option<CancellationToken> {
+        self.existing(id, |held| held.ended.clone())
+    }
+
+    /// Sessions this edge knows.
+    pub fn len(&self) -> usize {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .by_id
+            .len()
+    }
+
+    /// Whether this edge knows no session.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sessions this edge knows of tenant `tenant`.
+    fn of_tenant(&self, tenant: &str) -> usize {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.per_tenant.get(tenant).copied().unwrap_or(0)
     }
 
     /// Ends session `id` on this edge: every request of it is cancelled.
@@ -122,8 +208,8 @@ impl SessionRegistry {
 
     /// Remembers session `id`'s record as read or written.
     fn cache(&self, id: &str, stored: &StoredSession) {
-        self.with(id, |held| {
-            held.tenant = Some(stored.record.tenant.clone());
+        self.enter_for(id, Some(stored.record.tenant.clone()));
+        self.enter(id, |held| {
             held.lease = Some(stored.lease);
             held.record = Some(stored.record.clone());
         });
@@ -132,7 +218,7 @@ impl SessionRegistry {
     /// Replaces the remembered record of session `id`, if one is.
     fn recache(&self, id: &str, record: SessionRecord) {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(held) = held.get_mut(id)
+        if let Some(held) = held.by_id.get_mut(id)
             && held.record.is_some()
         {
             held.record = Some(record);
@@ -161,20 +247,41 @@ impl SessionRegistry {
         let Some(records) = records else {
             return;
         };
-        let changed = self.with(id, |held| {
-            let record = held.record.as_mut()?;
-            let had = record.subscriptions.iter().any(|u| u == uri);
-            match (subscribed, had) {
-                (true, false) => record.subscriptions.push(uri.to_string()),
-                (false, true) => record.subscriptions.retain(|u| u != uri),
-                _ => return None,
-            }
-            Some((record.clone(), held.lease?))
-        });
+        let changed = self
+            .existing(id, |held| {
+                let record = held.record.as_mut()?;
+                let had = record.subscriptions.iter().any(|u| u == uri);
+                match (subscribed, had) {
+                    (true, false) => record.subscriptions.push(uri.to_string()),
+                    (false, true) => record.subscriptions.retain(|u| u != uri),
+                    _ => return None,
+                }
+                Some((record.clone(), held.lease?))
+            })
+            .flatten();
         if let Some((record, lease)) = changed
             && let Err(error) = records.put_leased(id, &record, lease).await
         {
             tracing::warn!(%error, "the session's subscriptions were not recorded");
+        }
+    }
+}
+
+/// The most sessions an edge holds, in all and per tenant: an `initialize`
+/// past either is refused (503, retry later) and nothing is allocated for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Sessions of every tenant together.
+    pub max: usize,
+    /// Sessions of one tenant (anonymous callers are one tenant).
+    pub per_tenant: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max: 10_000,
+            per_tenant: 1_000,
         }
     }
 }
@@ -189,6 +296,7 @@ pub struct EdgeSessions {
     peers: Option<Arc<EdgePeers>>,
     /// The largest request body handed to another edge.
     max_body: usize,
+    limits: SessionLimits,
 }
 
 impl EdgeSessions {
@@ -199,16 +307,28 @@ impl EdgeSessions {
         records: Option<Arc<SessionRecords>>,
         peers: Option<Arc<EdgePeers>>,
         max_body: usize,
+        limits: SessionLimits,
     ) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.channel_capacity = REPLAY_EVENTS;
+        let counted = Arc::downgrade(&registry);
+        quiver_telemetry::tables::watch("edge.sessions", limits.max, move || {
+            counted.upgrade().map(|r| r.len())
+        });
         EdgeSessions {
             local,
             registry,
             records,
             peers,
             max_body,
+            limits,
         }
+    }
+
+    /// Whether a new session of `tenant` would pass the edge's limits.
+    fn has_room(&self, tenant: Option<&str>) -> bool {
+        self.registry.len() < self.limits.max
+            && tenant.is_none_or(|t| self.registry.of_tenant(t) < self.limits.per_tenant)
     }
 
     /// The store rmcp restores sessions from, when sessions are recorded.
@@ -288,13 +408,16 @@ impl EdgeSessions {
             return;
         };
         let every = records.idle() / 4;
-        let lease = self.registry.with(id, |held| {
-            if held.touched.elapsed() < every {
-                return None;
-            }
-            held.touched = Instant::now();
-            held.lease
-        });
+        let lease = self
+            .registry
+            .existing(id, |held| {
+                if held.touched.elapsed() < every {
+                    return None;
+                }
+                held.touched = Instant::now();
+                held.lease
+            })
+            .flatten();
         if let Some(lease) = lease {
             tokio::spawn(async move {
                 if let Err(error) = records.touch(lease).await {
@@ -352,7 +475,7 @@ impl SessionManager for EdgeSessions {
         let Some((tenant, parts)) = initialize else {
             return Ok(answer);
         };
-        self.registry.with(id, |held| held.tenant = tenant.clone());
+        self.registry.enter_for(id, tenant.clone());
         if let (Some(records), Some(tenant), false) = (&self.records, tenant, parts.restored) {
             let record = SessionRecord {
                 tenant,
@@ -361,11 +484,13 @@ impl SessionManager for EdgeSessions {
                 subscriptions: Vec::new(),
             };
             match records.put(id, &record).await {
-                Ok(lease) => self.registry.with(id, |held| {
-                    held.lease = Some(lease);
-                    held.touched = Instant::now();
-                    held.record = Some(record);
-                }),
+                Ok(lease) => {
+                    self.registry.existing(id, |held| {
+                        held.lease = Some(lease);
+                        held.touched = Instant::now();
+                        held.record = Some(record);
+                    });
+                }
                 Err(error) => tracing::warn!(
                     %error,
                     "the session's record was not written: only this edge can serve it"
@@ -462,6 +587,52 @@ impl SessionStore for RecordStore {
 
 /// The answer to a request naming a session this edge cannot serve: the
 /// one rmcp gives for an unknown session.
+/// Past the session limits: an `initialize` is refused (503, nothing
+/// allocated); any other request (a stateless one) goes on.
+async fn refuse_initialize(sessions: &EdgeSessions, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, sessions.max_body).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        )
+            .into_response();
+    };
+    let initialize = serde_json::from_slice::<serde_json::Value>(&body).is_ok_and(|message| {
+        let is_initialize = |m: &serde_json::Value| m["method"] == "initialize";
+        match &message {
+            serde_json::Value::Array(batch) => batch.iter().any(is_initialize),
+            single => is_initialize(single),
+        }
+    });
+    if !initialize {
+        return next
+            .run(Request::from_parts(parts, axum::body::Body::from(body)))
+            .await;
+    }
+    tracing::warn!(
+        sessions = sessions.registry.len(),
+        "an initialize was refused: the edge holds its most sessions"
+    );
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [("retry-after", "5"), ("content-type", "application/json")],
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {
+                "code": -32000,
+                "message": format!(
+                    "this edge holds its most sessions ({} in all, {} per tenant); end idle sessions with DELETE, use the stateless protocol revision, or retry later",
+                    sessions.limits.max, sessions.limits.per_tenant
+                ),
+            },
+        })
+        .to_string(),
+    )
+        .into_response()
+}
+
 fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
@@ -479,18 +650,21 @@ pub async fn check_session(
     request: Request,
     next: Next,
 ) -> Response {
+    let caller = request
+        .extensions()
+        .get::<Principal>()
+        .map(|p| p.tenant.to_string());
     let Some(id) = request
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
     else {
+        if request.method() == axum::http::Method::POST && !sessions.has_room(caller.as_deref()) {
+            return refuse_initialize(&sessions, request, next).await;
+        }
         return next.run(request).await;
     };
-    let caller = request
-        .extensions()
-        .get::<Principal>()
-        .map(|p| p.tenant.to_string());
     let someone_else = |owner: &str| caller.as_deref().is_some_and(|c| c != owner);
     if let Some(owner) = sessions.registry.tenant(&id)
         && sessions.holds(&id).await

@@ -191,12 +191,11 @@ impl GatewaySession {
         let parent = propagation::extract_from_meta(&context.meta)
             .or_else(|| parts.and_then(|p| propagation::extract_from_headers(&p.headers)));
         propagation::adopt(&span, parent);
-        let ends = crate::sessions::session_of(context).map(|id| {
-            (
-                self.handler.gateway().sessions().ended(&id),
-                context.ct.clone(),
-            )
-        });
+        // Only a session this edge knows: an id the client made up names
+        // nothing, and is never remembered.
+        let ends = crate::sessions::session_of(context)
+            .and_then(|id| self.handler.gateway().sessions().ended(&id))
+            .map(|ended| (ended, context.ct.clone()));
         TracedRequest {
             span,
             method,

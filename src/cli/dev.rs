@@ -208,8 +208,26 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         });
     }
     // Ready: a manifest held and an executor that can run work.
+    let status_upstreams = upstreams.clone();
+    let status_pool = pool.clone();
+    let status_admin = child_admin.clone();
+    let status_store = store.clone();
+    let default_mode = config.edge.default_mode;
     let mut health = quiver_telemetry::Health::new("dev")
-        .check("manifest", readiness::manifest_held(store.clone()));
+        .check("manifest", readiness::manifest_held(store.clone()))
+        .with_status(move || {
+            let manifest = status_store.current();
+            quiver_edge::http::redact_status(serde_json::json!({
+                "manifest_version": manifest.version,
+                "stub_hash": manifest.stub_hash.to_hex(),
+                "servers": manifest.servers.len(),
+                "tools": manifest.tools.len(),
+                "default_mode": default_mode,
+                "upstreams": status_upstreams.statuses(),
+                "workers": status_pool.as_ref().map(|p| p.stats()),
+                "executor_admin": status_admin,
+            }))
+        });
     health = match (&pool, &child_admin) {
         (Some(pool), _) => health.check("executor", readiness::workers_warm(pool.clone())),
         (None, Some(admin)) => health.check(
@@ -307,12 +325,6 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             ),
             quiver_view::search::semantic::ranking(),
         );
-        let status_upstreams = upstreams.clone();
-        let status_pool = pool.clone();
-        let status_admin = child_admin.clone();
-        let status: quiver_edge::http::StatusProvider = Arc::new(
-            move || serde_json::json!({"upstreams": status_upstreams.statuses(), "workers": status_pool.as_ref().map(|p| p.stats()), "executor_admin": status_admin}),
-        );
         let serve_shutdown = shutdown.clone();
         let draining = health.clone();
         tokio::spawn(async move {
@@ -321,7 +333,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             draining.start_draining();
             serve_shutdown.cancel();
         });
-        quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status), &health).await
+        quiver_edge::http::serve(gateway, listener, shutdown.clone(), &health).await
     };
     shutdown.cancel();
     if let Some(metered) = &metered {

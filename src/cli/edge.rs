@@ -253,7 +253,31 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         });
     }
     let routable = fleet.clone();
+    let status_fleet = fleet.clone();
+    let status_store = store.clone();
+    let status_contact = contact.clone();
+    let status_peers = peers.clone();
+    let status_follower = etcd_follower;
+    let default_mode = config.edge.default_mode;
     let health = quiver_telemetry::Health::new("edge")
+        .with_status(move || {
+            let manifest = status_store.current();
+            let membership = match &status_follower {
+                Some(follower) => serde_json::json!({"source": "etcd", "etcd": follower.status()}),
+                None => serde_json::json!({"source": "control-plane"}),
+            };
+            quiver_edge::http::redact_status(serde_json::json!({
+                "control_plane": status_contact.status(),
+                "membership": membership,
+                "executors": status_fleet.states(),
+                "peer_edges": status_peers.status(),
+                "manifest_version": manifest.version,
+                "stub_hash": manifest.stub_hash.to_hex(),
+                "servers": manifest.servers.len(),
+                "tools": manifest.tools.len(),
+                "default_mode": default_mode,
+            }))
+        })
         .check("manifest", readiness::manifest_held(store.clone()))
         .check("control-plane", contact.check(store.clone()))
         .check("executors", move || {
@@ -346,25 +370,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         serve_shutdown.cancel();
     });
-    let status_fleet = fleet.clone();
-    let status_store = store.clone();
-    let status: quiver_edge::http::StatusProvider = Arc::new(move || {
-        let manifest = status_store.current();
-        let membership = match &etcd_follower {
-            Some(follower) => serde_json::json!({"source": "etcd", "etcd": follower.status()}),
-            None => serde_json::json!({"source": "control-plane"}),
-        };
-        serde_json::json!({
-            "control_plane": contact.status(),
-            "membership": membership,
-            "executors": status_fleet.states(),
-            "peer_edges": peers.status(),
-            "manifest_version": manifest.version,
-            "stub_hash": manifest.stub_hash.to_hex(),
-        })
-    });
-    let result =
-        quiver_edge::http::serve(gateway, listener, shutdown.clone(), Some(status), &health).await;
+    let result = quiver_edge::http::serve(gateway, listener, shutdown.clone(), &health).await;
     shutdown.cancel();
     if let Some(registration) = registration {
         registration.deregister().await;

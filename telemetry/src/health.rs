@@ -1,7 +1,10 @@
-//! `/healthz` (the process is alive), `/readyz` (it should get traffic) and
-//! `/metrics` (Prometheus text), the same on every role. A role adds the
-//! checks that define "ready" for it; a draining process reports not ready
-//! so load balancers stop sending work before it stops.
+//! `/healthz` (the process is alive), `/readyz` (it should get traffic),
+//! `/metrics` (Prometheus text) and, for roles that report one, `/status`
+//! (what an operator debugging the node wants: upstream states, peers),
+//! the same on every role. A role adds the checks that define "ready" for
+//! it; a draining process reports not ready so load balancers stop sending
+//! work before it stops. `/metrics` and `/status` name tenants, upstreams and
+//! errors: they are served where operators alone can reach them.
 
 use std::{
     net::SocketAddr,
@@ -47,12 +50,16 @@ impl From<&str> for NotReady {
     }
 }
 
+/// What `/status` answers, made at each request.
+pub type StatusReport = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
 /// A role's liveness and readiness.
 #[derive(Clone)]
 pub struct Health {
     role: &'static str,
     checks: Vec<(&'static str, Check)>,
     draining: Arc<AtomicBool>,
+    status: Option<StatusReport>,
 }
 
 /// What `/readyz` answers.
@@ -84,7 +91,18 @@ impl Health {
             role,
             checks: Vec::new(),
             draining: Arc::new(AtomicBool::new(false)),
+            status: None,
         }
+    }
+
+    /// Serves `/status` beside `/metrics` (see [`Health::routes`]) with what
+    /// `report` makes; the report must hold no secret (redact error texts).
+    pub fn with_status(
+        mut self,
+        report: impl Fn() -> serde_json::Value + Send + Sync + 'static,
+    ) -> Health {
+        self.status = Some(Arc::new(report));
+        self
     }
 
     /// Adds a readiness condition.
@@ -133,14 +151,19 @@ impl Health {
         }
     }
 
-    /// `/healthz`, `/readyz` and `/metrics`, to merge into a role's router.
+    /// `/healthz`, `/readyz`, `/metrics` and `/status` (when the role
+    /// reports one), to merge into a role's router.
     pub fn routes<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
-        self.probe_routes().route("/metrics", get(metrics))
+        let routes = self.probe_routes().route("/metrics", get(metrics));
+        match self.status.clone() {
+            Some(report) => routes.route("/status", get(move || async move { Json(report()) })),
+            None => routes,
+        }
     }
 
     /// `/healthz` and `/readyz` only: for a listener whose callers must not
-    /// read the metrics (which name tenants), such as an edge that
-    /// authenticates its clients.
+    /// read the metrics or the status (which name tenants, upstreams and
+    /// errors), such as an edge that authenticates its clients.
     pub fn probe_routes<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
         let health = self.clone();
         let role = self.role;

@@ -67,6 +67,11 @@ pub mod names {
     pub const RAFT_IS_LEADER: &str = "quiver.raft.is_leader";
     /// Manifest versions a watching node is behind the control plane.
     pub const WATCH_LAG: &str = "quiver.watch.lag";
+    /// Entries held by a table a client or tenant can grow, by
+    /// `quiver.table` (see `quiver_telemetry::tables`).
+    pub const TABLE_ENTRIES: &str = "quiver.table.entries";
+    /// The most entries such a table holds, by `quiver.table`.
+    pub const TABLE_CAPACITY: &str = "quiver.table.capacity";
     /// Distinct tenant views this node holds for the current manifest (the
     /// view of every tool not counted); bounded by the view cap.
     pub const VIEWS: &str = "quiver.views";

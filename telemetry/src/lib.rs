@@ -16,6 +16,7 @@ pub mod propagation;
 pub mod settings;
 mod setup;
 pub mod spans;
+pub mod tables;
 
 pub use health::{Health, NotReady};
 pub use instruments::instruments;
