@@ -38,6 +38,14 @@ pub struct DevControlPlane {
     /// gRPC address for `quiver ctl`. Default `127.0.0.1:7400`, where `quiver ctl` looks first.
     #[serde(default = "default_dev_control_plane_listen")]
     pub listen: std::net::SocketAddr,
+    /// The most API keys one tenant may hold (operator-issued and
+    /// self-service together). Default 100.
+    #[serde(default = "default_max_keys_per_tenant")]
+    pub max_keys_per_tenant: u32,
+}
+
+fn default_max_keys_per_tenant() -> u32 {
+    quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT
 }
 
 impl Default for DevControlPlane {
@@ -45,6 +53,7 @@ impl Default for DevControlPlane {
         DevControlPlane {
             data: default_dev_data(),
             listen: default_dev_control_plane_listen(),
+            max_keys_per_tenant: default_max_keys_per_tenant(),
         }
     }
 }
@@ -370,6 +379,8 @@ pub struct ControlPlaneSettings {
     pub bootstrap: bool,
     /// `--heartbeat-ms`.
     pub heartbeat_ms: Option<u64>,
+    /// The most API keys one tenant may hold. Default 100.
+    pub max_keys_per_tenant: Option<u32>,
     /// `--election-timeout-ms`.
     pub election_timeout_ms: Option<u64>,
     /// `--snapshot-every`.

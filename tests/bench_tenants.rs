@@ -32,7 +32,8 @@ fn bench_tenants_prints_tables_whose_counts_follow_the_flags() {
 
     eprintln!("--- run: 20 tenants, 600 tools, 2000 requests");
     let output = Command::new(quiver_bin())
-        .args(["bench", "tenants", "--tenants", "20", "--tools", "600"])
+        .args(["bench", "tenants", "--only", "in-process"])
+        .args(["--tenants", "20", "--tools", "600"])
         .args(["--requests", "2000", "--catalog"])
         .arg(&catalog)
         .output()

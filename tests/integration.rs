@@ -7,6 +7,7 @@ mod every_mode_prompts_resources;
 mod fleet_tasks;
 mod support;
 
+mod attacker_findings;
 mod bench_revocation;
 mod bench_tenants;
 mod catalog_livemcpbench;

@@ -13,7 +13,12 @@ use crate::{
 
 /// The format version written by this build. Entries of a newer version are
 /// refused at apply time rather than misread.
-pub const COMMAND_FORMAT: u32 = 1;
+///
+/// - 1: the first.
+/// - 2: `IssueKey` carries the tenant's key limit; the event log keeps
+///   each kind of event (drift, screening, admin) to its own limit, so
+///   drift history survives any amount of administrative activity.
+pub const COMMAND_FORMAT: u32 = 2;
 
 /// One Raft log entry's payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,6 +126,11 @@ pub enum Command {
         key_id: String,
         /// Hex SHA-256 of the key.
         sha256: String,
+        /// The most keys a tenant may hold, as the leader's configuration
+        /// said when it proposed the key (in the entry, so that every node
+        /// applies the same limit); none in entries of format 1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
     },
     /// Removes an API key.
     RevokeKey {

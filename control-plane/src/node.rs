@@ -73,7 +73,13 @@ pub struct NodeConfig {
     /// Seals tenant secrets (as leader) and opens them for discovery of
     /// per-tenant upstreams; without it `secret set` is refused.
     pub cluster_key: Option<Arc<ClusterKey>>,
+    /// The most API keys one tenant may hold (`[control_plane]
+    /// max_keys_per_tenant`); [`DEFAULT_MAX_KEYS_PER_TENANT`] by default.
+    pub max_keys_per_tenant: u32,
 }
+
+/// The default of [`NodeConfig::max_keys_per_tenant`].
+pub const DEFAULT_MAX_KEYS_PER_TENANT: u32 = 100;
 
 /// Why a node did not start.
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +201,7 @@ impl ControlPlaneNode {
             discovery.clone(),
             tls.clone(),
             config.cluster_key.clone(),
+            config.max_keys_per_tenant,
         ));
         renew_grants(&operator, &shutdown);
         upstreams.set_grant_refresher(Arc::new(NodeRefresher(Arc::downgrade(&operator))));

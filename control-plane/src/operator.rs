@@ -51,20 +51,24 @@ pub struct Operator {
     cluster_key: Option<Arc<ClusterKey>>,
     /// Tenants' OAuth grants of upstreams.
     grants: crate::grants::GrantDesk,
+    /// The most keys a tenant may hold (stamped into each key's entry).
+    max_keys_per_tenant: u32,
 }
 
 impl Operator {
     /// An operator over this node's replica, fleet registry and discovery;
     /// `tls` is used to reach the other nodes, `cluster_key` to seal tenant
-    /// secrets.
+    /// secrets; a tenant holds at most `max_keys_per_tenant` keys.
     pub fn new(
         replica: Replica,
         fleet: Arc<FleetRegistry>,
         discovery: Arc<Discovery>,
         tls: Option<TlsMaterial>,
         cluster_key: Option<Arc<ClusterKey>>,
+        max_keys_per_tenant: u32,
     ) -> Operator {
         Operator {
+            max_keys_per_tenant,
             grants: crate::grants::GrantDesk::new(replica.clone(), cluster_key.clone()),
             replica,
             fleet,
@@ -236,15 +240,16 @@ impl Operator {
             AdminRequest::TenantDelete { id } => {
                 AdminAnswer::TenantDelete(r.write("ctl", Command::DeleteTenant { id }).await?)
             }
-            AdminRequest::KeyIssue { tenant } => {
+            AdminRequest::KeyIssue { tenant, requester } => {
                 let (key_id, key) = new_api_key();
                 let sha256 = hash_key(&key);
                 r.write(
-                    "ctl",
+                    &requester.actor(&tenant),
                     Command::IssueKey {
                         tenant: tenant.clone(),
                         key_id: key_id.clone(),
                         sha256,
+                        limit: Some(self.max_keys_per_tenant),
                     },
                 )
                 .await?;
@@ -254,8 +259,13 @@ impl Operator {
                     key,
                 })
             }
-            AdminRequest::KeyRevoke { tenant, key_id } => AdminAnswer::KeyRevoke(
-                r.write("ctl", Command::RevokeKey { tenant, key_id }).await?,
+            AdminRequest::KeyRevoke {
+                tenant,
+                key_id,
+                requester,
+            } => AdminAnswer::KeyRevoke(
+                r.write(&requester.actor(&tenant), Command::RevokeKey { tenant, key_id })
+                    .await?,
             ),
             AdminRequest::TenantUsage { id } => AdminAnswer::TenantUsage(
                 r.read(|s| {

@@ -52,6 +52,8 @@ pub enum RefusalCode {
     Invalid,
     /// The entry was written by a newer build.
     Unsupported,
+    /// A limit the cluster sets is reached (a tenant's keys).
+    LimitReached,
 }
 
 impl RefusalCode {
@@ -62,6 +64,7 @@ impl RefusalCode {
             RefusalCode::AlreadyExists => "already_exists",
             RefusalCode::Invalid => "invalid",
             RefusalCode::Unsupported => "unsupported",
+            RefusalCode::LimitReached => "limit_reached",
         }
     }
 }
@@ -267,6 +270,7 @@ mod tests {
             (RefusalCode::AlreadyExists, "already_exists"),
             (RefusalCode::Invalid, "invalid"),
             (RefusalCode::Unsupported, "unsupported"),
+            (RefusalCode::LimitReached, "limit_reached"),
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), text);
             assert_eq!(code.to_string(), text);

@@ -44,6 +44,7 @@ async fn a_one_node_cluster_reports_its_raft_state_and_its_fleet() {
             tls: None,
             tuning: RaftTuning::default(),
             cluster_key: None,
+            max_keys_per_tenant: quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT,
         },
         shutdown.clone(),
     )

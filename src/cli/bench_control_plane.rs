@@ -70,6 +70,7 @@ impl Cluster {
                 tls: None,
                 tuning: tuning.clone(),
                 cluster_key: None,
+                max_keys_per_tenant: quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT,
             });
         }
         let mut cluster = Cluster {

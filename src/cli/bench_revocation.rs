@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use clap::Args;
 use quiver_control_plane::{
-    admin::{AdminAnswer, AdminRequest},
+    admin::{AdminAnswer, AdminRequest, KeyRequester},
     client::AdminClient,
     tenant::TenantPatch,
 };
@@ -61,6 +61,7 @@ pub async fn run(args: RevocationArgs) -> anyhow::Result<()> {
         let AdminAnswer::KeyIssue(issued) = admin
             .call(&AdminRequest::KeyIssue {
                 tenant: "bench".into(),
+                requester: KeyRequester::Operator,
             })
             .await?
         else {
@@ -75,6 +76,7 @@ pub async fn run(args: RevocationArgs) -> anyhow::Result<()> {
         }
         admin
             .call(&AdminRequest::KeyRevoke {
+                requester: KeyRequester::Operator,
                 tenant: "bench".into(),
                 key_id: issued.key_id.clone(),
             })

@@ -16,7 +16,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use quiver_control_plane::{
-    admin::{AdminAnswer, AdminRequest},
+    admin::{AdminAnswer, AdminRequest, KeyRequester},
     client::AdminClient,
     tenant::TenantPatch,
 };
@@ -382,7 +382,10 @@ async fn create_tenants(
                     .await
                     .with_context(|| format!("creating tenant {id}"))?;
                 let AdminAnswer::KeyIssue(issued) = admin
-                    .call(&AdminRequest::KeyIssue { tenant: id.clone() })
+                    .call(&AdminRequest::KeyIssue {
+                        tenant: id.clone(),
+                        requester: KeyRequester::Operator,
+                    })
                     .await?
                 else {
                     bail!("unexpected answer to key issue");

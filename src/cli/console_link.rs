@@ -8,7 +8,10 @@ use std::{path::Path, sync::Arc};
 
 use futures::future::BoxFuture;
 use quiver_control_plane::{
-    ControlPlaneNode, admin::AdminRequest, audit_log::AuditQuery, client::AdminClient,
+    ControlPlaneNode,
+    admin::{AdminRequest, KeyRequester},
+    audit_log::AuditQuery,
+    client::AdminClient,
     raft::network::TlsMaterial,
 };
 use quiver_edge::console::{ConsoleBackend, ConsoleCall};
@@ -32,8 +35,15 @@ impl ConsoleAdmin {
 /// The operator request answering `call`.
 fn request(call: ConsoleCall) -> Result<AdminRequest, String> {
     Ok(match call {
-        ConsoleCall::KeyIssue { tenant } => AdminRequest::KeyIssue { tenant },
-        ConsoleCall::KeyRevoke { tenant, key_id } => AdminRequest::KeyRevoke { tenant, key_id },
+        ConsoleCall::KeyIssue { tenant } => AdminRequest::KeyIssue {
+            tenant,
+            requester: KeyRequester::Tenant,
+        },
+        ConsoleCall::KeyRevoke { tenant, key_id } => AdminRequest::KeyRevoke {
+            tenant,
+            key_id,
+            requester: KeyRequester::Tenant,
+        },
         ConsoleCall::Usage { tenant } => AdminRequest::TenantUsage { id: tenant },
         ConsoleCall::Audit {
             tenant,

@@ -158,6 +158,9 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
             keep_behind_snapshot: (snapshot_every / 5).max(10),
         },
         cluster_key,
+        max_keys_per_tenant: file
+            .max_keys_per_tenant
+            .unwrap_or(quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT),
     };
     let shutdown = CancellationToken::new();
     let (node, bound) = ControlPlaneNode::start(config, shutdown.clone()).await?;

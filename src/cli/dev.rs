@@ -380,6 +380,7 @@ async fn start_control_plane(
         tls: None,
         tuning: RaftTuning::default(),
         cluster_key: Some(cluster_key),
+        max_keys_per_tenant: config.control_plane.max_keys_per_tenant,
     };
     let (node, addr) =
         ControlPlaneNode::start_with(node_config, upstreams.clone(), shutdown.clone())

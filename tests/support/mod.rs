@@ -287,10 +287,16 @@ impl QuiverDev {
             .to_string()
     }
 
-    /// `GET /status` of the edge, as JSON.
+    /// `GET /status` of the edge, as JSON: from its admin listener when it
+    /// has one (an edge that authenticates clients serves it there only).
     pub async fn status(&self) -> Value {
+        let base = if self.banner.contains("; admin ") {
+            word_after(&self.banner, "admin")
+        } else {
+            format!("http://{}", self.authority())
+        };
         http()
-            .get(format!("http://{}/status", self.authority()))
+            .get(format!("{base}/status"))
             .send()
             .await
             .expect("GET /status")

@@ -78,6 +78,7 @@ impl From<AdminError> for Status {
                 RefusalCode::AlreadyExists => Status::already_exists(message),
                 RefusalCode::Invalid => Status::invalid_argument(message),
                 RefusalCode::Unsupported => Status::failed_precondition(message),
+                RefusalCode::LimitReached => Status::resource_exhausted(message),
             },
             AdminError::Invalid(message) => Status::invalid_argument(message),
             AdminError::Unavailable(message) => Status::unavailable(message),

@@ -22,4 +22,4 @@ pub use answer::{
 pub(crate) use error::NOT_LEADER;
 pub use error::{AdminError, LEADER_METADATA};
 pub use findings::{FindingStatus, FindingsReport, ToolFindings};
-pub use request::AdminRequest;
+pub use request::{AdminRequest, KeyRequester};

@@ -127,6 +127,8 @@ pub enum AdminRequest {
     KeyIssue {
         /// Tenant id.
         tenant: String,
+        /// Who asks (recorded as the event's actor).
+        requester: KeyRequester,
     },
     /// Revokes an API key.
     KeyRevoke {
@@ -134,6 +136,8 @@ pub enum AdminRequest {
         tenant: String,
         /// Key id.
         key_id: String,
+        /// Who asks (recorded as the event's actor).
+        requester: KeyRequester,
     },
     /// A tenant's budget and what its executors leased and spent.
     TenantUsage {
@@ -253,5 +257,25 @@ mod tests {
             !shown.contains("tok-plain") && shown.contains("<redacted>"),
             "{shown}"
         );
+    }
+}
+
+/// Who asks for a key to be issued or revoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyRequester {
+    /// An operator, through `quiver ctl` or the admin API.
+    #[default]
+    Operator,
+    /// The tenant itself, through the web console's self-service keys.
+    Tenant,
+}
+
+impl KeyRequester {
+    /// The actor the event log records for a change of `tenant`'s keys.
+    pub fn actor(self, tenant: &str) -> String {
+        match self {
+            KeyRequester::Operator => "ctl".to_string(),
+            KeyRequester::Tenant => format!("console:{tenant}"),
+        }
     }
 }

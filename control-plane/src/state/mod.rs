@@ -35,7 +35,9 @@ pub use records::{
     Event, EventKind, HeldTool, ManifestRecord, PendingDrift, SealedSecret, UpstreamRecord,
 };
 
-/// Events kept in the drift/admin log; older ones are dropped.
+/// Events of each kind (drift, screening, admin) kept in the event log;
+/// older ones of that kind are dropped (entries of format 1 kept 1,000
+/// events of all kinds together).
 pub const EVENT_LOG_LIMIT: usize = 1000;
 /// Manifest versions kept for `manifest show V` and `manifest diff`.
 pub const MANIFEST_HISTORY_LIMIT: usize = 64;
@@ -80,6 +82,10 @@ pub struct ControlState {
     /// The built current manifest (derived from `catalogue`, not serialised).
     #[serde(skip)]
     manifest: Option<Arc<Manifest>>,
+    /// The format of the entry being applied (not serialised): what an
+    /// entry means depends on it.
+    #[serde(skip)]
+    applying_format: u32,
 }
 
 impl ControlState {
@@ -114,6 +120,7 @@ impl ControlState {
             )
             .into();
         }
+        self.applying_format = entry.format;
         match self.apply_command(&entry.command, entry.at_ms, &entry.actor) {
             Ok((result, manifest_changed)) => {
                 // Only the registry and the catalogue shape the manifest; a
@@ -194,8 +201,9 @@ impl ControlState {
                 tenant,
                 key_id,
                 sha256,
+                limit,
             } => {
-                let issued = self.issue_key(tenant, key_id, sha256, at, actor)?;
+                let issued = self.issue_key(tenant, key_id, sha256, *limit, at, actor)?;
                 (CommandResult::IssueKey(issued), false)
             }
             Command::RevokeKey { tenant, key_id } => {
@@ -571,6 +579,7 @@ impl ControlState {
         tenant: &str,
         key_id: &str,
         sha256: &str,
+        limit: Option<u32>,
         at: u64,
         actor: &str,
     ) -> Result<KeyChanged, Refusal> {
@@ -587,6 +596,17 @@ impl ControlState {
             return Err(Refusal::already_exists(format!(
                 "tenant `{tenant}` already has a key `{key_id}`"
             )));
+        }
+        if let Some(limit) = limit
+            && record.keys.len() >= limit as usize
+        {
+            return Err(Refusal {
+                code: RefusalCode::LimitReached,
+                message: format!(
+                    "tenant `{tenant}` holds {} keys, its limit; revoke one first (`quiver ctl key list {tenant}`, `quiver ctl key revoke {tenant} KEY_ID`), or raise `[control_plane] max_keys_per_tenant`",
+                    record.keys.len()
+                ),
+            });
         }
         record.keys.insert(
             key_id.to_string(),
@@ -697,8 +717,18 @@ impl ControlState {
             message,
         });
         self.next_event_id += 1;
-        while self.events.len() > EVENT_LOG_LIMIT {
-            self.events.pop_front();
+        if self.applying_format < 2 {
+            while self.events.len() > EVENT_LOG_LIMIT {
+                self.events.pop_front();
+            }
+            return;
+        }
+        // Each kind to its own limit: admin activity never pushes drift out.
+        let of_kind = self.events.iter().filter(|e| e.kind == kind).count();
+        if of_kind > EVENT_LOG_LIMIT
+            && let Some(oldest) = self.events.iter().position(|e| e.kind == kind)
+        {
+            self.events.remove(oldest);
         }
     }
 

@@ -125,3 +125,90 @@ fn a_snapshot_round_trip_gives_the_same_manifest_hash() {
     assert_eq!(restored.manifest().stub_hash, state.manifest().stub_hash);
     assert_eq!(restored.manifest().version, state.manifest().version);
 }
+
+fn key(tenant: &str, n: usize, limit: Option<u32>) -> Command {
+    Command::IssueKey {
+        tenant: tenant.into(),
+        key_id: format!("k{n}"),
+        sha256: format!("{n:064x}"),
+        limit,
+    }
+}
+
+#[test]
+fn a_tenant_holds_at_most_its_key_limit() {
+    let mut state = ControlState::default();
+    state.apply(&envelope(Command::CreateTenant {
+        id: "acme".into(),
+        patch: TenantPatch::default(),
+    }));
+    for n in 0..3 {
+        let outcome = state.apply(&envelope(key("acme", n, Some(3))));
+        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+    }
+    let Outcome::Refused { code, message } = state.apply(&envelope(key("acme", 3, Some(3)))) else {
+        panic!("a fourth key was issued");
+    };
+    assert_eq!(code, RefusalCode::LimitReached);
+    assert!(message.contains("revoke one"), "{message}");
+    assert_eq!(state.tenants["acme"].keys.len(), 3);
+    // Revoking one makes room.
+    state.apply(&envelope(Command::RevokeKey {
+        tenant: "acme".into(),
+        key_id: "k0".into(),
+    }));
+    let outcome = state.apply(&envelope(key("acme", 4, Some(3))));
+    assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+    // Entries written before the limit existed keep their meaning.
+    let old = Envelope {
+        format: 1,
+        ..envelope(key("acme", 5, None))
+    };
+    assert!(matches!(state.apply(&old), Outcome::Applied { .. }));
+    assert_eq!(state.tenants["acme"].keys.len(), 4);
+}
+
+#[test]
+fn drift_history_survives_any_amount_of_admin_activity() {
+    let mut state = with_upstream(false);
+    state.apply(&envelope(discovered("gh", vec![tool("search", "q")])));
+    state.apply(&envelope(discovered("gh", vec![tool("search", "query")])));
+    let drift = |state: &ControlState| {
+        state
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Drift)
+            .count()
+    };
+    assert_eq!(drift(&state), 1);
+    state.apply(&envelope(Command::CreateTenant {
+        id: "acme".into(),
+        patch: TenantPatch::default(),
+    }));
+    for n in 0..(EVENT_LOG_LIMIT * 3) {
+        state.apply(&envelope(key("acme", n, None)));
+        state.apply(&envelope(Command::RevokeKey {
+            tenant: "acme".into(),
+            key_id: format!("k{n}"),
+        }));
+    }
+    assert_eq!(drift(&state), 1, "the drift event is still there");
+    let admin = state
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Admin)
+        .count();
+    assert_eq!(
+        admin, EVENT_LOG_LIMIT,
+        "admin events keep to their own limit"
+    );
+    // The newest admin events are the ones kept.
+    assert!(
+        state
+            .events
+            .back()
+            .is_some_and(|e| e.message.contains(&format!("k{}", EVENT_LOG_LIMIT * 3 - 1))),
+        "{:?}",
+        state.events.back()
+    );
+}

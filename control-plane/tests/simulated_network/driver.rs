@@ -205,6 +205,7 @@ impl Driver {
                 tenant,
                 key_id,
                 sha256,
+                limit: None,
             };
             (item, command)
         } else {

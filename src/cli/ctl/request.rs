@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 use quiver_control_plane::{
-    admin::AdminRequest,
+    admin::{AdminRequest, KeyRequester},
     audit_log::{AuditQuery, AuditRetention},
     tenant::TenantPatch,
 };
@@ -78,8 +78,15 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             TenantCommand::Usage { id } => AdminRequest::TenantUsage { id },
         },
         CtlCommand::Key(c) => match c {
-            KeyCommand::Issue { tenant } => AdminRequest::KeyIssue { tenant },
-            KeyCommand::Revoke { tenant, key_id } => AdminRequest::KeyRevoke { tenant, key_id },
+            KeyCommand::Issue { tenant } => AdminRequest::KeyIssue {
+                tenant,
+                requester: KeyRequester::Operator,
+            },
+            KeyCommand::Revoke { tenant, key_id } => AdminRequest::KeyRevoke {
+                tenant,
+                key_id,
+                requester: KeyRequester::Operator,
+            },
         },
         CtlCommand::Secret(c) => match c {
             SecretCommand::Set { tenant, name } => {

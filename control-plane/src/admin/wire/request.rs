@@ -9,7 +9,7 @@ use quiver_upstream::SecretValue;
 
 use super::field::{Field, Message, WireError, enumeration, message, required, required_field};
 use crate::{
-    admin::AdminRequest,
+    admin::{AdminRequest, KeyRequester},
     audit_log::{AuditQuery, AuditRetention},
     tenant::{Tenant, TenantPatch},
     usage::LeaseRequest,
@@ -249,10 +249,18 @@ impl Message for AdminRequest {
             AdminRequest::TenantShow { id: i } => Call::TenantShow(id(i)),
             AdminRequest::TenantUpdate { id, patch: p } => Call::TenantUpdate(patch(id, p)),
             AdminRequest::TenantDelete { id: i } => Call::TenantDelete(id(i)),
-            AdminRequest::KeyIssue { tenant: t } => Call::KeyIssue(tenant(t)),
-            AdminRequest::KeyRevoke { tenant, key_id } => Call::KeyRevoke(pb::KeyRevokeRequest {
+            AdminRequest::KeyIssue { tenant, requester } => Call::KeyIssue(pb::KeyIssueRequest {
+                tenant: tenant.clone(),
+                requester: pb::KeyRequester::from(*requester).into(),
+            }),
+            AdminRequest::KeyRevoke {
+                tenant,
+                key_id,
+                requester,
+            } => Call::KeyRevoke(pb::KeyRevokeRequest {
                 tenant: tenant.clone(),
                 key_id: key_id.clone(),
+                requester: pb::KeyRequester::from(*requester).into(),
             }),
             AdminRequest::TenantUsage { id: i } => Call::TenantUsage(id(i)),
             AdminRequest::BudgetLease { lease } => Call::BudgetLease(lease.to_pb()),
@@ -358,8 +366,12 @@ impl Message for AdminRequest {
                 patch: required(r.patch, "TenantPatchRequest.patch")?,
             },
             Call::TenantDelete(r) => AdminRequest::TenantDelete { id: r.id },
-            Call::KeyIssue(r) => AdminRequest::KeyIssue { tenant: r.tenant },
+            Call::KeyIssue(r) => AdminRequest::KeyIssue {
+                requester: r.requester().into(),
+                tenant: r.tenant,
+            },
             Call::KeyRevoke(r) => AdminRequest::KeyRevoke {
+                requester: r.requester().into(),
                 tenant: r.tenant,
                 key_id: r.key_id,
             },
@@ -410,5 +422,23 @@ impl Message for AdminRequest {
             },
             Call::ManifestHash(_) => AdminRequest::ManifestHash,
         })
+    }
+}
+
+impl From<KeyRequester> for pb::KeyRequester {
+    fn from(requester: KeyRequester) -> pb::KeyRequester {
+        match requester {
+            KeyRequester::Operator => pb::KeyRequester::Operator,
+            KeyRequester::Tenant => pb::KeyRequester::Tenant,
+        }
+    }
+}
+
+impl From<pb::KeyRequester> for KeyRequester {
+    fn from(requester: pb::KeyRequester) -> KeyRequester {
+        match requester {
+            pb::KeyRequester::Operator => KeyRequester::Operator,
+            pb::KeyRequester::Tenant => KeyRequester::Tenant,
+        }
     }
 }

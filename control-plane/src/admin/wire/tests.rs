@@ -149,10 +149,12 @@ fn every_request_comes_back_as_it_went() {
         AdminRequest::TenantDelete { id: "acme".into() },
         AdminRequest::KeyIssue {
             tenant: "acme".into(),
+            requester: KeyRequester::Tenant,
         },
         AdminRequest::KeyRevoke {
             tenant: "acme".into(),
             key_id: "k1".into(),
+            requester: KeyRequester::Operator,
         },
         AdminRequest::TenantUsage { id: "acme".into() },
         AdminRequest::BudgetLease {
