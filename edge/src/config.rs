@@ -38,6 +38,21 @@ pub struct EdgeConfig {
     /// Requests without an `Origin` header (non-browser clients) are always accepted.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// Connections open at once on the MCP listener. Past it new
+    /// connections wait in the kernel's backlog. Default 10000.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// Connections open at once from one client address; past it a new one
+    /// is closed at once. Default 512.
+    #[serde(default = "default_max_connections_per_address")]
+    pub max_connections_per_address: usize,
+    /// Seconds a request's head may take to arrive; also how long a
+    /// connection may sit idle between requests. Default 20.
+    #[serde(default = "default_header_timeout_secs")]
+    pub header_timeout_secs: u64,
+    /// Seconds a request's body may take to arrive (408 past it). Default 30.
+    #[serde(default = "default_body_timeout_secs")]
+    pub body_timeout_secs: u64,
     /// Largest request body accepted, in bytes. Default 4 MiB.
     #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
@@ -212,6 +227,22 @@ fn default_true() -> bool {
 fn default_search_limit() -> usize {
     5
 }
+fn default_max_connections() -> usize {
+    crate::connections::ConnectionLimits::default().max
+}
+fn default_max_connections_per_address() -> usize {
+    crate::connections::ConnectionLimits::default().per_address
+}
+fn default_header_timeout_secs() -> u64 {
+    crate::connections::ConnectionLimits::default()
+        .header_timeout
+        .as_secs()
+}
+fn default_body_timeout_secs() -> u64 {
+    crate::connections::ConnectionLimits::default()
+        .body_timeout
+        .as_secs()
+}
 fn default_max_sessions() -> usize {
     crate::sessions::SessionLimits::default().max
 }
@@ -234,6 +265,10 @@ impl Default for EdgeConfig {
             oauth: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            max_connections: default_max_connections(),
+            max_connections_per_address: default_max_connections_per_address(),
+            header_timeout_secs: default_header_timeout_secs(),
+            body_timeout_secs: default_body_timeout_secs(),
             max_body_bytes: default_max_body(),
             tls: None,
             grpc_listen: None,
@@ -255,6 +290,16 @@ impl Default for EdgeConfig {
 }
 
 impl EdgeConfig {
+    /// The connection limits these settings give.
+    pub fn connection_limits(&self) -> crate::connections::ConnectionLimits {
+        crate::connections::ConnectionLimits {
+            max: self.max_connections.max(1),
+            per_address: self.max_connections_per_address.max(1),
+            header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
+            body_timeout: std::time::Duration::from_secs(self.body_timeout_secs.max(1)),
+        }
+    }
+
     /// The session limits these settings give.
     pub fn session_limits(&self) -> crate::sessions::SessionLimits {
         crate::sessions::SessionLimits {

@@ -124,6 +124,48 @@ pub fn router(
     router.merge(probes)
 }
 
+/// Reads a request's whole body within `timeout` (a client sending it a
+/// byte at a time is cut off: 408) and at most `max` bytes (413), before
+/// any route sees it.
+async fn body_in_time(
+    State((timeout, max)): State<(std::time::Duration, usize)>,
+    request: Request,
+    next: middleware::Next,
+) -> Response {
+    use axum::http::header::CONTENT_LENGTH;
+    let empty = request.method() == Method::GET
+        || request.method() == Method::HEAD
+        || request.method() == Method::DELETE
+        || request
+            .headers()
+            .get(CONTENT_LENGTH)
+            .is_some_and(|v| v == "0");
+    if empty {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, max)).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(_)) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Json(json!({"error": format!("the request body is over {max} bytes")})),
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            [(axum::http::header::CONNECTION, "close")],
+            Json(json!({"error": format!(
+                "the request body did not arrive within {} s",
+                timeout.as_secs()
+            )})),
+        )
+            .into_response(),
+    }
+}
+
 /// Refuses a request for `/metrics` or `/status` whose `Host` this edge does
 /// not serve (a page rebinding its own name to this address).
 async fn check_operator_host(
@@ -294,27 +336,20 @@ pub async fn serve(
         }
         ending.cancel();
     });
-    let served = match &gateway.config().tls {
-        None => axum::serve(
-            // Responses go out in several writes (headers, SSE events): with
-            // Nagle's algorithm on, each later one waits for the client's
-            // delayed ACK, ~40 ms.
-            axum::serve::ListenerExt::tap_io(listener, |stream| {
-                let _ = stream.set_nodelay(true);
-            }),
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|source| ServeError::Http { address, source }),
+    let acceptor = match &gateway.config().tls {
+        None => None,
         Some(tls_config) => match tls::acceptor(tls_config) {
-            Ok(acceptor) => {
-                tls::serve(listener, acceptor, app, shutdown, sessions.clone()).await;
-                Ok(())
-            }
-            Err(source) => Err(ServeError::Tls { address, source }),
+            Ok(acceptor) => Some(acceptor),
+            Err(source) => return Err(ServeError::Tls { address, source }),
         },
     };
+    let limits = gateway.config().connection_limits();
+    let app = app.layer(middleware::from_fn_with_state(
+        (limits.body_timeout, gateway.config().max_body_bytes),
+        body_in_time,
+    ));
+    crate::connections::serve(listener, acceptor, app, limits, shutdown, sessions.clone()).await;
+    let served = Ok(());
     sessions.cancel();
     // What searches learned since the last periodic write.
     quiver_view::search::signals::flush_installed();

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod auth;
 pub mod config;
+pub mod connections;
 pub mod console;
 pub mod console_link;
 pub mod drain;

@@ -1,19 +1,11 @@
 //! HTTPS for the edge with rustls (ring provider): the acceptor built from the
-//! operator's PEM files, and the accept loop. It never reads certificates
+//! operator's PEM files (the accept loop is `crate::connections`). It never reads certificates
 //! anywhere but the configured paths.
 
 use std::{fs, io, path::PathBuf, sync::Arc};
 
-use axum::Router;
-use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
-    server::conn::auto,
-    service::TowerToHyperService,
-};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
-use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::TlsConfig;
 
@@ -139,68 +131,4 @@ pub fn acceptor(config: &TlsConfig) -> Result<TlsAcceptor, TlsError> {
         })?;
     server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(server)))
-}
-
-/// Accepts TLS connections until `shutdown`; a failed handshake only drops
-/// that connection. Then each connection finishes the requests it carries
-/// (long-lived streams end with `sessions`), and this returns once all have
-/// closed.
-pub async fn serve(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-    app: Router,
-    shutdown: CancellationToken,
-    sessions: CancellationToken,
-) {
-    let connections = tokio_util::task::TaskTracker::new();
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    continue;
-                }
-            },
-            () = shutdown.cancelled() => break,
-        };
-        let acceptor = acceptor.clone();
-        let app = app.clone();
-        let shutdown = shutdown.clone();
-        let sessions = sessions.clone();
-        // See `http::serve`: no Nagle delay between a response's writes.
-        let _ = stream.set_nodelay(true);
-        connections.spawn(async move {
-            let tls = match acceptor.accept(stream).await {
-                Ok(tls) => tls,
-                Err(e) => {
-                    tracing::debug!(%peer, "TLS handshake failed: {e}");
-                    return;
-                }
-            };
-            // The peer, as axum's `ConnectInfo` (operator-only routes read it).
-            let app = app.layer(axum::Extension(axum::extract::ConnectInfo(peer)));
-            let service = TowerToHyperService::new(app);
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                result = conn.as_mut() => {
-                    if let Err(e) = result {
-                        tracing::debug!(%peer, "connection ended: {e}");
-                    }
-                    return;
-                }
-                () = shutdown.cancelled() => conn.as_mut().graceful_shutdown(),
-            }
-            // Finish what it carries; a stream still open when the sessions
-            // end is cut.
-            tokio::select! {
-                _ = conn => {}
-                () = sessions.cancelled() => {}
-            }
-        });
-    }
-    connections.close();
-    connections.wait().await;
 }

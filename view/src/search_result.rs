@@ -73,7 +73,11 @@ impl ToolView {
         limit: usize,
     ) -> Vec<(ViewTool<'_>, SearchResult)> {
         let started = Instant::now();
-        let hits = self.search_for(tenant, query, limit.clamp(1, MAX_SEARCH_RESULTS));
+        let limit = limit.clamp(1, MAX_SEARCH_RESULTS);
+        let hits = match surface {
+            SearchSurface::Console => self.search_without_learning(tenant, query, limit),
+            _ => self.search_for(tenant, query, limit),
+        };
         search_telemetry::searched(surface, started.elapsed(), hits.iter().map(|(t, _)| *t));
         hits.into_iter()
             .map(|(tool, score)| (tool, SearchResult::new(tool, score)))

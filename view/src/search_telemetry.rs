@@ -28,6 +28,9 @@ pub enum SearchSurface {
     Code,
     /// The Gateway gRPC API's `SearchTools`.
     Api,
+    /// The web console's tool search (a person browsing: measured, never
+    /// learned from).
+    Console,
 }
 
 impl SearchSurface {
@@ -37,6 +40,7 @@ impl SearchSurface {
             SearchSurface::Search => "search",
             SearchSurface::Code => "code",
             SearchSurface::Api => "api",
+            SearchSurface::Console => "console",
         }
     }
 }

@@ -283,6 +283,27 @@ impl ToolView {
     /// earlier searches led to (the process's installed signal store, if
     /// any), and recorded there.
     pub fn search_for(&self, tenant: &str, query: &str, limit: usize) -> Vec<(ViewTool<'_>, f32)> {
+        self.search_learning(tenant, query, limit, true)
+    }
+
+    /// Like [`ToolView::search_for`], without recording the search (a person
+    /// browsing in the console is not the model choosing a tool).
+    pub fn search_without_learning(
+        &self,
+        tenant: &str,
+        query: &str,
+        limit: usize,
+    ) -> Vec<(ViewTool<'_>, f32)> {
+        self.search_learning(tenant, query, limit, false)
+    }
+
+    fn search_learning(
+        &self,
+        tenant: &str,
+        query: &str,
+        limit: usize,
+        record: bool,
+    ) -> Vec<(ViewTool<'_>, f32)> {
         let Some(store) = signals::installed() else {
             return self.search(query, limit);
         };
@@ -305,8 +326,10 @@ impl ToolView {
             .into_iter()
             .filter_map(|hit| Some((self.by_manifest_index(hit.doc)?, hit.score)))
             .collect();
-        let shown: Vec<String> = hits.iter().map(|(t, _)| signal_key(t.tool)).collect();
-        store.record_embedded_search(tenant, query, vector.as_deref(), &shown, now);
+        if record {
+            let shown: Vec<String> = hits.iter().map(|(t, _)| signal_key(t.tool)).collect();
+            store.record_embedded_search(tenant, query, vector.as_deref(), &shown, now);
+        }
         hits
     }
 

@@ -136,7 +136,7 @@ impl Console {
         let id = cookie_id(headers).ok_or_else(ApiError::signed_out)?;
         let session = self.sessions.get(id).ok_or_else(ApiError::signed_out)?;
         if method != Method::GET && method != Method::HEAD {
-            same_origin(headers)?;
+            same_origin(headers, self.secure_cookie)?;
             let sent = headers
                 .get(CSRF_HEADER)
                 .and_then(|v| v.to_str().ok())
@@ -233,19 +233,42 @@ pub(crate) fn host_allowed(allowed: &[String], host: &str) -> bool {
 /// A request that changes something must come from the console's own
 /// origin: its `Origin` (which browsers send on every such request), when
 /// present, names the `Host` it was sent to.
-fn same_origin(headers: &HeaderMap) -> Result<(), ApiError> {
+fn same_origin(headers: &HeaderMap, secure: bool) -> Result<(), ApiError> {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
     };
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    // The scheme too: a page served over plain HTTP under the same name
+    // is another origin than the console reached over TLS.
+    let scheme = if secure { "https" } else { "http" };
     let origin_host = origin
         .to_str()
         .ok()
         .and_then(|o| o.split_once("://"))
+        .filter(|(s, _)| s.eq_ignore_ascii_case(scheme))
         .map(|(_, rest)| rest);
     match (origin_host, host) {
         (Some(o), Some(h)) if o.eq_ignore_ascii_case(h) => Ok(()),
         _ => Err(ApiError::forbidden("cross-origin request refused")),
+    }
+}
+
+/// The address a request came from, when the listener knows it.
+pub(crate) struct ClientAddress(pub(crate) Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddress(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|axum::extract::ConnectInfo(peer)| peer.ip()),
+        ))
     }
 }
 
@@ -274,10 +297,11 @@ pub(crate) struct SignIn {
 /// uses and starts a session.
 pub(crate) async fn sign_in(
     State(console): State<Arc<Console>>,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     Json(sign_in): Json<SignIn>,
 ) -> Response {
-    match start(&console, &headers, sign_in).await {
+    match start(&console, address, &headers, sign_in).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
@@ -285,12 +309,32 @@ pub(crate) async fn sign_in(
 
 async fn start(
     console: &Console,
+    address: Option<std::net::IpAddr>,
     headers: &HeaderMap,
     sign_in: SignIn,
 ) -> Result<Response, ApiError> {
-    same_origin(headers)?;
+    same_origin(headers, console.secure_cookie)?;
     let credential = sign_in.credential.trim().to_string();
-    let who = match sign_in.role.as_deref().unwrap_or("tenant") {
+    let role = sign_in.role.as_deref().unwrap_or("tenant");
+    if let Err(wait) = console
+        .sign_ins
+        .take(address, &format!("{role}\n{credential}"))
+    {
+        let mut response = ApiError(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "too many sign-ins; try again in {} s",
+                wait.as_secs().max(1)
+            ),
+        )
+        .into_response();
+        if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return Ok(response);
+    }
+    let mut tenant: Option<Arc<str>> = None;
+    let who = match role {
         "operator" => {
             let expected = console.link.get().and_then(|l| l.operator_token_sha256);
             let Some(expected) = expected else {
@@ -315,10 +359,14 @@ async fn start(
                     "enter an API key or an access token".into(),
                 ));
             }
+            tenant = Some(crate::auth::Principal::anonymous().tenant);
             SignedIn::Tenant(None)
         }
         "tenant" => match console.gateway.authenticate(&credential).await {
-            Ok(_) => SignedIn::Tenant(Some(SecretValue::new(credential))),
+            Ok(principal) => {
+                tenant = Some(principal.tenant.clone());
+                SignedIn::Tenant(Some(SecretValue::new(credential)))
+            }
             Err(refusal) => {
                 if let AuthRefusal::Invalid { reason } = &refusal {
                     tracing::info!("console: refused a credential: {reason}");
@@ -342,7 +390,7 @@ async fn start(
     if let Some(old) = cookie_id(headers) {
         console.sessions.end(old);
     }
-    let (id, session) = console.sessions.begin(who);
+    let (id, session) = console.sessions.begin(who, tenant);
     let mut response = Json(json!({ "csrf": session.csrf })).into_response();
     let cookie = session::set_cookie(&id, console.secure_cookie);
     response.headers_mut().insert(

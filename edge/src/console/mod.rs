@@ -13,6 +13,7 @@ mod api;
 mod assets;
 mod operator;
 pub(crate) mod session;
+mod sign_in_limit;
 mod tenant;
 
 pub use crate::console_link::{
@@ -41,6 +42,7 @@ pub(crate) fn now_ms() -> u64 {
 pub(crate) struct Console {
     gateway: Arc<Gateway>,
     sessions: session::Sessions,
+    sign_ins: sign_in_limit::SignInLimits,
     hosts: Arc<[String]>,
     link: ConsoleSlot,
     secure_cookie: bool,
@@ -61,6 +63,7 @@ pub(crate) fn routes(gateway: Arc<Gateway>, hosts: Arc<[String]>) -> Router {
         sessions: session::Sessions::new(Duration::from_secs(
             config.idle_minutes.clamp(1, 7 * 24 * 60) * 60,
         )),
+        sign_ins: sign_in_limit::SignInLimits::new(),
         hosts,
         secure_cookie,
         gateway: gateway.clone(),

@@ -6,7 +6,7 @@
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -30,6 +30,11 @@ const MAX_SESSIONS: usize = 10_000;
 /// credential's oldest), so one key cannot fill the edge.
 const MAX_PER_CREDENTIAL: usize = 16;
 
+/// Most sessions of one tenant, whatever its keys and tokens (signing in
+/// again past it ends that tenant's oldest): one tenant minting keys cannot
+/// push other tenants' sessions out.
+const MAX_PER_TENANT: usize = 64;
+
 /// A session ends this long after it began, whatever its use.
 pub(crate) const MAX_AGE: Duration = Duration::from_secs(12 * 3600);
 
@@ -51,34 +56,46 @@ pub(crate) struct Session {
     pub(crate) who: SignedIn,
     /// What requests that change something must echo in [`CSRF_HEADER`].
     pub(crate) csrf: String,
+    /// The tenant signed in (none for the operator).
+    tenant: Option<Arc<str>>,
     began: Instant,
     last: Instant,
 }
 
 /// The sessions of one edge's console.
 pub(crate) struct Sessions {
-    by_id: Mutex<HashMap<String, Session>>,
+    by_id: Arc<Mutex<HashMap<String, Session>>>,
     idle: Duration,
     random: SystemRandom,
 }
 
 impl Sessions {
-    /// Sessions ending after `idle` without a request.
+    /// Sessions ending after `idle` without a request, counted on
+    /// `/metrics` as the table `console.sessions`.
     pub(crate) fn new(idle: Duration) -> Sessions {
+        let by_id = Arc::new(Mutex::new(HashMap::new()));
+        let counted = Arc::downgrade(&by_id);
+        quiver_telemetry::tables::watch("console.sessions", MAX_SESSIONS, move || {
+            let sessions = counted.upgrade()?;
+            let len = sessions.lock().ok()?.len();
+            Some(len)
+        });
         Sessions {
-            by_id: Mutex::new(HashMap::new()),
+            by_id,
             idle,
             random: SystemRandom::new(),
         }
     }
 
-    /// Starts a session for `who`: its id (the cookie's value) and itself.
-    pub(crate) fn begin(&self, who: SignedIn) -> (String, Session) {
+    /// Starts a session for `who`, of `tenant` (none for the operator):
+    /// its id (the cookie's value) and itself.
+    pub(crate) fn begin(&self, who: SignedIn, tenant: Option<Arc<str>>) -> (String, Session) {
         let id = random_token(&self.random, 32);
         let now = Instant::now();
         let session = Session {
             who,
             csrf: random_token(&self.random, 24),
+            tenant,
             began: now,
             last: now,
         };
@@ -94,6 +111,14 @@ impl Sessions {
         let same = |s: &Session| same_holder(&s.who, &session.who);
         if sessions.values().filter(|s| same(s)).count() >= MAX_PER_CREDENTIAL
             && let Some(id) = oldest(&sessions, &same)
+        {
+            sessions.remove(&id);
+        }
+        let same_tenant = |s: &Session| {
+            session.tenant.is_some() && s.tenant.as_deref() == session.tenant.as_deref()
+        };
+        if sessions.values().filter(|s| same_tenant(s)).count() >= MAX_PER_TENANT
+            && let Some(id) = oldest(&sessions, &same_tenant)
         {
             sessions.remove(&id);
         }
@@ -184,7 +209,7 @@ mod tests {
     #[test]
     fn a_session_is_found_by_its_id_until_it_ends() {
         let sessions = Sessions::new(Duration::from_secs(60));
-        let (id, session) = sessions.begin(SignedIn::Operator);
+        let (id, session) = sessions.begin(SignedIn::Operator, None);
         assert!(id.len() >= 43, "{id}");
         let found = sessions.get(&id).expect("live");
         assert_eq!(found.csrf, session.csrf);
@@ -197,11 +222,11 @@ mod tests {
     #[test]
     fn one_credential_cannot_fill_the_edge() {
         let sessions = Sessions::new(Duration::from_secs(60));
-        let (operator, _) = sessions.begin(SignedIn::Operator);
+        let (operator, _) = sessions.begin(SignedIn::Operator, None);
         let key = || SignedIn::Tenant(Some(SecretValue::new("qk_a_1".into())));
-        let (first, _) = sessions.begin(key());
+        let (first, _) = sessions.begin(key(), Some("acme".into()));
         for _ in 0..MAX_PER_CREDENTIAL {
-            sessions.begin(key());
+            sessions.begin(key(), Some("acme".into()));
         }
         assert_eq!(sessions.len(), 1 + MAX_PER_CREDENTIAL);
         assert!(
@@ -212,9 +237,28 @@ mod tests {
     }
 
     #[test]
+    fn one_tenant_cannot_push_other_tenants_out() {
+        let sessions = Sessions::new(Duration::from_secs(60));
+        let (other, _) = sessions.begin(
+            SignedIn::Tenant(Some(SecretValue::new("qk_b_1".into()))),
+            Some("beta".into()),
+        );
+        // Many keys of one tenant, each signing in as often as it may.
+        for key in 0..(MAX_PER_TENANT * 2) {
+            let who = SignedIn::Tenant(Some(SecretValue::new(format!("qk_a_{key}"))));
+            sessions.begin(who, Some("acme".into()));
+        }
+        assert_eq!(sessions.len(), 1 + MAX_PER_TENANT);
+        assert!(
+            sessions.get(&other).is_some(),
+            "beta's session is still there"
+        );
+    }
+
+    #[test]
     fn an_idle_session_ends() {
         let sessions = Sessions::new(Duration::ZERO);
-        let (id, _) = sessions.begin(SignedIn::Tenant(None));
+        let (id, _) = sessions.begin(SignedIn::Tenant(None), Some("default".into()));
         assert!(sessions.get(&id).is_none());
     }
 

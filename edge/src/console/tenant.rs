@@ -90,7 +90,7 @@ pub(crate) async fn tools(
     let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
     if !query.q.trim().is_empty() {
         let hits = view.search_results(
-            SearchSurface::Api,
+            SearchSurface::Console,
             &principal.tenant,
             query.q.trim(),
             limit.min(MAX_SEARCH),
@@ -149,14 +149,15 @@ pub(crate) async fn tool(
     headers: HeaderMap,
     Query(query): Query<ToolQuery>,
 ) -> Answer {
-    let (principal, view) = console.tenant(&method, &headers).await?;
+    let (_, view) = console.tenant(&method, &headers).await?;
     let Some(tool) = view.resolve(&query.name) else {
         return Err(ApiError(
             StatusCode::NOT_FOUND,
             format!("no tool `{}` in your view", query.name),
         ));
     };
-    view.record_describe(&principal.tenant, tool);
+    // A person reading a declaration teaches search nothing (and a GET
+    // changes nothing).
     Ok(Json(json!({
         "name": tool.tool.exposed_name,
         "server": tool.tool.id.server,
