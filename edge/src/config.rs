@@ -144,6 +144,14 @@ pub struct TasksConfig {
     /// its task. Default 4 MiB.
     #[serde(default = "default_task_result_bytes")]
     pub result_bytes: usize,
+    /// Tasks of every tenant together one edge holds; past that calls
+    /// answer directly. Default 10000.
+    #[serde(default = "default_max_tasks")]
+    pub max_tasks: usize,
+    /// Bytes of results one edge keeps for all its tasks together; a result
+    /// past it fails its task, saying why. Default 256 MiB.
+    #[serde(default = "default_task_results_total_bytes")]
+    pub results_total_bytes: usize,
     /// How long a task is kept from its start (its `ttlMs`), in seconds; one
     /// still running then is stopped and failed. Default 3600.
     #[serde(default = "default_task_ttl_secs")]
@@ -165,6 +173,12 @@ fn default_task_result_bytes() -> usize {
 fn default_task_ttl_secs() -> u64 {
     3600
 }
+fn default_max_tasks() -> usize {
+    crate::tasks::TaskLimits::default().max_tasks
+}
+fn default_task_results_total_bytes() -> usize {
+    crate::tasks::TaskLimits::default().results_total
+}
 
 impl Default for TasksConfig {
     fn default() -> Self {
@@ -172,6 +186,8 @@ impl Default for TasksConfig {
             after_ms: default_task_after_ms(),
             per_tenant: default_tasks_per_tenant(),
             result_bytes: default_task_result_bytes(),
+            max_tasks: default_max_tasks(),
+            results_total_bytes: default_task_results_total_bytes(),
             ttl_secs: default_task_ttl_secs(),
         }
     }
@@ -184,6 +200,8 @@ impl TasksConfig {
             after: std::time::Duration::from_millis(self.after_ms),
             per_tenant: self.per_tenant,
             result_bytes: self.result_bytes,
+            max_tasks: self.max_tasks.max(1),
+            results_total: self.results_total_bytes,
             ttl: std::time::Duration::from_secs(self.ttl_secs.max(1)),
             ..crate::tasks::TaskLimits::default()
         }

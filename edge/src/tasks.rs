@@ -52,6 +52,12 @@ pub struct TaskLimits {
     pub per_tenant: usize,
     /// The largest result a task keeps, in bytes of JSON.
     pub result_bytes: usize,
+    /// Tasks of every tenant together this edge holds (running, or ended
+    /// and still kept); past it, calls answer directly.
+    pub max_tasks: usize,
+    /// Bytes of results this edge keeps for all tasks together; a result
+    /// that would go past it fails its task (saying why).
+    pub results_total: usize,
     /// How long a task is kept from its start (`ttlMs`).
     pub ttl: Duration,
     /// The polling interval suggested to clients (`pollIntervalMs`).
@@ -64,6 +70,8 @@ impl Default for TaskLimits {
             after: Duration::from_millis(500),
             per_tenant: 100,
             result_bytes: 4 * 1024 * 1024,
+            max_tasks: 10_000,
+            results_total: 256 * 1024 * 1024,
             ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_millis(500),
         }
@@ -89,6 +97,8 @@ struct Entry {
     /// Fired by `tasks/cancel`.
     cancel: CancellationToken,
     started: Instant,
+    /// Bytes of its kept result (counted in [`EdgeTasks::kept_bytes`]).
+    kept: usize,
 }
 
 impl Entry {
@@ -132,7 +142,9 @@ pub struct TaskFleet {
 
 /// The tasks of one edge.
 pub struct EdgeTasks {
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Arc<Mutex<HashMap<String, Entry>>>,
+    /// Bytes of every kept result together.
+    kept_bytes: Arc<std::sync::atomic::AtomicUsize>,
     /// Calls that may still become tasks, by tenant: they hold room.
     reserved: Mutex<HashMap<String, usize>>,
     limits: TaskLimits,
@@ -143,8 +155,19 @@ pub struct EdgeTasks {
 impl EdgeTasks {
     /// No tasks yet, under `limits`.
     pub fn new(limits: TaskLimits) -> EdgeTasks {
+        let entries: Arc<Mutex<HashMap<String, Entry>>> = Arc::default();
+        let kept_bytes: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+        let counted = Arc::downgrade(&entries);
+        quiver_telemetry::tables::watch("edge.tasks", limits.max_tasks, move || {
+            Some(counted.upgrade()?.lock().ok()?.len())
+        });
+        let bytes = Arc::downgrade(&kept_bytes);
+        quiver_telemetry::tables::watch("edge.task_result_bytes", limits.results_total, move || {
+            Some(bytes.upgrade()?.load(std::sync::atomic::Ordering::Relaxed))
+        });
         EdgeTasks {
-            entries: Mutex::default(),
+            entries,
+            kept_bytes,
             reserved: Mutex::default(),
             limits,
             audit: OnceLock::new(),
@@ -221,6 +244,10 @@ impl EdgeTasks {
         self.sweep(&mut entries);
         let held = entries.values().filter(|e| e.tenant == tenant).count();
         let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        let everyone: usize = entries.len() + reserved.values().sum::<usize>();
+        if everyone >= self.limits.max_tasks {
+            return None;
+        }
         let pending = reserved.entry(tenant.to_string()).or_default();
         if held + *pending >= self.limits.per_tenant {
             return None;
@@ -262,6 +289,7 @@ impl EdgeTasks {
             answers,
             cancel: cancel.clone(),
             started: Instant::now(),
+            kept: 0,
         };
         self.record(&entry, "created", None);
         let ticket = TaskTicket {
@@ -600,6 +628,7 @@ impl EdgeTasks {
         let Some(entry) = entries.get_mut(id) else {
             return;
         };
+        let payload = self.keep(entry, payload);
         entry.pending.clear();
         entry.task.status = payload.status();
         entry.task.last_updated_at = timestamp();
@@ -632,10 +661,45 @@ impl EdgeTasks {
         }
     }
 
-    /// Forgets tasks past their keeping.
+    /// `payload`, kept by `entry` if the edge's room for results takes
+    /// it; else the failure that says so.
+    fn keep(&self, entry: &mut Entry, payload: TaskPayload) -> TaskPayload {
+        use std::sync::atomic::Ordering;
+        let TaskPayload::Completed { result } = &payload else {
+            return payload;
+        };
+        let size = serde_json::to_vec(result).map_or(usize::MAX, |b| b.len());
+        let total = self.limits.results_total;
+        let taken = self
+            .kept_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |kept| {
+                kept.checked_add(size).filter(|&after| after <= total)
+            });
+        if taken.is_err() {
+            return failed(ErrorData::internal_error(
+                format!(
+                    "the result ({size} bytes) was not kept: this edge holds its most task results ({total} bytes in all); fetch or let earlier tasks' results expire, or call without a task"
+                ),
+                None,
+            ));
+        }
+        entry.kept = size;
+        payload
+    }
+
+    /// Forgets tasks past their keeping (and the room their results took).
     fn sweep(&self, entries: &mut HashMap<String, Entry>) {
         let now = Instant::now();
-        entries.retain(|_, entry| !entry.expired(now, self.limits.ttl));
+        let mut freed = 0;
+        entries.retain(|_, entry| {
+            let expired = entry.expired(now, self.limits.ttl);
+            if expired {
+                freed += entry.kept;
+            }
+            !expired
+        });
+        self.kept_bytes
+            .fetch_sub(freed, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

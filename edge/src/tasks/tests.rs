@@ -183,3 +183,44 @@ async fn a_result_over_the_limit_fails_its_task_and_a_full_tenant_has_no_room() 
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn results_are_kept_within_the_edge_wide_room_and_tasks_within_the_edge_cap() {
+    let limits = TaskLimits {
+        results_total: 100,
+        max_tasks: 2,
+        ..TaskLimits::default()
+    };
+    let tasks = Arc::new(EdgeTasks::new(limits));
+    let finish = |tasks: Arc<EdgeTasks>| async move {
+        let (call, _) = asking_call(&["q"]);
+        let id = adopted(&tasks, call).await;
+        asking(&tasks, &id).await;
+        tasks
+            .update("t", &id, InputResponses::from([("q".into(), json!("answer"))]))
+            .await
+            .unwrap();
+        settled(&tasks, &id).await
+    };
+    let first = finish(tasks.clone()).await;
+    assert_eq!(first.status(), TaskStatus::Completed);
+    let kept = tasks.kept_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    // One result fits in the room, two do not.
+    assert!(kept <= 100 && 2 * kept > 100, "{kept}");
+    // Two tasks are the edge's cap, whatever the tenant.
+    let second = finish(tasks.clone()).await;
+    assert!(tasks.reserve("u").is_none(), "the edge holds its most tasks");
+    // The second result did not fit beside the first: its task says so.
+    assert_eq!(second.status(), TaskStatus::Failed);
+    let TaskPayload::Failed { error } = second.payload else {
+        unreachable!()
+    };
+    assert!(
+        error["message"].as_str().unwrap().contains("most task results"),
+        "{error:?}"
+    );
+    assert_eq!(
+        tasks.kept_bytes.load(std::sync::atomic::Ordering::Relaxed),
+        kept
+    );
+}
