@@ -40,12 +40,15 @@ fn start(data: &Path, dir: &Path, edge_config: &str) -> QuiverDev {
     )
 }
 
-/// Runs `quiver ctl --edge <dev> <args>`; returns (success, stdout, stderr).
-fn ctl_search(dev: &QuiverDev, args: &[&str]) -> (bool, String, String) {
+/// Runs `quiver ctl --edge <dev> <args>` with the operator token `quiver
+/// dev` wrote in its data directory; returns (success, stdout, stderr).
+fn ctl_search(dev: &QuiverDev, data: &Path, args: &[&str]) -> (bool, String, String) {
+    let token = data.join("console-operator.token");
     let output = std::process::Command::new(quiver_bin())
         .arg("ctl")
         .args(args)
-        .args(["--edge", &dev.authority()])
+        .args(["--edge", &dev.authority(), "--operator-token-file"])
+        .arg(token)
         .output()
         .expect("run quiver ctl");
     (
@@ -56,9 +59,10 @@ fn ctl_search(dev: &QuiverDev, args: &[&str]) -> (bool, String, String) {
 }
 
 /// `quiver ctl -o json search stats --tenant default`: that tenant's stats.
-fn stats(dev: &QuiverDev) -> Value {
+fn stats(dev: &QuiverDev, data: &Path) -> Value {
     let (ok, stdout, stderr) = ctl_search(
         dev,
+        data,
         &["-o", "json", "search", "stats", "--tenant", "default"],
     );
     assert!(ok, "ctl search stats failed: {stderr}");
@@ -151,7 +155,7 @@ async fn ctl_search_stats_shows_zero_hits_and_uncalled_tools_across_restarts_unt
     );
     client.cancel().await.expect("close");
 
-    let before_describe = stats(&dev);
+    let before_describe = stats(&dev, data.path());
     let code = connect(&dev.mode_url("code")).await;
     let hits = call(
         &code,
@@ -173,7 +177,7 @@ async fn ctl_search_stats_shows_zero_hits_and_uncalled_tools_across_restarts_unt
     eprintln!(
         "--- ctl search stats: the zero-hit query, the tools passed over, not the one called"
     );
-    let first = stats(&dev);
+    let first = stats(&dev, data.path());
     assert_eq!(first["tenant"], "default");
     assert_eq!(zero_hit_queries(&first), [ZERO_HIT]);
     assert_eq!(first["zero_hit_queries"][0]["count"], 1);
@@ -191,7 +195,7 @@ async fn ctl_search_stats_shows_zero_hits_and_uncalled_tools_across_restarts_unt
         before_describe["associations"].as_u64().map(|n| n + 1),
         "before {before_describe}, after {first}"
     );
-    let (ok, table, stderr) = ctl_search(&dev, &["search", "stats"]);
+    let (ok, table, stderr) = ctl_search(&dev, data.path(), &["search", "stats"]);
     assert!(ok, "{stderr}");
     assert!(table.contains("tenant default"), "{table}");
     assert!(table.contains(ZERO_HIT), "{table}");
@@ -214,12 +218,31 @@ async fn ctl_search_stats_shows_zero_hits_and_uncalled_tools_across_restarts_unt
         .await
         .expect("GET");
     assert_eq!(rebound.status(), 403);
-    assert_eq!(stats(&dev), first, "a refused reset changed nothing");
+    // From this machine, to its own Host, but without the operator token:
+    // another local process (a stdio upstream) reads no tenant's queries.
+    let no_token = http
+        .get(format!("{base}/search/stats"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(no_token.status(), 403);
+    let wrong_token = http
+        .get(format!("{base}/search/stats"))
+        .bearer_auth("not-the-operator-token")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(wrong_token.status(), 403);
+    assert_eq!(
+        stats(&dev, data.path()),
+        first,
+        "a refused reset changed nothing"
+    );
 
     eprintln!("--- graceful restart (no periodic write in between): the stats are still there");
     dev.stop_gracefully();
     let dev = start(data.path(), dir.path(), "");
-    assert_eq!(stats(&dev), first);
+    assert_eq!(stats(&dev, data.path()), first);
 
     eprintln!("--- a search alone reaches disk by itself; a crash keeps it");
     let client = connect(&dev.mode_url("search")).await;
@@ -235,27 +258,32 @@ async fn ctl_search_stats_shows_zero_hits_and_uncalled_tools_across_restarts_unt
     let dev = start(data.path(), dir.path(), "");
     let mut expected = vec![ZERO_HIT.to_owned(), ZERO_HIT_BEFORE_CRASH.to_owned()];
     expected.sort();
-    assert_eq!(zero_hit_queries(&stats(&dev)), expected);
+    assert_eq!(zero_hit_queries(&stats(&dev, data.path())), expected);
 
     eprintln!("--- a tenant name is carried whole (path-encoded)");
     let (ok, odd, stderr) = ctl_search(
         &dev,
+        data.path(),
         &["-o", "json", "search", "stats", "--tenant", "a/b c?d"],
     );
     assert!(ok, "{stderr}");
     assert!(odd.contains("\"tenant\": \"a/b c?d\""), "{odd}");
 
     eprintln!("--- ctl search reset forgets them, on disk too");
-    let (ok, out, stderr) = ctl_search(&dev, &["search", "reset", "--tenant", "default"]);
+    let (ok, out, stderr) = ctl_search(
+        &dev,
+        data.path(),
+        &["search", "reset", "--tenant", "default"],
+    );
     assert!(ok, "{stderr}");
     assert!(out.contains("tenant default forgotten"), "{out}");
-    let cleared = stats(&dev);
+    let cleared = stats(&dev, data.path());
     assert!(zero_hit_queries(&cleared).is_empty(), "{cleared}");
     assert!(never_called(&cleared).is_empty(), "{cleared}");
     assert_eq!(cleared["associations"], 0);
     drop(dev);
     let dev = start(data.path(), dir.path(), "");
-    let (ok, all, stderr) = ctl_search(&dev, &["-o", "json", "search", "stats"]);
+    let (ok, all, stderr) = ctl_search(&dev, data.path(), &["-o", "json", "search", "stats"]);
     assert!(ok, "{stderr}");
     assert_eq!(
         serde_json::from_str::<Value>(&all).expect("JSON"),
@@ -309,7 +337,7 @@ async fn a_scripts_searches_and_calls_teach_search_as_direct_ones_do() {
     );
     code.cancel().await.expect("close");
 
-    let stats = stats(&dev);
+    let stats = stats(&dev, data.path());
     let uncalled = never_called(&stats);
     // The script's search recorded what it showed; its call took the tool
     // it made out of "found, never called".

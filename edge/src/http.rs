@@ -109,7 +109,7 @@ pub fn router(
         gateway.clone(),
         operator_hosts.clone(),
     ));
-    let router = search_signal_routes(router, operator_hosts.clone());
+    let router = search_signal_routes(router, operator_hosts.clone(), gateway.console_slot());
     // `/metrics` and `/status` name tenants, upstreams and their errors:
     // on this listener only when it authenticates nobody, and then only
     // to a Host it serves (no DNS rebinding); else on the admin listener.
@@ -218,15 +218,23 @@ pub fn redact_status(mut status: serde_json::Value) -> serde_json::Value {
     status
 }
 
-fn search_signal_routes(router: Router, hosts: Arc<[String]>) -> Router {
+fn search_signal_routes(
+    router: Router,
+    hosts: Arc<[String]>,
+    console: crate::console_link::ConsoleSlot,
+) -> Router {
     use quiver_view::search::signals;
-    let stats_hosts = hosts.clone();
-    let one_hosts = hosts.clone();
+    let operator = Operator {
+        hosts,
+        token: console,
+    };
+    let stats_operator = operator.clone();
+    let one_operator = operator.clone();
     router
         .route(
             "/search/stats",
             get(move |request: Request| async move {
-                if let Some(refused) = refuse_unless_operator(&request, &stats_hosts) {
+                if let Some(refused) = refuse_unless_operator(&request, &stats_operator) {
                     return refused;
                 }
                 let stats: Vec<_> = signals::installed().map_or_else(Vec::new, |store| {
@@ -239,7 +247,7 @@ fn search_signal_routes(router: Router, hosts: Arc<[String]>) -> Router {
             "/search/stats/{tenant}",
             get(
                 move |Path(tenant): Path<String>, request: Request| async move {
-                    if let Some(refused) = refuse_unless_operator(&request, &one_hosts) {
+                    if let Some(refused) = refuse_unless_operator(&request, &one_operator) {
                         return refused;
                     }
                     let stats = signals::installed().map(|store| store.stats(&tenant));
@@ -252,7 +260,7 @@ fn search_signal_routes(router: Router, hosts: Arc<[String]>) -> Router {
             "/search/reset/{tenant}",
             post(
                 move |Path(tenant): Path<String>, request: Request| async move {
-                    if let Some(refused) = refuse_unless_operator(&request, &hosts) {
+                    if let Some(refused) = refuse_unless_operator(&request, &operator) {
                         return refused;
                     }
                     let Some(store) = signals::installed() else {
@@ -283,11 +291,20 @@ fn search_signal_routes(router: Router, hosts: Arc<[String]>) -> Router {
 /// The refusal of a request that does not come from this machine's
 /// operator (a loopback peer, a `Host` the edge accepts, no `Origin`);
 /// `None` lets it through.
-fn refuse_unless_operator(request: &Request, hosts: &[String]) -> Option<Response> {
+/// Who may read search signals: a request to a Host this edge serves,
+/// carrying the console's operator token.
+#[derive(Clone)]
+struct Operator {
+    hosts: Arc<[String]>,
+    token: crate::console_link::ConsoleSlot,
+}
+
+fn refuse_unless_operator(request: &Request, operator: &Operator) -> Option<Response> {
     let refuse = |why: &str| {
-        let body = json!({"error": format!("{why}; search signals are served to the operator on this machine only (run quiver ctl search on the edge's host)")});
+        let body = json!({"error": format!("{why}; search signals are served to the operator on this machine only, with the console's operator token (quiver ctl search --operator-token-file FILE on the edge's host)")});
         Some((StatusCode::FORBIDDEN, Json(body)).into_response())
     };
+    let hosts = &operator.hosts;
     let loopback = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -300,6 +317,19 @@ fn refuse_unless_operator(request: &Request, hosts: &[String]) -> Option<Respons
     }
     if !host_served(request, hosts) {
         return refuse("a Host this edge does not serve");
+    }
+    let Some(expected) = operator.token.get().and_then(|l| l.operator_token_sha256) else {
+        return refuse("this edge has no operator token ([edge.console] operator_token_file)");
+    };
+    let given = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(crate::console_link::operator_digest);
+    let matches = given.is_some_and(|given| crate::console::session::same_bytes(&given, &expected));
+    if !matches {
+        return refuse("no or a wrong operator token");
     }
     None
 }

@@ -162,9 +162,11 @@ impl EdgeTasks {
             Some(counted.upgrade()?.lock().ok()?.len())
         });
         let bytes = Arc::downgrade(&kept_bytes);
-        quiver_telemetry::tables::watch("edge.task_result_bytes", limits.results_total, move || {
-            Some(bytes.upgrade()?.load(std::sync::atomic::Ordering::Relaxed))
-        });
+        quiver_telemetry::tables::watch(
+            "edge.task_result_bytes",
+            limits.results_total,
+            move || Some(bytes.upgrade()?.load(std::sync::atomic::Ordering::Relaxed)),
+        );
         EdgeTasks {
             entries,
             kept_bytes,

@@ -197,7 +197,11 @@ async fn results_are_kept_within_the_edge_wide_room_and_tasks_within_the_edge_ca
         let id = adopted(&tasks, call).await;
         asking(&tasks, &id).await;
         tasks
-            .update("t", &id, InputResponses::from([("q".into(), json!("answer"))]))
+            .update(
+                "t",
+                &id,
+                InputResponses::from([("q".into(), json!("answer"))]),
+            )
             .await
             .unwrap();
         settled(&tasks, &id).await
@@ -209,14 +213,20 @@ async fn results_are_kept_within_the_edge_wide_room_and_tasks_within_the_edge_ca
     assert!(kept <= 100 && 2 * kept > 100, "{kept}");
     // Two tasks are the edge's cap, whatever the tenant.
     let second = finish(tasks.clone()).await;
-    assert!(tasks.reserve("u").is_none(), "the edge holds its most tasks");
+    assert!(
+        tasks.reserve("u").is_none(),
+        "the edge holds its most tasks"
+    );
     // The second result did not fit beside the first: its task says so.
     assert_eq!(second.status(), TaskStatus::Failed);
     let TaskPayload::Failed { error } = second.payload else {
         unreachable!()
     };
     assert!(
-        error["message"].as_str().unwrap().contains("most task results"),
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("most task results"),
         "{error:?}"
     );
     assert_eq!(

@@ -128,6 +128,11 @@ pub(crate) struct EdgeAddress {
     /// `host:port`, `http(s)://host:port`, or its MCP URL.
     #[arg(long, env = "QUIVER_CTL_EDGE", default_value = "http://127.0.0.1:8080")]
     pub(crate) edge: String,
+    /// The edge's console operator token (`[edge.console]
+    /// operator_token_file`; `quiver dev` writes
+    /// `.quiver/dev/console-operator.token`, the default when it exists).
+    #[arg(long, env = "QUIVER_OPERATOR_TOKEN_FILE")]
+    pub(crate) operator_token_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

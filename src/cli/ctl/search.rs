@@ -9,6 +9,20 @@ use super::{
     render::{cell, value_table},
 };
 
+/// The console operator token in `file`, else in `quiver dev`'s default
+/// place if there is one (without a token the edge refuses, saying so).
+fn operator_token(file: Option<&std::path::Path>) -> anyhow::Result<Option<String>> {
+    let default = std::path::Path::new(".quiver/dev/console-operator.token");
+    let path = match file {
+        Some(file) => file,
+        None if default.exists() => default,
+        None => return Ok(None),
+    };
+    let token = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the operator token {}", path.display()))?;
+    Ok(Some(token.trim().to_string()))
+}
+
 /// `ctl search stats|reset`: the edge's `/search/stats[/{tenant}]` and
 /// `/search/reset/{tenant}`.
 pub(crate) async fn search_signals(command: SearchCommand, output: Output) -> anyhow::Result<()> {
@@ -21,13 +35,17 @@ pub(crate) async fn search_signals(command: SearchCommand, output: Output) -> an
         SearchCommand::Reset { tenant, edge } => (edge, vec!["search", "reset", tenant], true),
     };
     let url = edge_url(&edge.edge, &segments)?;
+    let token = operator_token(edge.operator_token_file.as_deref())?;
     quiver_upstream::install_crypto_provider();
     let client = reqwest::Client::new();
-    let request = if reset {
+    let mut request = if reset {
         client.post(url.clone())
     } else {
         client.get(url.clone())
     };
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
     let response = request.send().await.with_context(|| {
         format!(
             "cannot reach the edge at {}; is it running? Point --edge at its address",
