@@ -210,3 +210,259 @@ async fn status_is_for_operators_checks_host_and_redacts_errors() {
         .expect("GET");
     assert_eq!(metrics.status(), 403);
 }
+
+/// Finding 3 (medium): one tenant minted 2,630 keys in seconds. Keys per
+/// tenant are capped (`[control_plane] max_keys_per_tenant`), with an
+/// error that says what to do; console sign-ins are rate-limited.
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_per_tenant_are_capped_and_sign_ins_are_rate_limited() {
+    let (dev, _dir) = start_with_config("[control_plane]\nmax_keys_per_tenant = 3\n", &[]);
+    let endpoints = dev.control_plane.clone();
+    let (ok, _, err) = support::ctl(&endpoints, &["tenant", "create", "acme"]);
+    assert!(ok, "{err}");
+    for _ in 0..3 {
+        let (ok, _, err) = support::ctl(&endpoints, &["key", "issue", "acme"]);
+        assert!(ok, "{err}");
+    }
+    let (ok, _, err) = support::ctl(&endpoints, &["key", "issue", "acme"]);
+    assert!(!ok, "a fourth key was issued");
+    assert!(
+        err.contains("holds 3 keys") && err.contains("key revoke"),
+        "{err}"
+    );
+
+    eprintln!("--- one credential signing in over and over is held back");
+    let session = format!("http://{}/console/api/session", dev.authority());
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        let response = http()
+            .post(&session)
+            .json(&json!({"role": "operator", "credential": "a-guess"}))
+            .send()
+            .await
+            .expect("POST");
+        statuses.push(response.status().as_u16());
+    }
+    assert!(statuses[..10].iter().all(|&s| s == 401), "{statuses:?}");
+    assert_eq!(statuses[10..], [429, 429], "{statuses:?}");
+}
+
+/// Reads from `stream` until the server closes it (`true`) or `within`
+/// passes (`false`); what it sent is returned too.
+async fn closed_by_server(stream: &mut tokio::net::TcpStream, within: Duration) -> (bool, String) {
+    use tokio::io::AsyncReadExt;
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (true, String::from_utf8_lossy(&seen).into()),
+            Ok(Ok(n)) => seen.extend_from_slice(&buf[..n]),
+            Err(_) => return (false, String::from_utf8_lossy(&seen).into()),
+        }
+    }
+}
+
+/// Finding 4 (medium): idle and half-sent connections stayed open 95 s
+/// and more, and slow bodies were held for a minute. Now a request head must
+/// arrive within `header_timeout_secs` (which also ends idle connections),
+/// a body within `body_timeout_secs`, and one address holds at most
+/// `max_connections_per_address` connections; the edge keeps serving.
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_and_greedy_clients_are_cut_off_and_the_edge_keeps_serving() {
+    use tokio::io::AsyncWriteExt;
+    let (dev, _dir) = start_with_config(
+        "[edge]\nheader_timeout_secs = 1\nbody_timeout_secs = 1\nmax_connections_per_address = 6\n",
+        &[],
+    );
+    let address = dev.authority();
+    let connect = || tokio::net::TcpStream::connect(address.clone());
+    // Far more than the timeouts, far less than the 95 s the finding saw.
+    let within = Duration::from_secs(20);
+
+    eprintln!("--- an idle connection is closed");
+    let mut idle = connect().await.expect("connect");
+    let (closed, _) = closed_by_server(&mut idle, within).await;
+    assert!(closed, "an idle connection was kept open");
+
+    eprintln!("--- a half-sent request head is closed");
+    let mut slow_head = connect().await.expect("connect");
+    slow_head
+        .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Ty").as_bytes())
+        .await
+        .expect("write");
+    let (closed, _) = closed_by_server(&mut slow_head, within).await;
+    assert!(closed, "a half-sent head was kept open");
+
+    eprintln!("--- a body that never finishes is answered 408");
+    let mut slow_body = connect().await.expect("connect");
+    let head = format!(
+        "POST /console/api/session HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"cred"
+    );
+    slow_body.write_all(head.as_bytes()).await.expect("write");
+    let (_, answer) = closed_by_server(&mut slow_body, within).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+
+    eprintln!("--- and the edge still serves");
+    let health = http()
+        .get(format!("http://{address}/healthz"))
+        .send()
+        .await
+        .expect("GET /healthz");
+    assert_eq!(health.status(), 200);
+
+    eprintln!("--- one address holds at most 6 connections (idle ones kept 30 s here)");
+    let (dev, _dir) = start_with_config(
+        "[edge]\nheader_timeout_secs = 30\nmax_connections_per_address = 6\n",
+        &[],
+    );
+    let address = dev.authority();
+    let mut held = Vec::new();
+    for _ in 0..6 {
+        held.push(
+            tokio::net::TcpStream::connect(&address)
+                .await
+                .expect("connect"),
+        );
+    }
+    let mut extra = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("the kernel accepts");
+    let (closed, answer) = closed_by_server(&mut extra, within).await;
+    assert!(
+        closed && answer.is_empty(),
+        "the 7th connection was served: {answer}"
+    );
+    drop(held);
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        // The held ones are gone: room again (their ends reach the edge
+        // in a moment).
+        match http().get(format!("http://{address}/healthz")).send().await {
+            Ok(health) if health.status() == 200 => break,
+            other => assert!(
+                std::time::Instant::now() < deadline,
+                "the edge never served again: {other:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Finding 9 (info): the console's Origin check ignored the scheme, and
+/// reading a tool's declaration in the console taught search.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_checks_the_origins_scheme() {
+    let dev = QuiverDev::start(&[]);
+    let session = format!("http://{}/console/api/session", dev.authority());
+    let other_scheme = http()
+        .post(&session)
+        .header("origin", format!("https://{}", dev.authority()))
+        .json(&json!({"role": "tenant", "credential": ""}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(other_scheme.status(), 403);
+    let same = http()
+        .post(&session)
+        .header("origin", format!("http://{}", dev.authority()))
+        .json(&json!({"role": "tenant", "credential": ""}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(same.status(), 200);
+}
+
+/// Finding 8 (low): `/oauth/callback` could be framed, a duplicated
+/// `state` spent a live flow, and without `[edge.oauth] resource` the
+/// request's `Host` was reflected into `WWW-Authenticate` and the
+/// protected-resource metadata.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_callback_is_never_framed_takes_one_state_and_no_host_is_reflected() {
+    let dev = QuiverDev::start(&["--auth", "required"]);
+    let base = format!("http://{}", dev.authority());
+    let callback = http()
+        .get(format!("{base}/oauth/callback?state=a&code=b&state=c"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(callback.status(), 400);
+    let csp = callback
+        .headers()
+        .get("content-security-policy")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert_eq!(
+        callback
+            .headers()
+            .get("x-frame-options")
+            .and_then(|v| v.to_str().ok()),
+        Some("DENY")
+    );
+    let page = callback.text().await.expect("page");
+    assert!(page.contains("more than once"), "{page}");
+
+    let challenge = http()
+        .post(format!("{base}/mcp"))
+        .header("host", "evil.example")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(challenge.status(), 401);
+    let www = challenge
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(www.contains("resource_metadata"), "{www}");
+    assert!(!www.contains("evil.example"), "{www}");
+    let metadata: Value = http()
+        .get(format!("{base}/.well-known/oauth-protected-resource"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    assert!(
+        !metadata["resource"].to_string().contains("evil.example"),
+        "{metadata}"
+    );
+}
+
+/// Finding 6 (low): a 1 MB unknown tool name was written whole into a WARN
+/// line (rmcp logs the error it answers with, and the error quoted the
+/// name). Names are quoted at most 128 bytes long now, in the answer and
+/// so in the log.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_huge_unknown_tool_name_is_not_echoed_or_logged_whole() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("quiver.log");
+    let dev = QuiverDev::start_logging_to(&[], &log);
+    let url = dev.mode_url("passthrough");
+    let client = support::connect(&url).await;
+    let name = "x".repeat(1024 * 1024);
+    let refused = client
+        .call_tool(rmcp::model::CallToolRequestParams::new(name))
+        .await
+        .expect_err("an unknown tool");
+    let answer = refused.to_string();
+    assert!(
+        answer.contains("unknown tool"),
+        "{}",
+        &answer[..answer.len().min(300)]
+    );
+    assert!(answer.len() < 4096, "the answer is {} bytes", answer.len());
+    drop(client);
+    // The edge answered (and logged) before the client saw the answer.
+    let text = std::fs::read_to_string(&log).expect("the log");
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 16 * 1024, "a log line of {longest} bytes");
+    assert!(text.contains("unknown tool"), "the refusal was logged");
+}

@@ -23,14 +23,26 @@ use crate::{
 /// The path of the protected-resource metadata document (RFC 9728 §3).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
+/// What authentication answers from: the gateway, and the `Host` values
+/// the listener serves (only those are ever named back to a client as the
+/// resource's address: a made-up `Host` is not reflected).
+#[derive(Clone)]
+pub struct Access {
+    /// The gateway.
+    pub gateway: Arc<Gateway>,
+    /// `Host` values served (names, and `name:port`).
+    pub hosts: Arc<[String]>,
+}
+
 /// Middleware: authenticates the request, or answers 401/403 without
 /// reading the body. A presented credential is always checked, even where
 /// anonymous callers are accepted.
 pub async fn authenticate(
-    State(gateway): State<Arc<Gateway>>,
+    State(access): State<Access>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    let gateway = &access.gateway;
     let presented = request.headers().get(header::AUTHORIZATION);
     let result = match presented {
         None if gateway.config().auth == AuthMode::None => Ok(Principal::anonymous()),
@@ -51,21 +63,16 @@ pub async fn authenticate(
             if let AuthRefusal::Invalid { reason } = &refusal {
                 tracing::info!(path = %request.uri().path(), "refused a credential: {reason}");
             }
-            challenge(&gateway, request.headers(), request.uri().path(), &refusal)
+            challenge(&access, request.headers(), request.uri().path(), &refusal)
         }
     }
 }
 
 /// The 401 or 403 answer to a refused request. Every invalid credential gets
 /// the same answer.
-fn challenge(
-    gateway: &Gateway,
-    headers: &HeaderMap,
-    path: &str,
-    refusal: &AuthRefusal,
-) -> Response {
-    let metadata = metadata_url(gateway, headers, path);
-    let scopes = gateway.required_scopes();
+fn challenge(access: &Access, headers: &HeaderMap, path: &str, refusal: &AuthRefusal) -> Response {
+    let metadata = metadata_url(access, headers, path);
+    let scopes = access.gateway.required_scopes();
     let mut value = format!("Bearer resource_metadata=\"{metadata}\"");
     let (status, message) = match refusal {
         AuthRefusal::Missing => (
@@ -109,8 +116,10 @@ fn challenge(
 }
 
 /// The resource this edge is, as a URL: the configured OAuth resource, or
-/// the request's scheme, host and path.
-fn resource_url(gateway: &Gateway, headers: &HeaderMap, path: &str) -> String {
+/// the request's scheme, `Host` (when it is one the listener serves; else
+/// the first `name:port` it serves) and path.
+fn resource_url(access: &Access, headers: &HeaderMap, path: &str) -> String {
+    let gateway = &access.gateway;
     if let Some(resource) = gateway.oauth_resource() {
         return resource;
     }
@@ -119,18 +128,21 @@ fn resource_url(gateway: &Gateway, headers: &HeaderMap, path: &str) -> String {
     } else {
         "http"
     };
+    let served = |h: &&str| access.hosts.iter().any(|allowed| allowed == h);
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && !h.contains(['"', '\\', ' ']))
-        .map_or_else(|| gateway.config().listen.to_string(), str::to_string);
+        .filter(served)
+        .map(str::to_string)
+        .or_else(|| access.hosts.iter().find(|h| h.contains(':')).cloned())
+        .unwrap_or_else(|| gateway.config().listen.to_string());
     format!("{scheme}://{host}{path}")
 }
 
 /// Where the metadata of the resource at `path` is served: the
 /// path-specific form (RFC 9728 §3.1), inserted between host and path.
-fn metadata_url(gateway: &Gateway, headers: &HeaderMap, path: &str) -> String {
-    let resource = resource_url(gateway, headers, path);
+fn metadata_url(access: &Access, headers: &HeaderMap, path: &str) -> String {
+    let resource = resource_url(access, headers, path);
     match resource.split_once("://") {
         Some((scheme, rest)) => {
             let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -143,8 +155,8 @@ fn metadata_url(gateway: &Gateway, headers: &HeaderMap, path: &str) -> String {
 
 /// The protected-resource metadata routes: `/.well-known/oauth-protected-resource`
 /// and its path-specific forms (`…/mcp`, `…/code/mcp`, …).
-pub fn metadata_routes(gateway: Arc<Gateway>) -> Router {
-    let root = gateway.clone();
+pub fn metadata_routes(access: Access) -> Router {
+    let root = access.clone();
     Router::new()
         .route(
             METADATA_PATH,
@@ -155,15 +167,16 @@ pub fn metadata_routes(gateway: Arc<Gateway>) -> Router {
             get(
                 move |headers: HeaderMap,
                       axum::extract::Path(path): axum::extract::Path<String>| async move {
-                    metadata(&gateway, &headers, &format!("/{path}"))
+                    metadata(&access, &headers, &format!("/{path}"))
                 },
             ),
         )
 }
 
-fn metadata(gateway: &Gateway, headers: &HeaderMap, path: &str) -> Response {
+fn metadata(access: &Access, headers: &HeaderMap, path: &str) -> Response {
+    let gateway = &access.gateway;
     let mut document = json!({
-        "resource": resource_url(gateway, headers, path),
+        "resource": resource_url(access, headers, path),
         "authorization_servers": gateway.authorization_servers(),
         "bearer_methods_supported": ["header"],
         "resource_name": "Quiver MCP gateway",

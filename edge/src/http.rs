@@ -99,11 +99,17 @@ pub fn router(
             sessions::check_session,
         ))
         .layer(middleware::from_fn_with_state(
-            gateway.clone(),
+            access::Access {
+                gateway: gateway.clone(),
+                hosts: operator_hosts.clone(),
+            },
             access::authenticate,
         ))
         .layer(middleware::from_fn(session_end_status))
-        .merge(access::metadata_routes(gateway.clone()))
+        .merge(access::metadata_routes(access::Access {
+            gateway: gateway.clone(),
+            hosts: operator_hosts.clone(),
+        }))
         .merge(crate::oauth_callback::routes(gateway.grant_callback()));
     let router = router.merge(crate::console::routes(
         gateway.clone(),

@@ -46,7 +46,17 @@ pub(crate) fn routes(slot: CallbackSlot) -> Router {
                         "This Quiver edge follows no control plane, so it cannot complete an authorization. Open the link again from `quiver ctl upstream authorize`, with the upstream's redirect URI pointing at an edge of the cluster.",
                     );
                 };
-                let url = format!("http://quiver.invalid{CALLBACK_PATH}?{}", query.unwrap_or_default());
+                let query = query.unwrap_or_default();
+                if let Some(name) = repeated_parameter(&query) {
+                    // The flow reads one `state`, the OAuth client another:
+                    // a second one could spend a live flow on a forged code.
+                    return page(
+                        StatusCode::BAD_REQUEST,
+                        "Not authorized",
+                        &format!("The callback carries `{name}` more than once. Open the link again from `quiver ctl upstream authorize`."),
+                    );
+                }
+                let url = format!("http://quiver.invalid{CALLBACK_PATH}?{query}");
                 match sink.complete(url).await {
                     Ok((tenant, upstream)) => page(
                         StatusCode::OK,
@@ -60,7 +70,19 @@ pub(crate) fn routes(slot: CallbackSlot) -> Router {
     )
 }
 
-/// A small HTML page: nothing loaded, nothing cached, no referrer.
+/// The first parameter of `query` that appears more than once, if any.
+fn repeated_parameter(query: &str) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| pair.split_once('=').map_or(pair, |(name, _)| name))
+        .find(|name| !seen.insert(*name))
+        .map(str::to_owned)
+}
+
+/// A small HTML page: nothing loaded, nothing cached, no referrer, never
+/// framed.
 fn page(status: StatusCode, title: &str, text: &str) -> Response {
     let escape = |s: &str| {
         s.replace('&', "&amp;")
@@ -78,9 +100,29 @@ fn page(status: StatusCode, title: &str, text: &str) -> Response {
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
             (header::REFERRER_POLICY, "no-referrer"),
-            (header::CONTENT_SECURITY_POLICY, "default-src 'none'"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+            ),
+            (header::X_FRAME_OPTIONS, "DENY"),
         ],
         body,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeated_parameter;
+
+    #[test]
+    fn a_repeated_parameter_is_named() {
+        assert_eq!(repeated_parameter("code=a&state=b"), None);
+        assert_eq!(
+            repeated_parameter("state=b&code=a&state=c").as_deref(),
+            Some("state")
+        );
+        assert_eq!(repeated_parameter("code&code=1").as_deref(), Some("code"));
+        assert_eq!(repeated_parameter(""), None);
+    }
 }

@@ -186,7 +186,7 @@ impl GatewaySession {
             .and_then(|p| p.headers.get("mcp-session-id"))
             .and_then(|v| v.to_str().ok())
         {
-            span.record("mcp.session.id", session);
+            span.record("mcp.session.id", bounded(session));
         }
         let parent = propagation::extract_from_meta(&context.meta)
             .or_else(|| parts.and_then(|p| propagation::extract_from_headers(&p.headers)));

@@ -1,4 +1,23 @@
-//! "Did you mean …": the closest real names to a mistyped one.
+//! "Did you mean …": the closest real names to a mistyped one. A name a
+//! client sent is echoed at most [`MAX_ECHOED_NAME`] bytes long, and one
+//! longer than that is matched against nothing (no real tool name comes
+//! close, and edit distance costs its length times every candidate's).
+
+/// Longest name echoed back (in errors, and so in logs) or matched.
+pub const MAX_ECHOED_NAME: usize = 128;
+
+/// `name` as an error may quote it: cut to [`MAX_ECHOED_NAME`] bytes at a
+/// character boundary, with `…` when cut.
+pub fn echoed(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_ECHOED_NAME {
+        return name.into();
+    }
+    let mut end = MAX_ECHOED_NAME;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &name[..end]).into()
+}
 
 /// Up to `limit` candidates closest to `wanted` by edit distance (case-insensitive),
 /// only those close enough to be plausible typos, best first.
@@ -7,6 +26,9 @@ pub fn closest<'a>(
     candidates: impl Iterator<Item = &'a str>,
     limit: usize,
 ) -> Vec<String> {
+    if wanted.len() > MAX_ECHOED_NAME {
+        return Vec::new();
+    }
     let wanted_lower = wanted.to_lowercase();
     let mut scored: Vec<(usize, &str)> = candidates
         .filter_map(|c| {
@@ -29,6 +51,7 @@ pub fn closest<'a>(
 
 /// `unknown tool `x`; did you mean `a`, `b`?` or a hint to search.
 pub fn unknown_tool_message(name: &str, suggestions: &[String], hint: &str) -> String {
+    let name = echoed(name);
     if suggestions.is_empty() {
         format!("unknown tool `{name}`; {hint}")
     } else {
@@ -44,6 +67,16 @@ pub fn unknown_tool_message(name: &str, suggestions: &[String], hint: &str) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_name_is_cut_when_echoed_and_matched_against_nothing() {
+        let long = "x".repeat(1_000_000);
+        let message = unknown_tool_message(&long, &[], "search first");
+        assert!(message.len() < 200, "{} bytes", message.len());
+        assert!(message.contains('…'));
+        assert!(closest(&long, ["xxx"].into_iter(), 3).is_empty());
+        assert_eq!(echoed("é".repeat(100).as_str()).len(), 128 + '…'.len_utf8());
+    }
 
     #[test]
     fn finds_typos_first() {

@@ -153,7 +153,10 @@ pub(crate) async fn tool(
     let Some(tool) = view.resolve(&query.name) else {
         return Err(ApiError(
             StatusCode::NOT_FOUND,
-            format!("no tool `{}` in your view", query.name),
+            format!(
+                "no tool `{}` in your view",
+                quiver_view::suggest::echoed(&query.name)
+            ),
         ));
     };
     // A person reading a declaration teaches search nothing (and a GET

@@ -149,7 +149,10 @@ impl CodeMode {
         let hits = view.search_results(SearchSurface::Code, tenant, &args.query, limit);
         if hits.is_empty() {
             return tool_ok(
-                format!("No tools match `{}`.", args.query),
+                format!(
+                    "No tools match `{}`.",
+                    quiver_view::suggest::echoed(&args.query)
+                ),
                 Some(json!({"results": []})),
             );
         }
@@ -426,7 +429,10 @@ fn list_tool(view: &ToolView, args: Option<JsonObject>) -> CallToolResult {
                 };
                 return tool_error(
                     "unknown_server",
-                    format!("unknown server `{name}`; {hint}"),
+                    format!(
+                        "unknown server `{}`; {hint}",
+                        quiver_view::suggest::echoed(name)
+                    ),
                     json!({"suggestions": suggestions}),
                 );
             };
@@ -492,7 +498,8 @@ fn describe_tool(view: &ToolView, tenant: &str, args: Option<JsonObject>) -> Cal
         let suggestions = closest(&name, view.exposed_names(), 3);
         let _ = writeln!(
             text,
-            "// unknown tool `{name}`{}",
+            "// unknown tool `{}`{}",
+            quiver_view::suggest::echoed(&name),
             if suggestions.is_empty() {
                 String::new()
             } else {

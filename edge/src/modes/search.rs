@@ -66,7 +66,10 @@ impl SearchMode {
             results.push(result);
         }
         if hits.is_empty() {
-            text = format!("No tools match `{}`. Try other words.", args.query);
+            text = format!(
+                "No tools match `{}`. Try other words.",
+                quiver_view::suggest::echoed(&args.query)
+            );
         } else {
             text.push_str("Call one with call_tool {name, arguments}.");
         }

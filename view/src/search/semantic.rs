@@ -31,6 +31,10 @@ const BACKGROUND_CHUNK: usize = 64;
 /// search in loops), and a query's embedding costs milliseconds.
 const QUERY_CACHE: usize = 1024;
 
+/// Longest query (bytes) whose vector is kept: the cache's memory stays
+/// bounded whatever clients search for (the model reads 64 tokens anyway).
+const MAX_CACHED_QUERY: usize = 1024;
+
 /// Why a model and its vector cache could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -232,6 +236,15 @@ impl SemanticModel {
         Some(matrix)
     }
 
+    /// Query vectors kept now.
+    pub fn cached_queries(&self) -> usize {
+        self.queries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .vectors
+            .len()
+    }
+
     /// The vector of a query.
     /// Repeated queries come from a small cache of recent ones.
     pub fn query_vector(&self, query: &str) -> Result<Vec<f32>, EmbedderError> {
@@ -247,7 +260,7 @@ impl SemanticModel {
         } else {
             self.embedder.embed_one(&format!("{prefix}{query}"))?
         };
-        if self.query_cache_size > 0 {
+        if self.query_cache_size > 0 && query.len() <= MAX_CACHED_QUERY {
             let mut queries = self.queries.lock().unwrap_or_else(|e| e.into_inner());
             if !queries.vectors.contains_key(query) {
                 while queries.order.len() >= self.query_cache_size {
@@ -400,7 +413,12 @@ fn load_for(
                 model.cache().len()
             );
             tracing::info!("search: {line}");
-            (Some(Arc::new(model)), line)
+            let model = Arc::new(model);
+            let counted = Arc::downgrade(&model);
+            quiver_telemetry::tables::watch("search.query_vectors", QUERY_CACHE, move || {
+                counted.upgrade().map(|m| m.cached_queries())
+            });
+            (Some(model), line)
         }
         Err(e) => {
             let line = format!(

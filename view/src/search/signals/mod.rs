@@ -42,7 +42,7 @@ pub use self::{
 use self::{
     query_vector::QueryVector,
     tenant_signals::{
-        PendingSearch, TenantSignals, ZeroHit, associate, counts, decayed, jaccard,
+        PendingSearch, TenantSignals, ZeroHit, associate, counts, decayed, jaccard, kept_query,
         matching_search, query_terms,
     },
 };
@@ -105,7 +105,7 @@ impl SignalStore {
         let config = self.config;
         self.update(tenant, |t| {
             if shown.is_empty() {
-                let query = query.trim().to_owned();
+                let query = kept_query(query);
                 match t.zero_hit.iter_mut().find(|z| z.query == query) {
                     Some(z) => {
                         z.count += 1;

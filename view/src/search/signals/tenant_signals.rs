@@ -131,12 +131,30 @@ pub(crate) fn decayed(weight: f32, at: u64, now: u64, config: &SignalConfig) -> 
 }
 
 /// Analysed terms of a query, sorted and distinct.
+/// Terms of a query kept in the signals, at most: a query is a few words;
+/// a longer one (a pasted document) is remembered by its first ones, so a
+/// tenant's signals stay small whatever it searches for.
+pub(crate) const MAX_QUERY_TERMS: usize = 32;
+
+/// Characters of a query kept as a zero-hit query, at most.
+pub(crate) const MAX_QUERY_CHARS: usize = 256;
+
 pub(crate) fn query_terms(query: &str) -> Vec<String> {
     let mut terms = Vec::new();
-    Analyzer::new().analyze(query, |term, _| terms.push(term.to_owned()));
+    Analyzer::new().analyze(query, |term, _| {
+        if terms.len() < MAX_QUERY_TERMS * 4 {
+            terms.push(term.to_owned());
+        }
+    });
     terms.sort_unstable();
     terms.dedup();
+    terms.truncate(MAX_QUERY_TERMS);
     terms
+}
+
+/// `query`, trimmed and cut to [`MAX_QUERY_CHARS`] characters.
+pub(crate) fn kept_query(query: &str) -> String {
+    query.trim().chars().take(MAX_QUERY_CHARS).collect()
 }
 
 pub(crate) fn jaccard(a: &[String], b: &[String]) -> f32 {
