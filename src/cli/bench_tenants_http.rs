@@ -141,6 +141,12 @@ impl ScaleDev {
         })
     }
 
+    /// Stops the process and waits until it has exited (its data directory
+    /// is free again).
+    async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+
     fn rss_mib(&self) -> f64 {
         self.child
             .id()
@@ -256,16 +262,12 @@ async fn first_request(
     .await?;
     let result = answer(search).await?;
     let elapsed = started.elapsed();
-    let text = result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or("");
     if result["result"]["isError"] == true || result.get("error").is_some() {
         bail!("search_tools failed: {result}");
     }
-    let hits = serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|v| v["results"].as_array().or(v.as_array()).map(Vec::len))
-        .unwrap_or_else(|| text.matches("\"name\"").count());
+    let hits = result["result"]["structuredContent"]["results"]
+        .as_array()
+        .map_or(0, Vec::len);
     http.delete(url)
         .header("authorization", format!("Bearer {key}"))
         .header("mcp-session-id", &session)
@@ -562,7 +564,7 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
                 dev.metric(&http, "quiver_search_index_tools").await?
             );
         }
-        drop(dev);
+        dev.stop().await;
         // The same tenants, the view cap at `small_cap`.
         let dev = ScaleDev::start(&data, &catalog, Some(settings.small_cap)).await?;
         dev.until(
@@ -591,6 +593,7 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
             rss_after: dev.settle().await,
             evictions: dev.metric(&http, "quiver_views_evictions_total").await?,
         });
+        dev.stop().await;
     }
     println!(
         "## Tenants at scale over HTTP: {} tenants × {} tools, model loaded\n\n\
