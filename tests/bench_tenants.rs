@@ -77,9 +77,7 @@ fn bench_tenants_prints_tables_whose_counts_follow_the_flags() {
 
     eprintln!("--- memory table: views built follow the sets and the cap");
     assert!(
-        stdout.contains(
-            "## Tenants: memory of the per-view indexes (20 tenants × the 527-tool catalogue)"
-        ),
+        stdout.contains("## Tenants: memory of the views (20 tenants × 600 tools)"),
         "{stdout}"
     );
     for shape in ["narrow", "broad"] {
@@ -92,11 +90,50 @@ fn bench_tenants_prints_tables_whose_counts_follow_the_flags() {
         assert_eq!(
             counts,
             [
-                ("20", "20", "1024 (default)", "20", "20 / 20"),
+                ("20", "20", "16384 (default)", "20", "20 / 20"),
                 ("20", "20", "2", "2", "20 / 20"),
-                ("20", "1", "1024 (default)", "1", "20 / 20"),
+                ("20", "1", "16384 (default)", "1", "20 / 20"),
             ],
             "{shape}: {stdout}"
         );
+    }
+}
+
+#[test]
+fn bench_tenants_over_http_runs_every_scenario_through_a_real_quiver_dev() {
+    let Some(_) = datasets() else { return };
+    eprintln!("--- run: 6 tenants over 120 tools, view cap 2");
+    let output = Command::new(quiver_bin())
+        .args(["bench", "tenants", "--only", "http"])
+        .args([
+            "--http-tenants",
+            "6",
+            "--http-tools",
+            "120",
+            "--small-cap",
+            "2",
+        ])
+        .output()
+        .expect("spawn quiver bench tenants");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("## Tenants at scale over HTTP: 6 tenants × 120 tools"),
+        "{stdout}"
+    );
+    for shape in ["broad", "narrow"] {
+        let rows = rows(&stdout, shape);
+        assert_eq!(rows.len(), 4, "{shape}: {stdout}");
+        // The capped server held at most 2 views after serving all 6
+        // tenants, forgetting the others as it went.
+        let capped = &rows[3];
+        assert!(capped[1].contains("view cap 2"), "{capped:?}");
+        let held: usize = capped[3].parse().unwrap();
+        let evicted: usize = capped[4].parse().unwrap();
+        assert!(held <= 2 && evicted >= 3, "{capped:?}");
     }
 }

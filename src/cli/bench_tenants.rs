@@ -121,7 +121,7 @@ fn in_process(args: TenantsBenchArgs) -> anyhow::Result<()> {
         );
     }
     per_request(&args, &catalog)?;
-    memory(&args, catalog.tool_count())
+    memory(&args)
 }
 
 pub(crate) fn load_catalog(path: &Path) -> anyhow::Result<Catalog> {
@@ -418,9 +418,9 @@ fn per_request(args: &TenantsBenchArgs, catalog: &Catalog) -> anyhow::Result<()>
          distinct server ids (`<server>-r<k>`, the last copy cut short). {} tenants, one API key \
          each, policies in turn: 3 servers by id; 2 servers narrowed by tool globs; one tag \
          (5 servers); one upstream across its copies by glob. {} requests, tenants drawn \
-         uniformly (seed {}), one at a time on one thread; lexical search indexes (no \
-         sentence model installed). Building the view of every tool (once per manifest \
-         version, before any request): {:.1} ms.\n",
+         uniformly (seed {}), one at a time on one thread; lexical search (no sentence \
+         model loaded here). Building the manifest's shared index and the view of every \
+         tool (once per manifest version, before any request): {:.1} ms.\n",
         manifest.tools.len(),
         manifest.servers.len(),
         catalog.tool_count(),
@@ -439,7 +439,7 @@ fn per_request(args: &TenantsBenchArgs, catalog: &Catalog) -> anyhow::Result<()>
     println!(
         "{}",
         cold.row(&format!(
-            "cold: a tenant's first request ({views_built} views built, {:.0} visible tools per tenant on average)",
+            "cold: a tenant's first request ({views_built} views derived, {:.0} visible tools per tenant on average)",
             visible as f64 / cold.0.len().max(1) as f64
         ))
     );
@@ -457,7 +457,7 @@ fn per_request(args: &TenantsBenchArgs, catalog: &Catalog) -> anyhow::Result<()>
     println!(
         "{}",
         Latencies::new(rechecked).row(&format!(
-            "after a tenant change (`with_tenants`): each tenant's first request ({rebuilt} indexes rebuilt)"
+            "after a tenant change (`with_tenants`): each tenant's first request ({rebuilt} views derived again)"
         ))
     );
     if let Some(contended) = &contended {
@@ -612,7 +612,7 @@ fn memory_scenario(args: &TenantsBenchArgs, catalog: Catalog, index: usize) -> a
     let scenario = *memory_scenarios(args.tenants)
         .get(index)
         .with_context(|| format!("no memory scenario {index}"))?;
-    let entries = replicated_entries(&catalog, catalog.tool_count());
+    let entries = replicated_entries(&catalog, args.tools);
     drop(catalog);
     release_free_heap();
     let start = rss()?;
@@ -648,6 +648,7 @@ fn memory_scenario(args: &TenantsBenchArgs, catalog: Catalog, index: usize) -> a
             "before_kib": before,
             "after_kib": after,
             "views_built": views.views_built(),
+            "view_bytes": views.stats().bytes,
             "visible_tools": visible,
             "sharing_manifest": sharing,
         })
@@ -656,13 +657,14 @@ fn memory_scenario(args: &TenantsBenchArgs, catalog: Catalog, index: usize) -> a
 }
 
 /// The parent side: every scenario in a fresh child process, one table.
-fn memory(args: &TenantsBenchArgs, catalog_tools: usize) -> anyhow::Result<()> {
+fn memory(args: &TenantsBenchArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("locating the quiver binary")?;
     let mut rows = Vec::new();
     let mut manifest_kib = 0;
     for (index, scenario) in memory_scenarios(args.tenants).into_iter().enumerate() {
         let output = Command::new(&exe)
             .args(["bench", "tenants", "--tenants", &args.tenants.to_string()])
+            .args(["--tools", &args.tools.to_string()])
             .args(["--seed", &args.seed.to_string(), "--catalog"])
             .arg(&args.catalog)
             .args([
@@ -689,7 +691,7 @@ fn memory(args: &TenantsBenchArgs, catalog_tools: usize) -> anyhow::Result<()> {
         let views = field("views_built");
         let growth = field("after_kib").saturating_sub(field("before_kib"));
         rows.push(format!(
-            "| {} | {} | {} | {} | {} | {:.0} | {} / {} | {:.1} | {:.1} | {} |",
+            "| {} | {} | {} | {} | {} | {:.0} | {} / {} | {:.1} | {:.1} | {} | {} |",
             scenario.shape.describe(),
             args.tenants,
             scenario.sets,
@@ -707,24 +709,30 @@ fn memory(args: &TenantsBenchArgs, catalog_tools: usize) -> anyhow::Result<()> {
             if views == 0 {
                 "—".to_string()
             } else {
-                format!("{:.0}", growth as f64 / views as f64)
+                format!("{:.1}", growth as f64 / views as f64)
+            },
+            if views == 0 {
+                "—".to_string()
+            } else {
+                format!("{:.1}", field("view_bytes") as f64 / 1024.0 / views as f64)
             },
         ));
     }
     println!(
-        "\n## Tenants: memory of the per-view indexes ({} tenants × the {catalog_tools}-tool catalogue)\n\n\
-         Each row is a fresh process: the manifest and the view of every tool are built, then \
-         every tenant's view is resolved once. Resident memory (VmRSS) before and after, the \
-         free heap handed back to the kernel (`malloc_trim`) before each reading, so that the \
-         growth is what the views keep. Lexical indexes (no sentence model). \
-         The manifest itself: {:.1} MiB resident, once, shared by every view.\n",
+        "\n## Tenants: memory of the views ({} tenants × {} tools)\n\n\
+         Each row is a fresh process: the manifest, its shared index and the view of every \
+         tool are built, then every tenant's view is derived once. Resident memory (VmRSS) \
+         before and after, the free heap handed back to the kernel (`malloc_trim`) before \
+         each reading, so that the growth is what the views keep. Lexical search (no \
+         sentence model). The manifest itself: {:.1} MiB resident, once, shared by every view.\n",
         args.tenants,
+        args.tools,
         manifest_kib as f64 / 1024.0,
     );
     println!(
-        "| policies | tenants | distinct visible sets | view cap | views built | visible tools per tenant | views sharing the manifest | RSS before MiB | RSS growth MiB | growth per view KiB |"
+        "| policies | tenants | distinct visible sets | view cap | views derived | visible tools per tenant | views sharing the manifest | RSS before MiB | RSS growth MiB | growth per view KiB | a view's own KiB (counted) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in rows {
         println!("{row}");
     }

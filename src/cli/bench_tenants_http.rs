@@ -432,6 +432,8 @@ struct Row {
     rss_before: f64,
     rss_after: f64,
     per_view_kib: Option<f64>,
+    /// What the views hold of their own, by the server's own count.
+    counted_kib: f64,
     evictions: f64,
 }
 
@@ -514,6 +516,9 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
             what: "each tenant's first request".into(),
             views,
             per_view_kib: (views > 0.0).then(|| (rss_after - rss_before) * 1024.0 / views),
+            counted_kib: dev.metric(&http, "quiver_views_bytes").await?
+                / 1024.0
+                / dev.metric(&http, "quiver_views").await?.max(1.0),
             pass: first,
             rss_before,
             rss_after,
@@ -524,6 +529,9 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
             shape,
             what: "each tenant's second request (view held)".into(),
             views: dev.metric(&http, "quiver_views").await?,
+            counted_kib: dev.metric(&http, "quiver_views_bytes").await?
+                / 1024.0
+                / dev.metric(&http, "quiver_views").await?.max(1.0),
             per_view_kib: None,
             pass: warm,
             rss_before: rss_after,
@@ -552,6 +560,9 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
             shape,
             what: format!("right after a manifest change (upstream `{removed}` removed)"),
             views: dev.metric(&http, "quiver_views").await?,
+            counted_kib: dev.metric(&http, "quiver_views_bytes").await?
+                / 1024.0
+                / dev.metric(&http, "quiver_views").await?.max(1.0),
             per_view_kib: None,
             pass: changed,
             rss_before,
@@ -587,6 +598,9 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
                 settings.small_cap
             ),
             views: dev.metric(&http, "quiver_views").await?,
+            counted_kib: dev.metric(&http, "quiver_views_bytes").await?
+                / 1024.0
+                / dev.metric(&http, "quiver_views").await?.max(1.0),
             per_view_kib: None,
             pass: capped,
             rss_before,
@@ -609,12 +623,12 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
         settings.tenants, settings.tools, settings.tools, settings.tenants,
     );
     println!(
-        "| views | requests | p50 / p99 / max ms | views held | evictions | RSS before → after MiB | per view KiB | no hits |"
+        "| views | requests | p50 / p99 / max ms | views held | evictions | RSS before → after MiB | RSS growth per view KiB | a view's own KiB (counted) | no hits |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for row in &rows {
         println!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:.0} → {:.0} | {} | {} |",
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} → {:.0} | {} | {:.1} | {} |",
             row.shape.describe(),
             row.what,
             row.pass.cell(),
@@ -623,6 +637,7 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
             row.rss_before,
             row.rss_after,
             row.per_view_kib.map_or("—".into(), |k| format!("{k:.1}")),
+            row.counted_kib,
             row.pass.empty,
         );
     }

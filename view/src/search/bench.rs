@@ -16,7 +16,7 @@ use super::{
     corpus::{CORPORA, Corpus, CorpusError},
     vector_cache::{VectorCache, VectorCacheError},
 };
-use crate::error_chain::ErrorChain;
+use crate::{error_chain::ErrorChain, tool_set::ToolSet};
 
 /// Queries used when none are given.
 pub const DEFAULT_QUERIES: &[&str] = &[
@@ -130,10 +130,27 @@ pub fn latency(
     let bm25 = Bm25Index::build(&docs);
     let bm25_build = started.elapsed();
 
+    let (broad, narrow) = views_of(&docs);
+    let broad = ours.subset(broad);
+    let narrow = ours.subset(narrow);
     let mut rows = vec![
         time_queries("lexical", ours_build, &queries, iterations, |q| {
             ours.search(q, 10)
         }),
+        time_queries(
+            "lexical, a broad view (every server but 3)",
+            Duration::ZERO,
+            &queries,
+            iterations,
+            |q| ours.search_in(&broad, q, 10),
+        ),
+        time_queries(
+            "lexical, a narrow view (3 servers)",
+            Duration::ZERO,
+            &queries,
+            iterations,
+            |q| ours.search_in(&narrow, q, 10),
+        ),
         time_queries("BM25", bm25_build, &queries, iterations, |q| {
             bm25.search(q, 10)
         }),
@@ -154,6 +171,17 @@ pub fn latency(
             iterations,
             |q| hybrid.search(q, 10),
         ));
+        let broad = hybrid.subset(broad.tools().clone());
+        rows.push(time_queries(
+            "hybrid, a broad view (incl. query embedding)",
+            Duration::ZERO,
+            &queries,
+            iterations,
+            |q| {
+                let vector = hybrid.query_vector(q);
+                hybrid.search_embedded_in(&broad, q, vector.as_deref(), 10, |_| 0.0)
+            },
+        ));
         rows.push(time_queries(
             "query embedding alone",
             Duration::ZERO,
@@ -170,6 +198,25 @@ pub fn latency(
         rows,
         vectors,
     }
+}
+
+/// Two views of `docs` as tenants have them: every server but three
+/// (broad), and three servers (narrow), chosen the same on every run.
+fn views_of(docs: &[SearchDoc]) -> (ToolSet, ToolSet) {
+    let mut servers: Vec<&str> = docs.iter().map(|d| d.server.as_str()).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    let n = servers.len();
+    let picked = [servers[0], servers[n / 2], servers[n.saturating_sub(1)]];
+    let broad = ToolSet::from_sorted(
+        docs.len(),
+        (0..docs.len()).filter(|&d| !picked.contains(&docs[d].server.as_str())),
+    );
+    let narrow = ToolSet::from_sorted(
+        docs.len(),
+        (0..docs.len()).filter(|&d| picked.contains(&docs[d].server.as_str())),
+    );
+    (broad, narrow)
 }
 
 /// Why the cost of tool vectors could not be measured.
