@@ -528,8 +528,11 @@ mod tests {
         let report = latency(Path::new("/nonexistent"), &[], 100, &[], 1, None);
         assert_eq!(report.tools, 100);
         assert!(report.source.starts_with("generated"));
-        assert_eq!(report.rows.len(), 2);
-        assert!(report.to_string().contains("| lexical |"));
+        // Lexical over the whole index, a broad and a narrow view; BM25.
+        assert_eq!(report.rows.len(), 4);
+        let table = report.to_string();
+        assert!(table.contains("| lexical |"), "{table}");
+        assert!(table.contains("| lexical, a broad view"), "{table}");
     }
 
     /// `cargo test --release -p quiver-view latency_at_10k_tools -- --ignored --nocapture`
