@@ -350,10 +350,11 @@ async fn slow_and_greedy_clients_are_cut_off_and_the_edge_keeps_serving() {
 }
 
 /// Finding 9 (info): the console's Origin check ignored the scheme, and
-/// reading a tool's declaration in the console taught search.
+/// reading a tool's declaration in the console (a GET) taught search.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_console_checks_the_origins_scheme() {
-    let dev = QuiverDev::start(&[]);
+async fn the_console_checks_the_origins_scheme_and_its_gets_change_nothing() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dev = QuiverDev::start(&["--data", data.path().to_str().expect("utf-8 path")]);
     let session = format!("http://{}/console/api/session", dev.authority());
     let other_scheme = http()
         .post(&session)
@@ -371,6 +372,40 @@ async fn the_console_checks_the_origins_scheme() {
         .await
         .expect("POST");
     assert_eq!(same.status(), 200);
+    let cookie = same
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_string();
+
+    eprintln!("--- browsing tools in the console teaches search nothing");
+    let api = format!("http://{}/console/api", dev.authority());
+    for path in [
+        "/tools?q=weather+forecast",
+        "/tool?name=weather__get_forecast",
+    ] {
+        let answer = http()
+            .get(format!("{api}{path}"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(answer.status(), 200, "{path}");
+    }
+    let token = std::fs::read_to_string(data.path().join("console-operator.token"))
+        .expect("quiver dev's operator token");
+    let stats: Value = http()
+        .get(format!("http://{}/search/stats", dev.authority()))
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(stats["tenants"], json!([]), "{stats}");
 }
 
 /// Finding 8 (low): `/oauth/callback` could be framed, a duplicated

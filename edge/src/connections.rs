@@ -8,8 +8,11 @@
 
 use std::{
     collections::HashMap,
+    future::Future,
     net::{IpAddr, SocketAddr},
+    pin::Pin,
     sync::{Arc, Mutex},
+    task::{Context, Poll},
     time::Duration,
 };
 
@@ -20,9 +23,10 @@ use hyper_util::{
     service::TowerToHyperService,
 };
 use tokio::{
-    io::{AsyncRead, AsyncWrite},
+    io::{AsyncRead, AsyncWrite, ReadBuf},
     net::TcpListener,
     sync::Semaphore,
+    time::Sleep,
 };
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -186,6 +190,9 @@ async fn serve_connection<S>(
     // The peer, as axum's `ConnectInfo` (operator-only routes read it).
     let app = app.layer(axum::Extension(axum::extract::ConnectInfo(peer)));
     let service = TowerToHyperService::new(app);
+    // Before its first byte a connection is hyper's to classify (HTTP/1 or
+    // 2), with no timer of its own: it gets the header timeout here.
+    let stream = FirstByteDeadline::new(stream, limits.header_timeout);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -212,5 +219,83 @@ async fn serve_connection<S>(
     tokio::select! {
         _ = conn => {}
         () = sessions.cancelled() => {}
+    }
+}
+
+/// A stream that fails its reads if no byte arrives within its deadline,
+/// then passes everything through (hyper's own timers take over).
+struct FirstByteDeadline<S> {
+    inner: S,
+    deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> FirstByteDeadline<S> {
+    fn new(inner: S, within: Duration) -> FirstByteDeadline<S> {
+        FirstByteDeadline {
+            inner,
+            deadline: Some(Box::pin(tokio::time::sleep(within))),
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FirstByteDeadline<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
+        match read {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                self.deadline = None;
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                let expired = self
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
+                if expired {
+                    Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no request within the header timeout",
+                    )))
+                } else {
+                    Poll::Pending
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FirstByteDeadline<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 }

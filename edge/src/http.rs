@@ -157,7 +157,7 @@ async fn body_in_time(
         }
         Ok(Err(_)) => (
             StatusCode::PAYLOAD_TOO_LARGE,
-            Json(json!({"error": format!("the request body is over {max} bytes")})),
+            Json(json!({"error": format!("the request body exceeds the limit of {max} bytes")})),
         )
             .into_response(),
         Err(_) => (

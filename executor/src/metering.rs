@@ -71,7 +71,7 @@ pub struct Metered {
     inner: Arc<dyn Dispatch>,
     auditor: Option<Arc<Auditor>>,
     tenants: watch::Receiver<Arc<TenantDirectory>>,
-    buckets: Mutex<HashMap<BucketKey, Bucket>>,
+    buckets: Arc<Mutex<HashMap<BucketKey, Bucket>>>,
     accounts: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Account>>>>,
     leases: Option<Arc<dyn LeaseSource>>,
 }
@@ -142,7 +142,18 @@ struct Bucket {
     last: Instant,
 }
 
+/// Rate-limit buckets one executor keeps; past it, buckets that refilled
+/// (no different from none) are forgotten first, then the fullest.
+pub const MAX_BUCKETS: usize = 100_000;
+
 impl Bucket {
+    /// Whether it has refilled by `now` (no different from a new one).
+    fn refilled(&self, now: Instant) -> bool {
+        let rate = f64::from(self.per_minute) / 60.0;
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.tokens + elapsed * rate >= f64::from(self.per_minute)
+    }
+
     /// Takes a token, or says how long until one is available.
     fn take(&mut self, per_minute: u32, now: Instant) -> Result<(), Duration> {
         let rate = f64::from(per_minute) / 60.0;
@@ -160,6 +171,23 @@ impl Bucket {
             Ok(())
         } else {
             Err(Duration::from_secs_f64((1.0 - self.tokens) / rate))
+        }
+    }
+}
+
+/// Forgets the buckets that refilled; if none did, the one closest to it.
+fn make_room(buckets: &mut HashMap<BucketKey, Bucket>, now: Instant) {
+    buckets.retain(|_, b| !b.refilled(now));
+    if buckets.len() >= MAX_BUCKETS {
+        let fullest = buckets
+            .iter()
+            .max_by(|a, b| {
+                let share = |b: &Bucket| b.tokens / f64::from(b.per_minute.max(1));
+                share(a.1).total_cmp(&share(b.1))
+            })
+            .map(|(k, _)| k.clone());
+        if let Some(key) = fullest {
+            buckets.remove(&key);
         }
     }
 }
@@ -194,9 +222,13 @@ impl Metered {
             inner,
             auditor,
             tenants,
-            buckets: Mutex::new(HashMap::new()),
+            buckets: Arc::new(Mutex::new(HashMap::new())),
             accounts: Mutex::new(HashMap::new()),
             leases,
+        });
+        let counted = Arc::downgrade(&metered.buckets);
+        quiver_telemetry::tables::watch("executor.rate_buckets", MAX_BUCKETS, move || {
+            Some(counted.upgrade()?.lock().ok()?.len())
         });
         let weak = Arc::downgrade(&metered);
         tokio::spawn(async move {
@@ -278,6 +310,9 @@ impl Metered {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let mut take = |key: BucketKey, per_minute: u32, why: RefusalReason, what: String| {
+            if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(&key) {
+                make_room(&mut buckets, now);
+            }
             let bucket = buckets.entry(key).or_insert_with(|| Bucket {
                 tokens: f64::from(per_minute),
                 per_minute,
@@ -602,5 +637,54 @@ mod tests {
         let later = start + Duration::from_secs(20);
         assert!(bucket.take(3, later).is_ok());
         assert!(bucket.take(3, later).is_err());
+    }
+}
+
+#[cfg(test)]
+mod bucket_bound_tests {
+    use super::*;
+
+    #[test]
+    fn the_buckets_stay_within_their_bound() {
+        let now = Instant::now();
+        let key = |n: usize| BucketKey {
+            tenant: format!("t{n}"),
+            tool: None,
+        };
+        let mut buckets = HashMap::new();
+        for n in 0..MAX_BUCKETS {
+            // Half spent just now, half refilled long ago.
+            let spent = n % 2 == 0;
+            buckets.insert(
+                key(n),
+                Bucket {
+                    tokens: if spent { 0.0 } else { 60.0 },
+                    per_minute: 60,
+                    last: now,
+                },
+            );
+        }
+        make_room(&mut buckets, now);
+        assert_eq!(buckets.len(), MAX_BUCKETS / 2, "the refilled ones went");
+        assert!(
+            buckets.values().all(|b| b.tokens == 0.0),
+            "the spent ones stay"
+        );
+        // None refilled: one goes, the fullest.
+        buckets.get_mut(&key(0)).expect("a spent bucket").tokens = 30.0;
+        while buckets.len() < MAX_BUCKETS {
+            let n = buckets.len() * 2 + 1;
+            buckets.insert(
+                key(n + MAX_BUCKETS),
+                Bucket {
+                    tokens: 0.0,
+                    per_minute: 60,
+                    last: now,
+                },
+            );
+        }
+        make_room(&mut buckets, now);
+        assert_eq!(buckets.len(), MAX_BUCKETS - 1);
+        assert!(!buckets.contains_key(&key(0)), "the fullest went");
     }
 }

@@ -403,6 +403,11 @@ impl EdgeProcess {
         command
             .args(["edge", "--listen", listen, "--control-plane", control_plane])
             .args(extra);
+        // `/status` is an operator's: an edge that authenticates its
+        // clients serves it on its admin listener only.
+        if !extra.contains(&"--admin-listen") {
+            command.args(["--admin-listen", "127.0.0.1:0"]);
+        }
         let (child, banner) = spawn_with_banner(&mut command, "quiver edge");
         assert!(banner.contains("quiver edge: serving"), "{banner}");
         let authority = mcp_authority(&banner);
@@ -447,10 +452,14 @@ impl EdgeProcess {
         format!("http://{}/{mode}/mcp", self.authority)
     }
 
-    /// Its `/status`.
+    /// Its `/status` (from its admin listener).
     pub async fn status(&self) -> Value {
+        let base = match &self.admin {
+            Some(admin) => admin.trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.authority),
+        };
         http()
-            .get(format!("http://{}/status", self.authority))
+            .get(format!("{base}/status"))
             .send()
             .await
             .expect("GET /status")

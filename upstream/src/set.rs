@@ -50,7 +50,7 @@ pub struct UpstreamSet {
     by_tenant: Arc<Mutex<BTreeMap<TenantKey, Arc<Upstream>>>>,
     /// The connections of upstreams that act on behalf of each caller
     /// (token exchange), one per caller that called.
-    by_caller: Mutex<BTreeMap<CallerKey, CallerConnection>>,
+    by_caller: Arc<Mutex<BTreeMap<CallerKey, CallerConnection>>>,
     /// Where per-tenant upstreams find their tenants' secrets.
     secrets: Arc<SecretSlot>,
     /// Every shared upstream's `notifications/resources/updated`.
@@ -63,13 +63,19 @@ impl Default for UpstreamSet {
         let set = UpstreamSet {
             upstreams: Arc::default(),
             by_tenant: Arc::default(),
-            by_caller: Mutex::default(),
+            by_caller: Arc::default(),
             secrets: Arc::default(),
             updates: broadcast::channel(256).0,
         };
         report_breakers(
             Arc::downgrade(&set.upstreams),
             Arc::downgrade(&set.by_tenant),
+        );
+        let callers = Arc::downgrade(&set.by_caller);
+        quiver_telemetry::tables::watch(
+            "upstream.caller_connections",
+            MAX_CALLER_CONNECTIONS,
+            move || Some(callers.upgrade()?.lock().ok()?.len()),
         );
         set
     }

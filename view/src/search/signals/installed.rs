@@ -28,6 +28,13 @@ pub fn install(dir: Option<&Path>, flush_every: Duration) -> Arc<SignalStore> {
                 None => SignalStore::in_memory(SignalConfig::default()),
             };
             let store = Arc::new(store);
+            let counted = Arc::downgrade(&store);
+            // One entry per tenant that searched (each bounded inside).
+            quiver_telemetry::tables::watch(
+                "search.signal_tenants",
+                SignalConfig::default().max_tenants,
+                move || counted.upgrade().map(|s| s.tenants().len()),
+            );
             if store.dir.is_some() {
                 spawn_flusher(Arc::downgrade(&store), flush_every);
             }

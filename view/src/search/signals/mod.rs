@@ -280,6 +280,9 @@ impl SignalStore {
 
     fn update(&self, tenant: &str, f: impl FnOnce(&mut TenantSignals)) {
         let mut tenants = self.lock();
+        if tenants.len() >= self.config.max_tenants && !tenants.contains_key(tenant) {
+            return;
+        }
         let t = tenants
             .entry(tenant.to_owned())
             .or_insert_with(|| TenantSignals {

@@ -14,6 +14,10 @@ pub struct SignalConfig {
     pub max_zero_hit: usize,
     /// Tools with counts kept per tenant. Default 2048.
     pub max_tools: usize,
+    /// Tenants whose signals are kept; a tenant past it is not learned
+    /// from (tenants are the operator's, so this is a backstop). Default
+    /// 100,000.
+    pub max_tenants: usize,
     /// Largest adjustment of a tool's score (scores are in `0..=1`). Default 0.25.
     pub max_adjustment: f32,
     /// A call is matched to a search at most this many seconds before it. Default 600.
@@ -41,6 +45,7 @@ impl Default for SignalConfig {
             max_pending: 32,
             max_zero_hit: 128,
             max_tools: 2048,
+            max_tenants: 100_000,
             max_adjustment: 0.25,
             call_window_secs: 600,
             min_similarity: 0.1,
