@@ -389,6 +389,12 @@ pub struct ControlPlaneSettings {
     pub tls: Option<quiver_control_plane::raft::network::ClusterTls>,
     /// `--admin-listen`.
     pub admin_listen: Option<std::net::SocketAddr>,
+    /// `--backup-dir`.
+    pub backup_dir: Option<std::path::PathBuf>,
+    /// `--backup-every` (`"1h"`).
+    pub backup_every: Option<String>,
+    /// `--backup-keep`.
+    pub backup_keep: Option<usize>,
 }
 
 impl ControlPlaneFile {

@@ -19,20 +19,29 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS")
 }
 
-/// The value of `quiver_table_entries{quiver_table="<table>"}` at `metrics`.
-async fn table_entries(metrics: &str, table: &str) -> Option<f64> {
-    let text = http()
+/// The text of `GET metrics`.
+async fn metrics_text(metrics: &str) -> String {
+    http()
         .get(metrics)
         .send()
         .await
         .expect("GET /metrics")
         .text()
         .await
-        .expect("metrics text");
+        .expect("metrics text")
+}
+
+/// The value of `quiver_table_entries{quiver_table="<table>"}` in `text`.
+fn entries_in(text: &str, table: &str) -> Option<f64> {
     let label = format!("quiver_table=\"{table}\"");
     text.lines()
         .filter(|l| l.starts_with("quiver_table_entries") && l.contains(&label))
         .find_map(|l| l.rsplit_once(' ')?.1.parse().ok())
+}
+
+/// The value of `quiver_table_entries{quiver_table="<table>"}` at `metrics`.
+async fn table_entries(metrics: &str, table: &str) -> Option<f64> {
+    entries_in(&metrics_text(metrics).await, table)
 }
 
 /// A 2026-07-28 (stateless) `tools/list`, carrying `session` as its
@@ -500,4 +509,73 @@ async fn a_huge_unknown_tool_name_is_not_echoed_or_logged_whole() {
     let longest = text.lines().map(str::len).max().unwrap_or(0);
     assert!(longest < 16 * 1024, "a log line of {longest} bytes");
     assert!(text.contains("unknown tool"), "the refusal was logged");
+}
+
+/// The metrics docs/architecture.md's "What grows with tenants" names for
+/// each structure: table names (`quiver_table_entries{quiver_table}`) and
+/// gauges of their own (`quiver_…`).
+fn metrics_the_docs_name() -> (Vec<String>, Vec<String>) {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"),
+    )
+    .expect("docs/architecture.md");
+    let section = docs
+        .split("## What grows with tenants")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a section \"What grows with tenants\"");
+    let (mut tables, mut gauges) = (Vec::new(), Vec::new());
+    for row in section.lines().filter(|l| l.starts_with("| ")) {
+        let metric = row.trim_end_matches('|').rsplit('|').next().unwrap_or("");
+        let named = metric.split('`').skip(1).step_by(2);
+        if metric.trim_start().starts_with("table") {
+            tables.extend(named.map(str::to_owned));
+        } else {
+            gauges.extend(
+                named
+                    .filter(|n| n.starts_with("quiver_"))
+                    .map(str::to_owned),
+            );
+        }
+    }
+    (tables, gauges)
+}
+
+/// Every structure a client or tenant grows is counted where the docs say:
+/// each table and gauge of "What grows with tenants" is on `/metrics` of a
+/// running `quiver dev` (a structure added without its metric, or a metric
+/// renamed without the docs, fails here).
+#[tokio::test(flavor = "multi_thread")]
+async fn every_table_this_section_names_is_on_metrics() {
+    let (tables, gauges) = metrics_the_docs_name();
+    assert!(
+        tables.len() >= 10 && gauges.len() >= 4,
+        "the section lists its metrics: {tables:?} {gauges:?}"
+    );
+    let dev = QuiverDev::start(&["--admin-listen", "127.0.0.1:0"]);
+    let metrics = format!("{}/metrics", word_after(&dev.banner, "admin"));
+    // Some tables appear once their owner is made (the model loads in the
+    // background): wait for them, up to a deadline.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let text = metrics_text(&metrics).await;
+        let missing: Vec<&String> = tables
+            .iter()
+            .filter(|t| entries_in(&text, t).is_none())
+            .chain(gauges.iter().filter(|g| {
+                !text.lines().any(|l| {
+                    l.strip_prefix(g.as_str())
+                        .is_some_and(|rest| rest.starts_with([' ', '{', '_']))
+                })
+            }))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "named in docs/architecture.md but not on /metrics: {missing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }

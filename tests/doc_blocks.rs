@@ -191,6 +191,14 @@ const DEPLOY_README: &[Listed] = &[
         },
     },
     Listed {
+        starts: "quiver ctl snapshot save",
+        check: shell(&["saved .quiver/backup.qbackup", "a valid backup", "tenants"]),
+    },
+    Listed {
+        starts: "quiver control-plane --node-id 1 --listen 127.0.0.1:7411",
+        check: shell(&["node 1 serving", "\"acme\""]),
+    },
+    Listed {
         starts: "etcd --data-dir .quiver/etcd &",
         check: shell(&["quiver executor"]),
     },

@@ -19,6 +19,7 @@ mod compose_fleet;
 mod concurrent_sessions_share_upstream;
 mod console_browser;
 mod console_http;
+mod control_plane_backup;
 mod control_plane_cluster;
 mod control_plane_ctl;
 mod control_plane_full_outage;

@@ -35,7 +35,7 @@ const HEADER_TOOL: &str = "hdr__quiver_test_request_header";
 const STATS_TOOL: &str = "hdr__quiver_test_stats";
 
 /// Hex SHA-256, as the mock upstream reports headers.
-fn sha256(text: &str) -> String {
+pub(crate) fn sha256(text: &str) -> String {
     ring::digest::digest(&ring::digest::SHA256, text.as_bytes())
         .as_ref()
         .iter()
@@ -44,7 +44,7 @@ fn sha256(text: &str) -> String {
 }
 
 /// A token no other run (or other tenant) shares.
-fn fresh_token(who: &str) -> String {
+pub(crate) fn fresh_token(who: &str) -> String {
     use ring::rand::SecureRandom as _;
     let mut bytes = [0u8; 12];
     ring::rand::SystemRandom::new()
@@ -167,7 +167,7 @@ fn ctl_with_stdin(endpoints: &str, args: &[&str], input: &str) -> (bool, String,
 
 /// Sets `tenant`'s `API_TOKEN` from standard input, as an operator would
 /// (with the newline `echo` adds); returns what `ctl` printed.
-fn set_token(cp: &str, tenant: &str, token: &str) -> String {
+pub(crate) fn set_token(cp: &str, tenant: &str, token: &str) -> String {
     let (ok, out, err) = ctl_with_stdin(
         cp,
         &["secret", "set", "--tenant", tenant, "API_TOKEN"],

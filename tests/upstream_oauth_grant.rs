@@ -33,7 +33,7 @@ use support::{
 /// What a person's browser does with the link: opens it (the server
 /// approves at once and redirects), then follows the redirect to Quiver's
 /// callback. Returns the callback page's status and text.
-async fn open_link(link: &str) -> (u16, String) {
+pub(crate) async fn open_link(link: &str) -> (u16, String) {
     quiver_upstream::install_crypto_provider();
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -48,7 +48,7 @@ async fn open_link(link: &str) -> (u16, String) {
 }
 
 /// The link `quiver ctl upstream authorize` gives for `tenant`.
-fn authorize_link(cp: &str, tenant: &str) -> String {
+pub(crate) fn authorize_link(cp: &str, tenant: &str) -> String {
     let link = ctl_json(
         cp,
         &["upstream", "authorize", "tracker", "--tenant", tenant],

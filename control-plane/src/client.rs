@@ -86,14 +86,15 @@ impl AdminClient {
             .max_encoding_message_size(MAX_MESSAGE_BYTES))
     }
 
-    async fn send(&self, addr: &str, request: &AdminRequest) -> Result<AdminAnswer, tonic::Status> {
-        let mut client = self
-            .client(addr)
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+    async fn send(
+        mut client: ControlPlaneClient<Channel>,
+        timeout: Duration,
+        request: &AdminRequest,
+    ) -> Result<AdminAnswer, tonic::Status> {
         let mut call = tonic::Request::new(pb::AdminCall {
             request: Some(request.to_pb()),
         });
-        call.set_timeout(self.timeout);
+        call.set_timeout(timeout);
         let reply = client.admin(call).await?.into_inner();
         let answer = reply
             .answer
@@ -106,10 +107,27 @@ impl AdminClient {
         })
     }
 
+    /// Runs `f` on a client of `addr` (a failure to make one reads as the
+    /// endpoint being unavailable).
+    async fn on<T, Fut>(
+        &self,
+        addr: &str,
+        f: &impl Fn(ControlPlaneClient<Channel>) -> Fut,
+    ) -> Result<T, tonic::Status>
+    where
+        Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+    {
+        let client = self
+            .client(addr)
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        f(client).await
+    }
+
     /// Sends `request` to the first endpoint only, without following the leader.
     pub async fn call_here(&mut self, request: &AdminRequest) -> Result<AdminAnswer, ClientError> {
         let addr = self.endpoints.first().cloned().unwrap_or_default();
-        self.send(&addr, request)
+        let timeout = self.timeout;
+        self.on(&addr, &|client| Self::send(client, timeout, request))
             .await
             .map_err(|s| status_error(&addr, s))
     }
@@ -121,10 +139,42 @@ impl AdminClient {
     /// waits and asks again, for up to [`AdminClient::with_election_wait`]
     /// (default 5 s), so an operator's command rides through a failover.
     pub async fn call(&mut self, request: &AdminRequest) -> Result<AdminAnswer, ClientError> {
+        let timeout = self.timeout;
+        self.on_leader(|client| Self::send(client, timeout, request))
+            .await
+    }
+
+    /// A backup of the cluster's state, taken on the leader (wherever it
+    /// is): the bytes of a backup file, not yet checked.
+    pub async fn save_backup(&mut self) -> Result<Vec<u8>, ClientError> {
+        // A large state takes longer than one admin call may.
+        let timeout = self.timeout.max(Duration::from_secs(300));
+        self.on_leader(|mut client| async move {
+            let mut call = tonic::Request::new(pb::SaveBackupRequest {});
+            call.set_timeout(timeout);
+            let mut stream = client.save_backup(call).await?.into_inner();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = stream.message().await? {
+                bytes.extend_from_slice(&chunk.data);
+            }
+            Ok(bytes)
+        })
+        .await
+    }
+
+    /// Runs `f` on the leader's client, wherever the leader is, waiting
+    /// through an election as [`AdminClient::call`] says.
+    async fn on_leader<T, Fut>(
+        &mut self,
+        f: impl Fn(ControlPlaneClient<Channel>) -> Fut,
+    ) -> Result<T, ClientError>
+    where
+        Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+    {
         let deadline = tokio::time::Instant::now() + self.election_wait;
         let mut pause = Duration::from_millis(20);
         loop {
-            match self.call_once(request).await {
+            match self.on_leader_once(&f).await {
                 Err(ClientError::NoLeader(message)) => {
                     if tokio::time::Instant::now() + pause > deadline {
                         return Err(ClientError::NoLeader(message));
@@ -143,7 +193,13 @@ impl AdminClient {
         self
     }
 
-    async fn call_once(&mut self, request: &AdminRequest) -> Result<AdminAnswer, ClientError> {
+    async fn on_leader_once<T, Fut>(
+        &mut self,
+        f: &impl Fn(ControlPlaneClient<Channel>) -> Fut,
+    ) -> Result<T, ClientError>
+    where
+        Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+    {
         let mut tried = Vec::new();
         let mut failed = std::collections::BTreeSet::new();
         let mut no_leader = None;
@@ -154,7 +210,7 @@ impl AdminClient {
             if failed.contains(&addr) {
                 continue;
             }
-            match self.send(&addr, request).await {
+            match self.on(&addr, f).await {
                 Ok(answer) => {
                     self.endpoints.retain(|e| *e != addr);
                     self.endpoints.insert(0, addr);

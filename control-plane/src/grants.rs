@@ -38,7 +38,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// The sealing name of a tenant's grant of `upstream` (the access token's
 /// is the tenant secret's name).
-fn grant_name(upstream: &str) -> String {
+pub(crate) fn grant_name(upstream: &str) -> String {
     format!("oauth-grant:{upstream}")
 }
 

@@ -21,6 +21,8 @@
 
 pub mod admin;
 pub mod audit_log;
+pub mod backup;
+mod backup_schedule;
 pub mod client;
 pub mod cluster_key;
 pub mod command;

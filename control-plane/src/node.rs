@@ -76,6 +76,11 @@ pub struct NodeConfig {
     /// The most API keys one tenant may hold (`[control_plane]
     /// max_keys_per_tenant`); [`DEFAULT_MAX_KEYS_PER_TENANT`] by default.
     pub max_keys_per_tenant: u32,
+    /// Seed the (empty) data directory from this backup, checked already
+    /// (`--restore`): the node starts as a one-node cluster holding it.
+    pub restore: Option<Arc<crate::backup::Backup>>,
+    /// Write backups while this node leads (`--backup-dir`).
+    pub backups: Option<crate::backup::BackupSchedule>,
 }
 
 /// The default of [`NodeConfig::max_keys_per_tenant`].
@@ -117,6 +122,9 @@ pub enum StartError {
     /// Raft did not start.
     #[error("starting Raft")]
     Raft(#[source] openraft::error::Fatal<NodeId>),
+    /// `--restore` could not seed the data directory.
+    #[error("--restore")]
+    Restore(#[from] crate::backup::BackupError),
     /// `bootstrap` was asked for and failed.
     #[error("--bootstrap")]
     Bootstrap(#[from] BootstrapError),
@@ -151,6 +159,21 @@ impl ControlPlaneNode {
     ) -> Result<(Arc<ControlPlaneNode>, SocketAddr), StartError> {
         let tls = config.tls.as_ref().map(ClusterTls::load).transpose()?;
         let data = DataDir::open(&config.data, config.node_id)?;
+        let listen_error = |source| StartError::Listen {
+            addr: config.listen,
+            source,
+        };
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(listen_error)?;
+        let bound = listener.local_addr().map_err(listen_error)?;
+        let addr = config
+            .advertise
+            .clone()
+            .unwrap_or_else(|| bound.to_string());
+        if let Some(backup) = &config.restore {
+            restore(&data, backup, config.node_id, &addr)?;
+        }
         let state_machine =
             StateMachine::open(data.clone()).map_err(|source| StartError::Snapshot {
                 path: data.path().to_path_buf(),
@@ -169,18 +192,6 @@ impl ControlPlaneNode {
             ..Config::default()
         }
         .validate()?;
-        let listen_error = |source| StartError::Listen {
-            addr: config.listen,
-            source,
-        };
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
-            .map_err(listen_error)?;
-        let bound = listener.local_addr().map_err(listen_error)?;
-        let addr = config
-            .advertise
-            .clone()
-            .unwrap_or_else(|| bound.to_string());
         let raft = Raft::new(
             config.node_id,
             Arc::new(raft_config),
@@ -204,6 +215,14 @@ impl ControlPlaneNode {
             config.max_keys_per_tenant,
         ));
         renew_grants(&operator, &shutdown);
+        if let Some(schedule) = config.backups.clone() {
+            crate::backup_schedule::run(
+                schedule,
+                Arc::downgrade(&operator),
+                raft.clone(),
+                shutdown.clone(),
+            );
+        }
         upstreams.set_grant_refresher(Arc::new(NodeRefresher(Arc::downgrade(&operator))));
         service::serve(
             raft.clone(),
@@ -299,6 +318,38 @@ impl ControlPlaneNode {
         self.shutdown.cancel();
         let _ = self.raft().shutdown().await;
     }
+}
+
+/// Seeds the empty `data` from `backup` as node `node` at `addr`, the
+/// start of a new cluster (its manifest version moved past the lost
+/// cluster's, the restore recorded as an admin event).
+fn restore(
+    data: &DataDir,
+    backup: &crate::backup::Backup,
+    node: NodeId,
+    addr: &str,
+) -> Result<(), crate::backup::BackupError> {
+    let header = &backup.header;
+    let mut state = backup.state.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    state.begin_after_restore(
+        now,
+        "restore",
+        format!(
+            "restored from a backup of Raft index {} (manifest version {}, taken by Quiver {} at {} ms since the epoch)",
+            header.raft_index, header.manifest_version, header.quiver_version, header.taken_at_ms
+        ),
+    );
+    crate::raft::state_machine::seed(data, &state, header.raft_index, node, addr)?;
+    tracing::info!(
+        node,
+        index = header.raft_index,
+        manifest_version = state.manifest_version(),
+        "data directory seeded from a backup"
+    );
+    Ok(())
 }
 
 /// Renews tenants' OAuth access tokens before they expire while `operator`

@@ -83,6 +83,26 @@ impl Operator {
         self.grants.renew_due().await;
     }
 
+    /// A backup of the replicated state as this node (the leader, after a
+    /// linearizable read) holds it: the bytes of a backup file.
+    pub async fn backup(&self) -> Result<Vec<u8>, AdminError> {
+        let replica = &self.replica;
+        // `read` holds the state lock, under which `apply` also moves the
+        // last applied id: the two agree.
+        let (state, applied) = replica
+            .read(|state| (state.clone(), replica.shared().last_applied()))
+            .await?;
+        let (index, term) = applied.map_or((0, 0), |id| (id.index, id.leader_id.term));
+        let leader = replica.id();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        tokio::task::spawn_blocking(move || crate::backup::encode(&state, index, term, leader, now))
+            .await
+            .map_err(|e| AdminError::Unavailable(format!("the backup task failed: {e}")))?
+            .map_err(|e| AdminError::Unavailable(e.to_string()))
+    }
+
     /// Serves one operator request.
     pub async fn serve(&self, request: AdminRequest) -> Result<AdminAnswer, AdminError> {
         let r = &self.replica;

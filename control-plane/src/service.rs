@@ -143,6 +143,10 @@ impl RaftRpc for RaftService {
 }
 
 type UpdateStream = Pin<Box<dyn Stream<Item = Result<pb::ManifestUpdate, Status>> + Send>>;
+type BackupStream = Pin<Box<dyn Stream<Item = Result<pb::BackupChunk, Status>> + Send>>;
+
+/// Bytes of one `BackupChunk`.
+const BACKUP_CHUNK: usize = 1024 * 1024;
 
 #[tonic::async_trait]
 impl ControlPlane for ControlPlaneService {
@@ -160,6 +164,14 @@ impl ControlPlane for ControlPlaneService {
         request: Request<pb::WatchManifestRequest>,
     ) -> Result<Response<Self::WatchManifestStream>, Status> {
         let request = request.into_inner();
+        // A node that belongs to no cluster yet (started empty, not added
+        // yet) holds an empty state: a consumer that took it would drop
+        // every tenant it holds. It asks another node instead.
+        if self.shared.last_applied().is_none() {
+            return Err(Status::unavailable(
+                "this control-plane node belongs to no cluster yet (it is waiting to be added); ask another node",
+            ));
+        }
         let (after, deltas) = (request.after_version, request.accepts_deltas);
         let shared = self.shared.clone();
         let mut applied = shared.subscribe_applied();
@@ -224,6 +236,20 @@ impl ControlPlane for ControlPlaneService {
         Ok(Response::new(pb::AdminReply {
             answer: Some(answer.to_pb()),
         }))
+    }
+
+    type SaveBackupStream = BackupStream;
+
+    async fn save_backup(
+        &self,
+        _request: Request<pb::SaveBackupRequest>,
+    ) -> Result<Response<Self::SaveBackupStream>, Status> {
+        let bytes = self.operator.backup().await?;
+        let chunks: Vec<Result<pb::BackupChunk, Status>> = bytes
+            .chunks(BACKUP_CHUNK)
+            .map(|c| Ok(pb::BackupChunk { data: c.to_vec() }))
+            .collect();
+        Ok(Response::new(Box::pin(tokio_stream::iter(chunks))))
     }
 
     async fn report_node(

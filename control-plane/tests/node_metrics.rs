@@ -21,9 +21,7 @@ fn sample(name: &str, labels: &str) -> Option<f64> {
     quiver_telemetry::metrics::sample(name, labels)
 }
 
-#[path = "../../tests/support/wait.rs"]
-#[expect(dead_code, reason = "this crate waits only with the metrics shown")]
-mod wait;
+use crate::wait;
 
 /// Waits for `condition`, showing the process's metrics if it never holds.
 async fn wait_for(what: &str, condition: impl Fn() -> bool) {
@@ -45,6 +43,8 @@ async fn a_one_node_cluster_reports_its_raft_state_and_its_fleet() {
             tuning: RaftTuning::default(),
             cluster_key: None,
             max_keys_per_tenant: quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT,
+            restore: None,
+            backups: None,
         },
         shutdown.clone(),
     )

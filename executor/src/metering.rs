@@ -72,7 +72,7 @@ pub struct Metered {
     auditor: Option<Arc<Auditor>>,
     tenants: watch::Receiver<Arc<TenantDirectory>>,
     buckets: Arc<Mutex<HashMap<BucketKey, Bucket>>>,
-    accounts: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Account>>>>,
+    accounts: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<Account>>>>>,
     leases: Option<Arc<dyn LeaseSource>>,
 }
 
@@ -223,12 +223,16 @@ impl Metered {
             auditor,
             tenants,
             buckets: Arc::new(Mutex::new(HashMap::new())),
-            accounts: Mutex::new(HashMap::new()),
+            accounts: Arc::default(),
             leases,
         });
         let counted = Arc::downgrade(&metered.buckets);
         quiver_telemetry::tables::watch("executor.rate_buckets", MAX_BUCKETS, move || {
             Some(counted.upgrade()?.lock().ok()?.len())
+        });
+        let accounts = Arc::downgrade(&metered.accounts);
+        quiver_telemetry::tables::count("executor.usage_accounts", move || {
+            Some(accounts.upgrade()?.lock().ok()?.len())
         });
         let weak = Arc::downgrade(&metered);
         tokio::spawn(async move {

@@ -53,6 +53,10 @@ pub enum BenchCommand {
     /// The web console: its page, sign-in, a page of tools, search and a
     /// declaration at 16, 527, 2,000 and 10,000 tools.
     Console(super::bench_console::ConsoleBenchArgs),
+    /// Control-plane backups at 10,000 tenants, 10,000 tools and a full
+    /// audit log: file size, `ctl snapshot save`, checking a file, and a
+    /// restore until the node serves.
+    Backup(super::bench_backup::BackupBenchArgs),
 }
 
 /// Arguments of `quiver bench search`.
@@ -96,6 +100,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Fleet(args) => super::bench_fleet::run(args).await,
         BenchCommand::Sessions(args) => super::bench_sessions::run(args).await,
         BenchCommand::Manifest(args) => super::bench_manifest::run(args),
+        BenchCommand::Backup(args) => super::bench_backup::run(args).await,
     }
 }
 

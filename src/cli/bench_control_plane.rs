@@ -71,6 +71,8 @@ impl Cluster {
                 tuning: tuning.clone(),
                 cluster_key: None,
                 max_keys_per_tenant: quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT,
+                restore: None,
+                backups: None,
             });
         }
         let mut cluster = Cluster {

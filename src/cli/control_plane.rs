@@ -62,6 +62,62 @@ pub struct ControlPlaneArgs {
     /// HTTP address; port 0 picks one.
     #[arg(long, env = "QUIVER_CONTROL_PLANE_ADMIN_LISTEN")]
     admin_listen: Option<SocketAddr>,
+    /// Seed a new cluster from this backup (`quiver ctl snapshot save`, or
+    /// a file of `--backup-dir`): the empty data directory is made a
+    /// one-node cluster holding the backup's state, to which the other
+    /// nodes are added as at a first start. The cluster key the backup's
+    /// secrets were sealed with must be given. Refused when the data
+    /// directory holds anything; ignored on later starts.
+    #[arg(long, value_name = "FILE")]
+    restore: Option<PathBuf>,
+    /// Write a backup here every `--backup-every` while this node leads
+    /// (give every node the same flags: only the leader writes).
+    #[arg(long, env = "QUIVER_CONTROL_PLANE_BACKUP_DIR", value_name = "DIR")]
+    backup_dir: Option<PathBuf>,
+    /// Time between backups (`30m`, `1h`, `1d`).
+    #[arg(long, value_parser = humantime::parse_duration, requires = "backup_dir")]
+    backup_every: Option<std::time::Duration>,
+    /// Backups kept in `--backup-dir`; older ones are removed (default 24).
+    #[arg(long, requires = "backup_dir")]
+    backup_keep: Option<usize>,
+}
+
+/// The backup `path` read, checked, and its secrets opened with `key`;
+/// `None` when `data` already holds a cluster (a restarted node that was
+/// restored before: `--restore` applies to the first start only).
+fn backup_to_restore(
+    path: &std::path::Path,
+    data: &std::path::Path,
+    node_id: u64,
+    key: Option<&quiver_control_plane::cluster_key::ClusterKey>,
+) -> anyhow::Result<Option<std::sync::Arc<quiver_control_plane::backup::Backup>>> {
+    let holds_a_cluster = data
+        .join(quiver_control_plane::raft::log_store::DATA_FILE)
+        .exists()
+        && !quiver_control_plane::raft::log_store::DataDir::open(data, node_id)?
+            .is_empty()
+            .with_context(|| format!("reading {}", data.display()))?;
+    if holds_a_cluster {
+        tracing::info!(
+            data = %data.display(),
+            "the data directory holds a cluster already; --restore ignored"
+        );
+        return Ok(None);
+    }
+    let backup = quiver_control_plane::backup::read(path)
+        .with_context(|| format!("--restore {}", path.display()))?;
+    backup
+        .check_key(key)
+        .with_context(|| format!("--restore {}", path.display()))?;
+    let header = &backup.header;
+    tracing::info!(
+        file = %path.display(),
+        index = header.raft_index,
+        manifest_version = header.manifest_version,
+        tenants = header.counts.tenants,
+        "restoring from a backup"
+    );
+    Ok(Some(std::sync::Arc::new(backup)))
 }
 
 /// Node N + 1 for a host name ending in `-N`.
@@ -144,6 +200,26 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
             "no cluster key (QUIVER_CLUSTER_KEY or --cluster-key-file): `quiver ctl secret set` will be refused"
         );
     }
+    let restore = match &args.restore {
+        Some(path) => backup_to_restore(path, &data, node_id, cluster_key.as_deref())?,
+        None => None,
+    };
+    let backup_every = match (args.backup_every, &file.backup_every) {
+        (Some(every), _) => every,
+        (None, Some(text)) => humantime::parse_duration(text).with_context(|| {
+            format!("control_plane.backup_every = {text:?} in {origin}: write a duration such as \"30m\" or \"1h\"")
+        })?,
+        (None, None) => std::time::Duration::from_secs(3600),
+    };
+    let backups = args
+        .backup_dir
+        .clone()
+        .or(file.backup_dir.clone())
+        .map(|dir| quiver_control_plane::backup::BackupSchedule {
+            dir,
+            every: backup_every,
+            keep: args.backup_keep.or(file.backup_keep).unwrap_or(24),
+        });
     let config = NodeConfig {
         node_id,
         listen,
@@ -161,6 +237,8 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
         max_keys_per_tenant: file
             .max_keys_per_tenant
             .unwrap_or(quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT),
+        restore,
+        backups,
     };
     let shutdown = CancellationToken::new();
     let (node, bound) = ControlPlaneNode::start(config, shutdown.clone()).await?;

@@ -22,9 +22,10 @@ mod render;
 mod request;
 mod search;
 mod secret_input;
+mod snapshot;
 
 pub use args::CtlArgs;
-use args::{ClusterCommand, CtlCommand, Output};
+use args::{ClusterCommand, CtlCommand, Output, SnapshotCommand};
 use render::Shown;
 
 /// How often `audit --wait` asks again.
@@ -34,6 +35,9 @@ const AUDIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
     let command = match args.command {
         CtlCommand::Search(search) => return search::search_signals(search, args.output).await,
+        CtlCommand::Snapshot(SnapshotCommand::Inspect { file }) => {
+            return snapshot::inspect(&file, args.output);
+        }
         other => other,
     };
     let tls = ClusterTls::from_flags(
@@ -63,6 +67,9 @@ pub async fn run(args: CtlArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let mut client = AdminClient::new(endpoints, tls);
+    if let CtlCommand::Snapshot(SnapshotCommand::Save { file }) = &command {
+        return snapshot::save(&mut client, file, args.output).await;
+    }
     let request = request::request_of(command)?;
     let mut answer = if matches!(request, AdminRequest::ClusterInit) {
         client.call_here(&request).await?

@@ -381,6 +381,8 @@ async fn start_control_plane(
         tuning: RaftTuning::default(),
         cluster_key: Some(cluster_key),
         max_keys_per_tenant: config.control_plane.max_keys_per_tenant,
+        restore: None,
+        backups: None,
     };
     let (node, addr) =
         ControlPlaneNode::start_with(node_config, upstreams.clone(), shutdown.clone())

@@ -1,6 +1,7 @@
 //! The subcommands of `quiver`.
 
 pub mod bench;
+pub mod bench_backup;
 mod bench_catalog;
 pub mod bench_console;
 pub mod bench_control_plane;

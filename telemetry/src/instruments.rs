@@ -65,6 +65,13 @@ pub mod names {
     pub const RAFT_APPLY_LAG: &str = "quiver.raft.apply_lag";
     /// 1 on the node that is leader, 0 elsewhere.
     pub const RAFT_IS_LEADER: &str = "quiver.raft.is_leader";
+    /// Backups the control-plane leader wrote to its backup directory, by
+    /// `outcome` (`ok`, `failed`).
+    pub const BACKUPS: &str = "quiver.control_plane.backups";
+    /// When this node last wrote a backup successfully (s since the epoch).
+    pub const BACKUP_LAST_SUCCESS: &str = "quiver.control_plane.backup.last_success";
+    /// Bytes of the last backup this node wrote.
+    pub const BACKUP_BYTES: &str = "quiver.control_plane.backup.size";
     /// Manifest versions a watching node is behind the control plane.
     pub const WATCH_LAG: &str = "quiver.watch.lag";
     /// Entries held by a table a client or tenant can grow, by
@@ -139,6 +146,8 @@ pub struct Instruments {
     pub raft_leader_changes: Counter<u64>,
     /// [`names::RAFT_COMMIT_DURATION`]
     pub raft_commit_duration: Histogram<f64>,
+    /// [`names::BACKUPS`]
+    pub backups: Counter<u64>,
 }
 
 /// The process's instruments, made on first use.
@@ -216,6 +225,10 @@ pub fn instruments() -> &'static Instruments {
                 names::RAFT_COMMIT_DURATION,
                 "Time from proposing a control-plane write to its commit",
             ),
+            backups: meter
+                .u64_counter(names::BACKUPS)
+                .with_description("Backups the control-plane leader wrote, by outcome")
+                .build(),
         }
     })
 }

@@ -20,7 +20,9 @@ type Read = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
 
 struct Watched {
     name: &'static str,
-    capacity: u64,
+    /// `None` for a table bounded by what operators create rather than by a
+    /// number of its own (see [`count`]).
+    capacity: Option<u64>,
     read: Read,
 }
 
@@ -48,7 +50,9 @@ fn registry() -> &'static Registry {
                 .with_description("The most entries such a table holds")
                 .with_callback(|observer| {
                     for (name, (_, capacity)) in snapshot() {
-                        observer.observe(capacity, &[KeyValue::new("quiver.table", name)]);
+                        if let Some(capacity) = capacity {
+                            observer.observe(capacity, &[KeyValue::new("quiver.table", name)]);
+                        }
                     }
                 })
                 .build(),
@@ -65,6 +69,22 @@ pub fn watch(
     capacity: usize,
     len: impl Fn() -> Option<usize> + Send + Sync + 'static,
 ) {
+    register(name, Some(capacity as u64), len);
+}
+
+/// Counts table `name` like [`watch`], for a table with no bound of its
+/// own: one whose entries follow only what operators create (tenants,
+/// secrets, grants), never what a client chooses. It has no
+/// `quiver_table_capacity`.
+pub fn count(name: &'static str, len: impl Fn() -> Option<usize> + Send + Sync + 'static) {
+    register(name, None, len);
+}
+
+fn register(
+    name: &'static str,
+    capacity: Option<u64>,
+    len: impl Fn() -> Option<usize> + Send + Sync + 'static,
+) {
     let read: Read = Arc::new(move || len().map(|n| n as u64));
     registry()
         .watched
@@ -72,30 +92,31 @@ pub fn watch(
         .unwrap_or_else(|p| p.into_inner())
         .push(Watched {
             name,
-            capacity: capacity as u64,
+            capacity,
             read,
         });
 }
 
 /// Every table counted now: name → (entries, capacity), tables of one name
-/// added up. Tables whose owner is gone are forgotten.
-pub fn snapshot() -> BTreeMap<&'static str, (u64, u64)> {
+/// added up (a table of [`count`] has no capacity). Tables whose owner is
+/// gone are forgotten.
+pub fn snapshot() -> BTreeMap<&'static str, (u64, Option<u64>)> {
     // Read outside the lock: a reader may take locks of its own.
-    let watched: Vec<(&'static str, u64, Read)> = registry()
+    let watched: Vec<(&'static str, Option<u64>, Read)> = registry()
         .watched
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
         .map(|w| (w.name, w.capacity, w.read.clone()))
         .collect();
-    let mut tables: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    let mut tables: BTreeMap<&'static str, (u64, Option<u64>)> = BTreeMap::new();
     let mut gone: Vec<Read> = Vec::new();
     for (name, capacity, read) in &watched {
         match read() {
             Some(entries) => {
-                let table = tables.entry(name).or_default();
+                let table = tables.entry(name).or_insert((0, Some(0)));
                 table.0 += entries;
-                table.1 += capacity;
+                table.1 = table.1.zip(*capacity).map(|(a, b)| a + b);
             }
             None => gone.push(read.clone()),
         }
@@ -123,10 +144,22 @@ mod tests {
         watch("test.table", 10, move || {
             weak.upgrade().map(|s| s.load(Ordering::Relaxed))
         });
-        assert_eq!(snapshot().get("test.table"), Some(&(3, 10)));
+        assert_eq!(snapshot().get("test.table"), Some(&(3, Some(10))));
         size.store(7, Ordering::Relaxed);
-        assert_eq!(snapshot().get("test.table"), Some(&(7, 10)));
+        assert_eq!(snapshot().get("test.table"), Some(&(7, Some(10))));
         drop(size);
         assert_eq!(snapshot().get("test.table"), None);
+    }
+
+    #[test]
+    fn a_table_without_a_bound_is_counted_without_a_capacity() {
+        let size = Arc::new(AtomicUsize::new(2));
+        let weak = Arc::downgrade(&size);
+        count("test.unbounded", move || {
+            weak.upgrade().map(|s| s.load(Ordering::Relaxed))
+        });
+        assert_eq!(snapshot().get("test.unbounded"), Some(&(2, None)));
+        drop(size);
+        assert_eq!(snapshot().get("test.unbounded"), None);
     }
 }

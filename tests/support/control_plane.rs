@@ -35,13 +35,20 @@ impl ControlPlaneProcess {
     /// cluster's membership names that address, so a restarted node must come
     /// back on it; the port is free only between the kill and this restart).
     pub fn restart(&mut self) {
+        self.restart_with(&[]);
+    }
+
+    /// [`Self::restart`] with `once` added to this start's arguments only
+    /// (`--restore FILE`).
+    pub fn restart_with(&mut self, once: &[&str]) {
         let mut command = Command::new(quiver_bin());
         command
             .args(["control-plane", "--node-id", &self.id.to_string()])
             .args(["--listen", &self.addr, "--data"])
             .arg(&self.data)
             .args(["--heartbeat-ms", "50", "--election-timeout-ms", "300"])
-            .args(&self.extra);
+            .args(&self.extra)
+            .args(once);
         let (child, banner) = spawn_with_banner(&mut command, "quiver control-plane");
         assert!(banner.contains("serving on"), "{banner}");
         self.addr = serving_addr(&banner);
@@ -59,6 +66,12 @@ impl ControlPlaneProcess {
     pub fn stop_gracefully(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("the node runs");
         terminate(&mut child, "the control-plane node")
+    }
+
+    /// `kill -9`, and its data directory deleted (a node lost with its disk).
+    pub fn kill_and_wipe(&mut self) {
+        self.kill();
+        std::fs::remove_dir_all(&self.data).expect("delete the data directory");
     }
 
     /// `kill -9`.
@@ -80,10 +93,22 @@ impl Drop for ControlPlaneProcess {
 /// adds 2 and 3 as learners and promotes them with `quiver ctl`; returns the
 /// nodes and the comma-separated endpoints.
 pub fn start_three_node_cluster(dir: &Path) -> (Vec<ControlPlaneProcess>, String) {
+    start_three_node_cluster_with(dir, &[])
+}
+
+/// [`start_three_node_cluster`] with `extra` arguments for every node
+/// (`--cluster-key-file K`).
+pub fn start_three_node_cluster_with(
+    dir: &Path,
+    extra: &[&str],
+) -> (Vec<ControlPlaneProcess>, String) {
     let nodes: Vec<ControlPlaneProcess> = (1..=3u64)
         .map(|id| {
-            let extra: &[&str] = if id == 1 { &["--bootstrap"] } else { &[] };
-            ControlPlaneProcess::start(id, &dir.join(format!("n{id}")), extra)
+            let mut args = extra.to_vec();
+            if id == 1 {
+                args.push("--bootstrap");
+            }
+            ControlPlaneProcess::start(id, &dir.join(format!("n{id}")), &args)
         })
         .collect();
     let endpoints = nodes
@@ -91,10 +116,17 @@ pub fn start_three_node_cluster(dir: &Path) -> (Vec<ControlPlaneProcess>, String
         .map(|n| n.addr.as_str())
         .collect::<Vec<_>>()
         .join(",");
+    join_the_first(&nodes, &endpoints);
+    (nodes, endpoints)
+}
+
+/// Adds every node but the first to the first's cluster as a learner and
+/// promotes it, with `quiver ctl` (as operators form a cluster).
+pub fn join_the_first(nodes: &[ControlPlaneProcess], endpoints: &str) {
     for node in &nodes[1..] {
         let id = node.id.to_string();
         let (ok, _, err) = ctl(
-            &endpoints,
+            endpoints,
             &[
                 "cluster",
                 "add-learner",
@@ -105,8 +137,7 @@ pub fn start_three_node_cluster(dir: &Path) -> (Vec<ControlPlaneProcess>, String
             ],
         );
         assert!(ok, "add-learner {id}: {err}");
-        let (ok, _, err) = ctl(&endpoints, &["cluster", "promote", &id]);
+        let (ok, _, err) = ctl(endpoints, &["cluster", "promote", &id]);
         assert!(ok, "promote {id}: {err}");
     }
-    (nodes, endpoints)
 }

@@ -77,6 +77,10 @@ impl Default for UpstreamSet {
             MAX_CALLER_CONNECTIONS,
             move || Some(callers.upgrade()?.lock().ok()?.len()),
         );
+        let tenants = Arc::downgrade(&set.by_tenant);
+        quiver_telemetry::tables::count("upstream.tenant_connections", move || {
+            Some(tenants.upgrade()?.lock().ok()?.len())
+        });
         set
     }
 }

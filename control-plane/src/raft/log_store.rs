@@ -237,6 +237,22 @@ impl DataDir {
         Ok(())
     }
 
+    /// Whether the directory holds no Raft data at all: no vote, no log
+    /// entry, no snapshot (a fresh directory, which a restore may seed).
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        if self.meta::<serde_json::Value>("vote")?.is_some()
+            || read_raw(&self.db, SNAPSHOT, "meta")?.is_some()
+        {
+            return Ok(false);
+        }
+        let txn = self.db.begin_read()?;
+        match txn.open_table(LOG) {
+            Ok(table) => Ok(table.first()?.is_none()),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn meta<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, StoreError> {
         read_value(&self.db, META, key)
     }

@@ -140,24 +140,80 @@ impl StateMachine {
         meta: &SnapshotMeta<NodeId, Node>,
         bytes: &[u8],
     ) -> Result<(), StoreError> {
-        let last_log_id = meta.last_log_id;
-        let meta = serde_json::to_vec(meta).map_err(|source| StoreError::Encode {
-            key: "meta".into(),
-            source,
-        })?;
-        let txn = self.data.db.begin_write()?;
-        {
-            let mut table = txn.open_table(SNAPSHOT)?;
-            table.insert("data", bytes)?;
-            table.insert("meta", meta.as_slice())?;
-        }
-        txn.commit()?;
-        self.data.snapshot_saved.send_replace(last_log_id);
-        Ok(())
+        save_snapshot(&self.data, meta, bytes)
     }
 }
 
-fn decode_snapshot(bytes: &[u8]) -> Result<ControlState, SnapshotError> {
+/// Stores `bytes` as `data`'s snapshot described by `meta`.
+fn save_snapshot(
+    data: &DataDir,
+    meta: &SnapshotMeta<NodeId, Node>,
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    let last_log_id = meta.last_log_id;
+    let meta = serde_json::to_vec(meta).map_err(|source| StoreError::Encode {
+        key: "meta".into(),
+        source,
+    })?;
+    let txn = data.db.begin_write()?;
+    {
+        let mut table = txn.open_table(SNAPSHOT)?;
+        table.insert("data", bytes)?;
+        table.insert("meta", meta.as_slice())?;
+    }
+    txn.commit()?;
+    data.snapshot_saved.send_replace(last_log_id);
+    Ok(())
+}
+
+/// The snapshot payload of `state` (what [`decode_snapshot`] reads).
+pub(crate) fn encode_snapshot(state: &ControlState) -> Result<Vec<u8>, serde_json::Error> {
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        format: u32,
+        state: &'a ControlState,
+    }
+    serde_json::to_vec(&Borrowed {
+        format: SNAPSHOT_FORMAT,
+        state,
+    })
+}
+
+/// Makes the empty data directory `data` hold `state` as a snapshot at log
+/// `index`, with `node` (reached at `addr`) the only member: a one-node
+/// cluster that elects itself and continues the log after `index`, to
+/// which the other nodes are added as at a first start. Refused unless the
+/// directory holds nothing yet.
+pub(crate) fn seed(
+    data: &DataDir,
+    state: &ControlState,
+    index: u64,
+    node: NodeId,
+    addr: &str,
+) -> Result<(), crate::backup::BackupError> {
+    let in_use = || crate::backup::BackupError::DataDirInUse {
+        path: data.path().to_path_buf(),
+    };
+    if !data.is_empty().map_err(|_| in_use())? {
+        return Err(in_use());
+    }
+    // Term 0: the new cluster's first election (term 1) is newer than it.
+    let log_id = LogId::new(openraft::CommittedLeaderId::new(0, node), index);
+    let members = std::collections::BTreeMap::from([(node, Node::new(addr))]);
+    let membership =
+        openraft::Membership::new(vec![std::collections::BTreeSet::from([node])], members);
+    let meta = SnapshotMeta {
+        last_log_id: Some(log_id),
+        last_membership: StoredMembership::new(Some(log_id), membership),
+        snapshot_id: format!("restored-{index}"),
+    };
+    let bytes =
+        encode_snapshot(state).map_err(|e| crate::backup::BackupError::Encode(e.to_string()))?;
+    save_snapshot(data, &meta, &bytes)
+        .map_err(|e| crate::backup::BackupError::Encode(crate::error_chain::with_causes(&e)))
+}
+
+pub(crate) fn decode_snapshot(bytes: &[u8]) -> Result<ControlState, SnapshotError> {
     let payload: SnapshotPayload = serde_json::from_slice(bytes).map_err(SnapshotError::Decode)?;
     if payload.format > SNAPSHOT_FORMAT {
         return Err(SnapshotError::TooNew(payload.format));
@@ -170,11 +226,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         // Serialise under the state lock so the payload and its log id agree.
         let (bytes, last_applied, membership) = {
             let state = self.shared.lock();
-            let payload = serde_json::to_vec(&SnapshotPayload {
-                format: SNAPSHOT_FORMAT,
-                state: state.clone(),
-            })
-            .map_err(|source| {
+            let payload = encode_snapshot(&state).map_err(|source| {
                 let error = StoreError::Encode {
                     key: "snapshot".into(),
                     source,

@@ -39,6 +39,9 @@ pub use records::{
 /// older ones of that kind are dropped (entries of format 1 kept 1,000
 /// events of all kinds together).
 pub const EVENT_LOG_LIMIT: usize = 1000;
+/// A restored cluster's manifest version is the next multiple of this
+/// (see [`ControlState::begin_after_restore`]).
+pub const RESTORE_VERSION_STEP: u64 = 1_000_000_000;
 /// Manifest versions kept for `manifest show V` and `manifest diff`.
 pub const MANIFEST_HISTORY_LIMIT: usize = 64;
 
@@ -659,6 +662,25 @@ impl ControlState {
 
     /// Rebuilds the manifest from the catalogue and records a new version when
     /// anything a client can see changed.
+    /// Makes this state, read from a backup, the start of a new cluster:
+    /// the manifest version moves to the next multiple of
+    /// [`RESTORE_VERSION_STEP`], so no edge or executor that held a version
+    /// the lost cluster issued after the backup mistakes the restored
+    /// manifest for an older one (they take it as new, whole); an admin
+    /// event records the restore.
+    pub fn begin_after_restore(&mut self, at_ms: u64, actor: &str, message: String) {
+        let current = self.manifest();
+        let version = (current.version / RESTORE_VERSION_STEP + 1) * RESTORE_VERSION_STEP;
+        let next = self.rebuild(version);
+        self.history.push_back(Self::record_of(&next, at_ms));
+        while self.history.len() > MANIFEST_HISTORY_LIMIT {
+            self.history.pop_front();
+        }
+        self.manifest = Some(Arc::new(next));
+        self.applying_format = COMMAND_FORMAT;
+        self.log_event(at_ms, EventKind::Admin, actor, None, None, message);
+    }
+
     fn publish_manifest(&mut self, at: u64) {
         let current = self.manifest();
         let next = self.rebuild(current.version + 1);
@@ -668,7 +690,16 @@ impl ControlState {
         if current.version == 0 && next.tools.is_empty() && next.servers.is_empty() {
             return;
         }
-        let record = ManifestRecord {
+        self.history.push_back(Self::record_of(&next, at));
+        while self.history.len() > MANIFEST_HISTORY_LIMIT {
+            self.history.pop_front();
+        }
+        self.manifest = Some(Arc::new(next));
+    }
+
+    /// How history remembers manifest `next`, committed `at`.
+    fn record_of(next: &Manifest, at: u64) -> ManifestRecord {
+        ManifestRecord {
             version: next.version,
             stub_hash: next.stub_hash.to_hex(),
             at_ms: at,
@@ -690,12 +721,7 @@ impl ControlState {
                     (s.id.clone(), tools)
                 })
                 .collect(),
-        };
-        self.history.push_back(record);
-        while self.history.len() > MANIFEST_HISTORY_LIMIT {
-            self.history.pop_front();
         }
-        self.manifest = Some(Arc::new(next));
     }
 
     fn log_event(

@@ -69,6 +69,28 @@ pub(crate) enum CtlCommand {
     Search(SearchCommand),
     /// The audit log: every call and execution, allowed or denied (newest last).
     Audit(AuditArgs),
+    /// Backups of the replicated state: save one through the leader, or
+    /// inspect a file (restore with `quiver control-plane --restore FILE`).
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+}
+
+/// `quiver ctl snapshot`.
+#[derive(Subcommand, Debug)]
+pub(crate) enum SnapshotCommand {
+    /// Save a consistent backup of the cluster's state, taken on the leader
+    /// after every write acknowledged before it (secrets stay sealed with
+    /// the cluster key). Written whole or not at all.
+    Save {
+        /// The file to write (replaced if it exists).
+        file: std::path::PathBuf,
+    },
+    /// Check a backup file (checksum, length, format) and show what it
+    /// holds, without any secret; reads no cluster.
+    Inspect {
+        /// The backup file.
+        file: std::path::PathBuf,
+    },
 }
 
 /// `quiver ctl audit`.

@@ -106,6 +106,7 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             SecretCommand::Delete { tenant, name } => AdminRequest::SecretDelete { tenant, name },
         },
         CtlCommand::Search(_) => anyhow::bail!("`ctl search` asks an edge, not the control plane"),
+        CtlCommand::Snapshot(_) => anyhow::bail!("`ctl snapshot` is no admin request"),
         CtlCommand::Audit(args) => audit_request(args)?,
         CtlCommand::Manifest(c) => match c {
             ManifestCommand::Show { version } => AdminRequest::ManifestShow { version },
