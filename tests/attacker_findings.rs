@@ -529,7 +529,14 @@ fn metrics_the_docs_name() -> (Vec<String>, Vec<String>) {
         let metric = row.trim_end_matches('|').rsplit('|').next().unwrap_or("");
         let named = metric.split('`').skip(1).step_by(2);
         if metric.trim_start().starts_with("table") {
-            tables.extend(named.map(str::to_owned));
+            // Table names (`edge.sessions`); gauges named beside them are
+            // by tenant and appear only once a tenant holds something.
+            let table_like = |n: &&str| {
+                n.contains('.')
+                    && n.chars()
+                        .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_')
+            };
+            tables.extend(named.filter(table_like).map(str::to_owned));
         } else {
             gauges.extend(
                 named

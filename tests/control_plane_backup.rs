@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use support::{
-    EdgeProcess, ExecutorProcess, MockHttpUpstream, call, connect_as, ctl, ctl_json, ctl_until,
-    protected_upstream::protected_upstream, start_three_node_cluster_with, tenant_with_key, text,
-    until_upstream_lists,
+    EdgeProcess, ExecutorProcess, MockHttpUpstream, add_demo_upstream, call, connect_as, ctl,
+    ctl_json, ctl_until, protected_upstream::protected_upstream, start_three_node_cluster_with,
+    tenant_with_key, text, until_upstream_lists,
 };
 
 use crate::{
@@ -106,6 +106,22 @@ async fn until_status(url: &str, key: &str, want: u16, what: &str) {
             Instant::now() < deadline,
             "{what}: {url} answers {status}, not {want}"
         );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits (bounded) until `key`'s `tools/list` at `url` does (`listed`) or
+/// does not list the weather upstream's `get_forecast`.
+async fn until_listed(url: &str, key: &str, listed: bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let client = connect_as(url, key).await;
+        let names = support::tool_names(&client).await;
+        let _ = client.cancel().await;
+        if names.iter().any(|n| n == "weather__get_forecast") == listed {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: {url} lists {names:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -226,7 +242,8 @@ async fn a_cluster_restored_from_a_backup_serves_every_key_secret_and_grant_of_i
     let inspected = ctl_json(&endpoints, &["snapshot", "inspect", &backup]);
     assert_eq!(inspected["counts"]["tenants"], 2, "{inspected}");
     assert_eq!(inspected["counts"]["api_keys"], 3, "{inspected}");
-    assert_eq!(inspected["counts"]["secrets"], 2, "{inspected}");
+    // Two tokens set by operators, and the access token of acme's grant.
+    assert_eq!(inspected["counts"]["secrets"], 3, "{inspected}");
     assert_eq!(inspected["counts"]["oauth_grants"], 1, "{inspected}");
     assert_eq!(inspected["counts"]["upstreams"], 2, "{inspected}");
     let file = std::fs::read(&backup).unwrap();
@@ -245,9 +262,13 @@ async fn a_cluster_restored_from_a_backup_serves_every_key_secret_and_grant_of_i
         .to_string();
     let beta_new_token = fresh_token("beta-new");
     set_token(&endpoints, "beta", &beta_new_token);
+    // A manifest change too: edges and executors hold a newer version
+    // than the backup's when the cluster is lost.
+    add_demo_upstream(&endpoints, "weather", "weather", &[]);
     for url in &urls {
         until_status(url, &late, 200, "the late tenant works before the loss").await;
         until_status(url, &acme_after, 200, "the late key works before the loss").await;
+        until_listed(url, &acme, true, "the late upstream's tools reach the edge").await;
     }
 
     eprintln!("--- every control-plane node is lost with its disk");
@@ -302,12 +323,6 @@ async fn a_cluster_restored_from_a_backup_serves_every_key_secret_and_grant_of_i
             })
         },
     );
-    let status: Value = serde_json::from_str(&status).expect("status is JSON");
-    // The restored manifest version is past any the lost cluster issued.
-    assert!(
-        status["manifest_version"].as_u64().unwrap_or(0) >= 1_000_000_000,
-        "{status}"
-    );
 
     eprintln!("--- the edges and executors follow the restored cluster by themselves");
     for url in &urls {
@@ -320,6 +335,7 @@ async fn a_cluster_restored_from_a_backup_serves_every_key_secret_and_grant_of_i
             "the key issued after the backup is refused",
         )
         .await;
+        until_listed(url, &acme, false, "the late upstream's tools are gone").await;
         // Every key of the backup authenticates, and its secrets (beta's
         // token of the backup, not the later one) and the grant reach the
         // upstreams.
@@ -338,6 +354,12 @@ async fn a_cluster_restored_from_a_backup_serves_every_key_secret_and_grant_of_i
     assert!(
         ids.contains(&"acme") && ids.contains(&"beta") && !ids.contains(&"late"),
         "{ids:?}"
+    );
+    // The restored manifest version is past any the lost cluster issued.
+    let status = ctl_json(&endpoints, &["cluster", "status"]);
+    assert!(
+        status["manifest_version"].as_u64().unwrap_or(0) >= 1_000_000_000,
+        "{status}"
     );
     drop(executors);
 }

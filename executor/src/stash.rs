@@ -405,6 +405,11 @@ impl StashStore {
         mut tenants: tokio::sync::watch::Receiver<Arc<TenantDirectory>>,
     ) {
         self.set_tenants(&tenants.borrow_and_update());
+        // Bounded per tenant (sessions, bytes, keys), not by a number of its own.
+        let counted = Arc::downgrade(self);
+        quiver_telemetry::tables::count("executor.stash_sessions", move || {
+            Some(lock(&counted.upgrade()?.sessions).by_id.len())
+        });
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             while tenants.changed().await.is_ok() {

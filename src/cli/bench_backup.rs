@@ -12,6 +12,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use anyhow::Context as _;
 use clap::Args;
 use quiver_control_plane::{
     ControlPlaneNode, NodeConfig, RaftTuning,
@@ -34,6 +35,9 @@ use super::{
     bench_executor::percentile,
     bench_tenants::{load_catalog, replicated_entries},
 };
+
+/// The cluster key of the benchmark's state (base64 of bytes 0..32).
+const BENCH_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
 /// Arguments of `quiver bench backup`.
 #[derive(Args, Debug)]
@@ -192,6 +196,57 @@ async fn start_restored(
     Ok((node, addr, stop))
 }
 
+/// Starts `quiver control-plane --restore backup` on the empty `data` as a
+/// process of its own and times it until `quiver ctl tenant list` answers
+/// from it; stops it after.
+fn restore_process(
+    exe: &std::path::Path,
+    data: &std::path::Path,
+    backup: &std::path::Path,
+    key_file: &std::path::Path,
+) -> anyhow::Result<Duration> {
+    use std::io::BufRead as _;
+    let t = Instant::now();
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "control-plane",
+            "--node-id",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--data",
+        ])
+        .arg(data)
+        .arg("--restore")
+        .arg(backup)
+        .arg("--cluster-key-file")
+        .arg(key_file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let stdout = child.stdout.take().context("the node's stdout")?;
+    let mut banner = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut banner)?;
+    let addr = banner
+        .split("serving on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .with_context(|| format!("no address in the node's first line: {banner:?}"))?
+        .to_string();
+    let listed = std::process::Command::new(exe)
+        .args(["ctl", "--endpoints", &addr, "-o", "json", "tenant", "list"])
+        .output()?;
+    let elapsed = t.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    anyhow::ensure!(
+        listed.status.success(),
+        "quiver ctl tenant list on the restored node: {}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    Ok(elapsed)
+}
+
 /// Runs the benchmark.
 pub async fn run(args: BackupBenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
@@ -200,10 +255,7 @@ pub async fn run(args: BackupBenchArgs) -> anyhow::Result<()> {
             "warning: this is a debug build; use `cargo build --release --bin quiver` for numbers"
         );
     }
-    let key = Arc::new(ClusterKey::from_base64(
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
-        "bench",
-    )?);
+    let key = Arc::new(ClusterKey::from_base64(BENCH_KEY, "bench")?);
     let started = Instant::now();
     let state = populated(&args, &key)?;
     eprintln!(
@@ -235,8 +287,35 @@ pub async fn run(args: BackupBenchArgs) -> anyhow::Result<()> {
         saves.push(t.elapsed());
         size = bytes.len();
     }
+    // The same through the real CLI, a process of its own.
+    let exe = std::env::current_exe()?;
+    let mut cli_saves = Vec::new();
+    for _ in 0..args.runs {
+        let t = Instant::now();
+        let output = std::process::Command::new(&exe)
+            .args(["ctl", "--endpoints", &addr.to_string(), "snapshot", "save"])
+            .arg(&file)
+            .output()?;
+        anyhow::ensure!(
+            output.status.success(),
+            "quiver ctl snapshot save: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        cli_saves.push(t.elapsed());
+    }
     stop.cancel();
     node.shutdown().await;
+    let key_file = dir.path().join("cluster.key");
+    std::fs::write(&key_file, format!("{BENCH_KEY}\n"))?;
+    let mut cli_restores = Vec::new();
+    for run in 0..args.runs {
+        cli_restores.push(restore_process(
+            &exe,
+            &dir.path().join(format!("cli-{run}")),
+            &file,
+            &key_file,
+        )?);
+    }
     let mut inspects = Vec::new();
     let mut restores = Vec::new();
     for run in 0..args.runs {
@@ -278,6 +357,14 @@ pub async fn run(args: BackupBenchArgs) -> anyhow::Result<()> {
         (
             "restore (read, verify, open every secret, seed, start, lead, first read)",
             restores,
+        ),
+        (
+            "`quiver ctl snapshot save FILE`, a process of its own",
+            cli_saves,
+        ),
+        (
+            "`quiver control-plane --restore FILE` until `quiver ctl tenant list` answers, processes of their own",
+            cli_restores,
         ),
     ] {
         times.sort();
