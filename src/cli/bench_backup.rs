@@ -36,6 +36,9 @@ use super::{
     bench_tenants::{load_catalog, replicated_entries},
 };
 
+/// Servers the catalogue's tools are spread over.
+const SERVERS: usize = 100;
+
 /// The cluster key of the benchmark's state (base64 of bytes 0..32).
 const BENCH_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
@@ -81,18 +84,34 @@ fn apply(state: &mut ControlState, command: Command) -> anyhow::Result<()> {
 /// The state the benchmark saves: every part at the size asked for.
 fn populated(args: &BackupBenchArgs, key: &ClusterKey) -> anyhow::Result<ControlState> {
     let catalog = load_catalog(&args.catalog)?;
-    let mut entries = replicated_entries(&catalog, args.tools);
-    // Registry ids are at most 48 characters: number the copies instead.
-    for (i, entry) in entries.iter_mut().enumerate() {
-        entry.id = format!("server-{i:04}");
-        entry.namespace = entry.id.clone();
+    // The tools on 100 servers (registry ids are at most 48 characters,
+    // and each registered server is an upstream discovery keeps trying).
+    let copies = replicated_entries(&catalog, args.tools);
+    let mut entries: Vec<quiver_proto::manifest::ServerEntry> = (0..SERVERS.min(copies.len()))
+        .map(|i| {
+            let mut entry = copies[i].clone();
+            entry.id = format!("server-{i:03}");
+            entry.namespace = entry.id.clone();
+            entry.tools.clear();
+            entry
+        })
+        .collect();
+    let servers = entries.len();
+    for (i, copy) in copies.into_iter().enumerate() {
+        for mut tool in copy.tools {
+            // Copies of one server share tool names: make them unique.
+            tool.name = format!("{}-{i}", tool.name);
+            entries[i % servers].tools.push(tool);
+        }
     }
     let mut state = ControlState::default();
     for entry in &entries {
         apply(
             &mut state,
             Command::PutUpstream {
-                upstream: UpstreamConfig::stdio(entry.id.clone(), "true", vec![]),
+                // Nothing answers there: discovery fails at once and
+                // retries in the background, spawning nothing.
+                upstream: UpstreamConfig::http(entry.id.clone(), "http://127.0.0.1:9/mcp"),
                 quarantine: false,
                 replace: false,
             },
@@ -140,7 +159,7 @@ fn populated(args: &BackupBenchArgs, key: &ClusterKey) -> anyhow::Result<Control
                 edge: "edge-1".into(),
                 executor: "exec-1".into(),
                 kind: AuditKind::Call,
-                tool: Some("server-0000/search".into()),
+                tool: Some("server-000/search".into()),
                 arguments_sha256: Some(format!("{:064x}", i)),
                 arguments: None,
                 decision: Decision::Allowed,
