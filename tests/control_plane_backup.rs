@@ -309,7 +309,7 @@ async fn a_cluster_restored_from_a_backup_serves_every_key_secret_and_grant_of_i
         node.restart();
     }
     support::join_the_first(&nodes, &endpoints);
-    let status = ctl_until(
+    ctl_until(
         &endpoints,
         &["-o", "json", "cluster", "status"],
         |ok, out| {

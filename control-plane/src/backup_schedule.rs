@@ -7,7 +7,7 @@
 use std::{
     path::PathBuf,
     sync::{
-        Arc, Weak,
+        Arc,
         atomic::{AtomicU64, Ordering},
     },
     time::{Duration, SystemTime, UNIX_EPOCH},
@@ -34,28 +34,20 @@ struct LastBackup {
 /// Runs `schedule` until `shutdown` (or until `operator` is gone).
 pub(crate) fn run(
     schedule: BackupSchedule,
-    operator: Weak<Operator>,
+    operator: &Arc<Operator>,
     raft: Raft,
-    shutdown: CancellationToken,
+    shutdown: &CancellationToken,
 ) {
     let last = Arc::new(LastBackup::default());
     report(&last);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(schedule.every.max(Duration::from_secs(1)));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // The first tick is at once: wait one period first.
-        tick.tick().await;
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                () = shutdown.cancelled() => return,
-            }
-            let Some(operator) = operator.upgrade() else {
-                return;
-            };
+    let every = schedule.every.max(Duration::from_secs(1));
+    let schedule = Arc::new(schedule);
+    crate::node::periodically(operator, every, false, shutdown, move |operator| {
+        let (schedule, raft, last) = (schedule.clone(), raft.clone(), last.clone());
+        async move {
             let metrics = raft.metrics().borrow().clone();
             if metrics.current_leader != Some(metrics.id) {
-                continue;
+                return;
             }
             let outcome = match write_one(&schedule, &operator).await {
                 Ok((path, bytes)) => {

@@ -216,12 +216,7 @@ impl ControlPlaneNode {
         ));
         renew_grants(&operator, &shutdown);
         if let Some(schedule) = config.backups.clone() {
-            crate::backup_schedule::run(
-                schedule,
-                Arc::downgrade(&operator),
-                raft.clone(),
-                shutdown.clone(),
-            );
+            crate::backup_schedule::run(schedule, &operator, raft.clone(), &shutdown);
         }
         upstreams.set_grant_refresher(Arc::new(NodeRefresher(Arc::downgrade(&operator))));
         service::serve(
@@ -355,10 +350,33 @@ fn restore(
 /// Renews tenants' OAuth access tokens before they expire while `operator`
 /// lives (it acts only while its node leads).
 fn renew_grants(operator: &Arc<Operator>, shutdown: &CancellationToken) {
+    periodically(
+        operator,
+        crate::grants::RENEW_EVERY,
+        true,
+        shutdown,
+        |operator| async move { operator.renew_due_grants().await },
+    );
+}
+
+/// Runs `work` every `period` (the first time at once when `at_once`,
+/// else after one period) while `operator` lives, until `shutdown`; a run
+/// that overruns delays the next.
+pub(crate) fn periodically<F, Fut>(
+    operator: &Arc<Operator>,
+    period: Duration,
+    at_once: bool,
+    shutdown: &CancellationToken,
+    mut work: F,
+) where
+    F: FnMut(Arc<Operator>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     let operator = Arc::downgrade(operator);
     let shutdown = shutdown.clone();
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(crate::grants::RENEW_EVERY);
+        let first = tokio::time::Instant::now() + if at_once { Duration::ZERO } else { period };
+        let mut tick = tokio::time::interval_at(first, period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -368,7 +386,7 @@ fn renew_grants(operator: &Arc<Operator>, shutdown: &CancellationToken) {
             let Some(operator) = operator.upgrade() else {
                 return;
             };
-            operator.renew_due_grants().await;
+            work(operator).await;
         }
     });
 }

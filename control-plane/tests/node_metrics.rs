@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use quiver_control_plane::{
-    ControlPlaneNode, ManifestStore, NodeConfig, RaftTuning,
+    ControlPlaneNode, ManifestStore,
     command::Command,
     node_role::NodeRole,
     watcher::{WatchConfig, spawn_reporter},
@@ -32,24 +32,10 @@ async fn wait_for(what: &str, condition: impl Fn() -> bool) {
 async fn a_one_node_cluster_reports_its_raft_state_and_its_fleet() {
     let dir = tempfile::tempdir().unwrap();
     let shutdown = CancellationToken::new();
-    let (node, addr) = ControlPlaneNode::start(
-        NodeConfig {
-            node_id: 1,
-            listen: "127.0.0.1:0".parse().unwrap(),
-            advertise: None,
-            data: dir.path().join("data"),
-            bootstrap: true,
-            tls: None,
-            tuning: RaftTuning::default(),
-            cluster_key: None,
-            max_keys_per_tenant: quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT,
-            restore: None,
-            backups: None,
-        },
-        shutdown.clone(),
-    )
-    .await
-    .unwrap();
+    let (node, addr) =
+        ControlPlaneNode::start(crate::one_node(dir.path().join("data")), shutdown.clone())
+            .await
+            .unwrap();
 
     eprintln!("--- the node elects itself");
     assert_eq!(node.wait_for_leader(Duration::from_secs(10)).await, Some(1));

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use quiver_control_plane::{
-    ControlPlaneNode, NodeConfig, RaftTuning,
+    ControlPlaneNode, NodeConfig,
     backup::{self, BackupSchedule},
     command::Command,
 };
@@ -22,21 +22,12 @@ async fn the_leader_writes_backups_on_schedule_and_keeps_the_newest() {
     let shutdown = CancellationToken::new();
     let (node, _) = ControlPlaneNode::start(
         NodeConfig {
-            node_id: 1,
-            listen: "127.0.0.1:0".parse().unwrap(),
-            advertise: None,
-            data: dir.path().join("data"),
-            bootstrap: true,
-            tls: None,
-            tuning: RaftTuning::default(),
-            cluster_key: None,
-            max_keys_per_tenant: quiver_control_plane::node::DEFAULT_MAX_KEYS_PER_TENANT,
-            restore: None,
             backups: Some(BackupSchedule {
                 dir: backups.clone(),
                 every: Duration::from_secs(1),
                 keep: 2,
             }),
+            ..crate::one_node(dir.path().join("data"))
         },
         shutdown.clone(),
     )
