@@ -167,15 +167,6 @@ pub enum BackupError {
         /// Id of the key it was sealed with.
         sealed_with: String,
     },
-    /// The data directory already holds a cluster.
-    #[error(
-        "{}: the data directory already holds Raft data; a restore seeds a new cluster: point --data at an empty directory",
-        path.display()
-    )]
-    DataDirInUse {
-        /// The directory.
-        path: PathBuf,
-    },
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
@@ -335,9 +326,9 @@ impl Backup {
                 .map(move |(name, s)| (tenant, name.clone(), &s.sealed))
         });
         let grants = self.state.oauth_grants.iter().flat_map(|(tenant, grants)| {
-            grants
-                .iter()
-                .map(move |(upstream, g)| (tenant, crate::grants::grant_name(upstream), &g.sealed))
+            grants.iter().map(move |(upstream, g)| {
+                (tenant, crate::cluster_key::grant_name(upstream), &g.sealed)
+            })
         });
         let mut sealed = secrets.chain(grants).peekable();
         if sealed.peek().is_none() {

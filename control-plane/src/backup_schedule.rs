@@ -42,7 +42,7 @@ pub(crate) fn run(
     report(&last);
     let every = schedule.every.max(Duration::from_secs(1));
     let schedule = Arc::new(schedule);
-    crate::node::periodically(operator, every, false, shutdown, move |operator| {
+    crate::periodic::periodically(operator, every, false, shutdown, move |operator| {
         let (schedule, raft, last) = (schedule.clone(), raft.clone(), last.clone());
         async move {
             let metrics = raft.metrics().borrow().clone();

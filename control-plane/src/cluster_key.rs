@@ -19,6 +19,12 @@ use ring::{
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// The sealing name of a tenant's grant of `upstream` (the access token's
+/// is the tenant secret's name).
+pub(crate) fn grant_name(upstream: &str) -> String {
+    format!("oauth-grant:{upstream}")
+}
+
 /// The cluster key itself, base64 (32 bytes).
 pub const CLUSTER_KEY_ENV: &str = "QUIVER_CLUSTER_KEY";
 /// A file holding the cluster key, base64 (what `--cluster-key-file` reads).

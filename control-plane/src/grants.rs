@@ -36,11 +36,7 @@ pub const RENEW_EVERY: Duration = Duration::from_secs(5);
 /// before the leader tries it again unasked.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// The sealing name of a tenant's grant of `upstream` (the access token's
-/// is the tenant secret's name).
-pub(crate) fn grant_name(upstream: &str) -> String {
-    format!("oauth-grant:{upstream}")
-}
+pub(crate) use crate::cluster_key::grant_name;
 
 /// `(tenant, upstream)`: one grant.
 type GrantKey = (String, String);

@@ -41,6 +41,7 @@ pub mod node_role {
 }
 mod operator;
 pub mod outcome;
+mod periodic;
 pub mod raft;
 pub mod replica;
 pub mod sealed_secrets;

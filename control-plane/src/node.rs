@@ -124,7 +124,7 @@ pub enum StartError {
     Raft(#[source] openraft::error::Fatal<NodeId>),
     /// `--restore` could not seed the data directory.
     #[error("--restore")]
-    Restore(#[from] crate::backup::BackupError),
+    Restore(#[from] crate::raft::state_machine::SeedError),
     /// `bootstrap` was asked for and failed.
     #[error("--bootstrap")]
     Bootstrap(#[from] BootstrapError),
@@ -323,7 +323,7 @@ fn restore(
     backup: &crate::backup::Backup,
     node: NodeId,
     addr: &str,
-) -> Result<(), crate::backup::BackupError> {
+) -> Result<(), crate::raft::state_machine::SeedError> {
     let header = &backup.header;
     let mut state = backup.state.clone();
     let now = std::time::SystemTime::now()
@@ -350,45 +350,13 @@ fn restore(
 /// Renews tenants' OAuth access tokens before they expire while `operator`
 /// lives (it acts only while its node leads).
 fn renew_grants(operator: &Arc<Operator>, shutdown: &CancellationToken) {
-    periodically(
+    crate::periodic::periodically(
         operator,
         crate::grants::RENEW_EVERY,
         true,
         shutdown,
         |operator| async move { operator.renew_due_grants().await },
     );
-}
-
-/// Runs `work` every `period` (the first time at once when `at_once`,
-/// else after one period) while `operator` lives, until `shutdown`; a run
-/// that overruns delays the next.
-pub(crate) fn periodically<F, Fut>(
-    operator: &Arc<Operator>,
-    period: Duration,
-    at_once: bool,
-    shutdown: &CancellationToken,
-    mut work: F,
-) where
-    F: FnMut(Arc<Operator>) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let operator = Arc::downgrade(operator);
-    let shutdown = shutdown.clone();
-    tokio::spawn(async move {
-        let first = tokio::time::Instant::now() + if at_once { Duration::ZERO } else { period };
-        let mut tick = tokio::time::interval_at(first, period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                () = shutdown.cancelled() => return,
-            }
-            let Some(operator) = operator.upgrade() else {
-                return;
-            };
-            work(operator).await;
-        }
-    });
 }
 
 /// Renews a refused OAuth token through this node's operator (for this

@@ -222,7 +222,13 @@ fn a_restore_seeds_only_an_empty_data_directory_and_moves_the_manifest_version_o
     );
     crate::raft::state_machine::seed(&data, &state, 42, 1, "127.0.0.1:1").unwrap();
     let again = crate::raft::state_machine::seed(&data, &state, 42, 1, "127.0.0.1:1").unwrap_err();
-    assert!(matches!(again, BackupError::DataDirInUse { .. }), "{again}");
+    assert!(
+        matches!(
+            again,
+            crate::raft::state_machine::SeedError::NotEmpty { .. }
+        ),
+        "{again}"
+    );
     let machine = StateMachine::open(data).unwrap();
     let shared = machine.shared();
     assert_eq!(shared.last_applied().map(|l| l.index), Some(42));

@@ -49,6 +49,27 @@ pub enum SnapshotError {
     TooNew(u32),
 }
 
+/// Why a data directory could not be seeded from a backup.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SeedError {
+    /// It holds Raft data already.
+    #[error(
+        "{}: the data directory already holds Raft data; a restore seeds a new cluster: point --data at an empty directory",
+        path.display()
+    )]
+    NotEmpty {
+        /// The directory's data file.
+        path: std::path::PathBuf,
+    },
+    /// The state could not be encoded.
+    #[error("encoding the restored state")]
+    Encode(#[source] serde_json::Error),
+    /// The data file could not be read or written.
+    #[error("writing the restored state")]
+    Store(#[from] StoreError),
+}
+
 #[derive(Serialize, Deserialize)]
 struct SnapshotPayload {
     format: u32,
@@ -190,12 +211,11 @@ pub(crate) fn seed(
     index: u64,
     node: NodeId,
     addr: &str,
-) -> Result<(), crate::backup::BackupError> {
-    let in_use = || crate::backup::BackupError::DataDirInUse {
-        path: data.path().to_path_buf(),
-    };
-    if !data.is_empty().map_err(|_| in_use())? {
-        return Err(in_use());
+) -> Result<(), SeedError> {
+    if !data.is_empty()? {
+        return Err(SeedError::NotEmpty {
+            path: data.path().to_path_buf(),
+        });
     }
     // Term 0: the new cluster's first election (term 1) is newer than it.
     let log_id = LogId::new(openraft::CommittedLeaderId::new(0, node), index);
@@ -207,10 +227,8 @@ pub(crate) fn seed(
         last_membership: StoredMembership::new(Some(log_id), membership),
         snapshot_id: format!("restored-{index}"),
     };
-    let bytes =
-        encode_snapshot(state).map_err(|e| crate::backup::BackupError::Encode(e.to_string()))?;
-    save_snapshot(data, &meta, &bytes)
-        .map_err(|e| crate::backup::BackupError::Encode(crate::error_chain::with_causes(&e)))
+    let bytes = encode_snapshot(state).map_err(SeedError::Encode)?;
+    Ok(save_snapshot(data, &meta, &bytes)?)
 }
 
 pub(crate) fn decode_snapshot(bytes: &[u8]) -> Result<ControlState, SnapshotError> {
