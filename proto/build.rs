@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
         "proto/quiver/v1/manifest.proto",
         "proto/quiver/v1/registry.proto",
+        "proto/quiver/v1/admin_cluster.proto",
         "proto/quiver/v1/admin.proto",
         "proto/quiver/v1/executor.proto",
         "proto/quiver/v1/gateway.proto",

@@ -386,8 +386,12 @@ async fn ten_thousand_tools_page_and_search() {
     // The mock upstreams parse the catalogue and answer discovery first.
     let started = std::time::Instant::now();
     loop {
+        // The edge's views follow the manifest in the background: the page
+        // shows what they serve, so wait for them too.
         let status = dev.status().await;
-        if status["tools"] == 10_000 {
+        if status["tools"] == 10_000
+            && status["views_manifest_version"] == status["manifest_version"]
+        {
             break;
         }
         assert!(

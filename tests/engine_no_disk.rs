@@ -30,7 +30,11 @@ use support::{QuiverDev, call, connect, text};
 /// The names the engine gives the code it compiles (see `engine::script_runtime`).
 const BOOTSTRAP_NAME: &str = "quiver:bootstrap";
 const SCRIPT_NAME: &str = "quiver:script";
-const BOOTSTRAP: &str = include_str!("../executor/src/engine/bootstrap.js");
+const BOOTSTRAP: &str = concat!(
+    include_str!("../executor/src/engine/bootstrap/api.js"),
+    include_str!("../executor/src/engine/bootstrap/hardening.js"),
+    include_str!("../executor/src/engine/bootstrap/tools.js"),
+);
 
 /// The probe child: set when this test binary is re-run to learn cache keys.
 const PROBE_DIR_ENV: &str = "QUIVER_TEST_BYTECODE_PROBE_DIR";

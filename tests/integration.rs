@@ -14,6 +14,7 @@ mod catalog_livemcpbench;
 mod cluster_script;
 mod cluster_status_readiness;
 mod code_mode_execute;
+mod code_rules;
 mod completions;
 mod compose_fleet;
 mod concurrent_sessions_share_upstream;

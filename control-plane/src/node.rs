@@ -368,9 +368,12 @@ impl quiver_upstream::GrantRefresher for NodeRefresher {
         &'a self,
         tenant: &'a str,
         upstream: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+    ) -> futures::future::BoxFuture<'a, Result<(), quiver_upstream::RenewalError>> {
         Box::pin(async move {
-            let operator = self.0.upgrade().ok_or("the control plane stopped")?;
+            let operator = self
+                .0
+                .upgrade()
+                .ok_or(quiver_upstream::RenewalError::Stopped)?;
             operator
                 .serve(crate::admin::AdminRequest::GrantRenew {
                     upstream: upstream.to_string(),
@@ -378,7 +381,7 @@ impl quiver_upstream::GrantRefresher for NodeRefresher {
                 })
                 .await
                 .map(drop)
-                .map_err(|e| e.to_string())
+                .map_err(|e| quiver_upstream::RenewalError::ControlPlane(Box::new(e)))
         })
     }
 }

@@ -57,21 +57,44 @@ impl Default for ConsoleConfig {
 /// Shortest operator token accepted.
 pub const MIN_OPERATOR_TOKEN: usize = 32;
 
+/// Why an operator token file cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OperatorTokenError {
+    /// The file cannot be read.
+    #[error(
+        "console operator token file {}: {source}; write a random token of at least {MIN_OPERATOR_TOKEN} characters there (e.g. `openssl rand -hex 32`)",
+        path.display()
+    )]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Its first line is too short to be a secret.
+    #[error(
+        "console operator token file {}: the token is shorter than {MIN_OPERATOR_TOKEN} characters",
+        path.display()
+    )]
+    TooShort {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
 /// The SHA-256 of the operator token in `path` (its first line), or why it
 /// cannot be used.
-pub fn read_operator_token(path: &std::path::Path) -> Result<[u8; 32], String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "console operator token file {}: {e}; write a random token of at least {MIN_OPERATOR_TOKEN} characters there (e.g. `openssl rand -hex 32`)",
-            path.display()
-        )
+pub fn read_operator_token(path: &std::path::Path) -> Result<[u8; 32], OperatorTokenError> {
+    let text = std::fs::read_to_string(path).map_err(|source| OperatorTokenError::Unreadable {
+        path: path.to_path_buf(),
+        source,
     })?;
     let token = text.lines().next().unwrap_or_default().trim();
     if token.len() < MIN_OPERATOR_TOKEN {
-        return Err(format!(
-            "console operator token file {}: the token is shorter than {MIN_OPERATOR_TOKEN} characters",
-            path.display()
-        ));
+        return Err(OperatorTokenError::TooShort {
+            path: path.to_path_buf(),
+        });
     }
     Ok(operator_digest(token))
 }
@@ -102,7 +125,6 @@ pub(crate) fn random_token(random: &SystemRandom, bytes: usize) -> String {
 /// `quiver ctl -o json` prints for the same request. Tenant requests carry
 /// the signed-in tenant, never one the page names.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum ConsoleCall {
     /// Issues an API key for `tenant`.
     KeyIssue {
@@ -161,8 +183,8 @@ pub enum ConsoleCall {
 
 /// Where the console's control-plane requests go (the binary supplies it).
 pub trait ConsoleBackend: Send + Sync {
-    /// Answers `call` with its JSON, or the reason it failed.
-    fn call(&self, call: ConsoleCall) -> BoxFuture<'_, Result<Value, String>>;
+    /// Answers `call` with its JSON (what `quiver ctl -o json` prints).
+    fn call(&self, call: ConsoleCall) -> BoxFuture<'_, Result<Value, crate::RelayError>>;
 }
 
 /// What the binary links the console to: the control plane and the

@@ -19,6 +19,7 @@ mod modes;
 pub mod oauth_callback;
 pub mod peers;
 mod relay;
+pub mod relay_error;
 mod revision;
 pub mod serve_error;
 pub mod session;
@@ -33,5 +34,6 @@ pub use gateway::Gateway;
 pub use mode::Mode;
 // `quiver bench search` reaches the search engine through the edge.
 pub use quiver_view::search;
+pub use relay_error::RelayError;
 pub use serve_error::ServeError;
 pub use tls::TlsError;

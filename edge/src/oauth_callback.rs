@@ -17,12 +17,13 @@ use axum::{
 };
 use futures::future::BoxFuture;
 
+use crate::RelayError;
+
 /// Where the edge relays the callback (the control plane).
 pub trait GrantCallback: Send + Sync {
     /// Completes the flow `url` (the callback URL, query included) names;
-    /// resolves to `(tenant, upstream)`, or the reason, worded for the
-    /// person (no token in it).
-    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), String>>;
+    /// resolves to `(tenant, upstream)`.
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), RelayError>>;
 }
 
 /// The path the route serves.
@@ -63,7 +64,15 @@ pub(crate) fn routes(slot: CallbackSlot) -> Router {
                         "Authorized",
                         &format!("Quiver can now use upstream `{upstream}` for tenant `{tenant}`. You can close this page."),
                     ),
-                    Err(reason) => page(StatusCode::BAD_REQUEST, "Not authorized", &reason),
+                    Err(e) => {
+                        // A flow the control plane does not know is the
+                        // person's bad link, not a missing page.
+                        let status = match e {
+                            RelayError::NotFound(_) => StatusCode::BAD_REQUEST,
+                            ref other => other.status(),
+                        };
+                        page(status, "Not authorized", &e.to_string())
+                    }
                 }
             }
         }),

@@ -14,8 +14,13 @@ use quiver_control_plane::{
     client::AdminClient,
     raft::network::TlsMaterial,
 };
-use quiver_edge::console::{ConsoleBackend, ConsoleCall};
+use quiver_edge::{
+    RelayError,
+    console::{ConsoleBackend, ConsoleCall},
+};
 use serde_json::Value;
+
+use super::relay;
 
 /// Where the console's requests go.
 pub(crate) enum ConsoleAdmin {
@@ -33,8 +38,8 @@ impl ConsoleAdmin {
 }
 
 /// The operator request answering `call`.
-fn request(call: ConsoleCall) -> Result<AdminRequest, String> {
-    Ok(match call {
+fn request(call: ConsoleCall) -> AdminRequest {
+    match call {
         ConsoleCall::KeyIssue { tenant } => AdminRequest::KeyIssue {
             tenant,
             requester: KeyRequester::Tenant,
@@ -68,26 +73,21 @@ fn request(call: ConsoleCall) -> Result<AdminRequest, String> {
             tenant,
             scopes: Vec::new(),
         },
-        other => {
-            return Err(format!(
-                "this quiver binary cannot answer the console's {other:?}"
-            ));
-        }
-    })
+    }
 }
 
 impl ConsoleBackend for ConsoleAdmin {
-    fn call(&self, call: ConsoleCall) -> BoxFuture<'_, Result<Value, String>> {
+    fn call(&self, call: ConsoleCall) -> BoxFuture<'_, Result<Value, RelayError>> {
         Box::pin(async move {
-            let request = request(call)?;
+            let request = request(call);
             let answer = match self {
-                ConsoleAdmin::Node(node) => node.admin(request).await.map_err(|e| e.to_string()),
+                ConsoleAdmin::Node(node) => node.admin(request).await.map_err(relay::from_admin),
                 ConsoleAdmin::Client(client) => client
                     .lock()
                     .await
                     .call(&request)
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(relay::from_client),
             };
             answer.map(|a| a.to_json())
         })
@@ -107,7 +107,7 @@ pub(crate) fn dev_operator_token(data: &Path) -> anyhow::Result<(std::path::Path
         let mut file = options.open(&path)?;
         writeln!(file, "{}", quiver_edge::console::new_operator_token())?;
     }
-    let digest = quiver_edge::console::read_operator_token(&path).map_err(anyhow::Error::msg)?;
+    let digest = quiver_edge::console::read_operator_token(&path)?;
     Ok((path, digest))
 }
 

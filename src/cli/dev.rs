@@ -212,6 +212,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let status_pool = pool.clone();
     let status_admin = child_admin.clone();
     let status_store = store.clone();
+    let status_gateway = gateway.clone();
     let default_mode = config.edge.default_mode;
     let mut health = quiver_telemetry::Health::new("dev")
         .check("manifest", readiness::manifest_held(store.clone()))
@@ -222,6 +223,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                 "stub_hash": manifest.stub_hash.to_hex(),
                 "servers": manifest.servers.len(),
                 "tools": manifest.tools.len(),
+                "views_manifest_version": status_gateway.views().manifest().version,
                 "default_mode": default_mode,
                 "upstreams": status_upstreams.statuses(),
                 "workers": status_pool.as_ref().map(|p| p.stats()),
@@ -241,7 +243,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         let (token_file, digest) = match &config.edge.console.operator_token_file {
             Some(file) => (
                 file.clone(),
-                quiver_edge::console::read_operator_token(file).map_err(anyhow::Error::msg)?,
+                quiver_edge::console::read_operator_token(file)?,
             ),
             None => super::console_link::dev_operator_token(&config.control_plane.data)?,
         };

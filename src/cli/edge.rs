@@ -258,6 +258,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     let status_contact = contact.clone();
     let status_peers = peers.clone();
     let status_follower = etcd_follower;
+    let status_gateway = gateway.clone();
     let default_mode = config.edge.default_mode;
     let health = quiver_telemetry::Health::new("edge")
         .with_status(move || {
@@ -275,6 +276,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
                 "stub_hash": manifest.stub_hash.to_hex(),
                 "servers": manifest.servers.len(),
                 "tools": manifest.tools.len(),
+                "views_manifest_version": status_gateway.views().manifest().version,
                 "default_mode": default_mode,
             }))
         })
@@ -310,9 +312,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     }
     if config.edge.console.enabled && !args.control_plane.is_empty() {
         let operator_token_sha256 = match &config.edge.console.operator_token_file {
-            Some(file) => {
-                Some(quiver_edge::console::read_operator_token(file).map_err(anyhow::Error::msg)?)
-            }
+            Some(file) => Some(quiver_edge::console::read_operator_token(file)?),
             None => None,
         };
         gateway.link_console(quiver_edge::console::ConsoleLink {

@@ -13,6 +13,7 @@ use quiver_control_plane::{
     raft::network::TlsMaterial,
     usage::LeaseRequest,
 };
+use quiver_edge::RelayError;
 use quiver_executor::{
     audit::AuditShipper,
     control_plane_error::ControlPlaneError,
@@ -20,6 +21,8 @@ use quiver_executor::{
     stash::StashStore,
 };
 use quiver_proto::audit::AuditRecord;
+
+use super::relay;
 
 /// Leases from a control-plane node in this process (which forwards to the
 /// leader if it is not one).
@@ -162,36 +165,34 @@ impl AuditShipper for ClientLeases {
 }
 
 /// The answer to a relayed OAuth callback, as `(tenant, upstream)`.
-fn grant_kept(answer: Result<AdminAnswer, String>) -> Result<(String, String), String> {
-    match answer? {
+fn grant_kept(answer: AdminAnswer) -> Result<(String, String), RelayError> {
+    match answer {
         AdminAnswer::UpstreamAuthorized(kept) => Ok((kept.tenant, kept.upstream)),
-        other => Err(format!(
-            "unexpected answer to a callback: {:?}",
-            other.to_json()
-        )),
+        other => Err(relay::unexpected("OAuth callback", &other)),
     }
 }
 
 impl quiver_edge::oauth_callback::GrantCallback for NodeLeases {
-    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), String>> {
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), RelayError>> {
         Box::pin(async move {
             let url = quiver_upstream::SecretValue::new(url);
             let answer = self
                 .node
                 .admin(AdminRequest::UpstreamAuthorized { url })
-                .await;
-            grant_kept(answer.map_err(|e| e.to_string()))
+                .await
+                .map_err(relay::from_admin)?;
+            grant_kept(answer)
         })
     }
 }
 
 impl quiver_edge::oauth_callback::GrantCallback for ClientLeases {
-    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), String>> {
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), RelayError>> {
         Box::pin(async move {
             let url = quiver_upstream::SecretValue::new(url);
             let request = AdminRequest::UpstreamAuthorized { url };
             let answer = self.grants.lock().await.call(&request).await;
-            grant_kept(answer.map_err(|e| e.to_string()))
+            grant_kept(answer.map_err(relay::from_client)?)
         })
     }
 }
@@ -201,19 +202,19 @@ impl quiver_upstream::GrantRefresher for ClientLeases {
         &'a self,
         tenant: &'a str,
         upstream: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), quiver_upstream::RenewalError>> {
         Box::pin(async move {
             let request = AdminRequest::GrantRenew {
                 upstream: upstream.to_string(),
                 tenant: tenant.to_string(),
             };
+            let failed = quiver_upstream::RenewalError::ControlPlane;
             match self.grants.lock().await.call(&request).await {
                 Ok(AdminAnswer::GrantRenew(_)) => Ok(()),
-                Ok(other) => Err(format!(
-                    "unexpected answer to a renewal: {:?}",
-                    other.to_json()
+                Ok(other) => Err(failed(
+                    format!("unexpected answer to a renewal: {:?}", other.to_json()).into(),
                 )),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(failed(Box::new(e))),
             }
         })
     }

@@ -31,4 +31,5 @@ pub mod logging;
 pub mod mock_upstream;
 pub mod probe;
 pub mod readiness;
+mod relay;
 pub mod tokens;

@@ -4,7 +4,9 @@
 
 pub mod answers;
 pub mod browser;
+mod catalogues;
 mod control_plane;
+mod ctl;
 pub mod doc_session;
 pub mod etcd;
 pub mod jwt_issuer;
@@ -19,7 +21,9 @@ mod task_client;
 mod tls;
 mod wait;
 
+pub use catalogues::*;
 pub use control_plane::*;
+pub use ctl::*;
 pub use task_client::*;
 pub use tls::*;
 
@@ -711,76 +715,6 @@ pub fn serving_addr(banner: &str) -> String {
         .to_string()
 }
 
-/// Runs `quiver ctl <args>`; returns (success, stdout, stderr).
-pub fn ctl(endpoints: &str, args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(quiver_bin())
-        .args(["ctl", "--endpoints", endpoints])
-        .args(args)
-        .output()
-        .expect("run quiver ctl");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-/// Runs `quiver ctl <args>` until `done(success, stdout + stderr)` holds (what
-/// it waits for arrives with a periodic report), returning that output; fails
-/// the test after 30 s.
-pub fn ctl_until(endpoints: &str, args: &[&str], done: impl Fn(bool, &str) -> bool) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (ok, stdout, stderr) = ctl(endpoints, args);
-        let all = format!("{stdout}{stderr}");
-        if done(ok, &all) {
-            return all;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "quiver ctl {args:?} never got there: {all}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-/// `ctl upstream add` flags that run one server of the demo catalogue as a
-/// stdio mock upstream (`extra` go to `mock-upstream`, e.g. `--test-hooks`).
-pub fn demo_upstream_flags(server: &str, extra: &[&str]) -> Vec<String> {
-    let mut flags = vec!["--command".to_string(), quiver_bin().to_string()];
-    for arg in ["mock-upstream", "--demo", "--server", server]
-        .iter()
-        .chain(extra)
-        .chain(&["--stdio"])
-    {
-        flags.push("--arg".into());
-        flags.push((*arg).to_string());
-    }
-    flags
-}
-
-/// `ctl upstream add <id>` of the demo mock upstream `server` (`extra` go to
-/// `mock-upstream`), repeated while the cluster cannot take it yet (a
-/// cluster just started or restarted may still be electing; an attempt that
-/// committed but lost its answer leaves it existing).
-pub fn add_demo_upstream(endpoints: &str, id: &str, server: &str, extra: &[&str]) {
-    let flags = demo_upstream_flags(server, extra);
-    let mut args = vec!["upstream", "add", id];
-    args.extend(flags.iter().map(String::as_str));
-    ctl_until(endpoints, &args, |ok, out| {
-        ok || out.contains(&format!("upstream `{id}` already exists"))
-    });
-}
-
-/// `quiver ctl -o json <args>`, parsed; panics with stderr on failure.
-pub fn ctl_json(endpoints: &str, args: &[&str]) -> Value {
-    let mut all = vec!["-o", "json"];
-    all.extend_from_slice(args);
-    let (ok, stdout, stderr) = ctl(endpoints, &all);
-    assert!(ok, "quiver ctl {args:?} failed: {stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
-
 /// The word after `key` in a startup line (`; admin http://…;` → the URL).
 pub fn word_after(banner: &str, key: &str) -> String {
     banner
@@ -789,34 +723,6 @@ pub fn word_after(banner: &str, key: &str) -> String {
         .nth(1)
         .map(|w| w.trim_end_matches([';', ',']).to_string())
         .unwrap_or_else(|| panic!("no `{key}` in the startup line: {banner}"))
-}
-
-/// A tenant created with `quiver ctl tenant create ID --mode MODE`, and a
-/// key issued for it.
-pub fn tenant_with_key(endpoints: &str, id: &str, mode: &str) -> String {
-    tenant_with_flags(endpoints, id, &["--mode", mode])
-}
-
-/// `quiver ctl tenant create <id> <flags>`, then a key of it, returned.
-pub fn tenant_with_flags(endpoints: &str, id: &str, flags: &[&str]) -> String {
-    let mut args = vec!["tenant", "create", id];
-    args.extend_from_slice(flags);
-    let (ok, _, err) = ctl(endpoints, &args);
-    assert!(ok, "tenant create {id}: {err}");
-    ctl_json(endpoints, &["key", "issue", id])["key"]
-        .as_str()
-        .expect("a key")
-        .to_string()
-}
-
-/// Waits (30 s at most) until `quiver ctl upstream list` shows upstream
-/// `id` with `tools` tools.
-pub fn until_upstream_lists(endpoints: &str, id: &str, tools: u64) {
-    ctl_until(endpoints, &["-o", "json", "upstream", "list"], |_, out| {
-        let list = serde_json::from_str::<Value>(out).unwrap_or_default();
-        let mut upstreams = list.as_array().into_iter().flatten();
-        upstreams.any(|u| u["id"] == id && u["tools"] == tools)
-    });
 }
 
 /// The text of `server`'s tool `tool`, called with no arguments in every
@@ -853,84 +759,4 @@ pub async fn text_in_every_mode(
     let script = format!("return await tools.{server}.{tool}({{}});");
     let scripted = call(&client("code").await, "execute", json!({ "code": script })).await;
     [text(&direct), text(&searched), text(&scripted)]
-}
-
-/// The LiveMCPBench servers (`../shared/datasets`) whose names are in
-/// `names`, each as `{name, description, tools: [...]}` (its tool groups
-/// flattened); panics unless every one was found.
-pub fn livemcpbench_servers(names: &[&str]) -> Vec<Value> {
-    let datasets = datasets().expect("the shared datasets");
-    let all: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(datasets.join("livemcpbench/tools.json")).expect("LiveMCPBench"),
-    )
-    .expect("LiveMCPBench is JSON");
-    let servers: Vec<Value> = all
-        .iter()
-        .filter(|s| names.contains(&s["name"].as_str().unwrap_or_default()))
-        .map(|server| json!({"name": server["name"], "description": server["description"], "tools": flat_tools(server)}))
-        .collect();
-    assert_eq!(servers.len(), names.len(), "every server was found");
-    servers
-}
-
-/// A catalogue server's tools, its groups flattened (LiveMCPBench nests
-/// them; the demo catalogue lists them).
-pub fn flat_tools(server: &Value) -> Vec<Value> {
-    match &server["tools"] {
-        Value::Array(list) => list.clone(),
-        Value::Object(groups) => groups
-            .values()
-            .flat_map(|g| g["tools"].as_array().cloned().unwrap_or_default())
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Writes a catalogue of exactly `tools` tools into `dir`: the built-in demo
-/// catalogue, then LiveMCPBench's real definitions (`../shared/datasets`),
-/// copied under new names (`name_v2`, …) once they run out, spread over
-/// `servers` servers (`catalogue-1`, …: few mock upstreams, each quick to
-/// start). Its path.
-pub fn scaled_catalogue(dir: &Path, tools: usize, servers: usize) -> String {
-    let demo: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo/catalog.json"),
-        )
-        .expect("the demo catalogue"),
-    )
-    .expect("the demo catalogue is JSON");
-    let flat = flat_tools;
-    let mut count: usize = demo.iter().map(|s| flat(s).len()).sum();
-    let datasets = datasets().expect("the shared datasets");
-    let real: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(datasets.join("livemcpbench/tools.json")).expect("LiveMCPBench"),
-    )
-    .expect("LiveMCPBench is JSON");
-    let definitions: Vec<Value> = real.iter().flat_map(flat).collect();
-    let mut lists: Vec<Vec<Value>> = vec![Vec::new(); servers.max(1)];
-    let mut names: Vec<std::collections::HashSet<String>> =
-        vec![Default::default(); servers.max(1)];
-    let mut position = 0;
-    while count < tools {
-        let slot = position % lists.len();
-        let mut tool = definitions[position % definitions.len()].clone();
-        let base = tool["name"].as_str().unwrap_or("tool").to_string();
-        let mut name = base.clone();
-        let mut copy = 2;
-        while names[slot].contains(&name) {
-            name = format!("{base}_v{copy}");
-            copy += 1;
-        }
-        tool["name"] = Value::String(name.clone());
-        names[slot].insert(name);
-        lists[slot].push(tool);
-        position += 1;
-        count += 1;
-    }
-    let mut all = demo;
-    for (n, list) in lists.into_iter().enumerate().filter(|(_, l)| !l.is_empty()) {
-        all.push(json!({"name": format!("catalogue-{}", n + 1), "description": "LiveMCPBench definitions", "tools": list}));
-    }
-    let path = write_file(dir, "scaled.json", &serde_json::to_string(&all).unwrap());
-    path.to_str().unwrap().to_string()
 }

@@ -12,13 +12,12 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use futures::future::BoxFuture;
 use quiver_proto::{secret_value::SecretValue, upstream_config::UpstreamOAuth};
 
 use crate::{
     oauth_grant::exchange_token,
     status::now_ms,
-    tenant_credentials::{GrantRefresher, SecretError, SecretSlot, TenantSecretSource},
+    tenant_credentials::{RenewalError, SecretError, SecretSlot, TenantSecretSource},
 };
 
 /// How long before it expires an exchanged token is replaced.
@@ -94,7 +93,7 @@ impl CallerToken {
 
     /// A token exchanged from `subject` that serves at least a while longer:
     /// the current one, or a new exchange.
-    pub(crate) async fn ensure(&self, subject: &SecretValue) -> Result<(), String> {
+    pub(crate) async fn ensure(&self, subject: &SecretValue) -> Result<(), RenewalError> {
         *self.subject.lock().unwrap_or_else(|p| p.into_inner()) = Some(subject.clone());
         let mut current = self.current.lock().await;
         let fresh = current.as_ref().is_some_and(|c| {
@@ -112,10 +111,10 @@ impl CallerToken {
         &self,
         subject: &SecretValue,
         current: &mut Option<Current>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RenewalError> {
         let exchanged = exchange_token(&self.url, &self.settings, subject, &self.issuer)
             .await
-            .map_err(|e| format!("exchanging the caller's token failed: {e}"))?;
+            .map_err(RenewalError::Exchange)?;
         let version = self.versions.fetch_add(1, Ordering::SeqCst) + 1;
         self.slot.replace(Arc::new(Exchanged {
             tenant: self.tenant.clone(),
@@ -129,25 +128,17 @@ impl CallerToken {
         });
         Ok(())
     }
-}
 
-impl GrantRefresher for CallerToken {
-    /// The upstream refused the exchanged token: exchange the caller's
+    /// The upstream refused the exchanged token: exchanges the caller's
     /// latest token again.
-    fn refresh<'a>(
-        &'a self,
-        _tenant: &'a str,
-        _upstream: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move {
-            let subject = self
-                .subject
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-                .ok_or("no caller token to exchange")?;
-            let mut current = self.current.lock().await;
-            self.exchange(&subject, &mut current).await
-        })
+    pub(crate) async fn exchange_again(&self) -> Result<(), RenewalError> {
+        let subject = self
+            .subject
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or(RenewalError::NoCallerToken)?;
+        let mut current = self.current.lock().await;
+        self.exchange(&subject, &mut current).await
     }
 }

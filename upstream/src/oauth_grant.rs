@@ -114,8 +114,8 @@ impl GrantFlow {
     /// checked when the server names one) and the grant returned.
     pub async fn finish(mut self, callback: &Callback) -> Result<TenantGrant, GrantError> {
         let answer = match &callback.answer {
-            Ok(answer) => answer,
-            Err(declined) => return Err(GrantError::Declined(declined.clone())),
+            Answer::Code(answer) => answer,
+            Answer::Declined(reason) => return Err(GrantError::Declined(reason.clone())),
         };
         self.state
             .handle_callback_with_issuer(&answer.code, &answer.csrf_token, answer.issuer.as_deref())
@@ -134,7 +134,15 @@ impl GrantFlow {
 /// flow's `state`, and the code (with `iss`) or the server's error.
 pub struct Callback {
     state: String,
-    answer: Result<AuthorizationCallback, String>,
+    answer: Answer,
+}
+
+/// What the authorization server sent the person back with.
+enum Answer {
+    /// A code to exchange (with the issuer, when it names one).
+    Code(AuthorizationCallback),
+    /// Its error (`error: error_description`): no grant.
+    Declined(String),
 }
 
 impl Callback {
@@ -153,10 +161,12 @@ impl Callback {
         let state = field("state")
             .ok_or_else(|| GrantError::Flow("the callback carries no `state`".into()))?;
         let answer = match field("error") {
-            Some(error) => Err(field("error_description")
-                .map(|d| format!("{error}: {d}"))
-                .unwrap_or(error)),
-            None => Ok(AuthorizationCallback::from_redirect_url(url)?),
+            Some(error) => Answer::Declined(
+                field("error_description")
+                    .map(|d| format!("{error}: {d}"))
+                    .unwrap_or(error),
+            ),
+            None => Answer::Code(AuthorizationCallback::from_redirect_url(url)?),
         };
         Ok(Callback { state, answer })
     }

@@ -25,7 +25,7 @@ use tokio::sync::broadcast;
 use crate::{
     caller_tokens::CallerToken,
     status::UpstreamStatus,
-    tenant_credentials::{SecretHolder, SecretSlot, TenantSecretSource},
+    tenant_credentials::{Renewer, SecretHolder, SecretSlot, TenantSecretSource},
     upstream::Upstream,
 };
 
@@ -270,7 +270,7 @@ impl UpstreamSet {
                         name.clone(),
                         slot.clone(),
                     ));
-                    slot.set_refresher(token.clone());
+                    slot.set_renewer(Renewer::Exchange(token.clone()));
                     let connection = Upstream::with_secret_names(
                         config.clone(),
                         [name].into(),
@@ -289,9 +289,9 @@ impl UpstreamSet {
         token
             .ensure(subject)
             .await
-            .map_err(|reason| UpstreamError::Unauthorized {
+            .map_err(|e| UpstreamError::Unauthorized {
                 id: id.to_string(),
-                reason,
+                reason: e.to_string(),
             })?;
         Ok(connection)
     }
@@ -408,7 +408,7 @@ impl UpstreamSet {
     /// Who renews tenants' OAuth grants when an upstream refuses a token
     /// (the control plane): without one, such a refusal fails the call.
     pub fn set_grant_refresher(&self, refresher: Arc<dyn crate::GrantRefresher>) {
-        self.secrets.set_refresher(refresher);
+        self.secrets.set_renewer(Renewer::Grants(refresher));
     }
 
     /// Closes every connection.

@@ -73,13 +73,52 @@ pub trait TenantSecretSource: Send + Sync {
 /// the token it has, it resolves once the renewed token is committed; the
 /// node then receives it with the tenants' secrets.
 pub trait GrantRefresher: Send + Sync {
-    /// Renews `tenant`'s token for `upstream`. The error is worded for the
-    /// operator (what to do next) and never holds a token.
+    /// Renews `tenant`'s token for `upstream`.
     fn refresh<'a>(
         &'a self,
         tenant: &'a str,
         upstream: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<(), String>>;
+    ) -> futures::future::BoxFuture<'a, Result<(), RenewalError>>;
+}
+
+/// Why a refused token could not be renewed. Worded for the operator; never
+/// holds a token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenewalError {
+    /// The control plane this node renews through has stopped.
+    #[error("the control plane stopped")]
+    Stopped,
+    /// The control plane could not be reached, or did not renew it (its
+    /// reason is the source).
+    #[error("the control plane did not renew it: {0}")]
+    ControlPlane(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No token of the caller's has been seen to exchange.
+    #[error("no caller token to exchange")]
+    NoCallerToken,
+    /// Exchanging the caller's token failed.
+    #[error("exchanging the caller's token failed: {0}")]
+    Exchange(#[source] crate::oauth_grant::GrantError),
+}
+
+/// Who gives a connection a new token after its upstream refused one.
+#[derive(Clone)]
+pub(crate) enum Renewer {
+    /// The control plane renews the tenant's grant (it holds the refresh
+    /// token); the token arrives with the tenants' secrets.
+    Grants(Arc<dyn GrantRefresher>),
+    /// The caller's latest token is exchanged again (RFC 8693).
+    Exchange(Arc<crate::caller_tokens::CallerToken>),
+}
+
+impl Renewer {
+    /// A new token for `tenant`'s connection to `upstream`.
+    pub(crate) async fn renew(&self, tenant: &str, upstream: &str) -> Result<(), RenewalError> {
+        match self {
+            Renewer::Grants(grants) => grants.refresh(tenant, upstream).await,
+            Renewer::Exchange(token) => token.exchange_again().await,
+        }
+    }
 }
 
 /// The source a node's upstreams currently resolve from (none until the
@@ -87,7 +126,7 @@ pub trait GrantRefresher: Send + Sync {
 #[derive(Default)]
 pub(crate) struct SecretSlot(
     RwLock<Option<Arc<dyn TenantSecretSource>>>,
-    RwLock<Option<Arc<dyn GrantRefresher>>>,
+    RwLock<Option<Renewer>>,
 );
 
 impl SecretSlot {
@@ -97,13 +136,13 @@ impl SecretSlot {
     }
 
     /// Who renews OAuth grants, if anyone on this node.
-    pub(crate) fn refresher(&self) -> Option<Arc<dyn GrantRefresher>> {
+    pub(crate) fn renewer(&self) -> Option<Renewer> {
         self.1.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Sets who renews OAuth grants.
-    pub(crate) fn set_refresher(&self, refresher: Arc<dyn GrantRefresher>) {
-        *self.1.write().unwrap_or_else(|p| p.into_inner()) = Some(refresher);
+    pub(crate) fn set_renewer(&self, renewer: Renewer) {
+        *self.1.write().unwrap_or_else(|p| p.into_inner()) = Some(renewer);
     }
 
     /// Replaces the source; returns the one it replaces.
@@ -180,8 +219,8 @@ impl TenantCredentials {
     }
 
     /// Who renews OAuth grants on this node.
-    pub(crate) fn refresher(&self) -> Option<Arc<dyn GrantRefresher>> {
-        self.slot.refresher()
+    pub(crate) fn renewer(&self) -> Option<Renewer> {
+        self.slot.renewer()
     }
 
     /// The tenant whose secrets a connection would use now, if any.

@@ -127,7 +127,7 @@ impl Console {
             .call(call)
             .await
             .map(Json)
-            .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e))
+            .map_err(|e| ApiError(e.status(), e.to_string()))
     }
 
     /// The session of a request, checking its CSRF token and origin when it

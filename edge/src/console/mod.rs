@@ -18,7 +18,7 @@ mod tenant;
 
 pub use crate::console_link::{
     ConsoleBackend, ConsoleCall, ConsoleConfig, ConsoleLink, ConsoleSlot, MIN_OPERATOR_TOKEN,
-    new_operator_token, operator_digest, read_operator_token,
+    OperatorTokenError, new_operator_token, operator_digest, read_operator_token,
 };
 
 use std::{sync::Arc, time::Duration};

@@ -28,7 +28,13 @@ use quiver_contract::{Limits, ScriptError, ScriptErrorKind, ScriptOutcome};
 
 use crate::ipc::ToolNames;
 
-const BOOTSTRAP: &str = include_str!("bootstrap.js");
+/// The bootstrap: one function body in three files (capture and the script
+/// API, hardening, the `tools` namespace), joined in order.
+const BOOTSTRAP: &str = concat!(
+    include_str!("bootstrap/api.js"),
+    include_str!("bootstrap/hardening.js"),
+    include_str!("bootstrap/tools.js"),
+);
 const BOOTSTRAP_NAME: &str = "quiver:bootstrap";
 /// The resource name of user code; its stack frames are the ones reported.
 const SCRIPT_NAME: &str = "quiver:script";

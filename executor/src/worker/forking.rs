@@ -151,6 +151,7 @@ pub fn serve_forking(probe: Option<ForbiddenProbe>, lock_down: bool) -> Result<(
         // SAFETY: fds 0 and 1 are this process's stdin and stdout for its
         // whole life; ManuallyDrop never closes them.
         stdin: ManuallyDrop::new(unsafe { File::from_raw_fd(0) }),
+        // SAFETY: as above, for fd 1.
         stdout: ManuallyDrop::new(unsafe { File::from_raw_fd(1) }),
         executions: 0,
         finished: Vec::new(),

@@ -501,7 +501,10 @@ impl Upstream {
             .as_ref()
             .ok_or_else(|| refused(challenge.into()))?;
         if self.grant_secret().is_some() {
-            return self.renew_grant(challenge, grants).await.map_err(refused);
+            return self
+                .renew_grant(challenge, grants)
+                .await
+                .map_err(|e| refused(e.to_string()));
         }
         if *grants == crate::oauth::MAX_STEP_UPS {
             return Err(refused(
@@ -521,14 +524,14 @@ impl Upstream {
     /// (once per request), and the next connection carries the renewed one.
     /// A refusal for want of scope is not renewable: the person has to
     /// grant more.
-    async fn renew_grant(&self, challenge: &str, grants: &mut u32) -> Result<(), String> {
+    async fn renew_grant(&self, challenge: &str, grants: &mut u32) -> Result<(), RenewRefusal> {
         let id = &self.config.id;
-        let credentials = self.credentials.as_ref().ok_or("no grant to renew")?;
+        let credentials = self.credentials.as_ref().ok_or(RenewRefusal::NoGrant)?;
         let before = credentials.stamp();
         let tenant = before
             .as_ref()
             .map(|stamp| stamp.tenant().to_string())
-            .ok_or("no tenant holds a grant")?;
+            .ok_or(RenewRefusal::NoGrant)?;
         // What to do next, with `flags` added to the authorize command.
         let again = |flags: &str| match self.config.acts_for_caller() {
             true => "the caller's own token may lack what the exchange needs".to_string(),
@@ -537,49 +540,50 @@ impl Upstream {
             ),
         };
         if challenge.contains("insufficient_scope") {
-            let scopes = crate::oauth::challenge_scope(challenge).unwrap_or_default();
-            let asked = match scopes {
-                "" => String::new(),
-                scopes => format!(" (`{scopes}`)"),
-            };
+            let scopes = crate::oauth::challenge_scope(challenge)
+                .unwrap_or_default()
+                .to_string();
             return Err(match self.config.acts_for_caller() {
-                true => format!(
-                    "it asks for more scope{asked} than the token exchanged for the caller carries; add it to the upstream's `oauth.scopes` if the caller's own token allows it"
-                ),
+                true => RenewRefusal::CallerScope { scopes },
                 false => {
                     let flags: String = scopes
                         .split_whitespace()
                         .map(|scope| format!(" --scope {scope}"))
                         .collect();
-                    format!(
-                        "it asks for more scope{asked} than tenant `{tenant}` granted; {}",
-                        again(&flags)
-                    )
+                    RenewRefusal::TenantScope {
+                        next: again(&flags),
+                        scopes,
+                        tenant,
+                    }
                 }
             });
         }
         if *grants > 0 {
-            return Err(format!(
-                "it refused tenant `{tenant}`'s renewed token too ({challenge}); {}",
-                again("")
-            ));
+            return Err(RenewRefusal::RefusedAgain {
+                challenge: challenge.to_string(),
+                next: again(""),
+                tenant,
+            });
         }
         *grants += 1;
-        let refresher = credentials.refresher().ok_or_else(|| {
-            format!("it refused tenant `{tenant}`'s token and this node has no control plane to renew it")
-        })?;
+        let renewer = credentials
+            .renewer()
+            .ok_or_else(|| RenewRefusal::NoRenewer {
+                tenant: tenant.clone(),
+            })?;
         let mut events = self.subscribe();
         tracing::info!(upstream = %id, %tenant, "token refused; asking the control plane to renew it");
-        refresher.refresh(&tenant, id).await?;
+        renewer.renew(&tenant, id).await?;
         // The renewed token arrives with the tenants' secrets.
         let deadline = tokio::time::Instant::now() + GRANT_ARRIVAL;
         while credentials.stamp() == before {
             match tokio::time::timeout_at(deadline, events.recv()).await {
                 Ok(Ok(_) | Err(broadcast::error::RecvError::Lagged(_))) => {}
                 Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => {
-                    return Err(format!(
-                        "tenant `{tenant}`'s token was renewed but did not reach this node within {GRANT_ARRIVAL:?}"
-                    ));
+                    return Err(RenewRefusal::NotArrived {
+                        tenant,
+                        after: GRANT_ARRIVAL,
+                    });
                 }
             }
         }
@@ -678,5 +682,71 @@ impl Drop for CancelOnDrop {
                 ))
                 .await;
         });
+    }
+}
+
+/// Why an upstream's refusal of a tenant's token did not lead to a new one.
+/// Worded for the operator (what to do next); never holds a token.
+#[derive(Debug, thiserror::Error)]
+enum RenewRefusal {
+    /// The connection holds no tenant's grant.
+    #[error("no tenant holds a grant to renew")]
+    NoGrant,
+    /// The upstream wants scope the exchanged token does not carry.
+    #[error(
+        "it asks for more scope{} than the token exchanged for the caller carries; add it to the upstream's `oauth.scopes` if the caller's own token allows it",
+        asked(scopes)
+    )]
+    CallerScope {
+        /// The scopes the challenge names (may be empty).
+        scopes: String,
+    },
+    /// The upstream wants scope the tenant did not grant.
+    #[error(
+        "it asks for more scope{} than tenant `{tenant}` granted; {next}",
+        asked(scopes)
+    )]
+    TenantScope {
+        /// The scopes the challenge names (may be empty).
+        scopes: String,
+        /// The tenant.
+        tenant: String,
+        /// What to do next.
+        next: String,
+    },
+    /// The renewed token was refused too.
+    #[error("it refused tenant `{tenant}`'s renewed token too ({challenge}); {next}")]
+    RefusedAgain {
+        /// The tenant.
+        tenant: String,
+        /// The upstream's challenge.
+        challenge: String,
+        /// What to do next.
+        next: String,
+    },
+    /// Nothing on this node renews grants.
+    #[error("it refused tenant `{tenant}`'s token and this node has no control plane to renew it")]
+    NoRenewer {
+        /// The tenant.
+        tenant: String,
+    },
+    /// The renewal itself failed.
+    #[error(transparent)]
+    Renewal(#[from] crate::RenewalError),
+    /// The renewal was committed but its token never reached this node.
+    #[error("tenant `{tenant}`'s token was renewed but did not reach this node within {after:?}")]
+    NotArrived {
+        /// The tenant.
+        tenant: String,
+        /// How long this node waited.
+        after: Duration,
+    },
+}
+
+/// ` (`scopes`)`, or nothing without scopes.
+fn asked(scopes: &str) -> String {
+    match scopes {
+        "" => String::new(),
+        scopes => format!(" (`{scopes}`)"),
     }
 }

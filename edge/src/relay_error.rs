@@ -1,0 +1,77 @@
+//! Why the control plane did not do what the edge relayed to it (a console
+//! request, an OAuth callback): typed, so the console and the callback page
+//! answer each failure with its own HTTP status.
+
+use axum::http::StatusCode;
+
+/// Why a request the edge relayed to the control plane failed. The message
+/// is the control plane's, worded for the person who asked; it never holds a
+/// token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RelayError {
+    /// The request was refused: a value is wrong, a limit is reached, or
+    /// the state it depends on is gone (a spent or unknown OAuth flow).
+    #[error("{0}")]
+    Refused(String),
+    /// What the request names does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The control plane cannot answer now (unreachable, no leader, no
+    /// quorum, shutting down).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The control plane answered, but not with an answer to this request
+    /// (another release on the other side).
+    #[error("the control plane answered a {got} request to a {asked} request")]
+    Unexpected {
+        /// What was asked.
+        asked: &'static str,
+        /// What the answer answers.
+        got: String,
+    },
+}
+
+impl RelayError {
+    /// The HTTP status that says this failure.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            RelayError::Refused(_) => StatusCode::BAD_REQUEST,
+            RelayError::NotFound(_) => StatusCode::NOT_FOUND,
+            RelayError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            RelayError::Unexpected { .. } => StatusCode::BAD_GATEWAY,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failure_has_its_own_status_and_keeps_the_reason() {
+        let cases = [
+            (RelayError::Refused("key limit".into()), 400, "key limit"),
+            (
+                RelayError::NotFound("no tenant `t`".into()),
+                404,
+                "no tenant `t`",
+            ),
+            (
+                RelayError::Unavailable("no leader".into()),
+                503,
+                "no leader",
+            ),
+        ];
+        for (error, status, text) in cases {
+            assert_eq!(error.status().as_u16(), status);
+            assert_eq!(error.to_string(), text);
+        }
+        let odd = RelayError::Unexpected {
+            asked: "key issue",
+            got: "tenant list".into(),
+        };
+        assert_eq!(odd.status(), StatusCode::BAD_GATEWAY);
+        assert!(odd.to_string().contains("tenant list"), "{odd}");
+    }
+}
