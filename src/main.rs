@@ -55,6 +55,8 @@ struct WorkerArgs {
     test_forbidden_syscall: Option<String>,
     /// Benchmark hook: skip the OS lock-down, so `quiver bench executor` can
     /// report what it costs. The executor refuses such a worker for scripts.
+    /// Only in builds with the `bench-hooks` feature.
+    #[cfg(feature = "bench-hooks")]
     #[arg(long, hide = true)]
     bench_without_lock_down: bool,
     /// Read the startup snapshot the executor host made (length-prefixed) from
@@ -63,9 +65,29 @@ struct WorkerArgs {
     snapshot_from_stdin: bool,
     /// Benchmark hook: build a fresh runtime for every execution on a thread
     /// of its own (the worker before forking), so `quiver bench executor`
-    /// can compare the two.
+    /// can compare the two. Only in builds with the `bench-hooks` feature.
+    #[cfg(feature = "bench-hooks")]
     #[arg(long, hide = true)]
     bench_fresh_runtimes: bool,
+}
+
+impl WorkerArgs {
+    /// Whether the worker locks itself down (always, without `bench-hooks`).
+    fn lock_down(&self) -> bool {
+        #[cfg(feature = "bench-hooks")]
+        return !self.bench_without_lock_down;
+        #[cfg(not(feature = "bench-hooks"))]
+        true
+    }
+
+    /// Whether the worker forks a process per execution (always, without
+    /// `bench-hooks`).
+    fn forking(&self) -> bool {
+        #[cfg(feature = "bench-hooks")]
+        return !self.bench_fresh_runtimes;
+        #[cfg(not(feature = "bench-hooks"))]
+        true
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -152,14 +174,14 @@ fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     // Its outcome is checked from outside by the host, which logs it.
-    if !args.bench_without_lock_down {
+    if args.lock_down() {
         let _ = quiver_executor::worker::isolation::enter_before_threads();
     }
     // A process per execution, forked from a runtime no script has run in;
     // where forking is not safe, the threaded worker below.
-    if !args.bench_fresh_runtimes {
+    if args.forking() {
         use quiver_executor::worker::forking::{ForkingError, serve_forking};
-        match serve_forking(probe, !args.bench_without_lock_down) {
+        match serve_forking(probe, args.lock_down()) {
             Ok(()) => return std::process::ExitCode::SUCCESS,
             Err(ForkingError::Unavailable(why)) => {
                 tracing::info!(%why, "the worker runs a fresh runtime per execution instead");
@@ -178,7 +200,7 @@ fn run_worker(args: &WorkerArgs) -> std::process::ExitCode {
         Err(_) => return std::process::ExitCode::FAILURE,
     };
     let local = tokio::task::LocalSet::new();
-    let lock_down = !args.bench_without_lock_down;
+    let lock_down = args.lock_down();
     match local.block_on(
         &runtime,
         quiver_executor::worker::run_worker_with(probe, lock_down),

@@ -391,3 +391,20 @@ message Other { string plain = 1; }
         ]
     );
 }
+
+/// The worker a default (release) build ships takes no benchmark flag: the
+/// hooks that skip the OS lock-down exist only with `--features bench-hooks`.
+#[cfg(not(feature = "bench-hooks"))]
+#[test]
+fn the_shipped_worker_has_no_benchmark_flag() {
+    for flag in ["--bench-without-lock-down", "--bench-fresh-runtimes"] {
+        let output = std::process::Command::new(crate::support::quiver_bin())
+            .args(["__worker", flag])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{flag} was accepted");
+        assert!(stderr.contains("unexpected argument"), "{flag}: {stderr}");
+    }
+}

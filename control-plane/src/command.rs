@@ -35,12 +35,7 @@ pub struct Envelope {
     pub command: Command,
 }
 
-/// This node's clock, in ms since the epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub use quiver_proto::clock::now_ms;
 
 impl Envelope {
     /// Wraps `command` with this build's format version and the current time.

@@ -106,10 +106,7 @@ pub fn new_operator_token() -> String {
 
 /// The SHA-256 the console compares an operator token by.
 pub fn operator_digest(token: &str) -> [u8; 32] {
-    let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
-    let mut out = [0u8; 32];
-    out.copy_from_slice(digest.as_ref());
-    out
+    quiver_proto::hash::sha256(token.as_bytes())
 }
 
 /// `bytes` random bytes, base64url without padding.

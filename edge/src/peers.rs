@@ -38,8 +38,7 @@ const HOP_BY_HOP: [HeaderName; 6] = [
 /// The tag an edge named `node` puts in the states it hands out: 12 hex
 /// digits of the SHA-256 of its name (names are not shown to clients).
 pub fn tag_of(node: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, node.as_bytes())
-        .as_ref()
+    quiver_proto::hash::sha256(node.as_bytes())
         .iter()
         .take(6)
         .map(|b| format!("{b:02x}"))

@@ -14,7 +14,11 @@
 //! kept [`TaskLimits::ttl`] from its start (a task still running then is
 //! stopped and failed), and at least [`KEPT_AFTER_END`] after it ends.
 //!
-//! Tasks live in this edge's memory: they end with the edge that holds them.
+//! Alone, an edge keeps its tasks in its memory, and they end with it. In a
+//! fleet with etcd ([`TaskFleet`], `EdgeTasks::in_fleet`) each task also has
+//! a record in etcd written before the client hears of it: the executor keeps
+//! the work running when the edge's stream closes and writes how it ended,
+//! and any edge answers `tasks/*` from the record once the holder is gone.
 
 use std::{
     collections::{BTreeMap, HashMap},

@@ -157,12 +157,7 @@ impl AuditedScripts {
     }
 }
 
-/// Milliseconds since the epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub(crate) use quiver_proto::clock::now_ms;
 
 impl Scripts for AuditedScripts {
     fn execute(

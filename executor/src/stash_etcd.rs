@@ -18,11 +18,7 @@
 //! the remembered figures (which deletes and expiry only make larger than
 //! the truth) would refuse it.
 
-use std::{
-    collections::HashMap,
-    sync::Mutex,
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use futures::future::BoxFuture;
@@ -204,11 +200,7 @@ fn within(
     Ok(())
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+use quiver_proto::clock::now_ms;
 
 impl StashReplica for EtcdStash {
     fn load<'a>(

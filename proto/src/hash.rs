@@ -10,6 +10,12 @@ use std::{fmt, str::FromStr};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// The SHA-256 of `bytes`: Quiver's one way to take a SHA-256 (through
+/// `sha2`), for digests of tokens, keys and names as well as of stubs.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
 /// Prefix of every [`StubHash::combine`] input.
 const COMBINE_TAG: &[u8] = b"quiver.stubhash.v1\n";
 
@@ -28,7 +34,7 @@ impl StubHash {
     /// );
     /// ```
     pub fn of(bytes: &[u8]) -> Self {
-        StubHash(Sha256::digest(bytes).into())
+        StubHash(sha256(bytes))
     }
 
     /// The hash of an ordered sequence of hashes (a server's tools, a manifest's

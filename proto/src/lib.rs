@@ -20,6 +20,7 @@
 pub mod audit;
 pub mod canonical;
 pub mod catalog;
+pub mod clock;
 pub mod delta;
 pub mod finding;
 pub mod hash;

@@ -112,9 +112,24 @@ impl fmt::Debug for TenantSecrets {
     }
 }
 
+/// Whether `a` and `b` are equal, in time that depends on their lengths only,
+/// never on where they differ (for digests of keys and tokens).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let differences = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    a.len() == b.len() && std::hint::black_box(differences) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_bytes_and_only_those_compare_equal() {
+        assert!(constant_time_eq(b"digest", b"digest"));
+        assert!(!constant_time_eq(b"digest", b"digesT"));
+        assert!(!constant_time_eq(b"digest", b"diges"));
+        assert!(constant_time_eq(b"", b""));
+    }
 
     #[test]
     fn debug_never_shows_a_value() {

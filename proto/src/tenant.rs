@@ -8,7 +8,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{ManifestServer, ManifestTool, ValidationMode};
+use crate::{
+    manifest::{ManifestServer, ManifestTool, ValidationMode},
+    secret_value::constant_time_eq,
+};
 
 /// The tenant of an edge that authenticates nobody (`auth = "none"`): it sees
 /// every tool.
@@ -294,10 +297,6 @@ impl TenantDirectory {
             key_id,
         })
     }
-}
-
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

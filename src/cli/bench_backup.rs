@@ -9,7 +9,7 @@
 use std::{
     path::PathBuf,
     sync::Arc,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
@@ -24,6 +24,7 @@ use quiver_control_plane::{
     outcome::Outcome,
     state::ControlState,
 };
+use quiver_proto::clock::now_ms;
 use quiver_proto::{
     audit::{AuditKind, AuditRecord, Decision},
     secret_value::SecretValue,
@@ -60,12 +61,6 @@ pub struct BackupBenchArgs {
     /// Tool catalogue (any file `quiver dev --catalog` reads).
     #[arg(long, default_value = "../shared/datasets/livemcpbench/tools.json")]
     catalog: PathBuf,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn apply(state: &mut ControlState, command: Command) -> anyhow::Result<()> {

@@ -546,16 +546,23 @@ pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     drop(worker);
-    worker_models(
-        &mut out,
-        &command,
-        &context,
-        limits,
-        args.iterations,
-        args.throughput_runs,
-    )
-    .await?;
-    isolation_cost(&mut out, &command, &context, limits, args.iterations).await?;
+    if cfg!(feature = "bench-hooks") {
+        worker_models(
+            &mut out,
+            &command,
+            &context,
+            limits,
+            args.iterations,
+            args.throughput_runs,
+        )
+        .await?;
+        isolation_cost(&mut out, &command, &context, limits, args.iterations).await?;
+    } else {
+        let _ = writeln!(
+            out,
+            "\nThe worker-model and isolation-cost tables need workers with benchmark hooks: build with `--features bench-hooks`.\n"
+        );
+    }
     let _ = writeln!(out, "\n## Workers\n\n| measure | value |\n|---|---:|");
     let _ = writeln!(
         out,

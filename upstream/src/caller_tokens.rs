@@ -142,3 +142,90 @@ impl CallerToken {
         self.exchange(&subject, &mut current).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A caller's token for an upstream whose settings name no client of
+    /// Quiver's: any exchange fails before reaching the network.
+    fn token_without_client() -> (CallerToken, Arc<SecretSlot>) {
+        let settings: UpstreamOAuth = serde_json::from_value(serde_json::json!({})).unwrap();
+        let slot = Arc::new(SecretSlot::default());
+        let token = CallerToken::new(
+            "http://127.0.0.1:9/mcp",
+            settings,
+            ("acme", "https://idp.example"),
+            "oauth-tracker".into(),
+            slot.clone(),
+        );
+        (token, slot)
+    }
+
+    #[test]
+    fn an_exchanged_token_is_its_tenants_one_secret() {
+        let exchanged = Exchanged {
+            tenant: "acme".into(),
+            name: "oauth-tracker".into(),
+            token: SecretValue::new("exchanged".into()),
+            version: 3,
+        };
+        assert_eq!(exchanged.tenants(), ["acme"]);
+        assert_eq!(
+            exchanged.version("acme", "oauth-tracker").as_deref(),
+            Some("3")
+        );
+        assert_eq!(exchanged.version("acme", "other"), None);
+        assert_eq!(exchanged.version("other", "oauth-tracker"), None);
+        assert_eq!(
+            exchanged.open("acme", "oauth-tracker").unwrap().expose(),
+            "exchanged"
+        );
+        assert_eq!(
+            exchanged.open("other", "oauth-tracker").err(),
+            Some(SecretError::Missing)
+        );
+    }
+
+    #[tokio::test]
+    async fn renewing_before_any_caller_token_says_there_is_none() {
+        let (token, slot) = token_without_client();
+        let error = token.exchange_again().await.err().unwrap();
+        assert!(matches!(error, RenewalError::NoCallerToken), "{error}");
+        assert!(slot.current().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_fresh_token_for_the_same_caller_is_kept_and_another_caller_exchanges_again() {
+        let (token, slot) = token_without_client();
+        let alice = SecretValue::new("alice-token".into());
+        *token.current.lock().await = Some(Current {
+            subject: alice.clone(),
+            expires_at_ms: Some(now_ms() + 10 * RENEW_BEFORE_MS),
+        });
+        token.ensure(&alice).await.unwrap();
+        // Another token of the caller's, or one about to expire, is exchanged,
+        // which fails here by type, naming what is missing.
+        let bob = SecretValue::new("bob-token".into());
+        let error = token.ensure(&bob).await.err().unwrap();
+        assert!(
+            matches!(
+                error,
+                RenewalError::Exchange(crate::oauth_grant::GrantError::ExchangeWithoutClient)
+            ),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("bob-token"), "{error}");
+        *token.current.lock().await = Some(Current {
+            subject: alice.clone(),
+            expires_at_ms: Some(now_ms() + RENEW_BEFORE_MS / 2),
+        });
+        assert!(token.ensure(&alice).await.is_err());
+        assert!(slot.current().is_none(), "no token was installed");
+        // The renewal exchanges the latest caller token seen.
+        assert!(matches!(
+            token.exchange_again().await,
+            Err(RenewalError::Exchange(_))
+        ));
+    }
+}

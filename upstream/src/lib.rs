@@ -26,7 +26,7 @@ mod upstream;
 
 pub use breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 pub use event::UpstreamEvent;
-pub use oauth::{Consent, ConsentError};
+pub use oauth::{Consent, ConsentError, OAuthError};
 pub use quiver_contract::{
     CallOptions, CallSink, ResourceUpdate, SinkFuture, TaskTicket, UpstreamError,
 };
@@ -41,6 +41,7 @@ pub use quiver_proto::upstream_config::{
 pub use set::UpstreamSet;
 pub use status::{UpstreamState, UpstreamStatus};
 pub use tenant_credentials::{GrantRefresher, RenewalError, SecretError, TenantSecretSource};
+pub use trace_headers::HttpClientError;
 pub use upstream::Upstream;
 
 /// Makes rustls' ring provider the process default unless one is already set.

@@ -46,7 +46,7 @@ pub struct ConsentError(pub String);
 /// Why an upstream could not be authorized.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum OAuthError {
+pub enum OAuthError {
     /// Nobody can be asked for the grant on this node.
     #[error(
         "it requires OAuth authorization, and this node has nobody to ask for it (no consent channel); in a fleet, have each tenant authorized with `quiver ctl upstream authorize`, or make Quiver a service account with `grant = \"client_credentials\"`"

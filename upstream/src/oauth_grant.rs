@@ -28,9 +28,43 @@ pub const GRANT_FLOW_TTL: Duration = Duration::from_secs(600);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GrantError {
-    /// The authorization server refused or the flow failed.
+    /// The authorization server, or the OAuth client talking to it, failed
+    /// (discovery, registration, the code or refresh exchange).
     #[error("{0}")]
-    Flow(String),
+    Server(#[from] AuthError),
+    /// Quiver's OAuth settings for the upstream cannot be used.
+    #[error(transparent)]
+    Settings(#[from] OAuthError),
+    /// `oauth.client_secret` names a value that cannot be had.
+    #[error("oauth.client_secret: {0}")]
+    ClientSecret(#[source] quiver_proto::references::ExpandError),
+    /// A token exchange needs Quiver's own client credentials.
+    #[error("token exchange needs oauth.client_id and oauth.client_secret")]
+    ExchangeWithoutClient,
+    /// The upstream's authorization server did not issue the caller's token:
+    /// a caller's token is exchanged only by its own issuer.
+    #[error(
+        "the upstream's authorization server ({}) is not the issuer of the caller's token ({caller}); a caller's token is exchanged only by its own issuer",
+        server.as_deref().unwrap_or("no issuer named")
+    )]
+    ForeignIssuer {
+        /// The issuer the upstream's metadata names.
+        server: Option<String>,
+        /// The caller's token's issuer.
+        caller: String,
+    },
+    /// The token exchange did not reach the authorization server.
+    #[error("the token exchange did not reach the server: {0}")]
+    Unreachable(#[source] reqwest::Error),
+    /// The server's link or answer lacks what the flow needs.
+    #[error("{0}")]
+    Incomplete(&'static str),
+    /// The callback URL is not one.
+    #[error("the callback URL does not parse: {0}")]
+    CallbackUrl(#[source] oauth2::url::ParseError),
+    /// A kept grant does not decode.
+    #[error("the kept grant does not read back: {0}")]
+    Unreadable(#[source] serde_json::Error),
     /// The person declined, or the server sent them back with an error.
     #[error("the authorization server sent the person back without a grant: {0}")]
     Declined(String),
@@ -41,18 +75,6 @@ pub enum GrantError {
     /// The grant has no refresh token.
     #[error("the grant has no refresh token (the authorization server issued none)")]
     NotRenewable,
-}
-
-impl From<AuthError> for GrantError {
-    fn from(e: AuthError) -> GrantError {
-        GrantError::Flow(e.to_string())
-    }
-}
-
-impl From<OAuthError> for GrantError {
-    fn from(e: OAuthError) -> GrantError {
-        GrantError::Flow(e.to_string())
-    }
 }
 
 /// One person's authorization in progress.
@@ -85,7 +107,9 @@ impl GrantFlow {
                     .find(|(k, _)| k == "state")
                     .map(|(_, v)| v.into_owned())
             })
-            .ok_or_else(|| GrantError::Flow("the authorization link carries no state".into()))?;
+            .ok_or(GrantError::Incomplete(
+                "the authorization link carries no state",
+            ))?;
         Ok(GrantFlow {
             state,
             store,
@@ -125,7 +149,7 @@ impl GrantFlow {
             .load()
             .await?
             .filter(|c| c.token_response.is_some())
-            .ok_or_else(|| GrantError::Flow("no token after the code exchange".into()))?;
+            .ok_or(GrantError::Incomplete("no token after the code exchange"))?;
         Ok(TenantGrant { credentials })
     }
 }
@@ -150,16 +174,15 @@ impl Callback {
     /// What it says is believed only once its `state` names a flow in
     /// progress ([`Callback::csrf`]).
     pub fn parse(url: &str) -> Result<Callback, GrantError> {
-        let parsed = reqwest::Url::parse(url)
-            .map_err(|e| GrantError::Flow(format!("the callback URL does not parse: {e}")))?;
+        let parsed = reqwest::Url::parse(url).map_err(GrantError::CallbackUrl)?;
         let field = |name: &str| {
             parsed
                 .query_pairs()
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.into_owned())
         };
-        let state = field("state")
-            .ok_or_else(|| GrantError::Flow("the callback carries no `state`".into()))?;
+        let state =
+            field("state").ok_or(GrantError::Incomplete("the callback carries no `state`"))?;
         let answer = match field("error") {
             Some(error) => Answer::Declined(
                 field("error_description")
@@ -203,8 +226,7 @@ impl TenantGrant {
 
     /// A grant from its sealed JSON.
     pub fn from_secret(value: &SecretValue) -> Result<TenantGrant, GrantError> {
-        serde_json::from_str(value.expose())
-            .map_err(|e| GrantError::Flow(format!("the kept grant does not read back: {e}")))
+        serde_json::from_str(value.expose()).map_err(GrantError::Unreadable)
     }
 
     fn token(&self) -> Option<&rmcp::transport::auth::OAuthTokenResponse> {
@@ -265,8 +287,7 @@ impl TenantGrant {
         if let (Some(client_id), Some(secret)) =
             (&settings.client_id, settings.client_secret_value())
         {
-            let secret =
-                secret.map_err(|e| GrantError::Flow(format!("oauth.client_secret: {e}")))?;
+            let secret = secret.map_err(GrantError::ClientSecret)?;
             let redirect = if settings.redirect_uri.is_empty() {
                 url.to_string()
             } else {
@@ -287,7 +308,7 @@ impl TenantGrant {
         let credentials = store
             .load()
             .await?
-            .ok_or_else(|| GrantError::Flow("no token after the refresh".into()))?;
+            .ok_or(GrantError::Incomplete("no token after the refresh"))?;
         Ok(TenantGrant { credentials })
     }
 }
@@ -323,19 +344,17 @@ pub async fn exchange_token(
     crate::install_crypto_provider();
     let (Some(client_id), Some(secret)) = (&settings.client_id, settings.client_secret_value())
     else {
-        return Err(GrantError::Flow(
-            "token exchange needs oauth.client_id and oauth.client_secret".into(),
-        ));
+        return Err(GrantError::ExchangeWithoutClient);
     };
-    let secret = secret.map_err(|e| GrantError::Flow(format!("oauth.client_secret: {e}")))?;
+    let secret = secret.map_err(GrantError::ClientSecret)?;
     let manager = AuthorizationManager::new(url).await?;
     let metadata = manager.resolve_metadata().await?.metadata;
     let same = |issuer: &str| issuer.trim_end_matches('/') == subject_issuer.trim_end_matches('/');
     if !metadata.issuer.as_deref().is_some_and(same) {
-        return Err(GrantError::Flow(format!(
-            "the upstream's authorization server ({}) is not the issuer of the caller's token ({subject_issuer}); a caller's token is exchanged only by its own issuer",
-            metadata.issuer.as_deref().unwrap_or("no issuer named")
-        )));
+        return Err(GrantError::ForeignIssuer {
+            server: metadata.issuer.clone(),
+            caller: subject_issuer.to_string(),
+        });
     }
     let mut form = vec![
         ("grant_type", TOKEN_EXCHANGE.to_string()),
@@ -359,7 +378,7 @@ pub async fn exchange_token(
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()
-        .map_err(|e| GrantError::Flow(format!("HTTP client: {e}")))?;
+        .map_err(GrantError::Unreachable)?;
     let mut request = client.post(&metadata.token_endpoint);
     if post {
         form.push(("client_id", client_id.clone()));
@@ -378,9 +397,7 @@ pub async fn exchange_token(
         .body(body)
         .send()
         .await
-        .map_err(|e| {
-            GrantError::Flow(format!("the token exchange did not reach the server: {e}"))
-        })?;
+        .map_err(GrantError::Unreachable)?;
     let status = response.status();
     let body: serde_json::Value = response.json().await.unwrap_or_default();
     if !status.is_success() {
@@ -396,7 +413,9 @@ pub async fn exchange_token(
     let token = body["access_token"]
         .as_str()
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| GrantError::Flow("the token exchange answered no access_token".into()))?;
+        .ok_or(GrantError::Incomplete(
+            "the token exchange answered no access_token",
+        ))?;
     let now_ms = crate::status::now_ms();
     Ok(ExchangedToken {
         token: SecretValue::new(token.to_string()),
@@ -414,4 +433,91 @@ fn form_encode(text: &str) -> String {
             other => format!("%{other:02X}"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_callback_with_a_code_names_its_flow_code_and_issuer() {
+        let callback = Callback::parse(
+            "http://quiver.invalid/oauth/callback?code=c%2F1&state=s-1&iss=https%3A%2F%2Fas.example",
+        )
+        .unwrap();
+        assert_eq!(callback.csrf(), "s-1");
+        match &callback.answer {
+            Answer::Code(code) => {
+                assert_eq!(code.code, "c/1");
+                assert_eq!(code.issuer.as_deref(), Some("https://as.example"));
+            }
+            Answer::Declined(reason) => panic!("declined: {reason}"),
+        }
+    }
+
+    #[test]
+    fn a_callback_with_an_error_is_a_refusal_worded_by_the_server() {
+        let callback = Callback::parse(
+            "http://quiver.invalid/oauth/callback?state=s&error=access_denied&error_description=the+user+said+no",
+        )
+        .unwrap();
+        assert!(matches!(
+            &callback.answer,
+            Answer::Declined(reason) if reason == "access_denied: the user said no"
+        ));
+        let bare = Callback::parse("http://quiver.invalid/cb?state=s&error=access_denied").unwrap();
+        assert!(matches!(&bare.answer, Answer::Declined(r) if r == "access_denied"));
+    }
+
+    #[test]
+    fn malformed_callbacks_are_refused_by_type() {
+        assert!(matches!(
+            Callback::parse("not a url"),
+            Err(GrantError::CallbackUrl(_))
+        ));
+        let no_state = Callback::parse("http://quiver.invalid/cb?code=c")
+            .err()
+            .unwrap();
+        assert!(matches!(no_state, GrantError::Incomplete(_)), "{no_state}");
+        assert!(no_state.to_string().contains("state"), "{no_state}");
+        // A code without a state of rmcp's own reading is the server's error.
+        let no_code = Callback::parse("http://quiver.invalid/cb?state=s")
+            .err()
+            .unwrap();
+        assert!(matches!(no_code, GrantError::Server(_)), "{no_code}");
+    }
+
+    #[test]
+    fn form_values_are_percent_encoded_except_the_unreserved() {
+        assert_eq!(form_encode("aZ09-_.~"), "aZ09-_.~");
+        assert_eq!(form_encode("a b&c=d+e/f"), "a%20b%26c%3Dd%2Be%2Ff");
+        assert_eq!(form_encode("é"), "%C3%A9");
+        assert_eq!(
+            form_encode(TOKEN_EXCHANGE),
+            "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+        );
+    }
+
+    #[test]
+    fn a_kept_grant_that_does_not_decode_says_so_without_its_text() {
+        let broken = SecretValue::new("{\"access_token\": \"tok-123\"".into());
+        let error = TenantGrant::from_secret(&broken).err().unwrap();
+        assert!(matches!(error, GrantError::Unreadable(_)), "{error}");
+        assert!(!error.to_string().contains("tok-123"), "{error}");
+    }
+
+    #[test]
+    fn a_foreign_issuer_is_named_with_the_callers() {
+        let error = GrantError::ForeignIssuer {
+            server: Some("https://other.example".into()),
+            caller: "https://idp.example".into(),
+        };
+        let text = error.to_string();
+        assert!(text.contains("https://other.example") && text.contains("https://idp.example"));
+        let unnamed = GrantError::ForeignIssuer {
+            server: None,
+            caller: "https://idp.example".into(),
+        };
+        assert!(unnamed.to_string().contains("no issuer named"), "{unnamed}");
+    }
 }

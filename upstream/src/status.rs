@@ -69,12 +69,7 @@ pub(crate) fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Milliseconds since the Unix epoch (token expiries are kept in them).
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub(crate) use quiver_proto::clock::now_ms;
 
 #[cfg(test)]
 mod tests {

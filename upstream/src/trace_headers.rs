@@ -25,7 +25,7 @@ const MAX_REDIRECTS: usize = 10;
 /// Why the HTTP client could not be built.
 #[derive(Debug, thiserror::Error)]
 #[error("building the HTTP client: {0}")]
-pub(crate) struct HttpClientError(#[source] reqwest::Error);
+pub struct HttpClientError(#[source] reqwest::Error);
 
 /// rmcp's reqwest client, adding a request's trace context as headers.
 #[derive(Clone)]

@@ -31,12 +31,7 @@ use axum::{
 
 use crate::gateway::Gateway;
 
-/// Now, in milliseconds since the epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub(crate) use quiver_proto::clock::now_ms;
 
 /// The console of one edge.
 pub(crate) struct Console {

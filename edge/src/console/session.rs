@@ -199,7 +199,7 @@ pub(crate) fn same(a: &str, b: &str) -> bool {
 
 /// Whether two byte strings are equal, likewise.
 pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    quiver_proto::secret_value::constant_time_eq(a, b)
 }
 
 #[cfg(test)]

@@ -64,9 +64,9 @@ impl SignInLimits {
 
 /// A credential's key in the table: a prefix of its SHA-256.
 fn credential_key(credential: &str) -> u64 {
-    let digest = ring::digest::digest(&ring::digest::SHA256, credential.as_bytes());
+    let digest = quiver_proto::hash::sha256(credential.as_bytes());
     let mut prefix = [0u8; 8];
-    prefix.copy_from_slice(&digest.as_ref()[..8]);
+    prefix.copy_from_slice(&digest[..8]);
     u64::from_le_bytes(prefix)
 }
 
