@@ -21,19 +21,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Source roots of the library crates.
-const LIBRARIES: &[&str] = &[
-    "proto/src",
-    "upstream/src",
-    "view/src",
-    "screen/src",
-    "telemetry/src",
-    "contract/src",
-    "fleet/src",
-    "control-plane/src",
-    "executor/src",
-    "edge/src",
-];
+/// Source roots of the library crates: the workspace's, less the binary
+/// and the test servers.
+fn libraries() -> impl Iterator<Item = &'static str> {
+    crate::import_layering::CRATES
+        .iter()
+        .copied()
+        .filter(|root| *root != "src" && !root.starts_with("tests/"))
+}
 
 /// Every file under `dir` (recursively) whose name ends in one of `exts`,
 /// leaving out build output, dependencies and VCS data.
@@ -194,7 +189,7 @@ fn module_dir(file: &Path) -> PathBuf {
 fn no_library_code_has_a_string_as_its_error() {
     let mut offences = Vec::new();
     let mut scanned = 0;
-    for library in LIBRARIES {
+    for library in libraries() {
         let files = files(&root().join(library), &["rs"]);
         assert!(!files.is_empty(), "{library} holds no source");
         let mut test_files = BTreeSet::new();

@@ -15,7 +15,7 @@ use std::{
 use syn::visit::Visit;
 
 /// Source roots of the workspace's crates (the binary's included).
-const CRATES: &[&str] = &[
+pub(crate) const CRATES: &[&str] = &[
     "proto/src",
     "upstream/src",
     "view/src",

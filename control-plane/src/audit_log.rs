@@ -108,7 +108,7 @@ impl AuditLog {
 
 #[cfg(test)]
 mod tests {
-    use quiver_proto::audit::{AuditKind, Decision};
+    use quiver_proto::audit::{AuditKind, AuditOutcome, Decision};
 
     use super::*;
 
@@ -127,7 +127,7 @@ mod tests {
             decision: Decision::Allowed,
             reason: None,
             latency_us: 1,
-            outcome: "ok".into(),
+            outcome: AuditOutcome::Ok,
             script_sha256: None,
             task_id: None,
         }

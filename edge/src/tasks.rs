@@ -23,11 +23,11 @@
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, OnceLock},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use quiver_fleet::task_records::{TaskEnd, TaskRecord, TaskRecords, TaskTicket};
-use quiver_proto::audit::{AuditKind, AuditRecord, Decision};
+use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord, Decision};
 use quiver_view::CallOrigin;
 use rmcp::{
     ErrorData,
@@ -207,15 +207,13 @@ impl EdgeTasks {
         let _ = self.audit.set(audit);
     }
 
-    fn record(&self, entry: &Entry, outcome: &str, reason: Option<String>) {
+    fn record(&self, entry: &Entry, outcome: AuditOutcome, reason: Option<String>) {
         let Some(audit) = self.audit.get() else {
             return;
         };
         audit(AuditRecord {
             id: 0,
-            at_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            at_ms: quiver_proto::clock::now_ms(),
             tenant: entry.tenant.clone(),
             caller: entry.origin.caller.clone(),
             edge: entry.origin.edge.clone(),
@@ -227,7 +225,7 @@ impl EdgeTasks {
             decision: Decision::Allowed,
             reason,
             latency_us: u64::try_from(entry.started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            outcome: outcome.to_string(),
+            outcome,
             script_sha256: None,
             task_id: Some(entry.task.task_id.clone()),
         });
@@ -297,7 +295,7 @@ impl EdgeTasks {
             started: Instant::now(),
             kept: 0,
         };
-        self.record(&entry, "created", None);
+        self.record(&entry, AuditOutcome::TaskCreated, None);
         let ticket = TaskTicket {
             id: id.clone(),
             tenant: entry.tenant.clone(),
@@ -639,15 +637,15 @@ impl EdgeTasks {
         entry.task.status = payload.status();
         entry.task.last_updated_at = timestamp();
         let (outcome, reason) = match &payload {
-            TaskPayload::Completed { .. } => ("completed", None),
+            TaskPayload::Completed { .. } => (AuditOutcome::TaskCompleted, None),
             TaskPayload::Failed { error } => (
-                "failed",
+                AuditOutcome::TaskFailed,
                 error
                     .get("message")
                     .and_then(|m| m.as_str())
                     .map(str::to_string),
             ),
-            _ => ("cancelled", None),
+            _ => (AuditOutcome::TaskCancelled, None),
         };
         entry.ended = Some((payload, Instant::now()));
         self.record(entry, outcome, reason);

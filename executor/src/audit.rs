@@ -13,7 +13,7 @@ use std::{
 
 use futures::future::BoxFuture;
 use quiver_contract::{ExecuteError, ExecuteRequest, ScriptOutcome, Scripts};
-use quiver_proto::audit::{AuditKind, AuditRecord, Decision, script_digest};
+use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord, Decision, script_digest};
 use quiver_upstream::CallSink;
 use tokio_util::sync::CancellationToken;
 
@@ -182,7 +182,7 @@ impl Scripts for AuditedScripts {
                 decision: Decision::Allowed,
                 reason: None,
                 latency_us: 0,
-                outcome: "ok".into(),
+                outcome: AuditOutcome::Ok,
                 script_sha256: Some(script_digest(&request.code)),
                 task_id: None,
             };
@@ -191,7 +191,7 @@ impl Scripts for AuditedScripts {
             match &result {
                 Ok(outcome) => {
                     if let Some(error) = &outcome.error {
-                        record.outcome = error.kind.as_str().to_string();
+                        record.outcome = AuditOutcome::Script(error.kind);
                         record.reason = Some(quiver_view::redact::redact(&error.message));
                     }
                 }
@@ -199,7 +199,7 @@ impl Scripts for AuditedScripts {
                     if matches!(e, ExecuteError::Rejected(_) | ExecuteError::Busy { .. }) {
                         record.decision = Decision::Denied;
                     }
-                    record.outcome = "refused".into();
+                    record.outcome = AuditOutcome::Refused;
                     record.reason = Some(quiver_view::redact::redact(&e.to_string()));
                 }
             }

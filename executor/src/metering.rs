@@ -26,7 +26,7 @@ use futures::future::BoxFuture;
 use opentelemetry::KeyValue;
 use quiver_contract::{CallOptions, Dispatch, ToolCall, UpstreamError};
 use quiver_proto::{
-    audit::{AuditKind, AuditRecord, Decision, digest_of},
+    audit::{AuditKind, AuditOutcome, AuditRecord, Decision, digest_of},
     tenant::{StashUsage, Tenant, TenantDirectory},
 };
 use quiver_telemetry::instruments;
@@ -455,7 +455,7 @@ impl Dispatch for Metered {
                     );
                     if let (Some(auditor), Some(mut record)) = (&self.auditor, record) {
                         record.decision = Decision::Denied;
-                        record.outcome = "refused".into();
+                        record.outcome = AuditOutcome::Refused;
                         record.reason = Some(reason.clone());
                         record.latency_us = micros(started);
                         auditor.record(record);
@@ -470,10 +470,10 @@ impl Dispatch for Metered {
             if let (Some(auditor), Some(mut record)) = (&self.auditor, record) {
                 record.latency_us = micros(started);
                 match &result {
-                    Ok(r) if r.is_error == Some(true) => record.outcome = "tool_error".into(),
+                    Ok(r) if r.is_error == Some(true) => record.outcome = AuditOutcome::ToolError,
                     Ok(_) => {}
                     Err(e) => {
-                        record.outcome = "error".into();
+                        record.outcome = AuditOutcome::Error;
                         record.reason = Some(quiver_view::redact::redact(&e.to_string()));
                     }
                 }
@@ -520,7 +520,7 @@ fn call_record(call: &ToolCall, with_arguments: bool) -> AuditRecord {
         decision: Decision::Allowed,
         reason: None,
         latency_us: 0,
-        outcome: "ok".into(),
+        outcome: AuditOutcome::Ok,
         script_sha256: call.origin.script_sha256.clone(),
         task_id: None,
     }

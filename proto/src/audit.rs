@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::to_canonical_json;
+use crate::{canonical::to_canonical_json, script_error_kind::ScriptErrorKind};
 
 /// What an audit record is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +35,96 @@ pub enum Decision {
     Allowed,
     /// Refused before anything was sent (view, rate limit, budget).
     Denied,
+}
+
+/// How what a record is about came out. In JSON and on the wire it is its
+/// snake_case name (`ok`, `tool_error`, `timeout`, `created`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AuditOutcome {
+    /// It ran and succeeded.
+    Ok,
+    /// The tool answered, with `isError`.
+    ToolError,
+    /// The call failed (the upstream unreachable, a protocol error).
+    Error,
+    /// Refused before anything was sent (view, rate limit, budget).
+    Refused,
+    /// The script failed this way.
+    Script(ScriptErrorKind),
+    /// An operator let a held tool be served.
+    Approved,
+    /// A call became a task.
+    TaskCreated,
+    /// A task's call completed.
+    TaskCompleted,
+    /// A task's call failed (`reason` says how).
+    TaskFailed,
+    /// A task was cancelled.
+    TaskCancelled,
+    /// A name this release does not know (written by a newer one), kept as
+    /// it was.
+    Unknown(String),
+}
+
+impl AuditOutcome {
+    /// The snake_case name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AuditOutcome::Ok => "ok",
+            AuditOutcome::ToolError => "tool_error",
+            AuditOutcome::Error => "error",
+            AuditOutcome::Refused => "refused",
+            AuditOutcome::Script(kind) => kind.as_str(),
+            AuditOutcome::Approved => "approved",
+            AuditOutcome::TaskCreated => "created",
+            AuditOutcome::TaskCompleted => "completed",
+            AuditOutcome::TaskFailed => "failed",
+            AuditOutcome::TaskCancelled => "cancelled",
+            AuditOutcome::Unknown(name) => name,
+        }
+    }
+
+    /// The outcome a name names (an unknown one kept as
+    /// [`AuditOutcome::Unknown`]).
+    pub fn from_name(name: &str) -> AuditOutcome {
+        match name {
+            "ok" => AuditOutcome::Ok,
+            "tool_error" => AuditOutcome::ToolError,
+            "error" => AuditOutcome::Error,
+            "refused" => AuditOutcome::Refused,
+            "approved" => AuditOutcome::Approved,
+            "created" => AuditOutcome::TaskCreated,
+            "completed" => AuditOutcome::TaskCompleted,
+            "failed" => AuditOutcome::TaskFailed,
+            "cancelled" => AuditOutcome::TaskCancelled,
+            other => ScriptErrorKind::ALL
+                .into_iter()
+                .find(|kind| kind.as_str() == other)
+                .map_or_else(
+                    || AuditOutcome::Unknown(other.to_string()),
+                    AuditOutcome::Script,
+                ),
+        }
+    }
+}
+
+impl std::fmt::Display for AuditOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for AuditOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for AuditOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Ok(AuditOutcome::from_name(&name))
+    }
 }
 
 /// One audit record.
@@ -71,8 +161,8 @@ pub struct AuditRecord {
     pub reason: Option<String>,
     /// How long it took, in microseconds.
     pub latency_us: u64,
-    /// `ok`, `tool_error`, `error`, `refused`, or a script's error kind.
-    pub outcome: String,
+    /// How it came out.
+    pub outcome: AuditOutcome,
     /// Hex SHA-256 of the script (an execution, or a call a script made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script_sha256: Option<String>,
@@ -97,6 +187,41 @@ pub fn script_digest(code: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outcomes_keep_their_names_through_json_and_unknown_ones_survive() {
+        let every = [
+            AuditOutcome::Ok,
+            AuditOutcome::ToolError,
+            AuditOutcome::Error,
+            AuditOutcome::Refused,
+            AuditOutcome::Approved,
+            AuditOutcome::TaskCreated,
+            AuditOutcome::TaskCompleted,
+            AuditOutcome::TaskFailed,
+            AuditOutcome::TaskCancelled,
+        ]
+        .into_iter()
+        .chain(ScriptErrorKind::ALL.map(AuditOutcome::Script));
+        let mut names = std::collections::BTreeSet::new();
+        for outcome in every {
+            let json = serde_json::to_value(&outcome).unwrap();
+            assert_eq!(json, outcome.as_str());
+            assert_eq!(
+                serde_json::from_value::<AuditOutcome>(json).unwrap(),
+                outcome
+            );
+            assert_eq!(AuditOutcome::from_name(outcome.as_str()), outcome);
+            assert!(names.insert(outcome.to_string()), "{outcome} named twice");
+        }
+        assert_eq!(
+            AuditOutcome::from_name("timeout"),
+            AuditOutcome::Script(ScriptErrorKind::Timeout)
+        );
+        let newer: AuditOutcome = serde_json::from_str("\"quarantined\"").unwrap();
+        assert_eq!(newer, AuditOutcome::Unknown("quarantined".into()));
+        assert_eq!(serde_json::to_string(&newer).unwrap(), "\"quarantined\"");
+    }
 
     #[test]
     fn argument_digests_ignore_key_order_and_absence_is_an_empty_object() {

@@ -30,6 +30,7 @@ pub mod naming;
 pub mod node_role;
 pub mod references;
 pub mod registry;
+pub mod script_error_kind;
 pub mod secret_value;
 pub mod stub;
 pub mod tenant;

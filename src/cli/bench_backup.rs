@@ -26,7 +26,7 @@ use quiver_control_plane::{
 };
 use quiver_proto::clock::now_ms;
 use quiver_proto::{
-    audit::{AuditKind, AuditRecord, Decision},
+    audit::{AuditKind, AuditOutcome, AuditRecord, Decision},
     secret_value::SecretValue,
     upstream_config::UpstreamConfig,
 };
@@ -160,7 +160,7 @@ fn populated(args: &BackupBenchArgs, key: &ClusterKey) -> anyhow::Result<Control
                 decision: Decision::Allowed,
                 reason: None,
                 latency_us: 1200,
-                outcome: "ok".into(),
+                outcome: AuditOutcome::Ok,
                 script_sha256: None,
                 task_id: None,
             })

@@ -130,7 +130,7 @@ impl ControlState {
                 decision: Decision::Allowed,
                 reason: Some(format!("findings approved: {accepted}")),
                 latency_us: 0,
-                outcome: "approved".into(),
+                outcome: quiver_proto::audit::AuditOutcome::Approved,
                 script_sha256: None,
                 task_id: None,
             }],

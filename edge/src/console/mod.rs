@@ -79,13 +79,22 @@ pub(crate) fn routes(gateway: Arc<Gateway>, hosts: Arc<[String]>) -> Router {
         .route("/usage", get(tenant::usage))
         .route("/audit", get(tenant::audit))
         .route("/findings", get(tenant::findings))
-        .route("/op/tenants", get(operator::tenants))
-        .route("/op/upstreams", get(operator::upstreams))
-        .route("/op/drift", get(operator::drift))
+        .route("/op/tenants", get(operator::reading(ConsoleCall::Tenants)))
+        .route(
+            "/op/upstreams",
+            get(operator::reading(ConsoleCall::Upstreams)),
+        )
+        .route("/op/drift", get(operator::reading(ConsoleCall::Drift)))
         .route("/op/approve", post(operator::approve))
-        .route("/op/findings", get(operator::findings))
-        .route("/op/cluster", get(operator::cluster))
-        .route("/op/grants", get(operator::grants))
+        .route(
+            "/op/findings",
+            get(operator::reading(ConsoleCall::Findings)),
+        )
+        .route(
+            "/op/cluster",
+            get(operator::reading(ConsoleCall::ClusterStatus)),
+        )
+        .route("/op/grants", get(operator::reading(ConsoleCall::Grants)))
         .route("/op/authorize", post(operator::authorize))
         .route("/op/usage", get(operator::usage))
         .route("/op/audit", get(operator::audit))

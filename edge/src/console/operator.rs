@@ -10,6 +10,7 @@ use axum::{
     extract::{Query, State},
     http::{HeaderMap, Method},
 };
+use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -30,58 +31,16 @@ async fn read(
     console.ask(call).await
 }
 
-/// `GET /console/api/op/tenants`.
-pub(crate) async fn tenants(
-    State(console): State<Arc<Console>>,
-    method: Method,
-    headers: HeaderMap,
-) -> Answer {
-    read(&console, &method, &headers, ConsoleCall::Tenants).await
-}
-
-/// `GET /console/api/op/upstreams`.
-pub(crate) async fn upstreams(
-    State(console): State<Arc<Console>>,
-    method: Method,
-    headers: HeaderMap,
-) -> Answer {
-    read(&console, &method, &headers, ConsoleCall::Upstreams).await
-}
-
-/// `GET /console/api/op/drift`.
-pub(crate) async fn drift(
-    State(console): State<Arc<Console>>,
-    method: Method,
-    headers: HeaderMap,
-) -> Answer {
-    read(&console, &method, &headers, ConsoleCall::Drift).await
-}
-
-/// `GET /console/api/op/findings`.
-pub(crate) async fn findings(
-    State(console): State<Arc<Console>>,
-    method: Method,
-    headers: HeaderMap,
-) -> Answer {
-    read(&console, &method, &headers, ConsoleCall::Findings).await
-}
-
-/// `GET /console/api/op/cluster`: members, leader and every node's stub hash.
-pub(crate) async fn cluster(
-    State(console): State<Arc<Console>>,
-    method: Method,
-    headers: HeaderMap,
-) -> Answer {
-    read(&console, &method, &headers, ConsoleCall::ClusterStatus).await
-}
-
-/// `GET /console/api/op/grants`.
-pub(crate) async fn grants(
-    State(console): State<Arc<Console>>,
-    method: Method,
-    headers: HeaderMap,
-) -> Answer {
-    read(&console, &method, &headers, ConsoleCall::Grants).await
+/// The handler of a `GET` the operator makes that `call` answers as is
+/// (`/op/tenants`, `/op/upstreams`, `/op/drift`, `/op/findings`,
+/// `/op/cluster`, `/op/grants`).
+pub(crate) fn reading(
+    call: ConsoleCall,
+) -> impl Fn(State<Arc<Console>>, Method, HeaderMap) -> BoxFuture<'static, Answer> + Clone {
+    move |State(console), method, headers| {
+        let call = call.clone();
+        Box::pin(async move { read(&console, &method, &headers, call).await })
+    }
 }
 
 /// Which tenant.

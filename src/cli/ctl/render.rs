@@ -326,7 +326,7 @@ fn audit_table(records: &[AuditRecord]) {
                     format!("{:?}", r.kind).to_lowercase(),
                     r.tool.clone().unwrap_or_else(|| "-".into()),
                     format!("{:?}", r.decision).to_lowercase(),
-                    r.outcome.clone(),
+                    r.outcome.to_string(),
                     format!("{:.1}", r.latency_us as f64 / 1000.0),
                     r.reason.clone().unwrap_or_default(),
                 ]

@@ -1,6 +1,6 @@
 //! [`AdminRequest`] and what it carries, as `quiver.v1.AdminRequest`.
 
-use quiver_proto::audit::{AuditKind, AuditRecord, Decision};
+use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord, Decision};
 use quiver_proto::finding::Finding;
 use quiver_proto::pb::{self, admin_request::Call};
 use quiver_proto::tenant::StashUsage;
@@ -85,7 +85,7 @@ impl Message for AuditRecord {
             decision: self.decision.to_field(),
             reason: self.reason.clone(),
             latency_us: self.latency_us,
-            outcome: self.outcome.clone(),
+            outcome: self.outcome.to_string(),
             script_sha256: self.script_sha256.clone(),
             task_id: self.task_id.clone(),
         }
@@ -113,7 +113,7 @@ impl Message for AuditRecord {
             decision: Field::from_field(pb.decision, "AuditRecord.decision")?,
             reason: pb.reason,
             latency_us: pb.latency_us,
-            outcome: pb.outcome,
+            outcome: AuditOutcome::from_name(&pb.outcome),
             script_sha256: pb.script_sha256,
             task_id: pb.task_id,
         })

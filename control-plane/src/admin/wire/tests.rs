@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use prost::Message as _;
-use quiver_proto::audit::{AuditKind, AuditRecord, Decision};
+use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord, Decision};
 use quiver_proto::finding::{Finding, HoldAt, Severity};
 use quiver_proto::manifest::ValidationMode;
 use quiver_proto::mode::Mode;
@@ -81,7 +81,7 @@ fn audit_record() -> AuditRecord {
         decision: Decision::Denied,
         reason: Some("rate".into()),
         latency_us: 12,
-        outcome: "error".into(),
+        outcome: AuditOutcome::Error,
         script_sha256: None,
         task_id: Some("t1".into()),
     }
