@@ -67,8 +67,7 @@ struct FleetHolding {
 /// Stashes in the etcd at some endpoints; connects at first use, and again
 /// after a failed attempt to.
 pub struct EtcdStash {
-    endpoints: Vec<String>,
-    client: tokio::sync::Mutex<Option<Client>>,
+    client: quiver_fleet::membership::LazyClient,
     holdings: Mutex<HashMap<String, FleetHolding>>,
 }
 
@@ -76,8 +75,7 @@ impl EtcdStash {
     /// Stashes in the etcd at `endpoints` (`host:port` or URLs).
     pub fn new(endpoints: Vec<String>) -> EtcdStash {
         EtcdStash {
-            endpoints,
-            client: tokio::sync::Mutex::new(None),
+            client: quiver_fleet::membership::LazyClient::new(endpoints),
             holdings: Mutex::new(HashMap::new()),
         }
     }
@@ -136,18 +134,13 @@ impl EtcdStash {
     }
 
     async fn client(&self) -> Result<Client, ReplicaUnavailable> {
-        let mut held = self.client.lock().await;
-        if let Some(client) = held.as_ref() {
-            return Ok(client.clone());
-        }
-        let client = quiver_fleet::membership::connect(&self.endpoints)
+        self.client
+            .get()
             .await
             .map_err(|e| ReplicaUnavailable::Unreachable {
                 replica: REPLICA,
                 source: e.into(),
-            })?;
-        *held = Some(client.clone());
-        Ok(client)
+            })
     }
 }
 

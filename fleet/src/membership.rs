@@ -197,6 +197,36 @@ pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
 /// See [`KEEP_ALIVE_INTERVAL`].
 pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A client of the etcd at some endpoints, connected on first use and then
+/// shared (etcd's client multiplexes): what the session records, the task
+/// records and the executors' stash replica hold.
+pub struct LazyClient {
+    endpoints: Vec<String>,
+    client: tokio::sync::Mutex<Option<Client>>,
+}
+
+impl LazyClient {
+    /// A client of the etcd at `endpoints`, not connected yet.
+    pub fn new(endpoints: Vec<String>) -> LazyClient {
+        LazyClient {
+            endpoints,
+            client: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The client, connecting it ([`connect`]) if no connection succeeded
+    /// yet.
+    pub async fn get(&self) -> Result<Client, MembershipError> {
+        let mut held = self.client.lock().await;
+        if let Some(client) = held.as_ref() {
+            return Ok(client.clone());
+        }
+        let client = connect(&self.endpoints).await?;
+        *held = Some(client.clone());
+        Ok(client)
+    }
+}
+
 /// A client of the etcd at `endpoints` (`host:port` or URLs), with this
 /// module's timeouts: 2 s to connect and per request, and keep-alive pings
 /// etcd accepts ([`KEEP_ALIVE_INTERVAL`]).

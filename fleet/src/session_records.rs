@@ -15,7 +15,6 @@ use std::time::Duration;
 use etcd_client::{Client, EventType, GetOptions, PutOptions};
 use rmcp::model::InitializeRequestParams;
 use serde::{Deserialize, Serialize};
-use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::membership;
@@ -70,8 +69,7 @@ pub enum SessionRecordError {
 
 /// Session records in the etcd at some endpoints.
 pub struct SessionRecords {
-    endpoints: Vec<String>,
-    client: Mutex<Option<Client>>,
+    client: membership::LazyClient,
     /// How long a session lives without a request.
     idle: Duration,
 }
@@ -81,8 +79,7 @@ impl SessionRecords {
     /// without a request (rounded up to whole seconds).
     pub fn new(endpoints: Vec<String>, idle: Duration) -> SessionRecords {
         SessionRecords {
-            endpoints,
-            client: Mutex::new(None),
+            client: membership::LazyClient::new(endpoints),
             idle,
         }
     }
@@ -93,13 +90,7 @@ impl SessionRecords {
     }
 
     async fn client(&self) -> Result<Client, SessionRecordError> {
-        let mut held = self.client.lock().await;
-        if let Some(client) = held.as_ref() {
-            return Ok(client.clone());
-        }
-        let client = membership::connect(&self.endpoints).await?;
-        *held = Some(client.clone());
-        Ok(client)
+        Ok(self.client.get().await?)
     }
 
     /// Writes `record` as session `id`'s, under a new lease of the idle

@@ -13,7 +13,6 @@ use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use rmcp::model::{DetailedTask, Task};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::Mutex;
 
 use quiver_contract::ScriptOutcome;
 
@@ -101,8 +100,7 @@ pub enum TaskRecordError {
 
 /// Task records in the etcd at some endpoints.
 pub struct TaskRecords {
-    endpoints: Vec<String>,
-    client: Mutex<Option<Client>>,
+    client: membership::LazyClient,
     /// How long a record outlives its task's TTL.
     kept_after: Duration,
 }
@@ -112,20 +110,13 @@ impl TaskRecords {
     /// task's TTL.
     pub fn new(endpoints: Vec<String>, kept_after: Duration) -> TaskRecords {
         TaskRecords {
-            endpoints,
-            client: Mutex::new(None),
+            client: membership::LazyClient::new(endpoints),
             kept_after,
         }
     }
 
     async fn client(&self) -> Result<Client, TaskRecordError> {
-        let mut held = self.client.lock().await;
-        if let Some(client) = held.as_ref() {
-            return Ok(client.clone());
-        }
-        let client = membership::connect(&self.endpoints).await?;
-        *held = Some(client.clone());
-        Ok(client)
+        Ok(self.client.get().await?)
     }
 
     /// Writes `record` under its task's id, for the task's TTL and then some.
