@@ -178,35 +178,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     });
     super::leases::audit_tasks(&gateway, &edge_name, task_audit.clone());
     gateway.relay_grant_callbacks_to(task_audit);
-    // Bound before the startup line, so it can name the address; every
-    // problem with the address or the TLS files stops the start.
-    let grpc = match config.edge.grpc_listen {
-        Some(addr) => Some(
-            quiver_edge::grpc::GrpcListener::bind(
-                gateway.clone(),
-                addr,
-                config.edge.grpc_tls.as_ref(),
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    let grpc_line = match &grpc {
-        Some(grpc) => format!(
-            "; gRPC {} ({})",
-            grpc.local_addr(),
-            grpc.security().as_str()
-        ),
-        None => String::new(),
-    };
-    if let Some(grpc) = grpc {
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            if let Err(e) = grpc.serve(stop).await {
-                tracing::error!("the gRPC API stopped: {:#}", anyhow::Error::from(e));
-            }
-        });
-    }
+    let grpc_line = super::edge::serve_grpc(&gateway, &config.edge, &shutdown).await?;
     // Ready: a manifest held and an executor that can run work.
     let status_upstreams = upstreams.clone();
     let status_pool = pool.clone();
