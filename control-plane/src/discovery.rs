@@ -2,22 +2,35 @@
 //! an interval and on demand, and hands each result to a [`DiscoverySink`]: the
 //! local manifest store, or (on the control-plane leader) a replicated command.
 //! An upstream that cannot be reached is retried with backoff and keeps its last
-//! known tools; it never holds up the others. The set of upstreams can change
-//! while it runs ([`Discovery::sync`]).
+//! known tools; it never holds up the others. At most
+//! [`MAX_CONCURRENT_ATTEMPTS`] upstreams are listed at once (each attempt may
+//! start a process or open a connection); the rest wait their turn, first
+//! come first served. The set of upstreams can change while it runs
+//! ([`Discovery::sync`]).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
+use opentelemetry::{KeyValue, metrics::ObservableGauge};
+
 use quiver_proto::manifest::ServerEntry;
 use quiver_upstream::{Upstream, UpstreamConfig, UpstreamEvent, UpstreamSet, UpstreamState};
-use tokio::sync::{Notify, broadcast, watch};
+use tokio::sync::{Notify, Semaphore, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 const BACKOFF_START: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Most upstreams discovery lists at once. Listing an upstream that is not
+/// connected starts its process or opens its connection; a thousand failing
+/// upstreams retried together would otherwise starve the node.
+pub const MAX_CONCURRENT_ATTEMPTS: usize = 32;
 
 /// Where discovery results go.
 pub trait DiscoverySink: Send + Sync + 'static {
@@ -45,6 +58,47 @@ pub struct Discovery {
     watched: Mutex<BTreeMap<String, Watched>>,
     attempted: watch::Sender<BTreeSet<String>>,
     shutdown: CancellationToken,
+    attempts: Attempts,
+    /// What `/metrics` reads of the attempts (kept to stay registered).
+    _gauge: Option<ObservableGauge<u64>>,
+}
+
+/// The listings discovery runs at once, and those waiting for a turn.
+struct Attempts {
+    turns: Semaphore,
+    limit: usize,
+    waiting: AtomicUsize,
+    /// The most that ever ran at once.
+    peak: AtomicUsize,
+}
+
+impl Attempts {
+    fn new(limit: usize) -> Attempts {
+        Attempts {
+            turns: Semaphore::new(limit),
+            limit,
+            waiting: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    /// Listings running now.
+    fn running(&self) -> usize {
+        self.limit - self.turns.available_permits()
+    }
+}
+
+/// How many upstream listings discovery runs and holds back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptStats {
+    /// Listings running now.
+    pub running: usize,
+    /// Listings waiting for a turn.
+    pub waiting: usize,
+    /// The most that ever ran at once.
+    pub peak: usize,
+    /// The most that may run at once.
+    pub limit: usize,
 }
 
 impl Discovery {
@@ -55,14 +109,54 @@ impl Discovery {
         sink: Arc<dyn DiscoverySink>,
         shutdown: CancellationToken,
     ) -> Arc<Discovery> {
+        Discovery::with_limit(upstreams, sink, shutdown, MAX_CONCURRENT_ATTEMPTS)
+    }
+
+    /// Like [`Discovery::new`], listing at most `limit` upstreams at once
+    /// (at least one).
+    pub fn with_limit(
+        upstreams: Arc<UpstreamSet>,
+        sink: Arc<dyn DiscoverySink>,
+        shutdown: CancellationToken,
+        limit: usize,
+    ) -> Arc<Discovery> {
         let (attempted, _) = watch::channel(BTreeSet::new());
-        Arc::new(Discovery {
+        Arc::new_cyclic(|weak| Discovery {
             upstreams,
             sink,
             watched: Mutex::new(BTreeMap::new()),
             attempted,
             shutdown,
+            attempts: Attempts::new(limit.max(1)),
+            _gauge: Some(attempts_gauge(weak.clone())),
         })
+    }
+
+    /// The listings running and waiting now, and the most that ran at once.
+    pub fn attempts(&self) -> AttemptStats {
+        AttemptStats {
+            running: self.attempts.running(),
+            waiting: self.attempts.waiting.load(Ordering::Relaxed),
+            peak: self.attempts.peak.load(Ordering::Relaxed),
+            limit: self.attempts.limit,
+        }
+    }
+
+    /// Lists `upstream`'s tools in its turn.
+    async fn list_in_turn(
+        &self,
+        upstream: &Arc<Upstream>,
+    ) -> Result<Vec<quiver_proto::ToolDef>, quiver_upstream::UpstreamError> {
+        let attempts = &self.attempts;
+        attempts.waiting.fetch_add(1, Ordering::Relaxed);
+        let turn = attempts.turns.acquire().await;
+        attempts.waiting.fetch_sub(1, Ordering::Relaxed);
+        attempts
+            .peak
+            .fetch_max(attempts.running(), Ordering::Relaxed);
+        let listed = upstream.list_tools().await;
+        drop(turn);
+        listed
     }
 
     /// Discovery over a fixed set, started at once.
@@ -174,7 +268,7 @@ impl Discovery {
         let mut backoff = BACKOFF_START;
         let mut first = true;
         loop {
-            let healthy = match upstream.list_tools().await {
+            let healthy = match self.list_in_turn(&upstream).await {
                 Ok(tools) => {
                     backoff = BACKOFF_START;
                     let description = match &upstream.config().description {
@@ -235,6 +329,22 @@ impl Discovery {
             }
         }
     }
+}
+
+/// `quiver_discovery_attempts{state="running"|"waiting"}`, read from
+/// `discovery` at each scrape.
+fn attempts_gauge(discovery: Weak<Discovery>) -> ObservableGauge<u64> {
+    quiver_telemetry::metrics::meter()
+        .u64_observable_gauge(quiver_telemetry::instruments::names::DISCOVERY_ATTEMPTS)
+        .with_description("Upstream listings discovery runs, and those waiting for a turn")
+        .with_callback(move |observer| {
+            if let Some(discovery) = discovery.upgrade() {
+                let stats = discovery.attempts();
+                observer.observe(stats.running as u64, &[KeyValue::new("state", "running")]);
+                observer.observe(stats.waiting as u64, &[KeyValue::new("state", "waiting")]);
+            }
+        })
+        .build()
 }
 
 async fn sleep_or_forever(wait: Option<Duration>) {

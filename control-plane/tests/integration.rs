@@ -25,6 +25,7 @@ fn one_node(data: std::path::PathBuf) -> quiver_control_plane::NodeConfig {
     }
 }
 
+mod discovery_turns;
 mod node_metrics;
 mod periodic_backups;
 mod simulated_network;

@@ -72,6 +72,9 @@ pub mod names {
     pub const BACKUP_LAST_SUCCESS: &str = "quiver.control_plane.backup.last_success";
     /// Bytes of the last backup this node wrote.
     pub const BACKUP_BYTES: &str = "quiver.control_plane.backup.size";
+    /// Upstream listings discovery runs now, and those waiting for a turn
+    /// (`state`: `running`, `waiting`).
+    pub const DISCOVERY_ATTEMPTS: &str = "quiver.discovery.attempts";
     /// Manifest versions a watching node is behind the control plane.
     pub const WATCH_LAG: &str = "quiver.watch.lag";
     /// Entries held by a table a client or tenant can grow, by
