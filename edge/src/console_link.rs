@@ -6,7 +6,7 @@
 
 use std::{
     path::PathBuf,
-    sync::{Arc, OnceLock},
+    sync::Arc,
 };
 
 use base64::Engine as _;
@@ -197,6 +197,3 @@ pub struct ConsoleLink {
     /// listener's `/metrics`.
     pub metrics: Vec<String>,
 }
-
-/// The link, once the binary sets it (the gateway holds it).
-pub type ConsoleSlot = Arc<OnceLock<ConsoleLink>>;

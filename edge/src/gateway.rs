@@ -40,7 +40,7 @@ pub struct Gateway {
     /// Calls of clients that take tasks, made tasks (SEP-2663).
     tasks: Arc<EdgeTasks>,
     /// The other edges of the fleet, to hand them resumes of calls they hold.
-    peers: std::sync::OnceLock<Arc<crate::peers::EdgePeers>>,
+    peers: Option<Arc<crate::peers::EdgePeers>>,
     /// Who subscribed to which upstream resource (`resources/subscribe` of a
     /// session, `resourceSubscriptions` of a stateless listener).
     subscribers: Mutex<Vec<Subscriber>>,
@@ -49,12 +49,195 @@ pub struct Gateway {
     /// The sessions this edge knows, and what ends their requests.
     sessions: Arc<crate::sessions::SessionRegistry>,
     /// The fleet's session records (etcd), when sessions outlive this edge.
-    session_records: std::sync::OnceLock<Arc<quiver_fleet::session_records::SessionRecords>>,
+    session_records: Option<Arc<quiver_fleet::session_records::SessionRecords>>,
     /// Where `/oauth/callback` relays the people coming back from an
     /// upstream's authorization server (the control plane).
-    grant_callback: crate::oauth_callback::CallbackSlot,
+    grant_callback: Option<Arc<dyn crate::oauth_callback::GrantCallback>>,
     /// What the web console asks the control plane, and the operator token.
-    console: crate::console_link::ConsoleSlot,
+    console: Option<crate::console_link::ConsoleLink>,
+}
+
+/// What makes a [`Gateway`]: its views, where calls and scripts go, its
+/// settings, and what links it to the rest of a fleet. Everything is given
+/// before [`GatewayBuilder::build`]; the gateway it builds never changes.
+pub struct GatewayBuilder {
+    views: Arc<LiveViews>,
+    dispatch: Arc<dyn Dispatch>,
+    scripts: Option<Arc<dyn Scripts>>,
+    config: EdgeConfig,
+    peers: Option<Arc<crate::peers::EdgePeers>>,
+    session_records: Option<Arc<quiver_fleet::session_records::SessionRecords>>,
+    task_records: Option<TaskRecording>,
+    task_audit: Option<crate::tasks::TaskAudit>,
+    grant_callback: Option<Arc<dyn crate::oauth_callback::GrantCallback>>,
+    console: Option<crate::console_link::ConsoleLink>,
+}
+
+/// Where a gateway's tasks are recorded in a fleet.
+struct TaskRecording {
+    records: Arc<quiver_fleet::task_records::TaskRecords>,
+    holder: String,
+    executor_alive: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+impl GatewayBuilder {
+    /// Makes this edge one of `peers`' fleet: the calls it parks and the
+    /// tasks it makes are named as its own, and a resume of a call another
+    /// edge holds is handed to it.
+    pub fn peers(mut self, peers: Arc<crate::peers::EdgePeers>) -> Self {
+        self.peers = Some(peers);
+        self
+    }
+
+    /// Records every session this edge opens in `records` (etcd), so that
+    /// any edge serves it, also once this one is gone.
+    pub fn session_records(
+        mut self,
+        records: Arc<quiver_fleet::session_records::SessionRecords>,
+    ) -> Self {
+        self.session_records = Some(records);
+        self
+    }
+
+    /// Records this edge's tasks in `records` (etcd), so that the other
+    /// edges answer for them once this one (`holder`) is gone; an executor
+    /// named in a record runs on while `executor_alive` says so.
+    pub fn task_records(
+        mut self,
+        records: Arc<quiver_fleet::task_records::TaskRecords>,
+        holder: &str,
+        executor_alive: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    ) -> Self {
+        self.task_records = Some(TaskRecording {
+            records,
+            holder: holder.to_string(),
+            executor_alive,
+        });
+        self
+    }
+
+    /// Sends an audit record to `audit` whenever a call becomes a task and
+    /// whenever a task ends.
+    pub fn task_audit(mut self, audit: crate::tasks::TaskAudit) -> Self {
+        self.task_audit = Some(audit);
+        self
+    }
+
+    /// Relays `/oauth/callback` to `sink`.
+    pub fn grant_callback(mut self, sink: Arc<dyn crate::oauth_callback::GrantCallback>) -> Self {
+        self.grant_callback = Some(sink);
+        self
+    }
+
+    /// Links the web console to the control plane.
+    pub fn console(mut self, link: crate::console_link::ConsoleLink) -> Self {
+        self.console = Some(link);
+        self
+    }
+
+    /// The gateway.
+    pub fn build(self) -> Arc<Gateway> {
+        let GatewayBuilder {
+            views,
+            dispatch,
+            scripts,
+            config,
+            peers,
+            session_records,
+            task_records,
+            task_audit,
+            grant_callback,
+            console,
+        } = self;
+        let mut tasks = EdgeTasks::new(config.tasks.limits());
+        if let Some(TaskRecording {
+            records,
+            holder,
+            executor_alive,
+        }) = task_records
+        {
+            let tag = peers
+                .as_ref()
+                .map_or_else(|| crate::peers::tag_of(&holder), |p| p.tag().to_string());
+            let edges = peers.clone();
+            tasks = tasks.in_fleet(crate::tasks::TaskFleet {
+                records,
+                holder,
+                tag,
+                executor_alive,
+                edge_alive: Arc::new(move |node: &str| {
+                    edges.as_ref().is_some_and(|p| p.knows(node))
+                }),
+            });
+        }
+        if let Some(audit) = task_audit {
+            tasks = tasks.audited_by(audit);
+        }
+        let parked = ParkedCalls::default();
+        if let Some(peers) = &peers {
+            parked.tag_states(peers.tag());
+        }
+        // The binary checks the OAuth settings before it starts; a gateway
+        // built with bad ones refuses every token rather than accept any.
+        let tokens = config
+            .oauth
+            .clone()
+            .and_then(|oauth| match JwtValidator::new(oauth) {
+                Ok(validator) => Some(validator),
+                Err(e) => {
+                    tracing::error!("edge.oauth: {e}; every access token will be refused");
+                    None
+                }
+            });
+        let mut installed = views.installed();
+        let gateway = Arc::new(Gateway {
+            views,
+            name: format!("edge-{}", std::process::id()),
+            tokens,
+            dispatch,
+            config,
+            listeners: Mutex::new(Vec::new()),
+            scripts,
+            parked,
+            tasks: Arc::new(tasks),
+            peers,
+            subscribers: Mutex::new(Vec::new()),
+            updated: tokio::sync::broadcast::channel(256).0,
+            sessions: Arc::default(),
+            session_records,
+            grant_callback,
+            console,
+        });
+        // Resource updates reach the sessions that subscribed, and listeners.
+        if let Some(mut updates) = gateway.dispatch.resource_updates() {
+            let weak: Weak<Gateway> = Arc::downgrade(&gateway);
+            tokio::spawn(async move {
+                loop {
+                    let update = match updates.recv().await {
+                        Ok(update) => update,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    let Some(gateway) = weak.upgrade() else {
+                        return;
+                    };
+                    gateway.relay_resource_update(update).await;
+                }
+            });
+        }
+        // Passthrough sessions hear of every new view: the manifest or
+        // their tenant's policy may have changed what they list.
+        let weak: Weak<Gateway> = Arc::downgrade(&gateway);
+        tokio::spawn(async move {
+            while installed.changed().await.is_ok() {
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                gateway.tell_listeners().await;
+            }
+        });
+        gateway
+    }
 }
 
 /// One subscription to an upstream resource.
@@ -101,74 +284,36 @@ impl Gateway {
 
     /// A gateway answering from `views`, which an in-process executor may
     /// share (build them after [`EdgeConfig::install_search`], which decides
-    /// how their search indexes are made).
+    /// how their search indexes are made), linked to nothing else.
     pub fn with_views(
         views: Arc<LiveViews>,
         dispatch: Arc<dyn Dispatch>,
         scripts: Option<Arc<dyn Scripts>>,
         config: EdgeConfig,
     ) -> Arc<Gateway> {
-        // The binary checks the OAuth settings before it starts; a gateway
-        // built with bad ones refuses every token rather than accept any.
-        let tokens = config
-            .oauth
-            .clone()
-            .and_then(|oauth| match JwtValidator::new(oauth) {
-                Ok(validator) => Some(validator),
-                Err(e) => {
-                    tracing::error!("edge.oauth: {e}; every access token will be refused");
-                    None
-                }
-            });
-        let mut installed = views.installed();
-        let tasks = Arc::new(EdgeTasks::new(config.tasks.limits()));
-        let gateway = Arc::new(Gateway {
+        Gateway::builder(views, dispatch, scripts, config).build()
+    }
+
+    /// What builds a gateway answering from `views` (see
+    /// [`Gateway::with_views`]), to be linked to a fleet first.
+    pub fn builder(
+        views: Arc<LiveViews>,
+        dispatch: Arc<dyn Dispatch>,
+        scripts: Option<Arc<dyn Scripts>>,
+        config: EdgeConfig,
+    ) -> GatewayBuilder {
+        GatewayBuilder {
             views,
-            name: format!("edge-{}", std::process::id()),
-            tokens,
             dispatch,
-            config,
-            listeners: Mutex::new(Vec::new()),
             scripts,
-            parked: ParkedCalls::default(),
-            tasks,
-            peers: std::sync::OnceLock::new(),
-            subscribers: Mutex::new(Vec::new()),
-            updated: tokio::sync::broadcast::channel(256).0,
-            sessions: Arc::default(),
-            session_records: std::sync::OnceLock::new(),
-            grant_callback: Arc::default(),
-            console: Arc::default(),
-        });
-        // Resource updates reach the sessions that subscribed, and listeners.
-        if let Some(mut updates) = gateway.dispatch.resource_updates() {
-            let weak: Weak<Gateway> = Arc::downgrade(&gateway);
-            tokio::spawn(async move {
-                loop {
-                    let update = match updates.recv().await {
-                        Ok(update) => update,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    };
-                    let Some(gateway) = weak.upgrade() else {
-                        return;
-                    };
-                    gateway.relay_resource_update(update).await;
-                }
-            });
+            config,
+            peers: None,
+            session_records: None,
+            task_records: None,
+            task_audit: None,
+            grant_callback: None,
+            console: None,
         }
-        // Passthrough sessions hear of every new view: the manifest or
-        // their tenant's policy may have changed what they list.
-        let weak: Weak<Gateway> = Arc::downgrade(&gateway);
-        tokio::spawn(async move {
-            while installed.changed().await.is_ok() {
-                let Some(gateway) = weak.upgrade() else {
-                    return;
-                };
-                gateway.tell_listeners().await;
-            }
-        });
-        gateway
     }
 
     async fn tell_listeners(&self) {
@@ -390,81 +535,26 @@ impl Gateway {
         &self.sessions
     }
 
-    /// Keeps a record of every session this edge opens in `records`
-    /// (etcd), so that any edge serves it, also once this one is gone.
-    /// Call before building the router.
-    pub fn keep_sessions_in(&self, records: Arc<quiver_fleet::session_records::SessionRecords>) {
-        let _ = self.session_records.set(records);
-    }
-
     /// Where sessions are recorded, if they are.
     pub(crate) fn session_records(
         &self,
     ) -> Option<Arc<quiver_fleet::session_records::SessionRecords>> {
-        self.session_records.get().cloned()
+        self.session_records.clone()
     }
 
-    /// Keeps the fleet's records of this edge's tasks in `records` (etcd),
-    /// so that the other edges answer for them once this one is gone; an
-    /// executor named in a record runs on while `executor_alive` says so.
-    /// Call after [`Gateway::join_peers`] (task ids carry its tag).
-    pub fn record_tasks_in(
-        &self,
-        records: Arc<quiver_fleet::task_records::TaskRecords>,
-        holder: &str,
-        executor_alive: Arc<dyn Fn(&str) -> bool + Send + Sync>,
-    ) {
-        let tag = self
-            .peers
-            .get()
-            .map_or_else(|| crate::peers::tag_of(holder), |p| p.tag().to_string());
-        let peers = self.peers.get().cloned();
-        self.tasks.in_fleet(crate::tasks::TaskFleet {
-            records,
-            holder: holder.to_string(),
-            tag,
-            executor_alive,
-            edge_alive: Arc::new(move |node: &str| peers.as_ref().is_some_and(|p| p.knows(node))),
-        });
+    /// The console's link to the control plane, if any.
+    pub(crate) fn console_link(&self) -> Option<&crate::console_link::ConsoleLink> {
+        self.console.as_ref()
     }
 
-    /// Relays `/oauth/callback` to `sink` (set once).
-    pub fn relay_grant_callbacks_to(&self, sink: Arc<dyn crate::oauth_callback::GrantCallback>) {
-        let _ = self.grant_callback.set(sink);
-    }
-
-    /// Links the web console to the control plane (set once).
-    pub fn link_console(&self, link: crate::console_link::ConsoleLink) {
-        let _ = self.console.set(link);
-    }
-
-    /// The console's link, once set.
-    pub(crate) fn console_slot(&self) -> crate::console_link::ConsoleSlot {
-        self.console.clone()
-    }
-
-    /// Where `/oauth/callback` is relayed, once set.
-    pub(crate) fn grant_callback(&self) -> crate::oauth_callback::CallbackSlot {
+    /// Where `/oauth/callback` is relayed, if anywhere.
+    pub(crate) fn grant_callback(&self) -> Option<Arc<dyn crate::oauth_callback::GrantCallback>> {
         self.grant_callback.clone()
     }
 
-    /// Sends an audit record to `audit` whenever a call becomes a task and
-    /// whenever a task ends (set once).
-    pub fn audit_tasks_to(&self, audit: crate::tasks::TaskAudit) {
-        self.tasks.audit_to(audit);
-    }
-
-    /// Makes this edge one of `peers`' fleet: the calls it parks are named as
-    /// its own, and a resume of a call another edge holds is handed to it.
-    /// Set once, before serving.
-    pub fn join_peers(&self, peers: Arc<crate::peers::EdgePeers>) {
-        self.parked.tag_states(peers.tag());
-        let _ = self.peers.set(peers);
-    }
-
-    /// The other edges of the fleet, once joined.
+    /// The other edges of the fleet, if this edge is in one.
     pub(crate) fn peers(&self) -> Option<&Arc<crate::peers::EdgePeers>> {
-        self.peers.get()
+        self.peers.as_ref()
     }
 
     /// Ticks every time the views change (a new manifest or tenant policy):

@@ -115,7 +115,8 @@ pub fn router(
         gateway.clone(),
         operator_hosts.clone(),
     ));
-    let router = search_signal_routes(router, operator_hosts.clone(), gateway.console_slot());
+    let operator_token = gateway.console_link().and_then(|l| l.operator_token_sha256);
+    let router = search_signal_routes(router, operator_hosts.clone(), operator_token);
     // `/metrics` and `/status` name tenants, upstreams and their errors:
     // on this listener only when it authenticates nobody, and then only
     // to a Host it serves (no DNS rebinding); else on the admin listener.
@@ -227,12 +228,12 @@ pub fn redact_status(mut status: serde_json::Value) -> serde_json::Value {
 fn search_signal_routes(
     router: Router,
     hosts: Arc<[String]>,
-    console: crate::console_link::ConsoleSlot,
+    operator_token: Option<[u8; 32]>,
 ) -> Router {
     use quiver_view::search::signals;
     let operator = Operator {
         hosts,
-        token: console,
+        token: operator_token,
     };
     let stats_operator = operator.clone();
     let one_operator = operator.clone();
@@ -302,7 +303,8 @@ fn search_signal_routes(
 #[derive(Clone)]
 struct Operator {
     hosts: Arc<[String]>,
-    token: crate::console_link::ConsoleSlot,
+    /// SHA-256 of the console's operator token, if the edge has one.
+    token: Option<[u8; 32]>,
 }
 
 fn refuse_unless_operator(request: &Request, operator: &Operator) -> Option<Response> {
@@ -324,7 +326,7 @@ fn refuse_unless_operator(request: &Request, operator: &Operator) -> Option<Resp
     if !host_served(request, hosts) {
         return refuse("a Host this edge does not serve");
     }
-    let Some(expected) = operator.token.get().and_then(|l| l.operator_token_sha256) else {
+    let Some(expected) = operator.token else {
         return refuse("this edge has no operator token ([edge.console] operator_token_file)");
     };
     let given = request

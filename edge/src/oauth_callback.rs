@@ -29,18 +29,15 @@ pub trait GrantCallback: Send + Sync {
 /// The path the route serves.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 
-/// Where the edge relays callbacks, once set (the gateway holds it).
-pub type CallbackSlot = Arc<std::sync::OnceLock<Arc<dyn GrantCallback>>>;
-
-/// The route, relaying to what `slot` holds (set later; none: the page says
-/// this edge relays no callbacks).
-pub(crate) fn routes(slot: CallbackSlot) -> Router {
+/// The route, relaying to `sink` (none: the page says this edge relays no
+/// callbacks).
+pub(crate) fn routes(sink: Option<Arc<dyn GrantCallback>>) -> Router {
     Router::new().route(
         CALLBACK_PATH,
         get(move |RawQuery(query): RawQuery| {
-            let slot = slot.clone();
+            let sink = sink.clone();
             async move {
-                let Some(sink) = slot.get().cloned() else {
+                let Some(sink) = sink else {
                     return page(
                         StatusCode::SERVICE_UNAVAILABLE,
                         "Not completed",

@@ -22,7 +22,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -152,8 +152,8 @@ pub struct EdgeTasks {
     /// Calls that may still become tasks, by tenant: they hold room.
     reserved: Mutex<HashMap<String, usize>>,
     limits: TaskLimits,
-    audit: OnceLock<TaskAudit>,
-    fleet: OnceLock<TaskFleet>,
+    audit: Option<TaskAudit>,
+    fleet: Option<TaskFleet>,
 }
 
 impl EdgeTasks {
@@ -176,21 +176,22 @@ impl EdgeTasks {
             kept_bytes,
             reserved: Mutex::default(),
             limits,
-            audit: OnceLock::new(),
-            fleet: OnceLock::new(),
+            audit: None,
+            fleet: None,
         }
     }
 
-    /// Records this edge's tasks in `fleet`'s etcd, names them with its tag,
-    /// and answers for tasks other edges held (set once).
-    pub fn in_fleet(&self, fleet: TaskFleet) {
-        let _ = self.fleet.set(fleet);
+    /// These tasks, recorded in `fleet`'s etcd and named with its tag; they
+    /// answer for tasks other edges held.
+    pub fn in_fleet(mut self, fleet: TaskFleet) -> EdgeTasks {
+        self.fleet = Some(fleet);
+        self
     }
 
     /// Writes `record` in the background (a failure is logged: the task
     /// still lives here, only its edge's death would lose it).
     fn write(&self, record: TaskRecord) {
-        let Some(fleet) = self.fleet.get() else {
+        let Some(fleet) = self.fleet.as_ref() else {
             return;
         };
         let records = fleet.records.clone();
@@ -201,14 +202,15 @@ impl EdgeTasks {
         });
     }
 
-    /// Sends an audit record to `audit` when a task is made and when it
-    /// ends (set once).
-    pub fn audit_to(&self, audit: TaskAudit) {
-        let _ = self.audit.set(audit);
+    /// These tasks, sending an audit record to `audit` when a task is made
+    /// and when it ends.
+    pub fn audited_by(mut self, audit: TaskAudit) -> EdgeTasks {
+        self.audit = Some(audit);
+        self
     }
 
     fn record(&self, entry: &Entry, outcome: AuditOutcome, reason: Option<String>) {
-        let Some(audit) = self.audit.get() else {
+        let Some(audit) = self.audit.as_ref() else {
             return;
         };
         audit(AuditRecord {
@@ -273,7 +275,7 @@ impl EdgeTasks {
         (origin, tool): (&CallOrigin, &str),
         room: TaskRoom,
     ) -> Task {
-        let id = match self.fleet.get() {
+        let id = match self.fleet.as_ref() {
             Some(fleet) => format!("{}.{}", fleet.tag, uuid::Uuid::new_v4().simple()),
             None => uuid::Uuid::new_v4().to_string(),
         };
@@ -301,7 +303,7 @@ impl EdgeTasks {
             tenant: entry.tenant.clone(),
         };
         let slot = call.ticket_slot();
-        match self.fleet.get() {
+        match self.fleet.as_ref() {
             // The record first (before the client hears of the task, so
             // that any edge finds it), then the executor hears of it and
             // names itself in the record.
@@ -365,7 +367,7 @@ impl EdgeTasks {
 
     /// The record of a task this edge does not hold, when it is `tenant`'s.
     async fn orphan(&self, tenant: &str, id: &str) -> Result<TaskRecord, ErrorData> {
-        let Some(fleet) = self.fleet.get() else {
+        let Some(fleet) = self.fleet.as_ref() else {
             return Err(unknown(id));
         };
         match fleet.records.get(id).await {
@@ -403,13 +405,13 @@ impl EdgeTasks {
             // or past it on its executor.
             None if self
                 .fleet
-                .get()
+                .as_ref()
                 .is_some_and(|f| (f.edge_alive)(&record.holder)) =>
             {
                 TaskPayload::Working
             }
             None => match &record.executor {
-                Some(node) if self.fleet.get().is_some_and(|f| (f.executor_alive)(node)) => {
+                Some(node) if self.fleet.as_ref().is_some_and(|f| (f.executor_alive)(node)) => {
                     TaskPayload::Working
                 }
                 Some(node) => failed(ErrorData::internal_error(
@@ -481,7 +483,7 @@ impl EdgeTasks {
         if self.as_recorded(record).status().is_terminal() {
             return Ok(());
         }
-        let holder_alive = self.fleet.get().is_some_and(|f| (f.edge_alive)(&holder));
+        let holder_alive = self.fleet.as_ref().is_some_and(|f| (f.edge_alive)(&holder));
         Err(ErrorData::internal_error(
             if holder_alive {
                 format!(
@@ -649,7 +651,7 @@ impl EdgeTasks {
         };
         entry.ended = Some((payload, Instant::now()));
         self.record(entry, outcome, reason);
-        if let Some(fleet) = self.fleet.get() {
+        if let Some(fleet) = self.fleet.as_ref() {
             let record = TaskRecord {
                 tenant: entry.tenant.clone(),
                 tool: entry.tool.clone(),

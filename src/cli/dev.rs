@@ -170,21 +170,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         metered = Some(executor.clone());
         (executor, scripts, Some(pool))
     };
-    let gateway = Gateway::with_views(views, dispatch, Some(scripts), config.edge.clone());
-    let edge_name = format!("dev-{}-edge", std::process::id());
-    let task_audit = Arc::new(super::leases::NodeLeases {
-        node: control_plane.clone(),
-        name: edge_name.clone(),
-    });
-    super::leases::audit_tasks(&gateway, &edge_name, task_audit.clone());
-    gateway.relay_grant_callbacks_to(task_audit);
-    let grpc_line = super::edge::serve_grpc(&gateway, &config.edge, &shutdown).await?;
     // Ready: a manifest held and an executor that can run work.
     let status_upstreams = upstreams.clone();
     let status_pool = pool.clone();
     let status_admin = child_admin.clone();
     let status_store = store.clone();
-    let status_gateway = gateway.clone();
+    let status_views = views.clone();
     let default_mode = config.edge.default_mode;
     let mut health = quiver_telemetry::Health::new("dev")
         .check("manifest", readiness::manifest_held(store.clone()))
@@ -195,7 +186,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                 "stub_hash": manifest.stub_hash.to_hex(),
                 "servers": manifest.servers.len(),
                 "tools": manifest.tools.len(),
-                "views_manifest_version": status_gateway.views().manifest().version,
+                "views_manifest_version": status_views.current().manifest().version,
                 "default_mode": default_mode,
                 "upstreams": status_upstreams.statuses(),
                 "workers": status_pool.as_ref().map(|p| p.stats()),
@@ -211,6 +202,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         (None, None) => health,
     };
     let admin = readiness::open_admin(config.edge.admin_listen, None, &health, &shutdown).await?;
+    let edge_name = format!("dev-{}-edge", std::process::id());
+    let edge_link = Arc::new(super::leases::NodeLeases {
+        node: control_plane.clone(),
+        name: edge_name.clone(),
+    });
+    let mut gateway = Gateway::builder(views, dispatch, Some(scripts), config.edge.clone())
+        .task_audit(super::leases::task_audit(&edge_name, edge_link.clone()))
+        .grant_callback(edge_link);
     let console_line = if config.edge.console.enabled {
         let (token_file, digest) = match &config.edge.console.operator_token_file {
             Some(file) => (
@@ -219,7 +218,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             ),
             None => super::console_link::dev_operator_token(&config.control_plane.data)?,
         };
-        gateway.link_console(quiver_edge::console::ConsoleLink {
+        gateway = gateway.console(quiver_edge::console::ConsoleLink {
             backend: Arc::new(super::console_link::ConsoleAdmin::Node(
                 control_plane.clone(),
             )),
@@ -233,6 +232,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     } else {
         String::new()
     };
+    let gateway = gateway.build();
+    let grpc_line = super::edge::serve_grpc(&gateway, &config.edge, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
     reported_health
         .reported(std::time::Duration::from_secs(2))

@@ -200,52 +200,19 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     // Serve once the executors are known (bounded, as for the manifest: with
     // no answer, /readyz says no executor takes work meanwhile).
     let _ = tokio::time::timeout(Duration::from_secs(10), fleet.membership_known()).await;
-    let dispatch: Arc<dyn Dispatch> = fleet.clone();
-    let scripts: Arc<dyn Scripts> = fleet.clone();
-    let gateway = Gateway::with_tenants(
+    config.edge.install_search();
+    let views = quiver_view::LiveViews::follow_capped(
         store.subscribe(),
         store.subscribe_tenants(),
-        dispatch,
-        Some(scripts),
-        config.edge.clone(),
+        config.edge.max_views,
     );
-    gateway.join_peers(peers.clone());
-    if !args.etcd.is_empty() {
-        // Sessions are recorded in etcd: any edge serves them.
-        gateway.keep_sessions_in(Arc::new(
-            quiver_fleet::session_records::SessionRecords::new(
-                args.etcd.clone(),
-                Duration::from_secs(config.edge.session_idle_secs.max(1)),
-            ),
-        ));
-        // Tasks are recorded in etcd: they outlive this edge.
-        let members = fleet.clone();
-        gateway.record_tasks_in(
-            Arc::new(quiver_fleet::task_records::TaskRecords::new(
-                args.etcd.clone(),
-                quiver_edge::tasks::KEPT_AFTER_END,
-            )),
-            &node_name,
-            Arc::new(move |node: &str| members.states().iter().any(|m| m.node == node)),
-        );
-    }
-    let task_audit = Arc::new(super::leases::ClientLeases::new(
-        args.control_plane.clone(),
-        control_plane_tls.clone(),
-        node_name.clone(),
-    ));
-    super::leases::audit_tasks(&gateway, &node_name, task_audit.clone());
-    if !args.control_plane.is_empty() {
-        gateway.relay_grant_callbacks_to(task_audit);
-    }
-    serve_grpc(&gateway, &config.edge, &shutdown).await?;
     let routable = fleet.clone();
     let status_fleet = fleet.clone();
     let status_store = store.clone();
     let status_contact = contact.clone();
     let status_peers = peers.clone();
     let status_follower = etcd_follower;
-    let status_gateway = gateway.clone();
+    let status_views = views.clone();
     let default_mode = config.edge.default_mode;
     let health = quiver_telemetry::Health::new("edge")
         .with_status(move || {
@@ -263,7 +230,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
                 "stub_hash": manifest.stub_hash.to_hex(),
                 "servers": manifest.servers.len(),
                 "tools": manifest.tools.len(),
-                "views_manifest_version": status_gateway.views().manifest().version,
+                "views_manifest_version": status_views.current().manifest().version,
                 "default_mode": default_mode,
             }))
         })
@@ -297,20 +264,55 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             "[edge.console] operator_token_file is ignored: an edge without --control-plane has no operator pages to serve"
         );
     }
-    if config.edge.console.enabled && !args.control_plane.is_empty() {
-        let operator_token_sha256 = match &config.edge.console.operator_token_file {
-            Some(file) => Some(quiver_edge::console::read_operator_token(file)?),
-            None => None,
-        };
-        gateway.link_console(quiver_edge::console::ConsoleLink {
-            backend: Arc::new(super::console_link::ConsoleAdmin::client(
-                args.control_plane.clone(),
-                control_plane_tls.clone(),
-            )),
-            operator_token_sha256,
-            metrics: super::console_link::metrics_links(&admin, config.edge.auth),
-        });
+    let dispatch: Arc<dyn Dispatch> = fleet.clone();
+    let scripts: Arc<dyn Scripts> = fleet.clone();
+    let edge_link = Arc::new(super::leases::ClientLeases::new(
+        args.control_plane.clone(),
+        control_plane_tls.clone(),
+        node_name.clone(),
+    ));
+    let mut gateway = Gateway::builder(views, dispatch, Some(scripts), config.edge.clone())
+        .peers(peers.clone())
+        .task_audit(super::leases::task_audit(&node_name, edge_link.clone()));
+    if !args.etcd.is_empty() {
+        // Sessions are recorded in etcd: any edge serves them.
+        let members = fleet.clone();
+        gateway = gateway
+            .session_records(Arc::new(
+                quiver_fleet::session_records::SessionRecords::new(
+                    args.etcd.clone(),
+                    Duration::from_secs(config.edge.session_idle_secs.max(1)),
+                ),
+            ))
+            // Tasks are recorded in etcd: they outlive this edge.
+            .task_records(
+                Arc::new(quiver_fleet::task_records::TaskRecords::new(
+                    args.etcd.clone(),
+                    quiver_edge::tasks::KEPT_AFTER_END,
+                )),
+                &node_name,
+                Arc::new(move |node: &str| members.states().iter().any(|m| m.node == node)),
+            );
     }
+    if !args.control_plane.is_empty() {
+        gateway = gateway.grant_callback(edge_link);
+        if config.edge.console.enabled {
+            let operator_token_sha256 = match &config.edge.console.operator_token_file {
+                Some(file) => Some(quiver_edge::console::read_operator_token(file)?),
+                None => None,
+            };
+            gateway = gateway.console(quiver_edge::console::ConsoleLink {
+                backend: Arc::new(super::console_link::ConsoleAdmin::client(
+                    args.control_plane.clone(),
+                    control_plane_tls.clone(),
+                )),
+                operator_token_sha256,
+                metrics: super::console_link::metrics_links(&admin, config.edge.auth),
+            });
+        }
+    }
+    let gateway = gateway.build();
+    serve_grpc(&gateway, &config.edge, &shutdown).await?;
     reported_health
         .reported(std::time::Duration::from_secs(2))
         .await;

@@ -238,11 +238,10 @@ impl LeaseSource for ClientLeases {
 /// Gives `gateway`'s task records (a call made a task, a task ended) to an
 /// auditor of node `name` that ships them through `shipper` to the cluster's
 /// audit log, as executors ship theirs.
-pub(crate) fn audit_tasks(
-    gateway: &quiver_edge::Gateway,
+pub(crate) fn task_audit(
     name: &str,
     shipper: Arc<dyn AuditShipper>,
-) {
+) -> quiver_edge::tasks::TaskAudit {
     let auditor = quiver_executor::audit::Auditor::new(name, Some(shipper));
-    gateway.audit_tasks_to(Arc::new(move |record| auditor.record(record)));
+    Arc::new(move |record| auditor.record(record))
 }

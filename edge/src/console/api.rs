@@ -112,7 +112,7 @@ pub(crate) async fn guard(
 impl Console {
     /// The link to the control plane, or the answer saying there is none.
     pub(crate) fn link(&self) -> Result<&ConsoleLink, ApiError> {
-        self.link.get().ok_or_else(|| {
+        self.link.as_ref().ok_or_else(|| {
             ApiError(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "this edge follows no control plane, so usage, audit, keys and findings are not available here".into(),
@@ -160,7 +160,7 @@ impl Console {
         match session.who {
             SignedIn::Operator => {
                 // The token may have been taken away since (none linked).
-                match self.link.get().and_then(|l| l.operator_token_sha256) {
+                match self.link.as_ref().and_then(|l| l.operator_token_sha256) {
                     Some(_) => Ok(Caller::Operator),
                     None => Err(ApiError::signed_out()),
                 }
@@ -336,7 +336,7 @@ async fn start(
     let mut tenant: Option<Arc<str>> = None;
     let who = match role {
         "operator" => {
-            let expected = console.link.get().and_then(|l| l.operator_token_sha256);
+            let expected = console.link.as_ref().and_then(|l| l.operator_token_sha256);
             let Some(expected) = expected else {
                 return Err(ApiError::forbidden(
                     "this edge takes no operator sign-in: it follows no control plane, or [edge.console] operator_token_file is not set",
@@ -408,7 +408,7 @@ pub(crate) async fn me(
     headers: HeaderMap,
 ) -> Answer {
     let (_, session) = console.session(&method, &headers)?;
-    let linked = console.link.get();
+    let linked = console.link.as_ref();
     let metrics = linked.map(|l| l.metrics.clone()).unwrap_or_default();
     match console.caller(&method, &headers).await? {
         Caller::Operator => Ok(Json(json!({

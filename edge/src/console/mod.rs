@@ -17,7 +17,7 @@ mod sign_in_limit;
 mod tenant;
 
 pub use crate::console_link::{
-    ConsoleBackend, ConsoleCall, ConsoleConfig, ConsoleLink, ConsoleSlot, MIN_OPERATOR_TOKEN,
+    ConsoleBackend, ConsoleCall, ConsoleConfig, ConsoleLink, MIN_OPERATOR_TOKEN,
     OperatorTokenError, new_operator_token, operator_digest, read_operator_token,
 };
 
@@ -39,7 +39,7 @@ pub(crate) struct Console {
     sessions: session::Sessions,
     sign_ins: sign_in_limit::SignInLimits,
     hosts: Arc<[String]>,
-    link: ConsoleSlot,
+    link: Option<ConsoleLink>,
     secure_cookie: bool,
 }
 
@@ -54,7 +54,7 @@ pub(crate) fn routes(gateway: Arc<Gateway>, hosts: Arc<[String]>) -> Router {
         .secure_cookie
         .unwrap_or(gateway.config().tls.is_some());
     let console = Arc::new(Console {
-        link: gateway.console_slot(),
+        link: gateway.console_link().cloned(),
         sessions: session::Sessions::new(Duration::from_secs(
             config.idle_minutes.clamp(1, 7 * 24 * 60) * 60,
         )),

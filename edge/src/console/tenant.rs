@@ -313,7 +313,7 @@ pub(crate) async fn keys(
         .collect();
     Ok(Json(json!({
         "keys": keys,
-        "self_service": tenant.is_some_and(|t| t.self_service_keys) && console.link.get().is_some(),
+        "self_service": tenant.is_some_and(|t| t.self_service_keys) && console.link.as_ref().is_some(),
     })))
 }
 
