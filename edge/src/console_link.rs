@@ -4,10 +4,7 @@
 //! knows nothing of the gateway, so the gateway and the configuration can
 //! hold these without importing the console.
 
-use std::{
-    path::PathBuf,
-    sync::Arc,
-};
+use std::{path::PathBuf, sync::Arc};
 
 use base64::Engine as _;
 use futures::future::BoxFuture;

@@ -27,7 +27,7 @@ use std::{
 };
 
 use quiver_fleet::task_records::{TaskEnd, TaskRecord, TaskRecords, TaskTicket};
-use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord, Decision};
+use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord};
 use quiver_view::CallOrigin;
 use rmcp::{
     ErrorData,
@@ -214,22 +214,18 @@ impl EdgeTasks {
             return;
         };
         audit(AuditRecord {
-            id: 0,
-            at_ms: quiver_proto::clock::now_ms(),
-            tenant: entry.tenant.clone(),
-            caller: entry.origin.caller.clone(),
             edge: entry.origin.edge.clone(),
-            executor: String::new(),
-            kind: AuditKind::Task,
             tool: Some(entry.tool.clone()),
-            arguments_sha256: None,
-            arguments: None,
-            decision: Decision::Allowed,
             reason,
             latency_us: u64::try_from(entry.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             outcome,
-            script_sha256: None,
             task_id: Some(entry.task.task_id.clone()),
+            ..AuditRecord::new(
+                AuditKind::Task,
+                &entry.tenant,
+                &entry.origin.caller,
+                quiver_proto::clock::now_ms(),
+            )
         });
     }
 
@@ -411,7 +407,12 @@ impl EdgeTasks {
                 TaskPayload::Working
             }
             None => match &record.executor {
-                Some(node) if self.fleet.as_ref().is_some_and(|f| (f.executor_alive)(node)) => {
+                Some(node)
+                    if self
+                        .fleet
+                        .as_ref()
+                        .is_some_and(|f| (f.executor_alive)(node)) =>
+                {
                     TaskPayload::Working
                 }
                 Some(node) => failed(ErrorData::internal_error(

@@ -169,22 +169,14 @@ impl Scripts for AuditedScripts {
         Box::pin(async move {
             let started = std::time::Instant::now();
             let mut record = AuditRecord {
-                id: 0,
-                at_ms: now_ms(),
-                tenant: request.tenant.clone(),
-                caller: request.origin.caller.clone(),
                 edge: request.origin.edge.clone(),
-                executor: String::new(),
-                kind: AuditKind::Execute,
-                tool: None,
-                arguments_sha256: None,
-                arguments: None,
-                decision: Decision::Allowed,
-                reason: None,
-                latency_us: 0,
-                outcome: AuditOutcome::Ok,
                 script_sha256: Some(script_digest(&request.code)),
-                task_id: None,
+                ..AuditRecord::new(
+                    AuditKind::Execute,
+                    &request.tenant,
+                    &request.origin.caller,
+                    now_ms(),
+                )
             };
             let result = self.inner.execute(request, cancel, sink).await;
             record.latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);

@@ -507,22 +507,12 @@ fn micros(started: Instant) -> u64 {
 fn call_record(call: &ToolCall, with_arguments: bool) -> AuditRecord {
     let arguments = call.arguments.clone().map(serde_json::Value::Object);
     AuditRecord {
-        id: 0,
-        at_ms: now_ms(),
-        tenant: call.tenant.clone(),
-        caller: call.origin.caller.clone(),
         edge: call.origin.edge.clone(),
-        executor: String::new(),
-        kind: AuditKind::Call,
         tool: Some(format!("{}/{}", call.server, call.tool)),
         arguments_sha256: Some(digest_of(arguments.as_ref())),
         arguments: if with_arguments { arguments } else { None },
-        decision: Decision::Allowed,
-        reason: None,
-        latency_us: 0,
-        outcome: AuditOutcome::Ok,
         script_sha256: call.origin.script_sha256.clone(),
-        task_id: None,
+        ..AuditRecord::new(AuditKind::Call, &call.tenant, &call.origin.caller, now_ms())
     }
 }
 

@@ -171,6 +171,32 @@ pub struct AuditRecord {
     pub task_id: Option<String>,
 }
 
+impl AuditRecord {
+    /// A record of `kind` for `tenant`'s `caller`, made at `at_ms`: allowed,
+    /// `ok`, taking no time, naming no edge, executor, tool, script or task
+    /// until the writer says otherwise (`AuditRecord { tool: …, ..new }`).
+    pub fn new(kind: AuditKind, tenant: &str, caller: &str, at_ms: u64) -> AuditRecord {
+        AuditRecord {
+            id: 0,
+            at_ms,
+            tenant: tenant.to_string(),
+            caller: caller.to_string(),
+            edge: String::new(),
+            executor: String::new(),
+            kind,
+            tool: None,
+            arguments_sha256: None,
+            arguments: None,
+            decision: Decision::Allowed,
+            reason: None,
+            latency_us: 0,
+            outcome: AuditOutcome::Ok,
+            script_sha256: None,
+            task_id: None,
+        }
+    }
+}
+
 /// Hex SHA-256 of the canonical JSON of `value` (absent arguments are `{}`).
 pub fn digest_of(value: Option<&Value>) -> String {
     let empty = Value::Object(serde_json::Map::new());

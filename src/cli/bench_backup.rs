@@ -26,7 +26,7 @@ use quiver_control_plane::{
 };
 use quiver_proto::clock::now_ms;
 use quiver_proto::{
-    audit::{AuditKind, AuditOutcome, AuditRecord, Decision},
+    audit::{AuditKind, AuditRecord},
     secret_value::SecretValue,
     upstream_config::UpstreamConfig,
 };
@@ -146,23 +146,21 @@ fn populated(args: &BackupBenchArgs, key: &ClusterKey) -> anyhow::Result<Control
     while written < args.audit_records {
         let batch = (args.audit_records - written).min(1000);
         let records = (written..written + batch)
-            .map(|i| AuditRecord {
-                id: 0,
-                at_ms: at,
-                tenant: format!("tenant-{:05}", i % args.tenants.max(1)),
-                caller: format!("key:k{:05}", i % args.tenants.max(1)),
-                edge: "edge-1".into(),
-                executor: "exec-1".into(),
-                kind: AuditKind::Call,
-                tool: Some("server-000/search".into()),
-                arguments_sha256: Some(format!("{:064x}", i)),
-                arguments: None,
-                decision: Decision::Allowed,
-                reason: None,
-                latency_us: 1200,
-                outcome: AuditOutcome::Ok,
-                script_sha256: None,
-                task_id: None,
+            .map(|i| {
+                let n = i % args.tenants.max(1);
+                AuditRecord {
+                    edge: "edge-1".into(),
+                    executor: "exec-1".into(),
+                    tool: Some("server-000/search".into()),
+                    arguments_sha256: Some(format!("{:064x}", i)),
+                    latency_us: 1200,
+                    ..AuditRecord::new(
+                        AuditKind::Call,
+                        &format!("tenant-{n:05}"),
+                        &format!("key:k{n:05}"),
+                        at,
+                    )
+                }
             })
             .collect();
         apply(&mut state, Command::AppendAudit { records })?;

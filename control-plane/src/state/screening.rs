@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use quiver_proto::{
     ServerEntry,
-    audit::{AuditKind, AuditRecord, Decision},
+    audit::{AuditKind, AuditRecord},
     finding::{Finding, HoldAt},
 };
 
@@ -117,22 +117,10 @@ impl ControlState {
         );
         self.audit.append(
             vec![AuditRecord {
-                id: 0,
-                at_ms: at,
-                tenant: String::new(),
-                caller: actor.to_string(),
-                edge: String::new(),
-                executor: String::new(),
-                kind: AuditKind::Approval,
                 tool: Some(format!("{upstream}/{tool}")),
-                arguments_sha256: None,
-                arguments: None,
-                decision: Decision::Allowed,
                 reason: Some(format!("findings approved: {accepted}")),
-                latency_us: 0,
                 outcome: quiver_proto::audit::AuditOutcome::Approved,
-                script_sha256: None,
-                task_id: None,
+                ..AuditRecord::new(AuditKind::Approval, "", actor, at)
             }],
             at,
         );
