@@ -128,7 +128,7 @@ fn resource_url(access: &Access, headers: &HeaderMap, path: &str) -> String {
     } else {
         "http"
     };
-    let served = |h: &&str| access.hosts.iter().any(|allowed| allowed == h);
+    let served = |h: &&str| crate::hosts::host_allowed(&access.hosts, h);
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())

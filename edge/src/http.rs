@@ -193,12 +193,7 @@ async fn check_operator_host(
 
 /// Whether `request`'s Host (or HTTP/2 authority) is one this edge serves.
 fn host_served(request: &Request, hosts: &[String]) -> bool {
-    let host = request
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
-    host.is_some_and(|h| hosts.iter().any(|allowed| allowed == h))
+    crate::hosts::request_host(request).is_some_and(|h| crate::hosts::host_allowed(hosts, h))
 }
 
 /// `status` with every error text redacted (credentials, URLs, addresses,

@@ -12,6 +12,7 @@ pub mod console_link;
 pub mod drain;
 pub mod gateway;
 pub mod grpc;
+mod hosts;
 pub mod http;
 mod input_required;
 pub mod mode;
