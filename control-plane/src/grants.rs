@@ -39,7 +39,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(60);
 pub(crate) use crate::cluster_key::grant_name;
 
 /// `(tenant, upstream)`: one grant.
-type GrantKey = (String, String);
+use quiver_proto::tenant::GrantKey;
 
 /// A flow in progress: for whom, of what.
 struct Pending {
@@ -274,7 +274,7 @@ impl GrantDesk {
         let key = self.ready()?.clone();
         let seen = self.record(tenant, upstream).map(|r| r.updated_ms);
         let lock = (self.renewing.lock().unwrap_or_else(|p| p.into_inner()))
-            .entry((tenant.to_string(), upstream.to_string()))
+            .entry(GrantKey::new(tenant, upstream))
             .or_default()
             .clone();
         let _one_at_a_time = lock.lock().await;
@@ -335,7 +335,7 @@ impl GrantDesk {
 
     /// Whether the grant `key`'s last renewal unasked failed less than
     /// [`RETRY_AFTER`] ago.
-    fn resting(&self, key: &(String, String)) -> bool {
+    fn resting(&self, key: &GrantKey) -> bool {
         let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
         failed.get(key).is_some_and(|at| at.elapsed() < RETRY_AFTER)
     }
@@ -352,7 +352,7 @@ impl GrantDesk {
             if self.resting(&key) {
                 continue;
             }
-            let (tenant, upstream) = &key;
+            let GrantKey { tenant, upstream } = &key;
             let outcome = self.renew(upstream, tenant, "oauth").await;
             if let Err(e) = &outcome {
                 tracing::warn!(%upstream, %tenant, "renewing an OAuth token before it expires failed: {e}; trying again in {} s", RETRY_AFTER.as_secs());
@@ -367,7 +367,7 @@ impl GrantDesk {
 }
 
 /// The grants whose access token should be renewed at `now_ms`.
-fn due_for_renewal(state: &ControlState, now_ms: u64) -> Vec<(String, String)> {
+fn due_for_renewal(state: &ControlState, now_ms: u64) -> Vec<GrantKey> {
     let mut due = Vec::new();
     for (tenant, grants) in &state.oauth_grants {
         for (upstream, record) in grants {
@@ -377,7 +377,7 @@ fn due_for_renewal(state: &ControlState, now_ms: u64) -> Vec<(String, String)> {
             let lifetime = expires.saturating_sub(record.updated_ms);
             let margin = (lifetime / 2).min(300_000);
             if now_ms + margin >= expires {
-                due.push((tenant.clone(), upstream.clone()));
+                due.push(GrantKey::new(tenant, upstream));
             }
         }
     }
@@ -438,7 +438,7 @@ mod tests {
         let names = |now| {
             due_for_renewal(&state, now)
                 .into_iter()
-                .map(|(_, u)| u)
+                .map(|key| key.upstream)
                 .collect::<Vec<_>>()
         };
         assert!(names(5_000).is_empty());

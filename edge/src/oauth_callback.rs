@@ -17,13 +17,15 @@ use axum::{
 };
 use futures::future::BoxFuture;
 
+use quiver_proto::tenant::GrantKey;
+
 use crate::RelayError;
 
 /// Where the edge relays the callback (the control plane).
 pub trait GrantCallback: Send + Sync {
     /// Completes the flow `url` (the callback URL, query included) names;
-    /// resolves to `(tenant, upstream)`.
-    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), RelayError>>;
+    /// resolves to the grant it made.
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<GrantKey, RelayError>>;
 }
 
 /// The path the route serves.
@@ -56,7 +58,7 @@ pub(crate) fn routes(sink: Option<Arc<dyn GrantCallback>>) -> Router {
                 }
                 let url = format!("http://quiver.invalid{CALLBACK_PATH}?{query}");
                 match sink.complete(url).await {
-                    Ok((tenant, upstream)) => page(
+                    Ok(GrantKey { tenant, upstream }) => page(
                         StatusCode::OK,
                         "Authorized",
                         &format!("Quiver can now use upstream `{upstream}` for tenant `{tenant}`. You can close this page."),

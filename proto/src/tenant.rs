@@ -13,6 +13,25 @@ use crate::{
     secret_value::constant_time_eq,
 };
 
+/// What names one OAuth grant: a tenant's authorization of an upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GrantKey {
+    /// The tenant that granted.
+    pub tenant: String,
+    /// The upstream it granted access to.
+    pub upstream: String,
+}
+
+impl GrantKey {
+    /// `tenant`'s grant of `upstream`.
+    pub fn new(tenant: &str, upstream: &str) -> GrantKey {
+        GrantKey {
+            tenant: tenant.to_string(),
+            upstream: upstream.to_string(),
+        }
+    }
+}
+
 /// The tenant of an edge that authenticates nobody (`auth = "none"`): it sees
 /// every tool.
 pub const DEFAULT_TENANT: &str = "default";

@@ -20,7 +20,7 @@ use quiver_executor::{
     metering::{BudgetReport, LeaseSource, REPORT_EVERY},
     stash::StashStore,
 };
-use quiver_proto::audit::AuditRecord;
+use quiver_proto::{audit::AuditRecord, tenant::GrantKey};
 
 use super::relay;
 
@@ -164,16 +164,19 @@ impl AuditShipper for ClientLeases {
     }
 }
 
-/// The answer to a relayed OAuth callback, as `(tenant, upstream)`.
-fn grant_kept(answer: AdminAnswer) -> Result<(String, String), RelayError> {
+/// The answer to a relayed OAuth callback: the grant it made.
+fn grant_kept(answer: AdminAnswer) -> Result<GrantKey, RelayError> {
     match answer {
-        AdminAnswer::UpstreamAuthorized(kept) => Ok((kept.tenant, kept.upstream)),
+        AdminAnswer::UpstreamAuthorized(kept) => Ok(GrantKey {
+            tenant: kept.tenant,
+            upstream: kept.upstream,
+        }),
         other => Err(relay::unexpected("OAuth callback", &other)),
     }
 }
 
 impl quiver_edge::oauth_callback::GrantCallback for NodeLeases {
-    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), RelayError>> {
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<GrantKey, RelayError>> {
         Box::pin(async move {
             let url = quiver_upstream::SecretValue::new(url);
             let answer = self
@@ -187,7 +190,7 @@ impl quiver_edge::oauth_callback::GrantCallback for NodeLeases {
 }
 
 impl quiver_edge::oauth_callback::GrantCallback for ClientLeases {
-    fn complete(&self, url: String) -> BoxFuture<'_, Result<(String, String), RelayError>> {
+    fn complete(&self, url: String) -> BoxFuture<'_, Result<GrantKey, RelayError>> {
         Box::pin(async move {
             let url = quiver_upstream::SecretValue::new(url);
             let request = AdminRequest::UpstreamAuthorized { url };
