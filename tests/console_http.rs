@@ -211,6 +211,22 @@ async fn sessions_csrf_roles_and_headers_hold() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    // What the control plane refuses keeps its meaning: a key the tenant
+    // does not hold is not found, with the control plane's reason.
+    let (status, missing) = console
+        .post(
+            &cookie,
+            Some(&csrf),
+            None,
+            "/keys/revoke",
+            json!({"key_id": "k-none-such"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+    assert!(
+        missing["error"].as_str().unwrap().contains("has no key"),
+        "{missing}"
+    );
     let (status, _) = console.get(&cookie, "/op/tenants").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 
