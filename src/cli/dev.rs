@@ -233,7 +233,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         String::new()
     };
     let gateway = gateway.build();
-    let grpc_line = super::edge::serve_grpc(&gateway, &config.edge, &shutdown).await?;
+    let grpc_line = super::grpc_api::serve_grpc(&gateway, &config.edge, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
     reported_health
         .reported(std::time::Duration::from_secs(2))

@@ -312,7 +312,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         }
     }
     let gateway = gateway.build();
-    serve_grpc(&gateway, &config.edge, &shutdown).await?;
+    super::grpc_api::serve_grpc(&gateway, &config.edge, &shutdown).await?;
     reported_health
         .reported(std::time::Duration::from_secs(2))
         .await;
@@ -432,33 +432,4 @@ fn follow_membership(
             }
         }
     });
-}
-
-/// Serves the gateway's gRPC API where `config` says (nothing without
-/// `grpc_listen`) until `shutdown`; the words the startup line gives it
-/// (`; gRPC ADDR (tls)`, or nothing). It is bound before the startup line,
-/// so every problem with the address or the TLS files stops the start.
-pub(crate) async fn serve_grpc(
-    gateway: &Arc<Gateway>,
-    config: &quiver_edge::EdgeConfig,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<String> {
-    let Some(addr) = config.grpc_listen else {
-        return Ok(String::new());
-    };
-    let grpc =
-        quiver_edge::grpc::GrpcListener::bind(gateway.clone(), addr, config.grpc_tls.as_ref())
-            .await?;
-    let line = format!(
-        "; gRPC {} ({})",
-        grpc.local_addr(),
-        grpc.security().as_str()
-    );
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        if let Err(e) = grpc.serve(stop).await {
-            tracing::error!("the gRPC API stopped: {:#}", anyhow::Error::from(e));
-        }
-    });
-    Ok(line)
 }

@@ -26,6 +26,7 @@ pub mod ctl;
 pub mod dev;
 pub mod edge;
 pub mod executor;
+mod grpc_api;
 mod leases;
 pub mod logging;
 pub mod mock_upstream;

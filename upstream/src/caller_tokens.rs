@@ -12,12 +12,15 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
+use futures::future::BoxFuture;
 use quiver_proto::{secret_value::SecretValue, upstream_config::UpstreamOAuth};
 
 use crate::{
     oauth_grant::exchange_token,
     status::now_ms,
-    tenant_credentials::{RenewalError, SecretError, SecretSlot, TenantSecretSource},
+    tenant_credentials::{
+        ExchangedToken, RenewalError, SecretError, SecretSlot, TenantSecretSource,
+    },
 };
 
 /// How long before it expires an exchanged token is replaced.
@@ -128,18 +131,20 @@ impl CallerToken {
         });
         Ok(())
     }
+}
 
-    /// The upstream refused the exchanged token: exchanges the caller's
-    /// latest token again.
-    pub(crate) async fn exchange_again(&self) -> Result<(), RenewalError> {
-        let subject = self
-            .subject
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or(RenewalError::NoCallerToken)?;
-        let mut current = self.current.lock().await;
-        self.exchange(&subject, &mut current).await
+impl ExchangedToken for CallerToken {
+    fn exchange_again(&self) -> BoxFuture<'_, Result<(), RenewalError>> {
+        Box::pin(async move {
+            let subject = self
+                .subject
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .ok_or(RenewalError::NoCallerToken)?;
+            let mut current = self.current.lock().await;
+            self.exchange(&subject, &mut current).await
+        })
     }
 }
 

@@ -101,14 +101,22 @@ pub enum RenewalError {
     Exchange(#[source] crate::oauth_grant::GrantError),
 }
 
+/// The source of a connection's exchanged token (RFC 8693): one caller's
+/// token for one upstream, bound to its connection.
+pub(crate) trait ExchangedToken: Send + Sync {
+    /// Exchanges the caller's latest token again, after the upstream refused
+    /// the one it had.
+    fn exchange_again(&self) -> futures::future::BoxFuture<'_, Result<(), RenewalError>>;
+}
+
 /// Who gives a connection a new token after its upstream refused one.
 #[derive(Clone)]
 pub(crate) enum Renewer {
     /// The control plane renews the tenant's grant (it holds the refresh
     /// token); the token arrives with the tenants' secrets.
     Grants(Arc<dyn GrantRefresher>),
-    /// The caller's latest token is exchanged again (RFC 8693).
-    Exchange(Arc<crate::caller_tokens::CallerToken>),
+    /// The caller's latest token is exchanged again.
+    Exchange(Arc<dyn ExchangedToken>),
 }
 
 impl Renewer {
