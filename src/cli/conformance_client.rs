@@ -127,8 +127,7 @@ pub async fn run(args: ConformanceClientArgs) -> anyhow::Result<()> {
     config.oauth = Some(oauth_settings(&scenario, &context));
     config.validate()?;
     tracing::info!(%scenario, %revision, url = %args.url, "conformance client scenario");
-    let upstream = Upstream::new(config);
-    upstream.set_consent(Arc::new(ScriptedBrowser::new()?));
+    let upstream = Upstream::with_consent(config, Arc::new(ScriptedBrowser::new()?));
     let outcome =
         tokio::time::timeout(SCENARIO_LIMIT, exercise(&upstream, &scenario, &context)).await;
     upstream.shutdown().await;

@@ -103,7 +103,8 @@ impl Authorizer {
         }
     }
 
-    /// Who grants access (the first one set stays).
+    /// Who grants access; set while the upstream is made
+    /// ([`crate::Upstream::with_consent`]).
     pub(crate) fn set_consent(&self, consent: Arc<dyn Consent>) {
         let _ = self.consent.set(consent);
     }

@@ -118,9 +118,8 @@ async fn without_anyone_to_ask_the_error_says_so() {
 /// many MCP requests the server saw.
 async fn declined(metadata: bool) -> (String, usize, usize) {
     let (url, seen) = refusing_server(metadata).await;
-    let upstream = Upstream::new(behind_oauth(&url));
     let person = Arc::new(Refuses(AtomicUsize::new(0)));
-    upstream.set_consent(person.clone());
+    let upstream = Upstream::with_consent(behind_oauth(&url), person.clone());
     let error = upstream.list_tools().await.expect_err("refused");
     let asked = person.0.load(Ordering::SeqCst);
     (error.to_string(), asked, seen.load(Ordering::SeqCst))

@@ -126,7 +126,7 @@ impl Upstream {
     /// node's secrets and routes each tenant's calls to a connection of its own.
     ///
     /// An upstream behind OAuth where a person grants access, made this way,
-    /// asks its [`Consent`](crate::Consent) ([`Upstream::set_consent`]) and
+    /// asks its [`Consent`](crate::Consent) ([`Upstream::with_consent`]) and
     /// keeps the token in this process; in a set, each tenant's connection
     /// uses the token the control plane holds for that tenant instead.
     pub fn new(config: UpstreamConfig) -> Arc<Upstream> {
@@ -243,14 +243,20 @@ impl Upstream {
         })
     }
 
-    /// Who grants this upstream access when it is behind OAuth (its `oauth`
-    /// settings): asked with a link whenever the upstream refuses for want of
-    /// authorization or scope. Without one, such an upstream cannot be used.
-    /// The first one set stays.
-    pub fn set_consent(&self, consent: Arc<dyn crate::oauth::Consent>) {
-        if let Some(oauth) = &self.oauth {
+    /// Like [`Upstream::new`], with who grants it access when it is behind
+    /// OAuth (its `oauth` settings): `consent` is asked with a link whenever
+    /// the upstream refuses for want of authorization or scope. Without one,
+    /// such an upstream cannot be used in a single process.
+    pub fn with_consent(
+        config: UpstreamConfig,
+        consent: Arc<dyn crate::oauth::Consent>,
+    ) -> Arc<Upstream> {
+        let upstream = Upstream::new(config);
+        if let Some(oauth) = &upstream.oauth {
+            // Nobody else holds it yet: this is part of making it.
             oauth.set_consent(consent);
         }
+        upstream
     }
 
     /// Its configuration.
