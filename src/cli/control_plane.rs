@@ -7,7 +7,7 @@ use clap::Args;
 use quiver_control_plane::{ControlPlaneNode, NodeConfig, RaftTuning, raft::network::ClusterTls};
 use tokio_util::sync::CancellationToken;
 
-use super::{cluster_key::ClusterKeyArgs, dev::stop_signal, logging, readiness};
+use super::{cluster_key::ClusterKeyArgs, logging, readiness, serving::stop_signal};
 use crate::config::{ControlPlaneFile, ControlPlaneSettings};
 
 /// Arguments of `quiver control-plane`.

@@ -233,7 +233,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         String::new()
     };
     let gateway = gateway.build();
-    let grpc_line = super::grpc_api::serve_grpc(&gateway, &config.edge, &shutdown).await?;
+    let grpc_line = super::serving::serve_grpc(&gateway, &config.edge, &shutdown).await?;
     reported_health.set(health.clone(), admin.clone());
     reported_health
         .reported(std::time::Duration::from_secs(2))
@@ -279,7 +279,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         } else {
             "http"
         };
-        let stop = stop_signal();
+        let stop = super::serving::stop_signal();
         let console_line = console_line.replace("BASE", &format!("{scheme}://{bound}"));
         println!(
             "quiver dev: serving {} tools from {} upstreams at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {} (data {}){}{grpc_line}{admin_line}{}{console_line}; search {}; upstreams: {registry}",
@@ -300,15 +300,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             ),
             quiver_view::search::semantic::ranking(),
         );
-        let serve_shutdown = shutdown.clone();
-        let draining = health.clone();
-        tokio::spawn(async move {
-            stop.await;
-            tracing::info!("shutting down");
-            draining.start_draining();
-            serve_shutdown.cancel();
-        });
-        quiver_edge::http::serve(gateway, listener, shutdown.clone(), &health).await
+        super::serving::serve_mcp(gateway, listener, &health, &shutdown, stop, Duration::ZERO).await
     };
     shutdown.cancel();
     if let Some(metered) = &metered {
@@ -710,24 +702,4 @@ pub(crate) fn add_upstreams(
             .extend(mock_upstreams(&catalog, &exe, &["--demo".to_string()]));
     }
     Ok(using_demo)
-}
-
-/// Takes SIGTERM over from its default action now (a role calls this
-/// before it announces itself, so a stop sent right after the startup line
-/// is a graceful stop, not a kill) and resolves on SIGTERM or Ctrl-C.
-pub(crate) fn stop_signal() -> impl Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    async move {
-        let ctrl_c = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        if let Some(mut term) = term {
-            tokio::select! {
-                _ = ctrl_c => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-        let _ = ctrl_c.await;
-    }
 }

@@ -25,7 +25,7 @@ use quiver_fleet::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{dev::stop_signal, logging, readiness};
+use super::{logging, readiness};
 use crate::config::DevConfig;
 
 /// How often the edge asks the control plane who the executors are.
@@ -312,7 +312,7 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         }
     }
     let gateway = gateway.build();
-    super::grpc_api::serve_grpc(&gateway, &config.edge, &shutdown).await?;
+    super::serving::serve_grpc(&gateway, &config.edge, &shutdown).await?;
     reported_health
         .reported(std::time::Duration::from_secs(2))
         .await;
@@ -334,6 +334,8 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             }
         })
     });
+    // Before the startup line: a stop sent right after it is graceful.
+    let stop = super::serving::stop_signal();
     let manifest = store.current();
     println!(
         "quiver edge: serving {} tools at {scheme}://{bound}/mcp ({} mode); also /passthrough/mcp /search/mcp /code/mcp; control plane {}; stub hash {}; search {}{}{}",
@@ -345,21 +347,9 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
         readiness::admin_banner(&admin),
         readiness::edge_metrics_banner(&admin, &format!("{scheme}://{bound}"), config.edge.auth)
     );
-    let stop = stop_signal();
-    let serve_shutdown = shutdown.clone();
-    let draining = health.clone();
     let notice = Duration::from_secs(args.drain_notice);
-    tokio::spawn(async move {
-        stop.await;
-        draining.start_draining();
-        if !notice.is_zero() {
-            tracing::info!("draining: /readyz says so; still accepting for {notice:?}");
-            tokio::time::sleep(notice).await;
-        }
-        tracing::info!("shutting down");
-        serve_shutdown.cancel();
-    });
-    let result = quiver_edge::http::serve(gateway, listener, shutdown.clone(), &health).await;
+    let result =
+        super::serving::serve_mcp(gateway, listener, &health, &shutdown, stop, notice).await;
     shutdown.cancel();
     if let Some(registration) = registration {
         registration.deregister().await;

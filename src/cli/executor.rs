@@ -304,7 +304,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         })
     });
     let manifest = store.current();
-    let stop_requested = super::dev::stop_signal();
+    let stop_requested = super::serving::stop_signal();
     println!(
         "quiver executor: serving {} tools from {} upstreams on {bound} ({security}); stub hash {}; search {}{}",
         manifest.tools.len(),
