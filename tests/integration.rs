@@ -50,6 +50,7 @@ mod import_layering;
 mod inspector_cli;
 mod json_logs;
 mod large_upstream_answers;
+mod mcp_apps;
 mod redaction_planted_secret;
 mod reference_servers;
 #[path = "sandbox_adversarial.rs"] // beside a directory of the same name

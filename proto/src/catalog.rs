@@ -284,6 +284,7 @@ fn tool_def(tool: &Value) -> Result<ToolDef, ShapeProblem> {
         input_schema: schema(["inputSchema", "input_schema"]).unwrap_or_else(empty_object_schema),
         output_schema: schema(["outputSchema", "output_schema"]),
         annotations: map.get("annotations").filter(|v| !v.is_null()).cloned(),
+        meta: map.get("_meta").filter(|v| v.is_object()).cloned(),
     })
 }
 

@@ -33,9 +33,72 @@ pub struct ToolDef {
     /// MCP tool annotations (`readOnlyHint`, …), passed through untouched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// The tool's `_meta`, for hosts rather than models (an MCP App's
+    /// `ui.resourceUri`, whose `ui://` resource passes through unchanged),
+    /// passed through untouched. Screening does not read it: no host puts it
+    /// in a model's context.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+impl ToolDef {
+    /// Whether only an MCP App's view may see it (its `_meta.ui.visibility`
+    /// names `app` and not `model`): it is left out of what the model lists
+    /// and stays callable.
+    pub fn app_only(&self) -> bool {
+        let Some(visibility) = self
+            .meta
+            .as_ref()
+            .and_then(|m| m.pointer("/ui/visibility"))
+            .and_then(Value::as_array)
+        else {
+            return false;
+        };
+        let names = || visibility.iter().filter_map(Value::as_str);
+        names().any(|v| v == "app") && !names().any(|v| v == "model")
+    }
 }
 
 /// The schema used when a tool declares none.
 pub fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_meta(meta: Option<Value>) -> ToolDef {
+        ToolDef {
+            name: "t".into(),
+            title: None,
+            description: String::new(),
+            input_schema: empty_object_schema(),
+            output_schema: None,
+            annotations: None,
+            meta,
+        }
+    }
+
+    #[test]
+    fn only_a_visibility_of_app_alone_hides_a_tool_from_the_model() {
+        let visible = |v: Value| with_meta(Some(serde_json::json!({"ui": {"visibility": v}})));
+        assert!(visible(serde_json::json!(["app"])).app_only());
+        assert!(!visible(serde_json::json!(["model", "app"])).app_only());
+        assert!(!visible(serde_json::json!(["model"])).app_only());
+        assert!(!visible(serde_json::json!([])).app_only());
+        assert!(!visible(serde_json::json!("app")).app_only());
+        assert!(!with_meta(Some(serde_json::json!({"ui": {"resourceUri": "ui://x"}}))).app_only());
+        assert!(!with_meta(None).app_only());
+    }
+
+    #[test]
+    fn meta_travels_as_underscore_meta_and_only_when_present() {
+        let json = serde_json::json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": {"ui": {"resourceUri": "ui://a/b"}}});
+        let def: ToolDef = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(def.meta.as_ref().unwrap()["ui"]["resourceUri"], "ui://a/b");
+        assert_eq!(serde_json::to_value(&def).unwrap()["_meta"], json["_meta"]);
+        let plain = serde_json::to_value(with_meta(None)).unwrap();
+        assert!(plain.get("_meta").is_none(), "{plain}");
+    }
 }

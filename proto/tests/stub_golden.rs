@@ -39,6 +39,7 @@ fn create_issue() -> ToolDef {
         }),
         output_schema: None,
         annotations: Some(json!({"destructiveHint": false, "openWorldHint": true})),
+        meta: None,
     }
 }
 

@@ -24,6 +24,7 @@ fn tool(description: String, input_schema: Value, output_schema: Option<Value>) 
         input_schema,
         output_schema,
         annotations: None,
+        meta: None,
     }
 }
 

@@ -314,6 +314,7 @@ mod tests {
             }),
             output_schema: None,
             annotations: Some(serde_json::json!({"title": "Adder"})),
+            meta: None,
         };
         let paths: Vec<String> = fields(&tool).into_iter().map(|f| f.path).collect();
         for want in [

@@ -17,6 +17,7 @@ fn tool(description: &str, schema: Value) -> ToolDef {
         input_schema: schema,
         output_schema: None,
         annotations: None,
+        meta: None,
     }
 }
 

@@ -122,6 +122,7 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             annotations: None,
+            meta: None,
         };
         let server = ServerEntry {
             id: "search-telemetry".into(),

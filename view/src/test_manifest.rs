@@ -25,6 +25,7 @@ pub(crate) fn manifest(servers: &[(&str, &[&str])]) -> Arc<Manifest> {
                 input_schema: json!({"type": "object"}),
                 output_schema: None,
                 annotations: None,
+                meta: None,
             })
             .collect(),
         findings: Default::default(),

@@ -381,6 +381,7 @@ fn a_view_of_ten_thousand_tools_holds_a_few_kilobytes_of_its_own() -> anyhow::Re
                         input_schema: json!({"type": "object"}),
                         output_schema: None,
                         annotations: None,
+                        meta: None,
                     });
                 }
             }

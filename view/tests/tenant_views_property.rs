@@ -58,6 +58,7 @@ fn manifest(shape: &[(usize, Vec<usize>, Vec<u8>)]) -> Manifest {
                     input_schema: json!({"type": "object"}),
                     output_schema: None,
                     annotations: None,
+                    meta: None,
                 })
                 .collect(),
             findings: Default::default(),

@@ -33,11 +33,19 @@ impl PassthroughMode {
 
 /// The view's tools as MCP tool definitions: every tool of the manifest is
 /// converted once per manifest version (shared by every view), and each
-/// `tools/list` copies the visible ones (a `Tool` shares its schema).
+/// `tools/list` copies the visible ones (a `Tool` shares its schema). A tool
+/// only an MCP App's view may see is not listed (it stays callable).
 pub fn list(view: &ToolView) -> Vec<Tool> {
-    let every = view
-        .index()
-        .shared(|index| PassthroughList(index.manifest().tools.iter().map(listed).collect()));
+    let every = view.index().shared(|index| {
+        PassthroughList(
+            index
+                .manifest()
+                .tools
+                .iter()
+                .map(|tool| (!tool.def.app_only()).then(|| listed(tool)).flatten())
+                .collect(),
+        )
+    });
     view.tools()
         .iter()
         .filter_map(|t| every.0.get(t).cloned().flatten())

@@ -80,5 +80,6 @@ fn tool(name: &str, description: &str, input_schema: Value) -> ToolDef {
         input_schema,
         output_schema: None,
         annotations: None,
+        meta: None,
     }
 }

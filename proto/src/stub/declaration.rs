@@ -278,6 +278,7 @@ mod tests {
     fn declaration_shape() {
         let def = ToolDef {
             annotations: Some(json!({"readOnlyHint": true, "openWorldHint": false})),
+            meta: None,
             ..tool(
                 "Echo text back.\n\n\n  Second paragraph.  ",
                 json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),

@@ -124,6 +124,7 @@ mod tests {
             input_schema: json!({}),
             output_schema: None,
             annotations: None,
+            meta: None,
         };
         let stub = render(StubInput {
             server_js: "my-server",

@@ -19,6 +19,7 @@ pub(super) fn tool(description: &str, schema: Value) -> ToolDef {
         input_schema: schema,
         output_schema: None,
         annotations: None,
+        meta: None,
     }
 }
 

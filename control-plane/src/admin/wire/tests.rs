@@ -272,6 +272,7 @@ fn answers_of_every_shape_come_back_as_they_went() {
         input_schema: serde_json::json!({"type": "object", "properties": {"t": {"type": "string"}}}),
         output_schema: None,
         annotations: Some(serde_json::json!({"readOnlyHint": false})),
+        meta: None,
     };
     let usage = TenantUsage {
         leased: 1.0,
