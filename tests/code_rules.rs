@@ -1,10 +1,11 @@
 //! Rules of the code base that hold by themselves: a change that breaks one
 //! fails here, whoever makes it and whatever they remember.
 //!
-//! - No function, type or trait of a library crate has `String` as the error
-//!   of a `Result`: callers need to tell failures apart (the console maps
-//!   them to HTTP statuses, retries look at what failed), and a typed error
-//!   keeps its source. The binary crate (`src/`) and tests may.
+//! - No function, type or trait of a library crate (its `src/` and its own
+//!   `tests/`) has `String` as the error of a `Result`: callers need to tell
+//!   failures apart (the console maps them to HTTP statuses, retries look at
+//!   what failed), and a typed error keeps its source. The binary crate
+//!   (`src/`, `tests/`) and `#[cfg(test)]` modules may.
 //! - No hand-written source file is over 800 lines.
 //! - A control-plane message carries JSON text only where
 //!   docs/architecture.md's "JSON in control-plane messages" allows it.
@@ -190,8 +191,11 @@ fn no_library_code_has_a_string_as_its_error() {
     let mut offences = Vec::new();
     let mut scanned = 0;
     for library in libraries() {
-        let files = files(&root().join(library), &["rs"]);
+        let mut files = files(&root().join(library), &["rs"]);
         assert!(!files.is_empty(), "{library} holds no source");
+        // The crate's own integration tests and their helpers are its code too.
+        let tests = Path::new(library).with_file_name("tests");
+        files.extend(self::files(&root().join(tests), &["rs"]));
         let mut test_files = BTreeSet::new();
         // Parents come before their children in path order only sometimes:
         // find the test-only files first.

@@ -137,7 +137,7 @@ impl Driver {
 
     async fn boot(&mut self, id: NodeId) {
         if let Err(e) = self.cluster.boot(id).await {
-            self.history.violation(e);
+            self.history.violation(e.to_string());
         }
         if let Some(failure) = self.history.failure() {
             panic!("{failure}");

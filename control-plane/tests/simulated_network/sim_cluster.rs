@@ -35,6 +35,30 @@ use super::{
     vote_tap::VoteTap,
 };
 
+/// Why a simulated node did not come back up: a violation of the run.
+#[derive(Debug, thiserror::Error)]
+#[error("node {node} {what}: {source}")]
+pub struct BootError {
+    node: NodeId,
+    what: &'static str,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl BootError {
+    fn new(
+        node: NodeId,
+        what: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> BootError {
+        BootError {
+            node,
+            what,
+            source: source.into(),
+        }
+    }
+}
+
 /// Election timeouts are drawn from this range (ms), one fixed value per
 /// node life, at least [`TIMEOUT_GAP_MS`] from every other node's.
 const ELECTION_TIMEOUT_MS: std::ops::Range<u64> = 150..450;
@@ -119,7 +143,7 @@ impl SimCluster {
     }
 
     /// Boots node `id` from its disk (a fresh disk the first time).
-    pub async fn boot(&mut self, id: NodeId) -> Result<(), String> {
+    pub async fn boot(&mut self, id: NodeId) -> Result<(), BootError> {
         let (seed, syncs) = (self.seed, self.syncs);
         let disk = self
             .disks
@@ -129,14 +153,14 @@ impl SimCluster {
         let life = disk.power_cycle();
         let name = format!("node {id}'s simulated disk");
         let data = DataDir::open_on_backend(disk.power_on(), Path::new(&name), id)
-            .map_err(|e| format!("node {id} cannot reopen its disk: {e}"))?;
+            .map_err(|e| BootError::new(id, "cannot reopen its disk", e))?;
         let mut store = LogStore::new(data.clone());
-        let unreadable = |e: typ::StorageError| format!("node {id} cannot read its disk: {e}");
+        let unreadable = |e: typ::StorageError| BootError::new(id, "cannot read its disk", e);
         let on_disk = store.read_vote().await.map_err(unreadable)?;
         let log = store.get_log_state().await.map_err(unreadable)?;
         let committed = store.read_committed().await.map_err(unreadable)?;
         let mut state_machine = StateMachine::open(data.clone())
-            .map_err(|e| format!("node {id} cannot load its snapshot: {e}"))?;
+            .map_err(|e| BootError::new(id, "cannot load its snapshot", e))?;
         let (snapshot, _) = state_machine.applied_state().await.map_err(unreadable)?;
         self.history.event(format!(
             "node {id} reopens its disk: log ({}, {}], committed {}, snapshot {}",
@@ -159,7 +183,7 @@ impl SimCluster {
             ..Config::default()
         }
         .validate()
-        .map_err(|e| format!("Raft settings: {e}"))?;
+        .map_err(|e| BootError::new(id, "has Raft settings openraft refuses", e))?;
         let raft = Raft::new(
             id,
             Arc::new(config),
@@ -168,7 +192,7 @@ impl SimCluster {
             state_machine,
         )
         .await
-        .map_err(|e| format!("node {id} did not start Raft: {e}"))?;
+        .map_err(|e| BootError::new(id, "did not start Raft", e))?;
         self.switch.attach(id, raft.clone(), disk, life);
         let watcher = tokio::spawn(watch_applied(id, shared.clone(), self.history.clone()));
         let replica = Replica::new(id, format!("sim-{id}"), raft, shared.clone());
