@@ -60,7 +60,7 @@ pub struct Discovery {
     shutdown: CancellationToken,
     attempts: Attempts,
     /// What `/metrics` reads of the attempts (kept to stay registered).
-    _gauge: Option<ObservableGauge<u64>>,
+    _gauge: ObservableGauge<u64>,
 }
 
 /// The listings discovery runs at once, and those waiting for a turn.
@@ -128,7 +128,7 @@ impl Discovery {
             attempted,
             shutdown,
             attempts: Attempts::new(limit.max(1)),
-            _gauge: Some(attempts_gauge(weak.clone())),
+            _gauge: attempts_gauge(weak.clone()),
         })
     }
 
