@@ -81,6 +81,7 @@ pub fn request_from_pb(request: pb::ExecuteRequest) -> ExecuteRequest {
             script_sha256: None,
             subject_token: (!request.subject_token.is_empty())
                 .then(|| quiver_proto::secret_value::SecretValue::new(request.subject_token)),
+            from_app: false,
         },
         task_wall_ms: (request.task_wall_ms > 0).then_some(request.task_wall_ms),
     }

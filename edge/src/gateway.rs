@@ -425,6 +425,7 @@ impl Gateway {
             edge: self.name.clone(),
             script_sha256: None,
             subject_token,
+            from_app: false,
         }
     }
 

@@ -38,8 +38,9 @@ use crate::{
     },
     mode::Mode,
     modes::{
-        self, Backends, ModeHandler, ToolRequest,
+        self, Backends, ModeHandler, ToolRequest, forward_app_call,
         forwarded::{self, convert},
+        is_app_call,
     },
     revision::is_stateless,
 };
@@ -317,7 +318,12 @@ impl SessionHandler {
             session: &session,
             context: &context,
         };
-        let mut result = bound.handler.call(request).await?;
+        // An MCP App's view names its own server's tools as that server does.
+        let mut result = if is_app_call(&*bound.handler, &request) {
+            forward_app_call(self.gateway.dispatch().as_ref(), request).await?
+        } else {
+            bound.handler.call(request).await?
+        };
         // An upstream of an older revision sends no `resultType` (rmcp strips
         // it again for clients of older revisions).
         result.result_type.get_or_insert(ResultType::COMPLETE);
@@ -341,7 +347,18 @@ impl ServerHandler for SessionHandler {
                 (self.handler(mode), self.gateway.view())
             }
         };
-        ServerConfig::new(handler.capabilities())
+        // MCP Apps in every mode: a view's `ui://` resource is served as any
+        // resource, and its calls reach its server's tools (passthrough is
+        // where a host finds the tools that link views).
+        let mut capabilities = handler.capabilities();
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(
+                quiver_proto::apps::UI_EXTENSION.into(),
+                quiver_proto::apps::extension_settings(),
+            );
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("quiver", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_instructions(handler.instructions(&view))

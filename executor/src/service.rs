@@ -409,8 +409,14 @@ impl ExecutorService {
         tracing::Span::current().record("gen_ai.tool.name", request.tool.as_str());
         let view = self.view_of(&request.tenant)?;
         // The caller's word is not enough: the tool must be in the tenant's
-        // view as this executor computes it.
-        let Some(tool) = view.by_id(&request.server, &request.tool) else {
+        // view as this executor computes it (for a call an app's view made,
+        // among the tools an app may call).
+        let tool = if request.from_app {
+            view.app_call_by_id(&request.server, &request.tool)
+        } else {
+            view.by_id(&request.server, &request.tool)
+        };
+        let Some(tool) = tool else {
             return Err(Status::not_found(format!(
                 "tool `{}` of server `{}` is not in this executor's view of tenant `{}`",
                 request.tool, request.server, request.tenant
@@ -431,6 +437,7 @@ impl ExecutorService {
             script_sha256: (!request.script_sha256.is_empty()).then_some(request.script_sha256),
             subject_token: (!request.subject_token.is_empty())
                 .then(|| quiver_proto::secret_value::SecretValue::new(request.subject_token)),
+            from_app: request.from_app,
         };
         // The caller going away drops this future, and with it the call.
         let mut options = CallOptions {

@@ -307,6 +307,7 @@ impl RemoteExecutor {
                 caller: call.origin.caller,
                 edge: call.origin.edge,
                 script_sha256: call.origin.script_sha256.unwrap_or_default(),
+                from_app: call.origin.from_app,
                 subject_token: (call.origin.subject_token.as_ref())
                     .map(|t| t.expose().to_string())
                     .unwrap_or_default(),

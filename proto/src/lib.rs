@@ -17,6 +17,7 @@
 //!   to ([`secret_value`]): what the control plane replicates, the executors
 //!   connect with, and operators write, whatever the MCP client does with it.
 
+pub mod apps;
 pub mod audit;
 pub mod canonical;
 pub mod catalog;

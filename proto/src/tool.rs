@@ -42,20 +42,22 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
+    /// Who may call it, from its `_meta.ui.visibility` (MCP Apps).
+    pub fn visibility(&self) -> crate::apps::Visibility {
+        crate::apps::Visibility::of(self.meta.as_ref())
+    }
+
     /// Whether only an MCP App's view may see it (its `_meta.ui.visibility`
-    /// names `app` and not `model`): it is left out of what the model lists
-    /// and stays callable.
+    /// names `app` and not `model`): no model-facing surface shows it, and
+    /// only a view's call reaches it.
     pub fn app_only(&self) -> bool {
-        let Some(visibility) = self
-            .meta
-            .as_ref()
-            .and_then(|m| m.pointer("/ui/visibility"))
-            .and_then(Value::as_array)
-        else {
-            return false;
-        };
-        let names = || visibility.iter().filter_map(Value::as_str);
-        names().any(|v| v == "app") && !names().any(|v| v == "model")
+        let visibility = self.visibility();
+        visibility.app && !visibility.model
+    }
+
+    /// The `ui://` resource of the MCP App view that renders its results.
+    pub fn app_resource(&self) -> Option<&str> {
+        crate::apps::resource_uri(self.meta.as_ref())
     }
 }
 

@@ -254,6 +254,15 @@ impl ClientHandler for UpstreamClient {
         let mut capabilities = ClientCapabilities::default();
         capabilities.sampling = Some(Default::default());
         capabilities.elicitation = Some(Default::default());
+        // Quiver's clients may render MCP Apps: a server that offers its
+        // app-enhanced tools only to such clients offers them here.
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(
+                quiver_proto::apps::UI_EXTENSION.into(),
+                quiver_proto::apps::extension_settings(),
+            );
         let mut info = ClientConfig::default();
         info.capabilities = capabilities;
         info.client_info = Implementation::new("quiver", env!("CARGO_PKG_VERSION"));

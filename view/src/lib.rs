@@ -5,6 +5,7 @@
 //! error text ([`redact`]). The edge and the executor both answer from a view,
 //! so a hidden tool is absent from every list, search, description and error.
 
+pub mod app_tools;
 pub mod argument_check;
 mod error_chain;
 mod live_views;
@@ -23,6 +24,7 @@ pub mod tool_set;
 pub mod view;
 pub mod view_names;
 
+pub use app_tools::AppCallRefusal;
 pub use live_views::LiveViews;
 pub use manifest_index::ManifestIndex;
 pub use search_result::{MAX_SEARCH_RESULTS, SearchResult};

@@ -15,6 +15,7 @@ use std::{
 use quiver_proto::{Manifest, ManifestTool};
 
 use crate::{
+    app_tools::AppTools,
     argument_check::ArgumentCheck,
     search::{HybridIndex, SearchDoc, SearchParam, semantic},
     view_names::ManifestNames,
@@ -29,6 +30,9 @@ pub struct ManifestIndex {
     checks: Vec<OnceLock<ArgumentCheck>>,
     /// Bytes of each tool's definition in a `tools/list` answer.
     listed_bytes: Vec<u32>,
+    /// The tools of MCP Apps: which only a view may call, and what a view's
+    /// call by name reaches.
+    apps: AppTools,
     /// What other crates derive from the whole manifest, one of each type
     /// (see [`ManifestIndex::shared`]).
     shared: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -61,6 +65,7 @@ impl ManifestIndex {
             .map(|t| u32::try_from(listed_bytes(t)).unwrap_or(u32::MAX))
             .collect();
         ManifestIndex {
+            apps: AppTools::build(&manifest),
             manifest,
             search,
             names,
@@ -83,6 +88,10 @@ impl ManifestIndex {
 
     pub(crate) fn names(&self) -> &ManifestNames {
         &self.names
+    }
+
+    pub(crate) fn apps(&self) -> &AppTools {
+        &self.apps
     }
 
     /// The compiled argument check of manifest tool `tool` (compiled on first use).

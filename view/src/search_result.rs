@@ -30,6 +30,9 @@ pub struct SearchResult {
     pub summary: String,
     /// Relevance, rounded to three decimals.
     pub score: f64,
+    /// The `ui://` resource of the tool's MCP App view, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
 }
 
 impl SearchResult {
@@ -42,6 +45,7 @@ impl SearchResult {
             signature: relative_signature(tool),
             summary: tool.tool.stub.summary.clone(),
             score: (f64::from(score) * 1000.0).round() / 1000.0,
+            app: tool.tool.def.app_resource().map(str::to_string),
         }
     }
 }

@@ -21,6 +21,9 @@ pub struct CallOrigin {
     /// exchange of (RFC 8693). Never in an audit record or a log (its
     /// `Debug` shows nothing).
     pub subject_token: Option<quiver_proto::secret_value::SecretValue>,
+    /// Made by an MCP App's view (its call named the tool as its server
+    /// does): the executor checks it against the tools apps may call.
+    pub from_app: bool,
 }
 
 /// One tool call, checked against the caller's view and the tool's schema.

@@ -153,6 +153,11 @@ impl ToolSet {
             .sum()
     }
 
+    /// Whether this set and `other` share a member.
+    pub(crate) fn meets_set(&self, other: &ToolSet) -> bool {
+        self.meets(&other.words)
+    }
+
     /// Whether this set and the set whose words are `other` share a member.
     pub(crate) fn meets(&self, other: &[u64]) -> bool {
         self.words.iter().zip(other).any(|(a, b)| a & b != 0)

@@ -27,11 +27,14 @@ use crate::{
 /// The tools one tenant may see in one manifest version. Immutable; derived
 /// per version from the version's [`ManifestIndex`].
 pub struct ToolView {
-    index: Arc<ManifestIndex>,
+    pub(crate) index: Arc<ManifestIndex>,
     /// The visible tools (manifest indices) with their search statistics.
     subset: Subset,
     /// Servers with at least one visible tool (manifest indices).
     servers: ToolSet,
+    /// The tenant's tools that only an MCP App's view may call: in no list,
+    /// search or stub of the view (see [`crate::app_tools`]).
+    pub(crate) app_only: Option<ToolSet>,
     /// The tenant's validation level, over each server's own.
     validation: Option<ValidationMode>,
     /// Estimated tokens of listing every visible tool (see
@@ -71,7 +74,10 @@ impl ToolView {
 
     /// The view of `tools` (a set of `index`'s manifest tool indices) over
     /// the shared `index`: a bitset and a few sums, no index of its own.
+    /// Tools only an MCP App's view may call are set apart from the
+    /// visible ones (see [`crate::app_tools`]).
     pub fn new(index: Arc<ManifestIndex>, tools: ToolSet) -> ToolView {
+        let (tools, app_only) = index.apps().split(tools);
         let manifest = index.manifest().clone();
         let servers = ToolSet::from_sorted(
             manifest.servers.len(),
@@ -83,6 +89,7 @@ impl ToolView {
             index,
             subset,
             servers,
+            app_only,
             validation: None,
             listing_tokens: estimate_tokens(listing_bytes),
             derived: Mutex::new(HashMap::new()),
@@ -126,7 +133,10 @@ impl ToolView {
     /// Heap bytes this view holds of its own (its sets; the shared index
     /// and what [`ToolView::derived`] built not counted).
     pub fn own_bytes(&self) -> usize {
-        size_of::<ToolView>() + self.subset.heap_bytes() + self.servers.heap_bytes()
+        size_of::<ToolView>()
+            + self.subset.heap_bytes()
+            + self.servers.heap_bytes()
+            + self.app_only.as_ref().map_or(0, ToolSet::heap_bytes)
     }
 
     /// Number of visible tools.
@@ -160,7 +170,7 @@ impl ToolView {
             .then(|| self.tool_at(self.tools().rank(tool), tool))
     }
 
-    fn tool_at(&self, position: usize, tool: usize) -> ViewTool<'_> {
+    pub(crate) fn tool_at(&self, position: usize, tool: usize) -> ViewTool<'_> {
         let manifest = self.index.manifest();
         let entry = &manifest.tools[tool];
         ViewTool {

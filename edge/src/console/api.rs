@@ -23,8 +23,9 @@ use super::{
 use crate::auth::{AuthMode, AuthRefusal, Principal};
 
 /// The console's Content-Security-Policy: its own scripts, styles and
-/// requests only; nothing inline, nothing framed.
-pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+/// requests only; nothing inline; it frames only its own app views
+/// (which carry a policy of their own) and is framed by nothing.
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// What a signed-out request is told.
 const SIGN_IN: &str = "sign in first";
@@ -94,11 +95,19 @@ pub(crate) async fn guard(
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
+    // An app's view sets its own policy and framing (see `apps`); every
+    // other answer gets the console's.
     for (name, value) in [
         (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ] {
+        headers
+            .entry(name)
+            .or_insert(HeaderValue::from_static(value));
+    }
+    for (name, value) in [
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::REFERRER_POLICY, "no-referrer"),
-        (header::X_FRAME_OPTIONS, "DENY"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }

@@ -10,6 +10,7 @@
 //! through a [`ConsoleBackend`] the binary supplies.
 
 mod api;
+mod apps;
 mod assets;
 mod operator;
 pub(crate) mod session;
@@ -73,6 +74,9 @@ pub(crate) fn routes(gateway: Arc<Gateway>, hosts: Arc<[String]>) -> Router {
         .route("/tools", get(tenant::tools))
         .route("/tool", get(tenant::tool))
         .route("/execute", post(tenant::execute))
+        .route("/call", post(apps::call))
+        .route("/app/view", get(apps::view_html))
+        .route("/app/call", post(apps::view_call))
         .route("/calls", get(tenant::calls))
         .route("/keys", get(tenant::keys).post(tenant::issue_key))
         .route("/keys/revoke", post(tenant::revoke_key))

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use quiver_contract::UpstreamError;
 use quiver_contract::{CallOptions, CallOrigin, Dispatch};
-use quiver_view::{ToolView, ViewTool, argument_check::ArgumentErrors, redact::redact_for_caller};
+use quiver_view::{
+    AppCallRefusal, ToolView, ViewTool, argument_check::ArgumentErrors, redact::redact_for_caller,
+};
 use rmcp::{
     ErrorData, RoleServer,
     model::{CallToolResult, ContentBlock, ErrorCode, JsonObject},
@@ -84,6 +86,48 @@ pub(crate) async fn forward_by_name(
         )
         .await,
     )
+}
+
+/// Whether `request` is the call of an MCP App's view: a name the mode
+/// does not offer, that names a tool an app may call on an app server of
+/// the view (see `quiver_view::app_tools`), or on several of them (then
+/// [`forward_app_call`] says so).
+pub(crate) fn is_app_call(
+    mode: &dyn super::handler::ModeHandler,
+    request: &super::ToolRequest<'_>,
+) -> bool {
+    !mode.offers(&request.view, request.name)
+        && !matches!(
+            request.view.app_call(request.name),
+            Err(AppCallRefusal::Unknown { .. })
+        )
+}
+
+/// Forwards the call of an MCP App's view ([`is_app_call`]) as any call
+/// (the same checks, limits and audit), marked as the view's so that an
+/// executor checks it against the tools apps may call.
+pub(crate) async fn forward_app_call(
+    dispatch: &dyn Dispatch,
+    request: super::ToolRequest<'_>,
+) -> Result<CallToolResult, ErrorData> {
+    let view = request.view.clone();
+    let tool = view
+        .app_call(request.name)
+        .map_err(|refusal| ErrorData::invalid_params(refusal.to_string(), None))?;
+    let origin = CallOrigin {
+        from_app: true,
+        ..request.origin.clone()
+    };
+    forward(
+        dispatch,
+        &view,
+        request.tenant,
+        &origin,
+        tool,
+        request.arguments,
+        request.context,
+    )
+    .await
 }
 
 /// One call of a visible tool, whoever asks (an MCP mode or the gRPC API):

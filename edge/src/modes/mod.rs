@@ -16,7 +16,7 @@ pub use quiver_contract::forwarded;
 
 use code::CodeMode;
 pub(crate) use code::script_result;
-pub(crate) use forward::call_checked;
+pub(crate) use forward::{call_checked, forward_app_call, is_app_call};
 pub use handler::{Backends, ModeHandler, ToolRequest};
 use passthrough::PassthroughMode;
 pub(crate) use passthrough::listed_tool;

@@ -18,7 +18,9 @@ use serde_json::json;
 use super::{
     forward::forward,
     handler::{Backends, ModeHandler, ToolRequest},
-    tool_result::{meta_tool, meta_tool_capabilities, parse_args, tool_ok, unknown_tool},
+    tool_result::{
+        meta_tool, meta_tool_capabilities, parse_args, tool_ok, unknown_tool, with_app_link,
+    },
 };
 
 /// Search mode's own tool names.
@@ -87,7 +89,7 @@ impl SearchMode {
     ) -> Result<CallToolResult, ErrorData> {
         match view.by_exposed(name) {
             Some(tool) => {
-                forward(
+                let result = forward(
                     self.backends.dispatch.as_ref(),
                     view,
                     tenant,
@@ -96,7 +98,8 @@ impl SearchMode {
                     arguments,
                     context,
                 )
-                .await
+                .await?;
+                Ok(with_app_link(result, tool))
             }
             None => Ok(unknown_tool(
                 view,

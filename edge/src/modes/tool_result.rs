@@ -73,3 +73,21 @@ pub(crate) fn unknown_tool(view: &ToolView, name: &str, hint: &str) -> CallToolR
     let message = unknown_tool_message(name, &suggestions, hint);
     tool_error("unknown_tool", message, json!({"suggestions": suggestions}))
 }
+
+/// `result` of a call of `tool`, carrying the tool's MCP App link in
+/// `_meta.ui.resourceUri` when it has one: search mode's `call_tool` is
+/// the tool a host sees called, so the link travels with its result for a
+/// host that renders the view (the `ui://` resource is served as any).
+pub(crate) fn with_app_link(
+    mut result: rmcp::model::CallToolResult,
+    tool: quiver_view::ViewTool<'_>,
+) -> rmcp::model::CallToolResult {
+    if let Some(uri) = tool.tool.def.app_resource() {
+        let meta = result.meta.get_or_insert_with(Default::default);
+        let ui = meta.0.entry("ui").or_insert_with(|| serde_json::json!({}));
+        if let Some(ui) = ui.as_object_mut() {
+            ui.insert("resourceUri".into(), uri.into());
+        }
+    }
+    result
+}

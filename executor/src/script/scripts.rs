@@ -97,6 +97,8 @@ impl Scripts for LocalScripts {
                 .relaying_to(sink)
                 .made_by(CallOrigin {
                     script_sha256: Some(digest),
+                    // A script's calls are the model's, whoever sent it.
+                    from_app: false,
                     ..request.origin.clone()
                 })
                 .traced_by(span.clone()),
