@@ -2,8 +2,9 @@
 # Installs the Node tooling the test suite needs into <repo>/.tools/node (gitignored):
 # a Node 22 binary (the system node may be older), the official MCP conformance
 # suite, the MCP Inspector (its CLI drives every mode in tests/inspector_cli.rs) and
-# the reference MCP servers the reference-server tests run as stdio upstreams, and
-# oidc-provider, the authorization server of tests/support/oidc_upstream.mjs.
+# the reference MCP servers the reference-server tests run as stdio upstreams,
+# oidc-provider, the authorization server of tests/support/oidc_upstream.mjs, and
+# the MCP Apps SDK with the MCP server SDK it builds on (tests/support/app_server.mjs).
 # Idempotent: does nothing when the pinned versions are already installed.
 # Prints the path of the Node 22 binary on stdout; progress goes to stderr.
 set -euo pipefail
@@ -21,6 +22,13 @@ PACKAGES=(
     # A second, independent OAuth authorization server for the upstream OAuth
     # tests (tests/support/oidc_upstream.mjs), from a maintained library.
     "oidc-provider@9.13.3"
+    # An MCP App server for tests/mcp_apps.rs (tests/support/app_server.mjs),
+    # on the official SDKs: the Apps extension and the server it needs.
+    "@modelcontextprotocol/ext-apps@2.0.4"
+    "@modelcontextprotocol/server@2.0.0"
+    "@modelcontextprotocol/client@2.0.0"
+    "@modelcontextprotocol/core@2.0.0"
+    "zod@4.2.1"
 )
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -231,6 +231,35 @@ impl Browser {
             .to_string()
     }
 
+    /// Makes the iframe matching `css` (waiting for it) the context of
+    /// later commands, until [`Browser::leave_frame`].
+    pub async fn enter_frame(&self, css: &str) {
+        let mut element = serde_json::Map::new();
+        element.insert(ELEMENT.into(), self.element(css).await.into());
+        let answer = self
+            .command(
+                reqwest::Method::POST,
+                "/frame",
+                Some(json!({ "id": element })),
+            )
+            .await;
+        assert!(
+            !answer.is_object() || answer.get("error").is_none(),
+            "enter frame {css}: {answer}"
+        );
+    }
+
+    /// Back to the page from a frame [`Browser::enter_frame`] entered.
+    pub async fn leave_frame(&self) {
+        let answer = self
+            .command(reqwest::Method::POST, "/frame/parent", Some(json!({})))
+            .await;
+        assert!(
+            !answer.is_object() || answer.get("error").is_none(),
+            "leave frame: {answer}"
+        );
+    }
+
     /// Clicks the first element matching `css` (waiting for it).
     pub async fn click(&self, css: &str) {
         let id = self.element(css).await;

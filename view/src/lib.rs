@@ -5,6 +5,7 @@
 //! error text ([`redact`]). The edge and the executor both answer from a view,
 //! so a hidden tool is absent from every list, search, description and error.
 
+mod app_calls;
 pub mod app_tools;
 pub mod argument_check;
 mod error_chain;

@@ -10,6 +10,7 @@ use axum::{
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/console.js");
 const STYLE: &str = include_str!("assets/console.css");
+const APPS: &str = include_str!("assets/apps.js");
 
 fn asset(body: &'static str, content_type: &'static str) -> Response {
     let mut response = body.into_response();
@@ -37,6 +38,10 @@ pub(crate) fn routes() -> Router {
         .route(
             "/console/console.js",
             get(|| async { asset(SCRIPT, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/console/apps.js",
+            get(|| async { asset(APPS, "text/javascript; charset=utf-8") }),
         )
         .route(
             "/console/console.css",

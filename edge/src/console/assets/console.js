@@ -224,10 +224,48 @@
         h("h3", { text: "TypeScript declaration" }),
         h("pre", { id: "declaration", text: t.declaration }),
         h("h3", { text: "Input schema" }),
-        h("pre", { text: JSON.stringify(t.input_schema, null, 2) }));
+        h("pre", { text: JSON.stringify(t.input_schema, null, 2) }),
+        callForm(t));
     } catch (e) {
       into.replaceChildren(errorBox(e));
     }
+  }
+
+  // Calls the tool as the model would, and renders its app's view when it
+  // links one (apps.js).
+  function callForm(t) {
+    const args = h("textarea", { id: "call-args", rows: 4, spellcheck: "false", "aria-label": "Arguments (JSON)" });
+    args.value = "{}";
+    const out = h("div", { id: "call-output" });
+    const button = h("button", { type: "button", id: "tool-call", text: "Call ▶" });
+    button.addEventListener("click", async () => {
+      let parsed;
+      try { parsed = JSON.parse(args.value || "{}"); } catch (e) {
+        out.replaceChildren(errorBox(new Error(`the arguments are not JSON: ${e.message}`)));
+        return;
+      }
+      button.disabled = true;
+      out.replaceChildren(h("p", { class: "loading", text: "Calling…" }));
+      try {
+        const r = await call("POST", "/call", { name: t.name, arguments: parsed });
+        const view = h("div", { id: "app-view" });
+        const log = h("ul", { id: "app-log", class: "app-log" });
+        out.replaceChildren(
+          h("h3", { text: r.result.isError ? "Tool error" : "Result" }),
+          h("pre", { id: "call-result", text: JSON.stringify(r.result, null, 2) }));
+        if (r.app) {
+          out.append(h("h3", { text: "App view" }),
+            h("p", { class: "hint", text: `${r.app.uri}, from ${r.app.server}; sandboxed, reaching only what it declares; its calls go to ${r.app.server} only.` }),
+            view, h("h3", { text: "Relayed" }), log);
+          window.QuiverApps.render(view, r.app, parsed, r.result, (path, body) => call("POST", path, body), log);
+        }
+      } catch (e) {
+        if (e.message !== "signed out") out.replaceChildren(errorBox(e));
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return h("div", { id: "tool-call-form" }, h("h3", { text: "Call it" }), args, h("div", { class: "toolbar" }, button), out);
   }
 
   // ---- tenant: playground --------------------------------------------------
