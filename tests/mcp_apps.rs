@@ -27,6 +27,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
+use crate::stateless_protocol::connect_stateless;
 use crate::support::{
     self, QuiverDev, browser::Browser, call, connect, ctl_json, node_tools, text,
     until_upstream_lists, write_file,
@@ -103,6 +104,21 @@ async fn only_a_views_call_reaches_an_app_only_tool_and_every_mode_carries_the_l
     assert_ne!(refreshed.is_error, Some(true), "{}", text(&refreshed));
     client.cancel().await.ok();
 
+    // The stateless revision (2026-07-28): declared at `server/discover`,
+    // and a view's call needs no session.
+    let host = json!({"extensions": {UI: {"mimeTypes": [MIME]}}});
+    let modern = connect_stateless(&dev.mode_url("passthrough"), host).await;
+    let discovered = modern.peer_info().expect("discover result");
+    let extensions = discovered
+        .capabilities
+        .extensions
+        .clone()
+        .unwrap_or_default();
+    assert!(extensions.contains_key(UI), "{extensions:?}");
+    let refreshed = call(&modern, "refresh_chart", json!({})).await;
+    assert_ne!(refreshed.is_error, Some(true), "{}", text(&refreshed));
+    modern.cancel().await.ok();
+
     // Search mode: the link in the hit and in `call_tool`'s result; the
     // app-only tool is found by no query.
     let search = connect(&dev.mode_url("search")).await;
@@ -162,7 +178,8 @@ async fn connect_as_host(url: &str, key: &str) -> RunningService<rmcp::RoleClien
 }
 
 /// `quiver dev` (keys required) with the SDK app server as upstream
-/// `counter` and a plain server `vault`; a tenant seeing both, and its key.
+/// `counter` and a plain server `vault`; a tenant seeing both but the
+/// counter's `reset`, and its key.
 fn app_gateway(dir: &Path) -> (QuiverDev, String) {
     let modules = node_tools::node_modules();
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/app_server.mjs");
@@ -196,7 +213,7 @@ args = ["{server}", "{modules}"]
         vault.to_str().unwrap(),
     ]);
     let cp = dev.control_plane.clone();
-    until_upstream_lists(&cp, "counter", 3);
+    until_upstream_lists(&cp, "counter", 4);
     let vault_id = ctl_json(&cp, &["upstream", "list"])
         .as_array()
         .unwrap()
@@ -205,8 +222,21 @@ args = ["{server}", "{modules}"]
         .find(|id| id.contains("vault"))
         .expect("the vault upstream")
         .to_string();
-    let key =
-        support::tenant_with_flags(&cp, "apps", &["--server", "counter", "--server", &vault_id]);
+    let vault_tools = format!("{vault_id}/*");
+    let key = support::tenant_with_flags(
+        &cp,
+        "apps",
+        &[
+            "--tool",
+            "counter/show_counter",
+            "--tool",
+            "counter/bump",
+            "--tool",
+            "counter/peek",
+            "--tool",
+            &vault_tools,
+        ],
+    );
     (dev, key)
 }
 
@@ -253,6 +283,10 @@ async fn an_app_server_on_the_official_sdk_serves_its_view_and_its_calls_through
         try_call(&client, "secret").await.is_err(),
         "vault serves no app"
     );
+    assert!(
+        try_call(&client, "reset").await.is_err(),
+        "not in the tenant's view"
+    );
     assert_eq!(
         try_call(&client, "counter__peek").await.unwrap(),
         "counter is 1"
@@ -295,13 +329,14 @@ async fn the_console_renders_an_apps_view_and_relays_only_its_own_servers_calls(
     browser.wait_text("#call-result", "counter is").await;
     let log = browser
         .wait_for("#app-log", "the view's relayed calls", |t| {
-            t.contains("tools/call secret")
+            t.contains("tools/call reset")
         })
         .await;
     assert!(log.contains("view initialized"), "{log}");
     assert!(log.contains("tools/call bump → ok"), "{log}");
     assert!(log.contains("tools/call peek → refused"), "{log}");
     assert!(log.contains("tools/call secret → refused"), "{log}");
+    assert!(log.contains("tools/call reset → refused"), "{log}");
     browser.screenshot("app-view").await;
 
     // Inside the view (its own sandboxed document).
@@ -320,6 +355,8 @@ async fn the_console_renders_an_apps_view_and_relays_only_its_own_servers_calls(
     assert!(peek.starts_with("refused"), "{peek}");
     let outside = browser.text("#outside").await.unwrap();
     assert!(outside.starts_with("refused"), "{outside}");
+    let hidden = browser.text("#hidden").await.unwrap();
+    assert!(hidden.starts_with("refused"), "{hidden}");
     assert_eq!(browser.text("#fetch").await.unwrap(), "blocked");
     browser.leave_frame().await;
 

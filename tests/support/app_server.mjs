@@ -3,7 +3,8 @@
 // scripts/install-node-tools.sh), over stdio: a counter whose view shows the
 // call's result, bumps the counter through a tool only the view may call,
 // and tries what it must not reach (a tool only the model may call, a tool
-// of another server, the console's API over the network). It offers the
+// of another server, a tool of its own server outside the tenant's view,
+// the console's API over the network). It offers the
 // app-enhanced tool only to a client that declares the UI extension at
 // `initialize`, as the SDK's documentation shows, and otherwise a plain one.
 //
@@ -58,6 +59,7 @@ app.ontoolresult = async (result) => {
   }
   await attempt("peek", "peek");
   await attempt("outside", "secret");
+  await attempt("hidden", "reset");
   // A no-cors request resolves whatever the answer, unless the page's
   // Content-Security-Policy forbids the request itself.
   try {
@@ -74,7 +76,7 @@ await app.connect();
 const html = `<!doctype html><html><head><meta charset="utf-8"><title>Counter</title></head><body>
 <p>input <span id="input"></span></p><p>result <span id="result"></span></p>
 <p>bumped <span id="bumped"></span></p><p>peek <span id="peek"></span></p>
-<p>outside <span id="outside"></span></p><p>fetch <span id="fetch"></span></p><p id="done"></p>
+<p>outside <span id="outside"></span></p><p>hidden <span id="hidden"></span></p><p>fetch <span id="fetch"></span></p><p id="done"></p>
 <script type="module">${bundle}</script>
 <script type="module">${viewScript}</script>
 </body></html>`;
@@ -99,6 +101,12 @@ apps.registerAppTool(server, "bump", {
   description: "Add one to the counter (the view's button).",
   _meta: { ui: { resourceUri: VIEW, visibility: ["app"] } },
 }, async () => { count += 1; return text(`counter is ${count}`); });
+
+// Tests keep it out of the tenant's view: the view must not reach it.
+apps.registerAppTool(server, "reset", {
+  description: "Set the counter back to zero (the view's reset button).",
+  _meta: { ui: { resourceUri: VIEW, visibility: ["app"] } },
+}, async () => { count = 0; return text("counter is 0"); });
 
 server.server.oninitialized = () => {
   const ui = apps.getUiCapability(server.server.getClientCapabilities());
