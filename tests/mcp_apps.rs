@@ -8,9 +8,11 @@
 //! tests/support/app_server.mjs): Quiver declares the extension to it (so it
 //! offers its app-enhanced tool) and to clients, serves its view with the
 //! view's metadata, and relays the view's calls; and the console renders
-//! the view in headless Chromium, where it gets the call's result, calls a
-//! tool back, and cannot reach a tool only the model may call, another
-//! server's tool, or the network beyond what it declares.
+//! the view in headless Chromium (for a call on the tool's page and for a
+//! playground run's call), where it gets the call's result, calls a tool
+//! back, and cannot reach a tool only the model may call, another server's
+//! tool, a tool outside the tenant's view, or the network beyond what it
+//! declares.
 
 use std::path::Path;
 
@@ -340,7 +342,7 @@ async fn the_console_renders_an_apps_view_and_relays_only_its_own_servers_calls(
     browser.screenshot("app-view").await;
 
     // Inside the view (its own sandboxed document).
-    browser.enter_frame("#app-frame").await;
+    browser.enter_frame("#app-view iframe").await;
     browser.wait_text("#done", "done").await;
     assert!(
         browser
@@ -359,6 +361,27 @@ async fn the_console_renders_an_apps_view_and_relays_only_its_own_servers_calls(
     assert!(hidden.starts_with("refused"), "{hidden}");
     assert_eq!(browser.text("#fetch").await.unwrap(), "blocked");
     browser.leave_frame().await;
+
+    // A playground run that calls the tool renders its view too, with the
+    // run's call and result.
+    browser.click("#nav a[data-view=playground]").await;
+    browser
+        .type_into("#script", "return await tools.counter.show_counter({});")
+        .await;
+    browser.click("#run").await;
+    let log = browser
+        .wait_for("#run-apps .app-log", "the run's view relaying", |t| {
+            t.contains("tools/call reset")
+        })
+        .await;
+    assert!(log.contains("tools/call bump → ok"), "{log}");
+    assert!(log.contains("tools/call reset → refused"), "{log}");
+    browser.enter_frame("#run-apps iframe").await;
+    browser.wait_text("#done", "done").await;
+    assert_eq!(browser.text("#result").await.unwrap(), "counter is 1");
+    assert_eq!(browser.text("#bumped").await.unwrap(), "counter is 2");
+    browser.leave_frame().await;
+    browser.screenshot("app-view-playground").await;
 
     // The policy it was served with, and nothing for a stranger.
     let csp = browser

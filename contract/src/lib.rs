@@ -27,7 +27,9 @@ pub use call_sink::{CallSink, SinkFuture, TaskTicket};
 pub use dispatch::Dispatch;
 pub use execute_error::ExecuteError;
 pub use limits::Limits;
-pub use outcome::{ScriptError, ScriptErrorKind, ScriptOutcome};
+pub use outcome::{
+    AppView, MAX_APP_VIEW_RESULT_BYTES, MAX_APP_VIEWS, ScriptError, ScriptErrorKind, ScriptOutcome,
+};
 pub use quiver_view::{CallOrigin, ToolCall};
 pub use resource_update::ResourceUpdate;
 pub use scripts::{API_DECLARATION, ExecuteRequest, MORE_API_DECLARATION, Scripts};

@@ -15,6 +15,32 @@ pub struct ScriptOutcome {
     pub logs: Vec<String>,
     /// True when the result or the logs were cut to their limits.
     pub truncated: bool,
+    /// The calls of tools that link an MCP App's view, with their results,
+    /// when the request asked for them ([`crate::ExecuteRequest::keeping_app_views`]):
+    /// what a host needs to render each view. At most [`MAX_APP_VIEWS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub app_views: Vec<AppView>,
+}
+
+/// The most app views one execution keeps.
+pub const MAX_APP_VIEWS: usize = 8;
+
+/// The most bytes of one kept call's result (JSON); a larger one is not kept.
+pub const MAX_APP_VIEW_RESULT_BYTES: usize = 256 * 1024;
+
+/// One call a script made of a tool that links an MCP App's view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppView {
+    /// The tool's upstream.
+    pub server: String,
+    /// The tool's exposed name.
+    pub tool: String,
+    /// The view's `ui://` resource.
+    pub uri: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// The call's `CallToolResult`, as JSON.
+    pub result: Value,
 }
 
 /// Why a script failed.

@@ -42,6 +42,9 @@ pub struct ExecuteRequest {
     /// setting), in milliseconds; the executor grants it up to its own
     /// maximum for tasks. `None`: the usual wall time.
     pub task_wall_ms: Option<u64>,
+    /// Keep the calls of tools that link an MCP App's view, with their
+    /// results, in the outcome (a host that renders them asks).
+    pub keep_app_views: bool,
 }
 
 impl ExecuteRequest {
@@ -58,7 +61,15 @@ impl ExecuteRequest {
             limits: None,
             origin: CallOrigin::default(),
             task_wall_ms: None,
+            keep_app_views: false,
         }
+    }
+
+    /// The same request, keeping the calls of tools that link an MCP App's
+    /// view in the outcome ([`crate::ScriptOutcome::app_views`]).
+    pub fn keeping_app_views(mut self) -> ExecuteRequest {
+        self.keep_app_views = true;
+        self
     }
 
     /// The same request, for a script that may run as a task with `wall_ms`

@@ -9,7 +9,7 @@ use quiver_view::{CallOrigin, redact::redact};
 use tonic::{Code, Status};
 
 use crate::{
-    ExecuteError, ExecuteRequest, Limits, ScriptError, ScriptErrorKind, ScriptOutcome,
+    AppView, ExecuteError, ExecuteRequest, Limits, ScriptError, ScriptErrorKind, ScriptOutcome,
     ValidationErrors, Violation,
 };
 
@@ -65,6 +65,7 @@ pub fn request_to_pb(request: &ExecuteRequest) -> pb::ExecuteRequest {
         subject_token: (request.origin.subject_token.as_ref())
             .map(|t| t.expose().to_string())
             .unwrap_or_default(),
+        keep_app_views: request.keep_app_views,
     }
 }
 
@@ -84,6 +85,7 @@ pub fn request_from_pb(request: pb::ExecuteRequest) -> ExecuteRequest {
             from_app: false,
         },
         task_wall_ms: (request.task_wall_ms > 0).then_some(request.task_wall_ms),
+        keep_app_views: request.keep_app_views,
     }
 }
 
@@ -127,6 +129,17 @@ pub fn result_to_pb(
                 result_json: outcome.result.map(|r| r.to_string()).unwrap_or_default(),
                 logs: outcome.logs,
                 truncated: outcome.truncated,
+                app_views: outcome
+                    .app_views
+                    .into_iter()
+                    .map(|v| pb::AppView {
+                        server: v.server,
+                        tool: v.tool,
+                        uri: v.uri,
+                        arguments_json: v.arguments.to_string(),
+                        result_json: v.result.to_string(),
+                    })
+                    .collect(),
                 ..Default::default()
             };
             if let Some(error) = outcome.error {
@@ -210,6 +223,21 @@ pub fn result_from_pb(
         }),
         logs: response.logs,
         truncated: response.truncated,
+        // A view whose JSON does not read is left out, not the outcome.
+        app_views: response
+            .app_views
+            .into_iter()
+            .filter_map(|v| {
+                Some(AppView {
+                    server: v.server,
+                    tool: v.tool,
+                    uri: v.uri,
+                    arguments: serde_json::from_str(&v.arguments_json).ok()?,
+                    result: serde_json::from_str(&v.result_json).ok()?,
+                })
+            })
+            .take(crate::MAX_APP_VIEWS)
+            .collect(),
     })
 }
 
@@ -222,6 +250,7 @@ mod tests {
     #[test]
     fn an_outcome_crosses_the_wire_unchanged() {
         let outcome = ScriptOutcome {
+            app_views: Vec::new(),
             result: Some(json!({"a": [1, 2]})),
             error: None,
             logs: vec!["hello".into()],
@@ -235,6 +264,7 @@ mod tests {
                 continue;
             }
             let failed = ScriptOutcome {
+                app_views: Vec::new(),
                 result: None,
                 error: Some(ScriptError::new(kind, "it broke", Some(3))),
                 logs: vec![],

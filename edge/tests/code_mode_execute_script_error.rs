@@ -17,6 +17,7 @@ fn failing_with(
 ) -> Arc<FakeScripts> {
     Arc::new(FakeScripts::answering(move || {
         Ok(ScriptOutcome {
+            app_views: Vec::new(),
             result: None,
             error: Some(ScriptError::new(kind, message, line)),
             logs: vec!["step 1".into()],

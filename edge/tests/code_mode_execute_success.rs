@@ -17,6 +17,7 @@ const CODE: &str = "const f = await tools.weather.get_forecast({city: 'Oslo'});\
 async fn execute_passes_code_and_session_and_renders_the_value() {
     let scripts = Arc::new(FakeScripts::answering(|| {
         Ok(ScriptOutcome {
+            app_views: Vec::new(),
             result: Some(json!({"city": "Oslo", "rain": true})),
             error: None,
             logs: vec!["fetched".into()],

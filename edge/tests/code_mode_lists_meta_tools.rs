@@ -29,6 +29,7 @@ async fn without_scripts_execute_is_neither_listed_nor_callable() {
 async fn with_scripts_execute_is_listed_too() {
     let scripts = Arc::new(FakeScripts::answering(|| {
         Ok(ScriptOutcome {
+            app_views: Vec::new(),
             result: None,
             error: None,
             logs: Vec::new(),

@@ -197,8 +197,10 @@ pub(crate) async fn execute(
     let started_ms = super::now_ms();
     let started = Instant::now();
     let session = format!("console-{}", uuid::Uuid::new_v4().simple());
+    // The page renders the views of the app tools the script called.
     let request = ExecuteRequest::new(&*principal.tenant, session, script.code.as_str())
-        .from_origin(console.gateway.origin_of(&principal));
+        .from_origin(console.gateway.origin_of(&principal))
+        .keeping_app_views();
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
     let outcome = scripts.execute(request, cancel, None).await;
@@ -210,6 +212,7 @@ pub(crate) async fn execute(
             error,
             logs,
             truncated,
+            app_views,
         }) => json!({
             "result": result,
             // What the script itself wrote (a path, an id) stays; the rest
@@ -221,6 +224,7 @@ pub(crate) async fn execute(
             })),
             "logs": logs,
             "truncated": truncated,
+            "app_views": app_views,
         }),
         Err(e) => json!({
             "result": null,

@@ -247,6 +247,7 @@ impl ScriptRuntime {
         let mut outcome = match ending {
             Ending::Reported(report) => self.reported(&report, limits),
             ending => ScriptOutcome {
+                app_views: Vec::new(),
                 result: None,
                 error: Some(self.failure(ending, limits)),
                 logs: Vec::new(),
@@ -409,6 +410,7 @@ impl ScriptRuntime {
             ),
         };
         ScriptOutcome {
+            app_views: Vec::new(),
             result,
             error,
             logs: Vec::new(),
@@ -524,6 +526,7 @@ fn internal(message: String) -> ScriptError {
 
 fn failed(kind: ScriptErrorKind, message: String, line: Option<u32>) -> ScriptOutcome {
     ScriptOutcome {
+        app_views: Vec::new(),
         result: None,
         error: Some(script_error(kind, message, line)),
         logs: Vec::new(),

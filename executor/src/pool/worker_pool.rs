@@ -482,6 +482,7 @@ impl WorkerPool {
             Err(WorkerFault::Overran) => {
                 self.retire(worker, Retirement::InDoubt);
                 Ok(ScriptOutcome {
+                    app_views: Vec::new(),
                     result: None,
                     error: Some(ScriptError {
                         kind: ScriptErrorKind::Timeout,

@@ -85,6 +85,7 @@ mod tests {
 
     fn failed(kind: ScriptErrorKind) -> Result<ScriptOutcome, ExecuteError> {
         Ok(ScriptOutcome {
+            app_views: Vec::new(),
             result: None,
             error: Some(ScriptError::new(kind, "x", None)),
             logs: Vec::new(),

@@ -95,6 +95,7 @@ impl Scripts for LocalScripts {
                     cancel.clone(),
                 )
                 .relaying_to(sink)
+                .keeping_app_views(request.keep_app_views)
                 .made_by(CallOrigin {
                     script_sha256: Some(digest),
                     // A script's calls are the model's, whoever sent it.
@@ -109,7 +110,7 @@ impl Scripts for LocalScripts {
                     &owner,
                     &request.code,
                     (request.limits.as_ref(), request.task_wall_ms),
-                    context,
+                    context.clone(),
                     cancel,
                 )
                 .instrument(span.clone())
@@ -117,7 +118,10 @@ impl Scripts for LocalScripts {
             if let Some(error) = execution_error_type(&outcome) {
                 spans::record_error(&span, &error);
             }
-            outcome
+            outcome.map(|mut ended| {
+                ended.app_views = context.take_app_views();
+                ended
+            })
         })
     }
 }

@@ -7,10 +7,13 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use opentelemetry::KeyValue;
-use quiver_contract::{CallOptions, CallOrigin, CallSink, Dispatch, forwarded};
+use quiver_contract::{
+    AppView, CallOptions, CallOrigin, CallSink, Dispatch, MAX_APP_VIEW_RESULT_BYTES, MAX_APP_VIEWS,
+    forwarded,
+};
 use quiver_telemetry::{instruments, quiver_span, spans};
 use quiver_view::{
-    SearchResult, ToolView,
+    SearchResult, ToolView, ViewTool,
     redact::redact_for_caller,
     search_telemetry::SearchSurface,
     suggest::{closest, unknown_tool_message},
@@ -43,6 +46,9 @@ pub struct ViewScriptContext {
     /// Whether the stash was loaded from the replica (the store has one);
     /// cleared when this process's copy was dropped, so it is read again.
     stash_loaded: tokio::sync::Mutex<bool>,
+    /// The calls of tools that link an MCP App's view, when the request
+    /// asked to keep them (`None`: not asked).
+    app_views: Option<std::sync::Mutex<Vec<AppView>>>,
 }
 
 impl ViewScriptContext {
@@ -65,7 +71,51 @@ impl ViewScriptContext {
             origin: CallOrigin::default(),
             span: tracing::Span::none(),
             stash_loaded: tokio::sync::Mutex::new(false),
+            app_views: None,
         }
+    }
+
+    /// Keeps the calls of tools that link an MCP App's view, with their
+    /// results, when `keep` (see [`ViewScriptContext::take_app_views`]).
+    pub fn keeping_app_views(mut self, keep: bool) -> ViewScriptContext {
+        self.app_views = keep.then(Default::default);
+        self
+    }
+
+    /// The app views kept so far (none unless asked to keep them).
+    pub fn take_app_views(&self) -> Vec<AppView> {
+        self.app_views
+            .as_ref()
+            .map(|kept| std::mem::take(&mut *kept.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default()
+    }
+
+    /// Keeps the call of `tool` with `args` that gave `result`, when asked
+    /// to and the tool links a view: at most [`MAX_APP_VIEWS`], each result
+    /// at most [`MAX_APP_VIEW_RESULT_BYTES`] of JSON.
+    fn keep_app_view(&self, tool: ViewTool<'_>, args: &Value, result: &CallToolResult) {
+        let (Some(kept), Some(uri)) = (&self.app_views, tool.tool.def.app_resource()) else {
+            return;
+        };
+        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() >= MAX_APP_VIEWS {
+            return;
+        }
+        if serde_json::to_vec(result).map_or(usize::MAX, |json| json.len())
+            > MAX_APP_VIEW_RESULT_BYTES
+        {
+            return;
+        }
+        let Ok(result) = serde_json::to_value(result) else {
+            return;
+        };
+        kept.push(AppView {
+            server: tool.tool.id.server.clone(),
+            tool: tool.tool.exposed_name.clone(),
+            uri: uri.to_string(),
+            arguments: args.clone(),
+            result,
+        });
     }
 
     /// Makes every tool call of the script a child span of `span`, the
@@ -194,6 +244,7 @@ impl ScriptContext for ViewScriptContext {
                     if result.is_error == Some(true) {
                         spans::record_error(&span, "tool_error");
                     }
+                    self.keep_app_view(tool, &args, &result);
                     script_value(&result, &args)
                 }
                 Err(e) => {

@@ -633,6 +633,7 @@ fn ended_without_outcome(status: i32) -> ScriptOutcome {
 
 fn timed_out(wall_ms: u64) -> ScriptOutcome {
     ScriptOutcome {
+        app_views: Vec::new(),
         result: None,
         error: Some(ScriptError::new(
             ScriptErrorKind::Timeout,

@@ -241,6 +241,7 @@ pub(super) fn too_large(
         }
         WorkerMessage::Done { outcome } => Ok(Some(WorkerMessage::Done {
             outcome: ScriptOutcome {
+                app_views: Vec::new(),
                 result: None,
                 error: Some(ScriptError {
                     kind: ScriptErrorKind::Output,
@@ -343,6 +344,7 @@ impl PreparedEngine {
 
 pub(super) fn internal_outcome(message: String) -> ScriptOutcome {
     ScriptOutcome {
+        app_views: Vec::new(),
         result: None,
         error: Some(ScriptError {
             kind: ScriptErrorKind::Internal,

@@ -17,7 +17,7 @@
   // Every relayed message is written to `log` (a list element).
   function render(into, app, args, result, post, log) {
     const frame = document.createElement("iframe");
-    frame.id = "app-frame";
+    frame.className = "app-frame";
     frame.setAttribute("sandbox", "allow-scripts");
     frame.setAttribute("title", `View of ${app.server}`);
     frame.setAttribute("referrerpolicy", "no-referrer");

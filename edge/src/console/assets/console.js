@@ -294,6 +294,7 @@
           h("p", { class: "hint", text: `${r.elapsed_ms} ms${r.truncated ? ", output truncated" : ""}` }),
           h("h3", { text: "Logs" }),
           h("pre", { id: "run-logs", text: r.logs.join("\n") || "(none)" }),
+          appViews(r.app_views || []),
           h("h3", { text: "Calls" }), calls);
         followCalls(r, calls);
       } catch (e) {
@@ -305,6 +306,20 @@
     render(h("h1", { text: "Playground" }),
       h("p", { class: "hint", text: "Runs like the execute tool, on your view, with your limits; the runs and their calls are audited." }),
       code, h("div", { class: "toolbar" }, run), out);
+  }
+
+  // The views of the app tools a run called, each rendered as on a tool's
+  // page (apps.js), with the call's arguments and result.
+  function appViews(views) {
+    if (views.length === 0) return null;
+    const section = h("div", { id: "run-apps" }, h("h3", { text: "App views" }));
+    for (const v of views) {
+      const into = h("div", { class: "app-view" });
+      const log = h("ul", { class: "app-log" });
+      section.append(h("p", { class: "hint", text: `${v.tool}: ${v.uri}; its calls go to ${v.server} only.` }), into, log);
+      window.QuiverApps.render(into, { server: v.server, uri: v.uri }, v.arguments, v.result, (path, body) => call("POST", path, body), log);
+    }
+    return section;
   }
 
   // The audit log takes the run's call records within a couple of seconds.
