@@ -276,6 +276,32 @@ mod tests {
     }
 
     #[test]
+    fn app_views_and_the_request_for_them_cross_the_wire() {
+        let view = AppView {
+            server: "dash".into(),
+            tool: "dash__chart".into(),
+            uri: "ui://dash/c.html".into(),
+            arguments: json!({"metric": "cpu"}),
+            result: json!({"content": [{"type": "text", "text": "ok"}]}),
+        };
+        let outcome = ScriptOutcome {
+            app_views: vec![view.clone(); 2],
+            ..ScriptOutcome::default()
+        };
+        let back = result_from_pb(result_to_pb(Ok(outcome.clone()))).unwrap();
+        assert_eq!(back, outcome);
+        let request = ExecuteRequest::new("t", "s", "return 1").keeping_app_views();
+        assert!(request_from_pb(request_to_pb(&request)).keep_app_views);
+        assert!(
+            !request_from_pb(request_to_pb(&ExecuteRequest::new("t", "s", "1"))).keep_app_views
+        );
+        // A view whose JSON does not read is dropped, not the outcome.
+        let mut response = result_to_pb(Ok(outcome)).unwrap();
+        response.app_views[0].result_json = "{".into();
+        assert_eq!(result_from_pb(Ok(response)).unwrap().app_views, vec![view]);
+    }
+
+    #[test]
     fn a_rejection_keeps_every_violation() {
         let errors = ValidationErrors {
             errors: vec![

@@ -406,3 +406,112 @@ impl ViewScriptContext {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use quiver_contract::{ToolCall, UpstreamError};
+    use quiver_proto::{Manifest, ServerEntry, ToolDef};
+    use rmcp::model::{ClientRequest, ContentBlock, ServerResult};
+    use serde_json::json;
+
+    use super::*;
+    use crate::{script::ScriptContext, stash::StashLimits};
+
+    /// Answers every call with `size` bytes of text.
+    struct Answers {
+        size: usize,
+    }
+
+    impl Dispatch for Answers {
+        fn call_tool(
+            &self,
+            _call: ToolCall,
+            _options: CallOptions,
+        ) -> BoxFuture<'_, Result<CallToolResult, UpstreamError>> {
+            let text = "x".repeat(self.size);
+            Box::pin(async move { Ok(CallToolResult::success(vec![ContentBlock::text(text)])) })
+        }
+
+        fn request<'a>(
+            &'a self,
+            server: &'a str,
+            _request: ClientRequest,
+            _options: CallOptions,
+        ) -> BoxFuture<'a, Result<ServerResult, UpstreamError>> {
+            Box::pin(async move { Err(UpstreamError::Unknown(server.into())) })
+        }
+    }
+
+    fn context(size: usize, keep: bool) -> ViewScriptContext {
+        let tool = |name: &str, meta: Option<Value>| ToolDef {
+            name: name.into(),
+            title: None,
+            description: format!("{name} things"),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+            meta,
+        };
+        let manifest = Manifest::build(
+            1,
+            vec![ServerEntry::new(
+                "dash",
+                vec![
+                    tool(
+                        "chart",
+                        Some(json!({"ui": {"resourceUri": "ui://dash/c.html"}})),
+                    ),
+                    tool("plain", None),
+                ],
+            )],
+        );
+        ViewScriptContext::new(
+            Arc::new(Answers { size }),
+            Arc::new(StashStore::new(StashLimits::default())),
+            Arc::new(ToolView::all(Arc::new(manifest))),
+            Owner::new("t", "s"),
+            CancellationToken::new(),
+        )
+        .keeping_app_views(keep)
+    }
+
+    #[tokio::test]
+    async fn a_run_keeps_at_most_eight_views_of_tools_that_link_one() {
+        let kept = context(10, true);
+        for i in 0..12 {
+            kept.call_tool("dash__chart".into(), json!({"i": i}))
+                .await
+                .unwrap();
+            kept.call_tool("dash__plain".into(), json!({}))
+                .await
+                .unwrap();
+        }
+        let views = kept.take_app_views();
+        assert_eq!(views.len(), MAX_APP_VIEWS);
+        assert_eq!(views[0].uri, "ui://dash/c.html");
+        assert_eq!(views[0].tool, "dash__chart");
+        assert_eq!(views[3].arguments, json!({"i": 3}));
+        assert!(
+            views
+                .iter()
+                .all(|v| v.result["content"][0]["text"] == "xxxxxxxxxx")
+        );
+
+        let unasked = context(10, false);
+        unasked
+            .call_tool("dash__chart".into(), json!({}))
+            .await
+            .unwrap();
+        assert!(unasked.take_app_views().is_empty());
+
+        let large = context(MAX_APP_VIEW_RESULT_BYTES, true);
+        large
+            .call_tool("dash__chart".into(), json!({}))
+            .await
+            .unwrap();
+        assert!(
+            large.take_app_views().is_empty(),
+            "a result over the bound is not kept"
+        );
+    }
+}
