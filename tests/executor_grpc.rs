@@ -170,3 +170,43 @@ async fn dev_with_a_child_executor_serves_code_mode_end_to_end() {
     client.cancel().await.unwrap();
     let _ = Duration::ZERO;
 }
+
+/// An executor process checks a call an edge made for an MCP App's view
+/// (`from_app`) against the tools apps may call, and any other call against
+/// the tools the model sees: an app-only tool is the view's alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_app_only_tool_is_reached_only_by_a_views_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalogue = json!([{"name": "dash", "description": "Dashboards", "tools": [
+        {"name": "show_chart", "description": "Show a chart.", "inputSchema": {"type": "object"},
+         "_meta": {"ui": {"resourceUri": "ui://dash/chart.html"}}},
+        {"name": "refresh_chart", "description": "Refresh the chart.", "inputSchema": {"type": "object"},
+         "_meta": {"ui": {"resourceUri": "ui://dash/chart.html", "visibility": ["app"]}}},
+        {"name": "export", "description": "Export the data.", "inputSchema": {"type": "object"},
+         "_meta": {"ui": {"visibility": ["model"]}}},
+    ]}]);
+    let path = write_file(dir.path(), "apps.json", &catalogue.to_string());
+    let executor = start_executor(&["--catalog", path.to_str().unwrap()]);
+    let mut client = ExecutorClient::connect(format!("http://{}", executor.addr))
+        .await
+        .unwrap();
+    let request = |tool: &str, from_app: bool| pb::CallToolRequest {
+        server: "dash".into(),
+        tool: tool.into(),
+        arguments_json: "{}".into(),
+        from_app,
+        ..Default::default()
+    };
+    let model = client
+        .call_tool(request("refresh_chart", false))
+        .await
+        .unwrap_err();
+    assert_eq!(model.code(), tonic::Code::NotFound, "{model:?}");
+    let view = client.call_tool(request("refresh_chart", true)).await;
+    assert!(view.is_ok(), "{view:?}");
+    let shown = client.call_tool(request("show_chart", true)).await;
+    assert!(shown.is_ok(), "both may call it: {shown:?}");
+    let model_only = client.call_tool(request("export", true)).await.unwrap_err();
+    assert_eq!(model_only.code(), tonic::Code::NotFound, "{model_only:?}");
+    assert!(client.call_tool(request("export", false)).await.is_ok());
+}
