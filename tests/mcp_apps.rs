@@ -215,7 +215,7 @@ args = ["{server}", "{modules}"]
         vault.to_str().unwrap(),
     ]);
     let cp = dev.control_plane.clone();
-    until_upstream_lists(&cp, "counter", 4);
+    until_upstream_lists(&cp, "counter", 5);
     let vault_id = ctl_json(&cp, &["upstream", "list"])
         .as_array()
         .unwrap()
@@ -235,6 +235,8 @@ args = ["{server}", "{modules}"]
             "counter/bump",
             "--tool",
             "counter/peek",
+            "--tool",
+            "counter/show_legacy",
             "--tool",
             &vault_tools,
         ],
@@ -261,6 +263,12 @@ async fn an_app_server_on_the_official_sdk_serves_its_view_and_its_calls_through
         "{meta}"
     );
     assert!(names.contains(&"counter__peek"), "{names:?}");
+    let legacy = tools
+        .iter()
+        .find(|t| t.name == "counter__show_legacy")
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let meta = serde_json::to_value(&legacy.meta).unwrap();
+    assert_eq!(meta["ui/resourceUri"], "ui://counter/legacy.html", "{meta}");
     assert!(!names.iter().any(|n| n.ends_with("bump")), "{names:?}");
 
     let read = client
@@ -383,19 +391,30 @@ async fn the_console_renders_an_apps_view_and_relays_only_its_own_servers_calls(
     browser.leave_frame().await;
     browser.screenshot("app-view-playground").await;
 
-    // The policy it was served with, and nothing for a stranger.
-    let csp = browser
-        .script(
-            "return fetch('/console/api/app/view?server=counter&uri=' + encodeURIComponent('ui://counter/view.html'), {credentials: 'same-origin'}).then((r) => r.headers.get('content-security-policy'));",
-            json!([]),
+    // The policy each view was served with: from its content's metadata,
+    // or else from its listing entry (the view linked in the older form);
+    // and nothing for a stranger.
+    let policy_of = |uri: &str| {
+        browser.script(
+            "return fetch('/console/api/app/view?server=counter&uri=' + encodeURIComponent(arguments[0]), {credentials: 'same-origin'}).then((r) => r.headers.get('content-security-policy'));",
+            json!([uri]),
         )
-        .await;
+    };
+    let csp = policy_of("ui://counter/view.html").await;
     let csp = csp.as_str().unwrap_or_default().to_string();
     assert!(csp.starts_with("sandbox allow-scripts;"), "{csp}");
     assert!(
         csp.contains("connect-src https://api.example.com;"),
         "{csp}"
     );
+    assert!(!csp.contains("cdn.example.com"), "{csp}");
+    let legacy = policy_of("ui://counter/legacy.html").await;
+    let legacy = legacy.as_str().unwrap_or_default().to_string();
+    assert!(
+        legacy.contains("img-src data: https://cdn.example.com;"),
+        "{legacy}"
+    );
+    assert!(legacy.contains("connect-src 'none';"), "{legacy}");
     let stranger = reqwest::get(format!(
         "http://{}/console/api/app/view?server=counter&uri=ui%3A%2F%2Fcounter%2Fview.html",
         dev.authority()

@@ -76,7 +76,7 @@ pub async fn send(
 }
 
 /// Every item under `key` of a paginated list from one server.
-async fn list_from(
+pub async fn list_from(
     dispatch: &dyn Dispatch,
     server: &str,
     method: &str,

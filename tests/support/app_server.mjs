@@ -92,6 +92,20 @@ apps.registerAppResource(server, "Counter view", VIEW, { description: "The count
   }],
 }));
 
+// A second view, linked in the older flat form, whose policy only its
+// listing entry declares (hosts fall back to it).
+const LEGACY = "ui://counter/legacy.html";
+apps.registerAppResource(server, "Legacy view", LEGACY, {
+  description: "The counter, plainly",
+  _meta: { ui: { csp: { resourceDomains: ["https://cdn.example.com"] } } },
+}, async () => ({
+  contents: [{ uri: LEGACY, mimeType: apps.RESOURCE_MIME_TYPE, text: "<!doctype html><p id=legacy>legacy</p>" }],
+}));
+server.registerTool("show_legacy", {
+  description: "Show the counter in its older view.",
+  _meta: { "ui/resourceUri": LEGACY },
+}, async () => text(`counter is ${count}`));
+
 server.registerTool("peek", {
   description: "Tell the counter's value without changing it.",
   _meta: { ui: { visibility: ["model"] } },

@@ -189,7 +189,16 @@ pub(crate) async fn view_html(
     .await
     .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e.message.to_string()))?;
     let (html, meta) = view_content(&read, &query.uri)?;
-    let csp = view_csp(meta.and_then(|m| m.pointer("/ui/csp")));
+    // The content's own metadata first; the resource's listing entry, as
+    // the extension allows, when the content carries none.
+    let listed = match meta.and_then(|m| m.pointer("/ui")) {
+        Some(_) => None,
+        None => listed_meta(dispatch, &query.server, &query.uri).await,
+    };
+    let csp = view_csp(
+        meta.and_then(|m| m.pointer("/ui/csp"))
+            .or_else(|| listed.as_ref().and_then(|m| m.pointer("/ui/csp"))),
+    );
     let mut response = html.into_response();
     let set = response.headers_mut();
     set.insert(
@@ -204,6 +213,23 @@ pub(crate) async fn view_html(
         HeaderValue::from_static("SAMEORIGIN"),
     );
     Ok(response)
+}
+
+/// The `_meta` of `uri`'s entry in its server's `resources/list`, if any
+/// (a server that cannot list gives none: the view gets the strictest
+/// policy).
+async fn listed_meta(
+    dispatch: &dyn quiver_contract::Dispatch,
+    server: &str,
+    uri: &str,
+) -> Option<Value> {
+    let listed = forwarded::list_from(dispatch, server, "resources/list", "resources")
+        .await
+        .ok()?;
+    let mut entry = listed
+        .into_iter()
+        .find(|r| r.get("uri").and_then(Value::as_str) == Some(uri))?;
+    entry.get_mut("_meta").map(Value::take)
 }
 
 /// The HTML of `uri` in a `resources/read` result, and its `_meta`.
