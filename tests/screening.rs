@@ -328,6 +328,24 @@ async fn an_approved_tool_is_served_with_its_findings_and_tenants_may_hold_more(
         strict_sees.len() + medium.len() < ordinary_sees.len(),
         "the strict tenant also misses the approved high one"
     );
+
+    tracing::info!("--- screening again: every upstream, and a fixed point");
+    // A first pass may find what discovery could not (a server discovered
+    // before the one whose tools it names); a second finds nothing new.
+    let upstreams = ctl_json(&cp, &["upstream", "list"])
+        .as_array()
+        .unwrap()
+        .len();
+    let first = ctl_json(&cp, &["upstream", "rescreen"]);
+    assert_eq!(first["upstreams"], json!(upstreams), "{first}");
+    let findings_before = ctl_json(&cp, &["upstream", "findings"]);
+    let again = ctl_json(&cp, &["upstream", "rescreen"]);
+    assert_eq!(again["changed"], json!([]), "{again}");
+    assert_eq!(ctl_json(&cp, &["upstream", "findings"]), findings_before);
+    // The approval is bound to the definition, which did not change.
+    assert!(support::tool_names(&client).await.contains(&exposed));
+    let (ok, _, err) = ctl(&cp, &["upstream", "rescreen", "no-such-upstream"]);
+    assert!(!ok && err.contains("no-such-upstream"), "{err}");
     client.cancel().await.unwrap();
     strict.cancel().await.unwrap();
 }

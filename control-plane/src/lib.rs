@@ -44,6 +44,7 @@ pub mod outcome;
 mod periodic;
 pub mod raft;
 pub mod replica;
+mod rescreen;
 pub mod sealed_secrets;
 mod service;
 pub mod state;

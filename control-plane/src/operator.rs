@@ -21,8 +21,8 @@ use crate::{
         DriftReport, ElectionSwitch, FindingsReport, FleetMember, FleetVerification, IssuedKey,
         LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary,
         MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict, PublicTenant,
-        RefreshStarted, SecretList, SecretSummary, ToolSummary, UpstreamDetail, UpstreamSummary,
-        UsageReport, Verdict, VoterPromoted,
+        RefreshStarted, Rescreened, SecretList, SecretSummary, ToolSummary, UpstreamDetail,
+        UpstreamSummary, UsageReport, Verdict, VoterPromoted,
     },
     client::AdminClient,
     cluster_key::{CLUSTER_KEY_ENV, CLUSTER_KEY_FILE_ENV, ClusterKey, MAX_SECRET_BYTES},
@@ -220,6 +220,34 @@ impl Operator {
                     .map_err(|e| AdminError::Invalid(e.to_string()))?;
                 AdminAnswer::UpstreamRefresh(RefreshStarted {
                     refreshing: id.unwrap_or_else(|| "all".into()),
+                })
+            }
+            AdminRequest::UpstreamRescreen { id } => {
+                // What the state holds, read on the leader; screened off the
+                // state's lock.
+                let (entries, catalogue) = r
+                    .read(|s| crate::rescreen::reported(s, id.as_deref()))
+                    .await?;
+                if let Some(id) = &id
+                    && entries.is_empty()
+                    && !r.shared().lock().upstreams.contains_key(id)
+                {
+                    return Err(self.unknown_upstream(id));
+                }
+                let upstreams = u32::try_from(entries.len()).unwrap_or(u32::MAX);
+                let changed = tokio::task::spawn_blocking(move || {
+                    crate::rescreen::rescreened(entries, &catalogue)
+                })
+                .await
+                .map_err(|e| AdminError::Invalid(format!("rescreening failed: {e}")))?;
+                let names = changed.iter().map(|e| e.id.clone()).collect();
+                if !changed.is_empty() {
+                    r.write("rescreen", Command::RecordDiscovery { entries: changed })
+                        .await?;
+                }
+                AdminAnswer::UpstreamRescreen(Rescreened {
+                    upstreams,
+                    changed: names,
                 })
             }
             AdminRequest::UpstreamDrift { id } => {

@@ -51,6 +51,8 @@ pub enum AdminAnswer {
     UpstreamRemove(Committed),
     /// [`super::AdminRequest::UpstreamRefresh`].
     UpstreamRefresh(RefreshStarted),
+    /// [`super::AdminRequest::UpstreamRescreen`].
+    UpstreamRescreen(Rescreened),
     /// [`super::AdminRequest::UpstreamDrift`].
     UpstreamDrift(DriftReport),
     /// [`super::AdminRequest::UpstreamFindings`].
@@ -122,6 +124,7 @@ impl AdminAnswer {
             AdminAnswer::UpstreamList(a) => serde_json::to_value(a),
             AdminAnswer::UpstreamShow(a) => serde_json::to_value(a),
             AdminAnswer::UpstreamRefresh(a) => serde_json::to_value(a),
+            AdminAnswer::UpstreamRescreen(a) => serde_json::to_value(a),
             AdminAnswer::UpstreamDrift(a) => serde_json::to_value(a),
             AdminAnswer::UpstreamFindings(a) => serde_json::to_value(a),
             AdminAnswer::TenantList(a) => serde_json::to_value(a),
@@ -305,6 +308,15 @@ pub struct ToolSummary {
 pub struct RefreshStarted {
     /// The upstream id, or `all`.
     pub refreshing: String,
+}
+
+/// [`AdminAnswer::UpstreamRescreen`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rescreened {
+    /// Upstreams screened again.
+    pub upstreams: u32,
+    /// Those whose findings changed (recorded as a discovery).
+    pub changed: Vec<String>,
 }
 
 /// [`AdminAnswer::UpstreamDrift`].

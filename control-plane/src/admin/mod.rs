@@ -16,8 +16,8 @@ pub use answer::{
     ElectionSwitch, FleetMember, FleetVerification, GrantSummary, IssuedKey, KeySummary,
     LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary,
     MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict, PublicTenant,
-    RefreshStarted, ReportedReadiness, SecretList, SecretSummary, ServerSummary, ToolSummary,
-    UpstreamDetail, UpstreamSummary, UsageReport, Verdict, VoterPromoted,
+    RefreshStarted, ReportedReadiness, Rescreened, SecretList, SecretSummary, ServerSummary,
+    ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport, Verdict, VoterPromoted,
 };
 pub(crate) use error::NOT_LEADER;
 pub use error::{AdminError, LEADER_METADATA};

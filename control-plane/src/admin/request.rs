@@ -79,6 +79,12 @@ pub enum AdminRequest {
         /// Upstream id; all when absent.
         id: Option<String>,
     },
+    /// Screens what the upstreams last reported again, with this build's
+    /// rules, without listing them (one upstream, or all).
+    UpstreamRescreen {
+        /// Upstream id; all when absent.
+        id: Option<String>,
+    },
     /// Drift events and quarantined changes.
     UpstreamDrift {
         /// Only this upstream.

@@ -214,6 +214,13 @@ pub(crate) enum UpstreamCommand {
         /// Upstream id (all when absent).
         id: Option<String>,
     },
+    /// Screen what the upstreams last reported again with this build's
+    /// rules, without listing them (after an upgrade); definitions whose
+    /// findings change are held back or let go at once.
+    Rescreen {
+        /// Upstream id (all when absent).
+        id: Option<String>,
+    },
     /// Schema drift events and quarantined changes.
     Drift {
         /// Only this upstream.

@@ -123,6 +123,15 @@ pub(crate) fn print_table(answer: &AdminAnswer, shown: Shown) {
         AdminAnswer::GrantList(grants) => grant_table(grants),
         AdminAnswer::Audit(records) => audit_table(records),
         AdminAnswer::UpstreamFindings(report) => findings_table(report),
+        AdminAnswer::UpstreamRescreen(done) if done.changed.is_empty() => say!(
+            "screened {} upstream(s) again: no finding changed",
+            done.upstreams
+        ),
+        AdminAnswer::UpstreamRescreen(done) => say!(
+            "screened {} upstream(s) again; findings changed in {} (see `quiver ctl upstream findings`)",
+            done.upstreams,
+            done.changed.join(", ")
+        ),
         AdminAnswer::UpstreamAdd(write)
         | AdminAnswer::UpstreamRemove(write)
         | AdminAnswer::UpstreamApprove(write)

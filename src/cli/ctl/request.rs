@@ -49,6 +49,7 @@ pub(crate) fn request_of(command: CtlCommand) -> anyhow::Result<AdminRequest> {
             UpstreamCommand::Show { id } => AdminRequest::UpstreamShow { id },
             UpstreamCommand::Remove { id } => AdminRequest::UpstreamRemove { id },
             UpstreamCommand::Refresh { id } => AdminRequest::UpstreamRefresh { id },
+            UpstreamCommand::Rescreen { id } => AdminRequest::UpstreamRescreen { id },
             UpstreamCommand::Drift { id } => AdminRequest::UpstreamDrift { id },
             UpstreamCommand::Findings { id } => AdminRequest::UpstreamFindings { id },
             UpstreamCommand::Approve { id, tool } => AdminRequest::UpstreamApprove { id, tool },

@@ -16,9 +16,9 @@ use crate::{
         ElectionSwitch, FindingStatus, FindingsReport, FleetMember, FleetVerification,
         GrantSummary, IssuedKey, KeySummary, LeaderTransfer, LearnerAdded, ManifestDiff,
         ManifestHash, ManifestShown, ManifestSummary, MemberReach, MemberRemoved, MemberRole,
-        MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ReportedReadiness, SecretList,
-        SecretSummary, ServerSummary, ToolFindings, ToolSummary, UpstreamDetail, UpstreamSummary,
-        UsageReport, Verdict, VoterPromoted,
+        MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ReportedReadiness, Rescreened,
+        SecretList, SecretSummary, ServerSummary, ToolFindings, ToolSummary, UpstreamDetail,
+        UpstreamSummary, UsageReport, Verdict, VoterPromoted,
     },
     outcome::{
         CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, OAuthGrantChanged,
@@ -94,6 +94,7 @@ message!(UpstreamDetail => pb::UpstreamDetail {
     id, transport, tools, pending, quarantine, tags, group, state, config,
 });
 message!(RefreshStarted => pb::RefreshStarted { refreshing });
+message!(Rescreened => pb::Rescreened { upstreams, changed });
 message!(Event => pb::Event { id, at_ms, kind, actor, upstream, tool, message });
 message!(DriftReport => pb::DriftReport { events, pending });
 message!(ToolFindings => pb::ToolFindings { upstream, tool, status, held_since_ms, findings });
@@ -336,6 +337,7 @@ impl Message for AdminAnswer {
             AdminAnswer::UpstreamShow(a) => Answer::UpstreamShow(a.to_pb()),
             AdminAnswer::UpstreamRemove(c) => Answer::UpstreamRemove(c.to_pb()),
             AdminAnswer::UpstreamRefresh(a) => Answer::UpstreamRefresh(a.to_pb()),
+            AdminAnswer::UpstreamRescreen(a) => Answer::UpstreamRescreen(a.to_pb()),
             AdminAnswer::UpstreamDrift(a) => Answer::UpstreamDrift(a.to_pb()),
             AdminAnswer::UpstreamFindings(a) => Answer::UpstreamFindings(a.to_pb()),
             AdminAnswer::UpstreamApprove(c) => Answer::UpstreamApprove(c.to_pb()),
@@ -407,6 +409,7 @@ impl Message for AdminAnswer {
             Answer::UpstreamShow(a) => AdminAnswer::UpstreamShow(Box::new(Message::from_pb(a)?)),
             Answer::UpstreamRemove(c) => AdminAnswer::UpstreamRemove(Message::from_pb(c)?),
             Answer::UpstreamRefresh(a) => AdminAnswer::UpstreamRefresh(Message::from_pb(a)?),
+            Answer::UpstreamRescreen(a) => AdminAnswer::UpstreamRescreen(Message::from_pb(a)?),
             Answer::UpstreamDrift(a) => AdminAnswer::UpstreamDrift(Message::from_pb(a)?),
             Answer::UpstreamFindings(a) => AdminAnswer::UpstreamFindings(Message::from_pb(a)?),
             Answer::UpstreamApprove(c) => AdminAnswer::UpstreamApprove(Message::from_pb(c)?),

@@ -236,6 +236,7 @@ impl Message for AdminRequest {
             AdminRequest::UpstreamShow { id: i } => Call::UpstreamShow(id(i)),
             AdminRequest::UpstreamRemove { id: i } => Call::UpstreamRemove(id(i)),
             AdminRequest::UpstreamRefresh { id } => Call::UpstreamRefresh(optional_id(id)),
+            AdminRequest::UpstreamRescreen { id } => Call::UpstreamRescreen(optional_id(id)),
             AdminRequest::UpstreamDrift { id } => Call::UpstreamDrift(optional_id(id)),
             AdminRequest::UpstreamFindings { id } => Call::UpstreamFindings(optional_id(id)),
             AdminRequest::UpstreamApprove { id, tool } => {
@@ -349,6 +350,7 @@ impl Message for AdminRequest {
             Call::UpstreamShow(r) => AdminRequest::UpstreamShow { id: r.id },
             Call::UpstreamRemove(r) => AdminRequest::UpstreamRemove { id: r.id },
             Call::UpstreamRefresh(r) => AdminRequest::UpstreamRefresh { id: r.id },
+            Call::UpstreamRescreen(r) => AdminRequest::UpstreamRescreen { id: r.id },
             Call::UpstreamDrift(r) => AdminRequest::UpstreamDrift { id: r.id },
             Call::UpstreamFindings(r) => AdminRequest::UpstreamFindings { id: r.id },
             Call::UpstreamApprove(r) => AdminRequest::UpstreamApprove {

@@ -128,6 +128,9 @@ fn every_request_comes_back_as_it_went() {
         AdminRequest::UpstreamShow { id: "gh".into() },
         AdminRequest::UpstreamRemove { id: "gh".into() },
         AdminRequest::UpstreamRefresh { id: None },
+        AdminRequest::UpstreamRescreen {
+            id: Some("gh".into()),
+        },
         AdminRequest::UpstreamDrift {
             id: Some("gh".into()),
         },
@@ -220,7 +223,7 @@ fn every_request_comes_back_as_it_went() {
         },
         AdminRequest::GrantList { tenant: None },
     ];
-    assert_eq!(requests.len(), 41, "one of each operation");
+    assert_eq!(requests.len(), 42, "one of each operation");
     for request in &requests {
         assert_eq!(&again(request), request);
     }
@@ -375,6 +378,10 @@ fn answers_of_every_shape_come_back_as_they_went() {
                 message: "changed".into(),
             }],
             pending: BTreeMap::from([("gh".into(), vec!["create_issue".into()])]),
+        }),
+        AdminAnswer::UpstreamRescreen(Rescreened {
+            upstreams: 3,
+            changed: vec!["gh".into(), "mail".into()],
         }),
         AdminAnswer::UpstreamFindings(FindingsReport {
             tools: vec![ToolFindings {
