@@ -34,7 +34,8 @@ impl PassthroughMode {
 /// The view's tools as MCP tool definitions: every tool of the manifest is
 /// converted once per manifest version (shared by every view), and each
 /// `tools/list` copies the visible ones (a `Tool` shares its schema). A tool
-/// only an MCP App's view may see is not listed (it stays callable).
+/// only an MCP App's view may call is not listed (the view lacks it too; a
+/// view calls it by its server's name, see `forward::is_app_call`).
 pub fn list(view: &ToolView) -> Vec<Tool> {
     let every = view.index().shared(|index| {
         PassthroughList(
