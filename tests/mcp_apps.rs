@@ -335,6 +335,9 @@ async fn the_console_renders_an_apps_view_and_relays_only_its_own_servers_calls(
     browser
         .click("#tool-list .tool-row[data-name='counter__show_counter']")
         .await;
+    browser
+        .wait_text("#tool-app", "ui://counter/view.html")
+        .await;
     browser.click("#tool-call").await;
     browser.wait_text("#call-result", "counter is").await;
     let log = browser

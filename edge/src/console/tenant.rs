@@ -168,6 +168,7 @@ pub(crate) async fn tool(
         "description": tool.tool.def.description,
         "declaration": tool.tool.stub.declaration,
         "input_schema": tool.tool.def.input_schema,
+        "app": tool.tool.def.app_resource(),
     })))
 }
 

@@ -221,6 +221,7 @@
         h("h2", { text: t.name }),
         h("p", { class: "hint", text: `server ${t.server}, tool ${t.tool}` }),
         h("p", { class: "desc", text: t.description }),
+        t.app ? h("p", { id: "tool-app", class: "hint", text: `Renders an app view (${t.app}): call it below to see it.` }) : null,
         h("h3", { text: "TypeScript declaration" }),
         h("pre", { id: "declaration", text: t.declaration }),
         h("h3", { text: "Input schema" }),
