@@ -95,8 +95,15 @@ fn keep_stripped(
                 .filter(|f| stripped.contains(f.field.as_str()))
                 .cloned(),
         );
-        // Highest severity first, as screening orders them.
-        now.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        // In screening's order, so that the entry reads as discovery's would.
+        now.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.field.cmp(&b.field))
+                .then_with(|| a.start.cmp(&b.start))
+                .then_with(|| a.rule.cmp(&b.rule))
+        });
+        now.dedup();
     }
 }
 
