@@ -42,6 +42,14 @@ pub struct DevControlPlane {
     /// self-service together). Default 100.
     #[serde(default = "default_max_keys_per_tenant")]
     pub max_keys_per_tenant: u32,
+    /// Whether screening runs the learned detector beside its rules.
+    /// Default true.
+    #[serde(default = "default_true")]
+    pub screening_detector: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_max_keys_per_tenant() -> u32 {
@@ -54,6 +62,7 @@ impl Default for DevControlPlane {
             data: default_dev_data(),
             listen: default_dev_control_plane_listen(),
             max_keys_per_tenant: default_max_keys_per_tenant(),
+            screening_detector: true,
         }
     }
 }
@@ -381,6 +390,9 @@ pub struct ControlPlaneSettings {
     pub heartbeat_ms: Option<u64>,
     /// The most API keys one tenant may hold. Default 100.
     pub max_keys_per_tenant: Option<u32>,
+    /// Whether screening runs the learned detector beside its rules.
+    /// Default true; set it alike on every node.
+    pub screening_detector: Option<bool>,
     /// `--election-timeout-ms`.
     pub election_timeout_ms: Option<u64>,
     /// `--snapshot-every`.

@@ -25,12 +25,16 @@
 //! findings. Screening is deterministic: the same definitions and catalogue
 //! give the same findings on every node.
 
+pub mod detector;
 pub mod rules;
 pub mod text;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    sync::OnceLock,
+    sync::{
+        OnceLock,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use base64::Engine as _;
@@ -168,6 +172,8 @@ pub struct Screen {
     directive_words: Regex,
     harvesting_names: Regex,
     preferred_over: Regex,
+    detector: &'static detector::Detector,
+    detector_on: AtomicBool,
 }
 
 impl Screen {
@@ -184,6 +190,8 @@ impl Screen {
         };
         Screen {
             compiled: Compiled::new(),
+            detector: detector::Detector::shipped(),
+            detector_on: AtomicBool::new(true),
             base64: re(r"[A-Za-z0-9+/_-]{32,}={0,2}"),
             hex: re(r"\b(?:[0-9a-fA-F]{2}){24,}\b"),
             percent: re(r"(?:%[0-9a-fA-F]{2}){8,}"),
@@ -199,12 +207,44 @@ impl Screen {
         }
     }
 
+    /// Turns the learned detector on or off (on by default) for every
+    /// later screening in this process.
+    pub fn set_detector(&self, on: bool) {
+        self.detector_on.store(on, Ordering::Relaxed);
+    }
+
+    /// The learned detector, when it is on.
+    pub fn detector(&self) -> Option<&detector::Detector> {
+        self.detector_on
+            .load(Ordering::Relaxed)
+            .then_some(self.detector)
+    }
+
+    /// What screens definitions, for the start-up line.
+    pub fn describe(&self) -> String {
+        match self.detector() {
+            Some(d) => format!(
+                "{} text rules and the detector {}",
+                self.compiled.rules.len(),
+                d.describe()
+            ),
+            None => format!(
+                "{} text rules (the detector is off)",
+                self.compiled.rules.len()
+            ),
+        }
+    }
+
     /// The findings in `tool` of server `server`, given the rest of the
-    /// catalogue; sorted by severity (highest first), then field and span.
+    /// catalogue (the rules', and the detector's when it is on); sorted by
+    /// severity (highest first), then field and span.
     pub fn scan(&self, server: &str, tool: &ToolDef, catalogue: &Catalogue) -> Vec<Finding> {
         let mut findings = Vec::new();
         for field in text::fields(tool) {
             findings.extend(self.scan_field(server, &field, catalogue));
+        }
+        if let Some(detector) = self.detector() {
+            findings.extend(detector.findings(tool));
         }
         findings.sort_by(|a, b| {
             b.severity

@@ -15,8 +15,11 @@ use std::{path::PathBuf, time::Instant};
 use anyhow::Context as _;
 use clap::Args;
 use quiver_proto::{ServerEntry, ToolDef, catalog::Catalog, finding::Severity};
-use quiver_screen::{Catalogue, Screen, screen_entry, worst};
-use serde_json::Value;
+use quiver_screen::{
+    Catalogue, Screen,
+    detector::dataset::{Case, corpus_file},
+    screen_entry, worst,
+};
 
 /// Arguments of `quiver bench screening`.
 #[derive(Args, Debug)]
@@ -34,31 +37,6 @@ pub struct ScreeningBenchArgs {
     /// with their findings (on stderr).
     #[arg(long)]
     show: bool,
-}
-
-/// One corpus definition.
-struct Case {
-    source: String,
-    group: String,
-    split: String,
-    tool: ToolDef,
-}
-
-fn load_corpus(path: &std::path::Path) -> anyhow::Result<Vec<Case>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .map(|line| {
-            let v: Value = serde_json::from_str(line)?;
-            let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-            Ok(Case {
-                source: field("source"),
-                group: field("group"),
-                split: field("split"),
-                tool: serde_json::from_value(v["tool"].clone())?,
-            })
-        })
-        .collect()
 }
 
 /// The real catalogues: (server, tools) of both datasets.
@@ -87,12 +65,13 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
             "warning: this is a debug build; use `cargo run --release -- bench screening` for numbers"
         );
     }
-    let poisoned = load_corpus(&args.corpus.join("poisoned.jsonl"))?;
-    let benign = load_corpus(&args.corpus.join("benign.jsonl"))?;
+    let poisoned = corpus_file(&args.corpus.join("poisoned.jsonl"))?;
+    let benign = corpus_file(&args.corpus.join("benign.jsonl"))?;
     let real = real_tools(&args.datasets)?;
     let compiling = Instant::now();
     let screen = Screen::get();
     let compiled_in = compiling.elapsed();
+    println!("Screening with {}.\n", screen.describe());
 
     // Every definition is screened beside all the others: corpus cases as a
     // server per group, real tools under their own servers.
@@ -107,7 +86,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         worst(&screen.scan(server, tool, &catalogue)) == Some(Severity::High)
     };
 
-    println!("### Poisoned definitions held back (worst finding high)\n");
+    println!("### Poisoned definitions held back (worst finding high; rules and detector)\n");
     println!("| split | source | held | of | rate |");
     println!("|---|---|---:|---:|---:|");
     for split in ["test", "train"] {
@@ -133,9 +112,14 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
     }
 
     println!("\n### Benign definitions flagged high (false positives)\n");
-    println!("| set | flagged | of | rate | medium or low only |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| set | flagged | of | rate | medium or low only | by the detector alone |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let detector = screen
+        .detector()
+        .context("the detector is off in this process")?;
+    let by_detector = |tool: &ToolDef| worst(&detector.findings(tool)) == Some(Severity::High);
     let mut real_flagged = (0, 0, 0);
+    let mut real_by_detector = 0;
     for (server, tools) in &real {
         for tool in tools {
             let findings = screen.scan(server, tool, &catalogue);
@@ -147,6 +131,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
                 );
             }
             real_flagged.1 += 1;
+            real_by_detector += by_detector(tool) as usize;
             match found {
                 Some(Severity::High) => real_flagged.0 += 1,
                 Some(_) => real_flagged.2 += 1,
@@ -155,7 +140,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         }
     }
     println!(
-        "| real tools, ../shared/datasets | {} | {} | {:.1} % | {} |",
+        "| real tools, ../shared/datasets | {} | {} | {:.1} % | {} | {real_by_detector} |",
         real_flagged.0,
         real_flagged.1,
         percent(real_flagged.0, real_flagged.1),
@@ -175,8 +160,9 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
             .iter()
             .filter(|w| matches!(w, Some(Severity::Low | Severity::Medium)))
             .count();
+        let alone = cases.iter().filter(|c| by_detector(&c.tool)).count();
         println!(
-            "| corpus benign, {split} | {flagged} | {} | {:.1} % | {lower} |",
+            "| corpus benign, {split} | {flagged} | {} | {:.1} % | {lower} | {alone} |",
             cases.len(),
             percent(flagged, cases.len())
         );
@@ -208,34 +194,52 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         }
         started.elapsed()
     };
-    let first = timed(&mut entries.clone());
-    let mut screened = entries.clone();
-    let mut runs: Vec<f64> = (0..3)
-        .map(|_| {
-            screened = entries.clone();
-            timed(&mut screened).as_secs_f64()
-        })
-        .collect();
-    runs.sort_by(f64::total_cmp);
-    let held: usize = screened
-        .iter()
-        .flat_map(|e| e.findings.values())
-        .filter(|f| worst(f) == Some(Severity::High))
-        .count();
+    let passes = |detector: bool| {
+        screen.set_detector(detector);
+        let first = timed(&mut entries.clone());
+        let mut screened = entries.clone();
+        let mut runs: Vec<f64> = (0..3)
+            .map(|_| {
+                screened = entries.clone();
+                timed(&mut screened).as_secs_f64()
+            })
+            .collect();
+        runs.sort_by(f64::total_cmp);
+        let held: usize = screened
+            .iter()
+            .flat_map(|e| e.findings.values())
+            .filter(|f| worst(f) == Some(Severity::High))
+            .count();
+        (first, runs, held)
+    };
+    let (first, rules_only, rules_held) = passes(false);
+    let (_, both, held) = passes(true);
     println!("\n### Cost of screening {} definitions\n", args.tools);
     println!("| what | time |");
     println!("|---|---:|");
-    println!("| compiling the rules (once per process) | {compiled_in:.1?} |");
-    println!("| first pass (rules' automata warming up) | {first:.1?} |");
     println!(
-        "| later passes, median of 3 | {:.1} ms ({:.1} µs per definition) |",
-        runs[1] * 1000.0,
-        runs[1] * 1e6 / args.tools as f64
+        "| compiling the rules and loading the detector (once per process) | {compiled_in:.1?} |"
     );
+    println!("| first pass, rules only (their automata warming up) | {first:.1?} |");
+    for (label, runs) in [("rules only", &rules_only), ("rules and detector", &both)] {
+        println!(
+            "| {label}, median of 3 (min–max) | {:.1} ms ({:.1} µs per definition; {:.1}–{:.1} ms) |",
+            runs[1] * 1000.0,
+            runs[1] * 1e6 / args.tools as f64,
+            runs[0] * 1000.0,
+            runs[2] * 1000.0
+        );
+    }
     println!(
-        "\n{held} of the {} definitions have a high finding (the corpus's poisoned ones, repeated).",
+        "\n{held} of the {} definitions have a high finding ({rules_held} with the rules alone; the corpus's poisoned ones are repeated among them).",
         args.tools
     );
+    let root = args.corpus.join("../..");
+    let judges = super::bench_screening_detector::Judges {
+        screen,
+        catalogue: &catalogue,
+    };
+    super::bench_screening_detector::run(&root, &judges, &poisoned)?;
     Ok(())
 }
 
@@ -246,7 +250,8 @@ fn row(split: &str, source: &str, held: usize, of: usize) {
     );
 }
 
-fn percent(n: usize, of: usize) -> f64 {
+/// `n` of `of` in percent (0 when `of` is 0).
+pub(super) fn percent(n: usize, of: usize) -> f64 {
     if of == 0 {
         0.0
     } else {

@@ -220,6 +220,9 @@ pub async fn run(args: ControlPlaneArgs) -> anyhow::Result<()> {
             every: backup_every,
             keep: args.backup_keep.or(file.backup_keep).unwrap_or(24),
         });
+    let screen = quiver_screen::Screen::get();
+    screen.set_detector(file.screening_detector.unwrap_or(true));
+    tracing::info!(screening = %screen.describe(), "screening tool definitions");
     let config = NodeConfig {
         node_id,
         listen,

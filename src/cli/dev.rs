@@ -337,6 +337,9 @@ async fn start_control_plane(
     reported_health: &ReportedHealth,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<ControlPlaneParts> {
+    let screen = quiver_screen::Screen::get();
+    screen.set_detector(config.control_plane.screening_detector);
+    tracing::info!(screening = %screen.describe(), "screening tool definitions");
     let upstreams = Arc::new(UpstreamSet::default());
     let node_config = NodeConfig {
         node_id: 1,

@@ -13,6 +13,8 @@ pub mod bench_manifest;
 pub mod bench_revisions;
 pub mod bench_revocation;
 pub mod bench_screening;
+mod bench_screening_contextual;
+mod bench_screening_detector;
 pub mod bench_sessions;
 pub mod bench_telemetry;
 pub mod bench_tenants;

@@ -171,6 +171,33 @@ impl Embedder {
         }
     }
 
+    /// The model's word pieces, indexed by token id (for deriving per-token
+    /// vectors, as the screening detector's table is).
+    pub fn vocabulary(&self) -> Result<Vec<String>, EmbedderError> {
+        #[cfg(feature = "semantic")]
+        {
+            Ok(self.inner.vocabulary())
+        }
+        #[cfg(not(feature = "semantic"))]
+        {
+            Err(EmbedderError::Disabled)
+        }
+    }
+
+    /// One unit-length vector per sequence of token ids, taken as they are:
+    /// nothing is added (no `[CLS]`/`[SEP]`) or cut.
+    pub fn embed_ids(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        #[cfg(feature = "semantic")]
+        {
+            self.inner.forward(batch)
+        }
+        #[cfg(not(feature = "semantic"))]
+        {
+            let _ = batch;
+            Err(EmbedderError::Disabled)
+        }
+    }
+
     /// The vector of one text (a query): no padding at all.
     pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedderError> {
         let mut vectors = self.embed(&[text])?;
@@ -291,9 +318,19 @@ mod imp {
             Ok(out)
         }
 
+        pub(super) fn vocabulary(&self) -> Vec<String> {
+            let vocab = self.tokenizer.get_vocab(true);
+            let mut words =
+                vec![String::new(); vocab.values().map(|&i| i as usize + 1).max().unwrap_or(0)];
+            for (word, id) in vocab {
+                words[id as usize] = word;
+            }
+            words
+        }
+
         /// One forward pass over a batch, padded to its longest text; the
         /// mean is taken over real tokens only.
-        fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedderError> {
+        pub(super) fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedderError> {
             let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
             let rows = batch.len();
             let mut ids = vec![0u32; rows * len];
