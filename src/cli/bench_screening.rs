@@ -143,7 +143,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         "| real tools, ../shared/datasets | {} | {} | {:.1} % | {} | {real_by_detector} |",
         real_flagged.0,
         real_flagged.1,
-        percent(real_flagged.0, real_flagged.1),
+        super::bench_screening_detector::percent(real_flagged.0, real_flagged.1),
         real_flagged.2
     );
     for split in ["test", "train"] {
@@ -164,7 +164,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         println!(
             "| corpus benign, {split} | {flagged} | {} | {:.1} % | {lower} | {alone} |",
             cases.len(),
-            percent(flagged, cases.len())
+            super::bench_screening_detector::percent(flagged, cases.len())
         );
     }
 
@@ -240,21 +240,17 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         catalogue: &catalogue,
     };
     super::bench_screening_detector::run(&root, &judges, &poisoned)?;
+    super::bench_screening_contextual::run(
+        &root,
+        &|c: &Case| judges.rules(&c.group, &c.tool),
+        &poisoned,
+    )?;
     Ok(())
 }
 
 fn row(split: &str, source: &str, held: usize, of: usize) {
     println!(
         "| {split} | {source} | {held} | {of} | {:.1} % |",
-        percent(held, of)
+        super::bench_screening_detector::percent(held, of)
     );
-}
-
-/// `n` of `of` in percent (0 when `of` is 0).
-pub(super) fn percent(n: usize, of: usize) -> f64 {
-    if of == 0 {
-        0.0
-    } else {
-        n as f64 * 100.0 / of as f64
-    }
 }

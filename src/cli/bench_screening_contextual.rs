@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use quiver_screen::detector::{
     Detector, dataset,
-    dataset::Case,
+    dataset::{Case, PieceTexts},
     train::{self, Settings},
 };
 use quiver_view::search::{Embedder, semantic::default_model_dir};
@@ -19,7 +19,7 @@ fn embedded(
     embedder: &Embedder,
     shipped: &Detector,
     cases: &[Case],
-) -> anyhow::Result<Vec<Vec<(String, Vec<f32>)>>> {
+) -> anyhow::Result<Vec<PieceTexts>> {
     let texts: Vec<Vec<String>> = cases
         .iter()
         .map(|c| {
@@ -68,7 +68,7 @@ pub(super) fn run(
         "-",
         "experiment",
     );
-    let score = |vectors: &[(String, Vec<f32>)]| {
+    let score = |vectors: &PieceTexts| {
         vectors
             .iter()
             .map(|(_, v)| classifier.score(v))
@@ -104,7 +104,7 @@ pub(super) fn run(
         "| threshold | corpus test, detector | paraphrases, detector | paraphrases, both | real tools (held-out half) flagged |"
     );
     println!("|---:|---:|---:|---:|---:|");
-    let pct = |n: usize, of: usize| super::bench_screening::percent(n, of);
+    let pct = |n: usize, of: usize| super::bench_screening_detector::percent(n, of);
     for t in [0.80f32, 0.90, 0.95, classifier.high] {
         let held = |s: &[(bool, f32)], with_rules: bool| {
             s.iter()

@@ -68,7 +68,7 @@ impl Held {
     }
 
     fn row(&self, label: &str) {
-        let pct = |n: usize| super::bench_screening::percent(n, self.of);
+        let pct = |n: usize| percent(n, self.of);
         println!(
             "| {label} | {} | {}/{} ({:.1} %) | {}/{} ({:.1} %) | {}/{} ({:.1} %) |",
             self.of,
@@ -241,14 +241,11 @@ pub(super) fn run(
                 .iter()
                 .filter(|(r, s)| *s >= t || (with_rules && *r))
                 .count();
-            super::bench_screening::percent(n, scores.len())
+            percent(n, scores.len())
         };
         let flagged = |scores: &[f32]| {
             let n = scores.iter().filter(|s| **s >= t).count();
-            format!(
-                "{n} ({:.1} %)",
-                super::bench_screening::percent(n, scores.len())
-            )
+            format!("{n} ({:.1} %)", percent(n, scores.len()))
         };
         let label = if t == high {
             format!("{t:.3} (shipped)")
@@ -265,11 +262,16 @@ pub(super) fn run(
             flagged(&corpus_benign)
         );
     }
-    super::bench_screening_contextual::run(
-        root,
-        &|c: &Case| judges.rules(&c.group, &c.tool),
-        poisoned,
-    )
+    Ok(())
+}
+
+/// `n` of `of` in percent (0 when `of` is 0).
+pub(super) fn percent(n: usize, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / of as f64
+    }
 }
 
 /// The `language` of each line of the paraphrase set.
@@ -310,11 +312,11 @@ fn walk_descriptions(value: &mut serde_json::Value, f: &dyn Fn(&str) -> String) 
     match value {
         serde_json::Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                if k == "description" {
-                    if let Some(s) = v.as_str() {
-                        *v = serde_json::Value::String(f(s));
-                        continue;
-                    }
+                if k == "description"
+                    && let Some(s) = v.as_str()
+                {
+                    *v = serde_json::Value::String(f(s));
+                    continue;
                 }
                 walk_descriptions(v, f);
             }

@@ -231,9 +231,12 @@ pub fn training_cases(root: &Path) -> Result<Vec<Case>, DataError> {
     Ok(cases)
 }
 
+/// Pieces of one definition: each one's text and vector.
+pub type PieceTexts = Vec<(String, Vec<f32>)>;
+
 /// The text of every scored piece of `tool` (as [`pieces`] cuts it over
 /// `table`), trimmed, with its vector.
-pub fn piece_texts(table: &TokenTable, tool: &ToolDef) -> Vec<(String, Vec<f32>)> {
+pub fn piece_texts(table: &TokenTable, tool: &ToolDef) -> PieceTexts {
     let fields = text::fields(tool);
     pieces(table, tool)
         .into_iter()
@@ -251,8 +254,7 @@ pub fn piece_texts(table: &TokenTable, tool: &ToolDef) -> Vec<(String, Vec<f32>)
 
 /// The training examples of `cases` over `table`.
 pub fn examples(table: &TokenTable, cases: &[Case]) -> Vec<Example> {
-    let pieces: Vec<Vec<(String, Vec<f32>)>> =
-        cases.iter().map(|c| piece_texts(table, &c.tool)).collect();
+    let pieces: Vec<PieceTexts> = cases.iter().map(|c| piece_texts(table, &c.tool)).collect();
     examples_from(cases, pieces)
 }
 
@@ -261,7 +263,7 @@ pub fn examples(table: &TokenTable, cases: &[Case]) -> Vec<Example> {
 /// benign definition (a server's own description, left as it was when the
 /// poison was added) cannot be what poisons it and is left out of its
 /// example.
-pub fn examples_from(cases: &[Case], pieces: Vec<Vec<(String, Vec<f32>)>>) -> Vec<Example> {
+pub fn examples_from(cases: &[Case], pieces: Vec<PieceTexts>) -> Vec<Example> {
     let benign: HashSet<String> = cases
         .iter()
         .zip(&pieces)
@@ -273,7 +275,7 @@ pub fn examples_from(cases: &[Case], pieces: Vec<Vec<(String, Vec<f32>)>>) -> Ve
         .zip(pieces)
         .map(|(c, all)| {
             let keep = |t: &String| !c.poisoned() || !benign.contains(&t.to_lowercase());
-            let kept: Vec<(String, Vec<f32>)> = if all.iter().any(|(t, _)| keep(t)) {
+            let kept: PieceTexts = if all.iter().any(|(t, _)| keep(t)) {
                 all.into_iter().filter(|(t, _)| keep(t)).collect()
             } else {
                 all
