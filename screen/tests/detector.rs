@@ -161,9 +161,30 @@ fn distilling_the_installed_model_reproduces_the_shipped_table() -> anyhow::Resu
         detector::pca::DIM,
     )?;
     let (shipped, _) = shipped_parts();
+    if hex_sha256(&table.to_bytes()) == hex_sha256(&shipped) {
+        return Ok(());
+    }
+    // Another CPU may round the model's sums differently, and the principal
+    // components of nearly equal variance may then turn a little: the table
+    // must still place word pieces alike (cosines between them within 0.05).
+    let shipped = TokenTable::from_bytes(&shipped)?;
+    assert_eq!(table.len(), shipped.len());
+    let sample: Vec<u32> = (0..table.len() as u32).step_by(97).collect();
+    let cosine = |t: &TokenTable, a: u32, b: u32| {
+        let (x, y) = (t.vector(a), t.vector(b));
+        let dot: f32 = x.iter().zip(&y).map(|(p, q)| p * q).sum();
+        let norm = |v: &[f32]| v.iter().map(|p| p * p).sum::<f32>().sqrt().max(1e-9);
+        dot / (norm(&x) * norm(&y))
+    };
+    let mut worst = 0f32;
+    for (i, &a) in sample.iter().enumerate() {
+        for &b in &sample[i + 1..] {
+            worst = worst.max((cosine(&table, a, b) - cosine(&shipped, a, b)).abs());
+        }
+    }
     assert!(
-        hex_sha256(&table.to_bytes()) == hex_sha256(&shipped),
-        "screen/detector/tokens.bin is not what `cargo run -p quiver-screen --example distill_tokens` produces from the installed model"
+        worst < 0.05,
+        "screen/detector/tokens.bin is not what `cargo run -p quiver-screen --example distill_tokens` produces from the installed model (cosines differ by up to {worst})"
     );
     Ok(())
 }
