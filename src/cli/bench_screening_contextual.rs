@@ -68,12 +68,6 @@ pub(super) fn run(
         "-",
         "experiment",
     );
-    let score = |vectors: &PieceTexts| {
-        vectors
-            .iter()
-            .map(|(_, v)| classifier.score(v))
-            .fold(0.0, f32::max)
-    };
     let corpus = root.join("screen/corpus");
     let paraphrased = dataset::corpus_file(&corpus.join("paraphrased.jsonl"))?;
     let test: Vec<Case> = poisoned
@@ -85,11 +79,22 @@ pub(super) fn run(
         .into_iter()
         .filter(|c| c.split == "test")
         .collect();
-    let scored = |cases: &[Case]| -> anyhow::Result<Vec<(bool, f32)>> {
-        Ok(embedded(&embedder, shipped, cases)?
+    // Per case: whether the rules hold it, and per piece the shipped
+    // detector's score and the contextual one's.
+    let scored = |cases: &[Case]| -> anyhow::Result<Vec<Scored>> {
+        let contextual = embedded(&embedder, shipped, cases)?;
+        Ok(cases
             .iter()
-            .zip(cases)
-            .map(|(p, c)| (rules(c), score(p)))
+            .zip(contextual)
+            .map(|(c, vectors)| {
+                let table = dataset::piece_texts(shipped.table(), &c.tool);
+                let pieces = table
+                    .iter()
+                    .zip(&vectors)
+                    .map(|((_, t), (_, v))| (shipped.classifier().score(t), classifier.score(v)))
+                    .collect();
+                (rules(c), pieces)
+            })
             .collect())
     };
     let (paraphrases, test, unseen) = (scored(&paraphrased)?, scored(&test)?, scored(&unseen)?);
@@ -106,9 +111,9 @@ pub(super) fn run(
     println!("|---:|---:|---:|---:|---:|");
     let pct = |n: usize, of: usize| super::bench_screening_detector::percent(n, of);
     for t in [0.80f32, 0.90, 0.95, classifier.high] {
-        let held = |s: &[(bool, f32)], with_rules: bool| {
+        let held = |s: &[Scored], with_rules: bool| {
             s.iter()
-                .filter(|(r, x)| *x >= t || (with_rules && *r))
+                .filter(|(r, pieces)| pieces.iter().any(|(_, x)| *x >= t) || (with_rules && *r))
                 .count()
         };
         let label = if t == classifier.high {
@@ -125,5 +130,44 @@ pub(super) fn run(
             pct(flagged, unseen.len())
         );
     }
+    // A cascade: the table's detector as a first pass, the full model only
+    // on the pieces it scores at least `first`.
+    println!(
+        "\nAs a cascade: only pieces the shipped detector scores at least the first threshold go to the model (at the out-of-fold threshold above); the model's time is the share sent times the pieces' embedding time.\n"
+    );
+    println!(
+        "| first threshold | real tools' pieces sent to the model | model time for 10,000 definitions | corpus test | paraphrases | paraphrases, with rules | real tools (held-out half) flagged |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    let t = classifier.high;
+    for first in [0.2f32, 0.4, 0.6, 0.8] {
+        let hit = |pieces: &[(f32, f32)]| pieces.iter().any(|(a, b)| *a >= first && *b >= t);
+        let held = |s: &[Scored], with_rules: bool| {
+            s.iter()
+                .filter(|(r, p)| hit(p) || (with_rules && *r))
+                .count()
+        };
+        let all: usize = unseen.iter().map(|(_, p)| p.len()).sum();
+        let sent: usize = unseen
+            .iter()
+            .flat_map(|(_, p)| p.iter())
+            .filter(|(a, _)| *a >= first)
+            .count();
+        let share = sent as f64 / all.max(1) as f64;
+        let flagged = held(&unseen, false);
+        println!(
+            "| {first:.1} | {:.1} % | {:.1} s | {:.1} % | {:.1} % | {:.1} % | {flagged} ({:.1} %) |",
+            share * 100.0,
+            share * per_definition * 10_000.0,
+            pct(held(&test, false), test.len()),
+            pct(held(&paraphrases, false), paraphrases.len()),
+            pct(held(&paraphrases, true), paraphrases.len()),
+            pct(flagged, unseen.len())
+        );
+    }
     Ok(())
 }
+
+/// Whether the rules hold a case, and per piece (the shipped detector's
+/// score, the contextual one's).
+type Scored = (bool, Vec<(f32, f32)>);
