@@ -172,7 +172,6 @@ pub struct Screen {
     directive_words: Regex,
     harvesting_names: Regex,
     preferred_over: Regex,
-    detector: &'static detector::Detector,
     detector_on: AtomicBool,
 }
 
@@ -190,7 +189,6 @@ impl Screen {
         };
         Screen {
             compiled: Compiled::new(),
-            detector: detector::Detector::shipped(),
             detector_on: AtomicBool::new(true),
             base64: re(r"[A-Za-z0-9+/_-]{32,}={0,2}"),
             hex: re(r"\b(?:[0-9a-fA-F]{2}){24,}\b"),
@@ -213,11 +211,11 @@ impl Screen {
         self.detector_on.store(on, Ordering::Relaxed);
     }
 
-    /// The learned detector, when it is on.
-    pub fn detector(&self) -> Option<&detector::Detector> {
+    /// The learned detector, when it is on (loaded on first use).
+    pub fn detector(&self) -> Option<&'static detector::Detector> {
         self.detector_on
             .load(Ordering::Relaxed)
-            .then_some(self.detector)
+            .then(detector::Detector::shipped)
     }
 
     /// What screens definitions, for the start-up line.
@@ -239,12 +237,28 @@ impl Screen {
     /// catalogue (the rules', and the detector's when it is on); sorted by
     /// severity (highest first), then field and span.
     pub fn scan(&self, server: &str, tool: &ToolDef, catalogue: &Catalogue) -> Vec<Finding> {
+        self.scan_with(server, tool, catalogue, self.detector())
+    }
+
+    /// The rules' findings alone, whether the detector is on or not.
+    pub fn scan_rules(&self, server: &str, tool: &ToolDef, catalogue: &Catalogue) -> Vec<Finding> {
+        self.scan_with(server, tool, catalogue, None)
+    }
+
+    fn scan_with(
+        &self,
+        server: &str,
+        tool: &ToolDef,
+        catalogue: &Catalogue,
+        detector: Option<&detector::Detector>,
+    ) -> Vec<Finding> {
+        let fields = text::fields(tool);
         let mut findings = Vec::new();
-        for field in text::fields(tool) {
-            findings.extend(self.scan_field(server, &field, catalogue));
+        for field in &fields {
+            findings.extend(self.scan_field(server, field, catalogue));
         }
-        if let Some(detector) = self.detector() {
-            findings.extend(detector.findings(tool));
+        if let Some(detector) = detector {
+            findings.extend(detector.findings_in(&fields));
         }
         findings.sort_by(|a, b| {
             b.severity

@@ -37,11 +37,7 @@ pub(super) struct Judges<'a> {
 impl Judges<'_> {
     /// Whether the rules alone hold `tool` back.
     pub fn rules(&self, server: &str, tool: &ToolDef) -> bool {
-        let on = self.screen.detector().is_some();
-        self.screen.set_detector(false);
-        let held = worst(&self.screen.scan(server, tool, self.catalogue)) == Some(Severity::High);
-        self.screen.set_detector(on);
-        held
+        worst(&self.screen.scan_rules(server, tool, self.catalogue)) == Some(Severity::High)
     }
 
     /// Whether `detector` alone holds `tool` back.

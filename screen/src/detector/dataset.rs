@@ -9,7 +9,7 @@ use std::{collections::HashSet, path::Path};
 use quiver_proto::{ToolDef, catalog::Catalog};
 use serde_json::Value;
 
-use super::{Detector, TokenTable, pieces, train::Example};
+use super::{Detector, TokenTable, pieces_of, train::Example};
 use crate::text;
 
 /// One labelled definition.
@@ -58,32 +58,74 @@ impl Case {
 
 /// Why a data file could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct DataError {
-    /// The file.
-    pub path: String,
-    /// What went wrong.
-    pub message: String,
+#[non_exhaustive]
+pub enum DataError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line is not the JSON its file holds.
+    #[error("{path}, line {line}: {source}")]
+    Line {
+        /// The file.
+        path: String,
+        /// Its line, from 1.
+        line: usize,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A tool catalogue could not be loaded.
+    #[error("{path}: {source}")]
+    Catalogue {
+        /// The file.
+        path: String,
+        /// Why.
+        source: quiver_proto::catalog::CatalogError,
+    },
 }
 
-fn data_error(path: &Path, message: impl std::fmt::Display) -> DataError {
-    DataError {
+/// Reads `path` whole.
+fn read(path: &Path) -> Result<String, DataError> {
+    std::fs::read_to_string(path).map_err(|source| DataError::Read {
         path: path.display().to_string(),
-        message: message.to_string(),
-    }
+        source,
+    })
+}
+
+/// Parses line `index` (from 0) of `path`.
+fn parse_line<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    index: usize,
+    value: impl FnOnce() -> serde_json::Result<T>,
+) -> Result<T, DataError> {
+    value().map_err(|source| DataError::Line {
+        path: path.display().to_string(),
+        line: index + 1,
+        source,
+    })
+}
+
+/// Loads the tool catalogue at `path`.
+fn load_catalogue(path: &Path, name: &str) -> Result<Catalog, DataError> {
+    Catalog::load(path, name).map_err(|source| DataError::Catalogue {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// The cases of one corpus file (`poisoned.jsonl`, `benign.jsonl` or
 /// `paraphrased.jsonl`).
 pub fn corpus_file(path: &Path) -> Result<Vec<Case>, DataError> {
-    let text = std::fs::read_to_string(path).map_err(|e| data_error(path, e))?;
+    let text = read(path)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let v: Value = serde_json::from_str(line)
-            .map_err(|e| data_error(path, format!("line {}: {e}", i + 1)))?;
+        let v: Value = parse_line(path, i, || serde_json::from_str(line))?;
         let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-        let tool: ToolDef = serde_json::from_value(v["tool"].clone())
-            .map_err(|e| data_error(path, format!("line {}: {e}", i + 1)))?;
+        let tool: ToolDef = parse_line(path, i, || serde_json::from_value(v["tool"].clone()))?;
         let group = match v["group"].as_str() {
             Some(g) => g.to_string(),
             None => field("of"),
@@ -113,7 +155,7 @@ pub const CATALOGUES: [&str; 5] = [
 /// (`dir/<name>/tools.json`), one group per server.
 pub fn catalogue(dir: &Path, name: &str) -> Result<Vec<Case>, DataError> {
     let path = dir.join(name).join("tools.json");
-    let catalog = Catalog::load(&path, name).map_err(|e| data_error(&path, e))?;
+    let catalog = load_catalogue(&path, name)?;
     Ok(catalog
         .servers
         .into_iter()
@@ -136,11 +178,10 @@ pub fn catalogue(dir: &Path, name: &str) -> Result<Vec<Case>, DataError> {
 /// its stated intent in other words, as the description of a nameless
 /// definition; malicious rows are poisoned (`attack` is their category).
 pub fn injections(path: &Path) -> Result<Vec<Case>, DataError> {
-    let text = std::fs::read_to_string(path).map_err(|e| data_error(path, e))?;
+    let text = read(path)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let v: Value = serde_json::from_str(line)
-            .map_err(|e| data_error(path, format!("line {}: {e}", i + 1)))?;
+        let v: Value = parse_line(path, i, || serde_json::from_str(line))?;
         let id = v["id"].as_str().unwrap_or_default();
         let attack = (v["label"] == "malicious")
             .then(|| v["category"].as_str().unwrap_or("injection").to_string());
@@ -148,12 +189,13 @@ pub fn injections(path: &Path) -> Result<Vec<Case>, DataError> {
             let Some(said) = v[key].as_str().filter(|t| !t.is_empty()) else {
                 continue;
             };
-            let tool: ToolDef = serde_json::from_value(serde_json::json!({
-                "name": "",
-                "description": said,
-                "inputSchema": {"type": "object"}
-            }))
-            .map_err(|e| data_error(path, e))?;
+            let tool: ToolDef = parse_line(path, i, || {
+                serde_json::from_value(serde_json::json!({
+                    "name": "",
+                    "description": said,
+                    "inputSchema": {"type": "object"}
+                }))
+            })?;
             out.push(Case {
                 id: format!("bastioncorpus/{id}/{key}"),
                 source: "bastioncorpus".into(),
@@ -182,7 +224,7 @@ pub fn real_tools(root: &Path) -> Result<Vec<Case>, DataError> {
         ),
     ] {
         let path = root.join(file);
-        let catalog = Catalog::load(&path, name).map_err(|e| data_error(&path, e))?;
+        let catalog = load_catalogue(&path, name)?;
         for server in catalog.servers {
             let group = format!("{name}/{}", server.id);
             let split = split_of(&group);
@@ -237,19 +279,22 @@ pub type PieceTexts = Vec<(String, Vec<f32>)>;
 /// The text of every scored piece of `tool` (as [`pieces`] cuts it over
 /// `table`), trimmed, with its vector.
 pub fn piece_texts(table: &TokenTable, tool: &ToolDef) -> PieceTexts {
-    let fields = text::fields(tool);
-    pieces(table, tool)
-        .into_iter()
-        .map(|p| {
-            let said: String = fields[p.field]
+    let mut out = Vec::new();
+    let mut pieces = Vec::new();
+    for (i, field) in text::fields(tool).iter().enumerate() {
+        pieces.clear();
+        pieces_of(table, i, &field.text, &mut pieces);
+        out.extend(pieces.drain(..).map(|p| {
+            let said: String = field
                 .text
                 .chars()
                 .skip(p.start)
                 .take(p.end - p.start)
                 .collect();
             (said.trim().to_string(), p.vector)
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 /// The training examples of `cases` over `table`.

@@ -89,19 +89,16 @@ impl Classifier {
 
     fn check(&self, table: &TokenTable) -> Result<(), DetectorError> {
         if self.inputs != input_len(table) {
-            return Err(DetectorError(format!(
-                "classifier takes {} inputs, the table gives {}",
-                self.inputs,
-                input_len(table)
-            )));
+            return Err(DetectorError::Inputs {
+                classifier: self.inputs,
+                table: input_len(table),
+            });
         }
         if self.w1.len() != self.hidden * self.inputs
             || self.b1.len() != self.hidden
             || self.w2.len() != self.hidden
         {
-            return Err(DetectorError(
-                "classifier weights have the wrong shape".into(),
-            ));
+            return Err(DetectorError::Shape);
         }
         Ok(())
     }
@@ -150,10 +147,49 @@ pub struct Detector {
     table_sha256: String,
 }
 
-/// Why the detector's artifacts could not be loaded.
+/// Why the detector's artifacts could not be loaded. Each says to rebuild
+/// them with `screen/examples/` (screen/detector/README.md).
 #[derive(Debug, thiserror::Error)]
-#[error("screening detector: {0}")]
-pub struct DetectorError(String);
+#[non_exhaustive]
+pub enum DetectorError {
+    /// The token table is damaged.
+    #[error(
+        "screening detector: {0}; rebuild it with `cargo run -p quiver-screen --example distill_tokens`"
+    )]
+    Table(#[from] table::TableError),
+    /// The classifier is not valid JSON of the right shape.
+    #[error(
+        "screening detector: classifier: {0}; rebuild it with `cargo run -p quiver-screen --example train_detector`"
+    )]
+    Classifier(#[from] serde_json::Error),
+    /// The classifier takes vectors of another length than the table's.
+    #[error(
+        "screening detector: the classifier takes {classifier} inputs, the table gives {table}; retrain it with `cargo run -p quiver-screen --example train_detector`"
+    )]
+    Inputs {
+        /// The classifier's input length.
+        classifier: usize,
+        /// What the table gives.
+        table: usize,
+    },
+    /// The classifier's weights do not match its declared sizes.
+    #[error(
+        "screening detector: the classifier's weights have the wrong shape; retrain it with `cargo run -p quiver-screen --example train_detector`"
+    )]
+    Shape,
+    /// The classifier was trained over another table.
+    #[error(
+        "screening detector: classifier {name} was trained over table {trained_over}, not {table}; retrain it with `cargo run -p quiver-screen --example train_detector`"
+    )]
+    OtherTable {
+        /// The classifier's name.
+        name: String,
+        /// The table hash it names.
+        trained_over: String,
+        /// The table's own hash.
+        table: String,
+    },
+}
 
 impl Detector {
     /// The detector this build ships (loaded on first use).
@@ -167,9 +203,8 @@ impl Detector {
     /// A detector from a table file and a classifier's JSON.
     pub fn from_parts(table: &[u8], classifier: &str) -> Result<Detector, DetectorError> {
         let table_sha256 = hex_sha256(table);
-        let table = TokenTable::from_bytes(table).map_err(|e| DetectorError(e.to_string()))?;
-        let classifier: Classifier = serde_json::from_str(classifier)
-            .map_err(|e| DetectorError(format!("classifier: {e}")))?;
+        let table = TokenTable::from_bytes(table)?;
+        let classifier: Classifier = serde_json::from_str(classifier)?;
         Detector::new(table, classifier, table_sha256)
     }
 
@@ -182,10 +217,11 @@ impl Detector {
     ) -> Result<Detector, DetectorError> {
         classifier.check(&table)?;
         if classifier.table_sha256 != table_sha256 {
-            return Err(DetectorError(format!(
-                "classifier {} was trained over table {}, not {table_sha256}",
-                classifier.name, classifier.table_sha256
-            )));
+            return Err(DetectorError::OtherTable {
+                name: classifier.name,
+                trained_over: classifier.table_sha256,
+                table: table_sha256,
+            });
         }
         Ok(Detector {
             table,
@@ -238,22 +274,26 @@ impl Detector {
     /// The detector's findings in `tool`: per field, its highest piece when
     /// that reaches a threshold.
     pub fn findings(&self, tool: &ToolDef) -> Vec<Finding> {
-        let fields = text::fields(tool);
-        let mut best: Vec<Option<(f32, usize, usize)>> = vec![None; fields.len()];
+        self.findings_in(&text::fields(tool))
+    }
+
+    /// The detector's findings in a definition's `fields` (as
+    /// [`text::fields`] gives them).
+    pub fn findings_in(&self, fields: &[Field]) -> Vec<Finding> {
+        let mut out = Vec::new();
         let mut pieces = Vec::new();
         for (i, field) in fields.iter().enumerate() {
             pieces.clear();
             pieces_of(&self.table, i, &field.text, &mut pieces);
-            for p in &pieces {
+            // The first of the highest pieces.
+            let best = pieces.iter().fold(None, |best, p| {
                 let score = self.classifier.score(&p.vector);
-                if best[i].is_none_or(|(b, _, _)| score > b) {
-                    best[i] = Some((score, p.start, p.end));
+                match best {
+                    Some((b, _)) if b >= score => best,
+                    _ => Some((score, p)),
                 }
-            }
-        }
-        let mut out = Vec::new();
-        for (field, best) in fields.iter().zip(best) {
-            let Some((score, start, end)) = best else {
+            });
+            let Some((score, p)) = best else {
                 continue;
             };
             let severity = if score >= self.classifier.high {
@@ -263,7 +303,7 @@ impl Detector {
             } else {
                 continue;
             };
-            out.push(finding(field, severity, score, start, end));
+            out.push(finding(field, severity, score, p.start, p.end));
         }
         out
     }
