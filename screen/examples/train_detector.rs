@@ -9,6 +9,10 @@
 //! cargo run -p quiver-screen --example train_detector            # writes the artifact
 //! cargo run -p quiver-screen --example train_detector -- --check # compares with it
 //! ```
+//!
+//! For tuning on those figures only: `HIDDEN`, `EPOCHS`, `L2`, `LR` override
+//! the settings, `DRY=1` writes nothing, `VERBOSE=1` lists misses, flags and
+//! the highest-scoring benign MCP tools.
 
 use std::path::Path;
 

@@ -129,7 +129,8 @@ pub fn train(
     table_sha256: &str,
     trained_on: &str,
 ) -> (Classifier, Vec<Option<f32>>) {
-    let net = fit(examples, inputs, settings);
+    let all: Vec<&Example> = examples.iter().collect();
+    let net = fit(&all, inputs, settings);
     let oof = if settings.folds >= 2 {
         out_of_fold(examples, inputs, settings)
     } else {
@@ -205,10 +206,9 @@ pub fn out_of_fold(examples: &[Example], inputs: usize, settings: &Settings) -> 
     let fold_of = |g: &str| (fnv(g) % folds as u64) as usize;
     let mut scores = vec![None; examples.len()];
     for fold in 0..folds {
-        let train: Vec<Example> = examples
+        let train: Vec<&Example> = examples
             .iter()
             .filter(|e| fold_of(&e.group) != fold)
-            .cloned()
             .collect();
         if train.iter().all(|e| !e.poisoned) {
             continue;
@@ -238,7 +238,7 @@ fn fnv(s: &str) -> u64 {
 
 /// The network's weights after `settings.epochs` of full-batch Adam on the
 /// multiple-instance loss, the two classes weighted equally.
-fn fit(examples: &[Example], inputs: usize, settings: &Settings) -> Net {
+fn fit(examples: &[&Example], inputs: usize, settings: &Settings) -> Net {
     let mut net = Net::new(inputs, settings.hidden);
     let positives = examples.iter().filter(|e| e.poisoned).count().max(1) as f32;
     let negatives = examples.iter().filter(|e| !e.poisoned).count().max(1) as f32;
