@@ -70,6 +70,8 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
     let real = real_tools(&args.datasets)?;
     let compiling = Instant::now();
     let screen = Screen::get();
+    // The detector's table is loaded on first use.
+    let _ = screen.detector();
     let compiled_in = compiling.elapsed();
     println!("Screening with {}.\n", screen.describe());
 
