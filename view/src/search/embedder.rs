@@ -1,6 +1,7 @@
 //! Sentence embeddings on the CPU: a BERT-family model (all-MiniLM-L6-v2 by
-//! default) run with candle, mean-pooled over the real tokens and
-//! L2-normalised, so the dot product of two vectors is their cosine.
+//! default) run by `quiver-encoder` (weights packed once, no padding),
+//! mean-pooled over the real tokens and L2-normalised, so the dot product of
+//! two vectors is their cosine.
 //!
 //! It owns loading a model directory and turning text into vectors; it knows
 //! nothing of tools, caching or ranking. It never downloads anything: the
@@ -136,6 +137,20 @@ impl Embedder {
         }
     }
 
+    /// The instruction set the encoder's kernels use on this CPU
+    /// (`avx512`, `avx2+fma`, `portable`; `none` without the `semantic`
+    /// feature).
+    pub fn kernel(&self) -> &'static str {
+        #[cfg(feature = "semantic")]
+        {
+            self.inner.kernel()
+        }
+        #[cfg(not(feature = "semantic"))]
+        {
+            "none"
+        }
+    }
+
     /// Where the model was loaded from.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -157,8 +172,8 @@ impl Embedder {
         &self.inputs
     }
 
-    /// One unit-length vector per text, in order. Texts are batched by length
-    /// so that little time goes into padding.
+    /// One unit-length vector per text, in order, on every core when there
+    /// are many.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
         #[cfg(feature = "semantic")]
         {
@@ -237,20 +252,15 @@ fn model_id(dir: &Path) -> Result<String, EmbedderError> {
 mod imp {
     use std::path::Path;
 
-    use candle_core::{DType, Device, Tensor};
-    use candle_nn::VarBuilder;
-    use candle_transformers::models::bert::{BertModel, Config};
+    use quiver_encoder::Encoder;
     use tokenizers::{Tokenizer, TruncationParams};
 
     use super::{EmbedderError, MAX_TOKENS};
 
-    /// Texts per forward pass when embedding many.
-    const BATCH: usize = 32;
-
     pub(super) struct Model {
-        bert: BertModel,
+        encoder: Encoder,
         tokenizer: Tokenizer,
-        dim: usize,
+        threads: usize,
     }
 
     fn load_error(dir: &Path, message: String) -> EmbedderError {
@@ -268,12 +278,10 @@ mod imp {
         pub(super) fn load(dir: &Path) -> Result<Model, EmbedderError> {
             let config = std::fs::read_to_string(dir.join("config.json"))
                 .map_err(|e| load_error(dir, format!("reading config.json: {e}")))?;
-            let config: Config = serde_json::from_str(&config)
-                .map_err(|e| load_error(dir, format!("config.json is not a BERT config: {e}")))?;
             let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
                 .map_err(|e| load_error(dir, format!("tokenizer.json: {e}")))?;
-            // The shipped tokenizer pads every text to 128 tokens; padding
-            // is done here per batch and masked out of the mean.
+            // The shipped tokenizer pads every text to 128 tokens; the
+            // encoder never pads.
             tokenizer.with_padding(None);
             tokenizer
                 .with_truncation(Some(TruncationParams {
@@ -283,20 +291,22 @@ mod imp {
                 .map_err(|e| load_error(dir, format!("tokenizer.json: {e}")))?;
             let weights = std::fs::read(dir.join("model.safetensors"))
                 .map_err(|e| load_error(dir, format!("reading model.safetensors: {e}")))?;
-            let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
-                .map_err(|e| load_error(dir, format!("model.safetensors: {e}")))?;
-            let bert = BertModel::load(vb, &config)
-                .map_err(|e| load_error(dir, format!("model.safetensors: {e}")))?;
-            let dim = config_dim(dir)?;
+            let encoder =
+                Encoder::load(&config, &weights).map_err(|e| load_error(dir, e.to_string()))?;
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
             Ok(Model {
-                bert,
+                encoder,
                 tokenizer,
-                dim,
+                threads,
             })
         }
 
         pub(super) fn dim(&self) -> usize {
-            self.dim
+            self.encoder.dim()
+        }
+
+        pub(super) fn kernel(&self) -> &'static str {
+            self.encoder.kernel()
         }
 
         pub(super) fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedderError> {
@@ -305,15 +315,13 @@ mod imp {
                 let encoding = self.tokenizer.encode(*text, true).map_err(run_error)?;
                 encoded.push(encoding.get_ids().to_vec());
             }
-            // Similar lengths together: a batch pads to its longest text.
+            // Similar lengths together, for the encoder's cache locality.
             let mut order: Vec<usize> = (0..texts.len()).collect();
             order.sort_by_key(|&i| encoded[i].len());
+            let ids: Vec<&[u32]> = order.iter().map(|&i| encoded[i].as_slice()).collect();
             let mut out = vec![Vec::new(); texts.len()];
-            for chunk in order.chunks(BATCH) {
-                let ids: Vec<&[u32]> = chunk.iter().map(|&i| encoded[i].as_slice()).collect();
-                for (vector, &i) in self.forward(&ids)?.into_iter().zip(chunk) {
-                    out[i] = vector;
-                }
+            for (vector, &i) in self.forward(&ids)?.into_iter().zip(&order) {
+                out[i] = vector;
             }
             Ok(out)
         }
@@ -328,57 +336,9 @@ mod imp {
             words
         }
 
-        /// One forward pass over a batch, padded to its longest text; the
-        /// mean is taken over real tokens only.
+        /// Vectors of token-id sequences, on every core when there are many.
         pub(super) fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedderError> {
-            let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
-            let rows = batch.len();
-            let mut ids = vec![0u32; rows * len];
-            let mut mask = vec![0u32; rows * len];
-            for (r, text) in batch.iter().enumerate() {
-                ids[r * len..r * len + text.len()].copy_from_slice(text);
-                mask[r * len..r * len + text.len()].fill(1);
-            }
-            let device = Device::Cpu;
-            let ids = Tensor::from_vec(ids, (rows, len), &device).map_err(run_error)?;
-            let mask = Tensor::from_vec(mask, (rows, len), &device).map_err(run_error)?;
-            let types = ids.zeros_like().map_err(run_error)?;
-            let hidden = self
-                .bert
-                .forward(&ids, &types, Some(&mask))
-                .map_err(run_error)?;
-            let mask = mask
-                .to_dtype(DType::F32)
-                .and_then(|m| m.unsqueeze(2))
-                .map_err(run_error)?;
-            let summed = hidden
-                .broadcast_mul(&mask)
-                .and_then(|h| h.sum(1))
-                .map_err(run_error)?;
-            let counts = mask.sum(1).map_err(run_error)?;
-            let mean = summed.broadcast_div(&counts).map_err(run_error)?;
-            let vectors: Vec<Vec<f32>> = mean.to_vec2().map_err(run_error)?;
-            Ok(vectors.into_iter().map(normalise).collect())
+            Ok(self.encoder.embed_ids(batch, self.threads))
         }
-    }
-
-    fn config_dim(dir: &Path) -> Result<usize, EmbedderError> {
-        let config = std::fs::read_to_string(dir.join("config.json"))
-            .map_err(|e| load_error(dir, format!("reading config.json: {e}")))?;
-        let value: serde_json::Value = serde_json::from_str(&config)
-            .map_err(|e| load_error(dir, format!("config.json: {e}")))?;
-        value
-            .get("hidden_size")
-            .and_then(serde_json::Value::as_u64)
-            .map(|d| d as usize)
-            .ok_or_else(|| load_error(dir, "config.json has no `hidden_size`".into()))
-    }
-
-    fn normalise(mut v: Vec<f32>) -> Vec<f32> {
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            v.iter_mut().for_each(|x| *x /= norm);
-        }
-        v
     }
 }
