@@ -73,6 +73,12 @@ async fn dev_ranks_hybrid_with_the_installed_model_and_no_flag() {
         "the start-up line says hybrid: {}",
         dev.banner
     );
+    // The shipped query adapter is on by default and named.
+    assert!(
+        dev.banner.contains("query adapter quiver-adapter-"),
+        "the start-up line names the query adapter: {}",
+        dev.banner
+    );
     let client = connect(&dev.mode_url("search")).await;
     // The tool vectors are built in the background; until then the view
     // ranks lexically. Ask every 50 ms until the model's answer shows,
@@ -123,6 +129,25 @@ async fn search_semantic_false_turns_the_model_off() {
     assert!(
         dev.banner
             .contains("search lexical (semantic ranking turned off"),
+        "{}",
+        dev.banner
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_adapter_false_turns_the_query_adapter_off() {
+    if installed_model().is_none() {
+        return;
+    }
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[edge]\nsearch_adapter = false\n").unwrap();
+    let path = config.path().to_str().unwrap();
+    let dev = QuiverDev::start(&["--config", path]);
+    assert!(
+        dev.banner.contains("search hybrid")
+            && dev
+                .banner
+                .contains("no query adapter (`search_adapter = false`)"),
         "{}",
         dev.banner
     );

@@ -87,6 +87,11 @@ pub struct EdgeConfig {
     /// loaded. Default true; false ranks lexically even with a model.
     #[serde(default = "default_true")]
     pub search_semantic: bool,
+    /// Apply the shipped query adapter (a linear map learned from public
+    /// tool-retrieval data, `view/adapter/`) to query vectors. Default true;
+    /// false compares the model's raw query vectors with tool vectors.
+    #[serde(default = "default_true")]
+    pub search_adapter: bool,
     /// Sentence-embedding model directory for hybrid search. Default: the
     /// directory `scripts/install-model.sh` installs to
     /// (`$QUIVER_SEARCH_MODEL_DIR`, else
@@ -295,6 +300,7 @@ impl Default for EdgeConfig {
             search_limit: default_search_limit(),
             max_views: default_max_views(),
             search_semantic: true,
+            search_adapter: true,
             search_model_dir: None,
             search_data_dir: None,
             search_signal_flush_secs: default_signal_flush_secs(),
@@ -339,6 +345,7 @@ impl EdgeConfig {
                 self.search_semantic,
                 self.search_model_dir.as_deref(),
             ),
+            self.search_adapter,
             data.map(|d| d.join("vectors")).as_deref(),
         );
         signals::install(

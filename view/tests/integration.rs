@@ -3,6 +3,7 @@
 //! time). Each file below is a module; `cargo nextest run -E
 //! 'test(/^file_name::/)'` runs one file's tests.
 
+mod adapter_training;
 mod encoder_reference;
 mod semantic_search;
 mod shared_index;

@@ -19,6 +19,7 @@
 //!   and names made of query words, queries naming a tool, and identifiers
 //!   naming a parameter (`repo_path`) earn bonuses.
 
+pub mod adapter;
 mod analyzer;
 pub mod bench;
 mod bm25;
@@ -38,6 +39,7 @@ mod tokenizer;
 mod top_k;
 pub mod vector_cache;
 
+pub use adapter::{AdapterError, QueryAdapter};
 pub use analyzer::Analyzer;
 pub use bm25::Bm25Index;
 pub use doc::{SearchDoc, SearchParam};

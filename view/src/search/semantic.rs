@@ -15,6 +15,7 @@ use std::{
 
 use super::{
     SearchDoc,
+    adapter::QueryAdapter,
     embedder::{Embedder, EmbedderError},
     vector_cache::{VectorCache, VectorCacheError, VectorKey, vector_key},
 };
@@ -58,6 +59,9 @@ pub struct SemanticModel {
     /// Recent query vectors, by text (at most `query_cache_size`).
     queries: Mutex<QueryVectors>,
     query_cache_size: usize,
+    /// Applied to every query vector (the shipped one when it was trained
+    /// for this model).
+    adapter: Option<QueryAdapter>,
 }
 
 /// Recent query vectors, oldest first out.
@@ -90,13 +94,32 @@ impl SemanticModel {
             Some(dir) => VectorCache::open(dir, embedder.id(), embedder.dim())?,
             None => VectorCache::in_memory(embedder.dim()),
         };
+        // The shipped adapter was trained for one model; another model
+        // runs without it.
+        let adapter = QueryAdapter::shipped()
+            .ok()
+            .filter(|a| a.model() == embedder.id() && a.dim() == embedder.dim());
         Ok(SemanticModel {
             embedder,
             cache,
             background: Mutex::new(None),
             queries: Mutex::default(),
             query_cache_size: QUERY_CACHE,
+            adapter,
         })
+    }
+
+    /// The same model with `adapter` on its queries (`None`: raw query
+    /// vectors). An adapter of another length is not applied.
+    pub fn with_adapter(mut self, adapter: Option<QueryAdapter>) -> SemanticModel {
+        self.adapter = adapter.filter(|a| a.dim() == self.embedder.dim());
+        self.queries = Mutex::default();
+        self
+    }
+
+    /// The adapter applied to queries, if any.
+    pub fn adapter(&self) -> Option<&QueryAdapter> {
+        self.adapter.as_ref()
     }
 
     /// The same model keeping at most `entries` query vectors (0: none, so
@@ -260,6 +283,10 @@ impl SemanticModel {
         } else {
             self.embedder.embed_one(&format!("{prefix}{query}"))?
         };
+        let vector = match &self.adapter {
+            Some(adapter) => adapter.apply(&vector),
+            None => vector,
+        };
         if self.query_cache_size > 0 && query.len() <= MAX_CACHED_QUERY {
             let mut queries = self.queries.lock().unwrap_or_else(|e| e.into_inner());
             if !queries.vectors.contains_key(query) {
@@ -366,10 +393,17 @@ impl ModelSetting {
 /// Loads the model for this process, once; later calls return the first
 /// outcome. A missing or damaged model means lexical ranking, never a failed
 /// start. Either way the outcome is logged once and [`ranking`] says it.
-pub fn install(setting: &ModelSetting, cache_dir: Option<&Path>) -> Option<Arc<SemanticModel>> {
+///
+/// `adapter` false runs queries without the shipped query adapter
+/// (`search_adapter = false`).
+pub fn install(
+    setting: &ModelSetting,
+    adapter: bool,
+    cache_dir: Option<&Path>,
+) -> Option<Arc<SemanticModel>> {
     INSTALLED
         .get_or_init(|| {
-            let (model, summary) = load_for(setting, cache_dir);
+            let (model, summary) = load_for(setting, adapter, cache_dir);
             let _ = RANKING.set(summary);
             model
         })
@@ -379,6 +413,7 @@ pub fn install(setting: &ModelSetting, cache_dir: Option<&Path>) -> Option<Arc<S
 /// The model a setting names, and one line saying which ranking serves.
 fn load_for(
     setting: &ModelSetting,
+    adapter: bool,
     cache_dir: Option<&Path>,
 ) -> (Option<Arc<SemanticModel>>, String) {
     let (dir, configured) = match setting {
@@ -407,9 +442,22 @@ fn load_for(
     }
     match SemanticModel::load(&dir, cache_dir) {
         Ok(model) => {
+            let model = if adapter {
+                model
+            } else {
+                model.with_adapter(None)
+            };
+            let queries = match (model.adapter(), adapter) {
+                (Some(a), _) => format!("query adapter {}", a.name()),
+                (None, false) => "no query adapter (`search_adapter = false`)".to_owned(),
+                (None, true) => {
+                    "no query adapter (the shipped one is for another model)".to_owned()
+                }
+            };
             let line = format!(
-                "hybrid (lexical + semantic, model {}, {} tool vectors cached)",
+                "hybrid (lexical + semantic, model {}, encoder {}, {queries}, {} tool vectors cached)",
                 dir.display(),
+                model.embedder().kernel(),
                 model.cache().len()
             );
             tracing::info!("search: {line}");
