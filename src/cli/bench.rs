@@ -124,7 +124,15 @@ fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
         None => None,
     };
     if let Some(dir) = &model_dir {
-        println!("model: {}\n", dir.display());
+        let adapter = model
+            .as_ref()
+            .and_then(|m| m.adapter())
+            .map_or("none".to_owned(), |a| a.name().to_owned());
+        let kernel = model.as_ref().map_or("none", |m| m.embedder().kernel());
+        println!(
+            "model: {} (encoder kernel {kernel}, query adapter {adapter})\n",
+            dir.display()
+        );
     }
     let mut public: Vec<PathBuf> = std::fs::read_dir(&args.public)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", args.public.display()))?
@@ -132,12 +140,33 @@ fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
         .filter(|p| p.exists())
         .collect();
     public.sort();
-    for queries in &public {
-        let report = eval::run(&args.datasets, queries, model.as_ref())?;
-        println!("## Search quality: {}\n\n{report}", queries.display());
+    // Every table twice when the query adapter applies: as served, then
+    // with the model's raw query vectors (issue 55's before and after).
+    let mut variants = vec![("", model.clone())];
+    if model.as_ref().is_some_and(|m| m.adapter().is_some())
+        && let Some(dir) = &model_dir
+    {
+        let raw = SemanticModel::load(dir, None)?
+            .with_query_cache(0)
+            .with_adapter(None);
+        variants.push((
+            ", without the query adapter",
+            Some(std::sync::Arc::new(raw)),
+        ));
     }
-    let report = eval::run(&args.datasets, &args.queries, model.as_ref())?;
-    println!("## Search quality: the project's queries (tune and frozen test split)\n\n{report}");
+    for (label, model) in &variants {
+        for queries in &public {
+            let report = eval::run(&args.datasets, queries, model.as_ref())?;
+            println!(
+                "## Search quality{label}: {}\n\n{report}",
+                queries.display()
+            );
+        }
+        let report = eval::run(&args.datasets, &args.queries, model.as_ref())?;
+        println!(
+            "## Search quality{label}: the project's queries (tune and frozen test split)\n\n{report}"
+        );
+    }
     let queries: Vec<String> = eval::load_queries(&args.queries)?
         .into_iter()
         .map(|q| q.query)

@@ -319,9 +319,10 @@ impl ToolView {
         };
         let now = signals::now_secs();
         let search = self.index.search();
-        // Embedded once: it ranks the tools and matches past queries by meaning.
-        let vector = search.query_vector(query);
-        let adjustments = store.embedded_adjustments(tenant, query, vector.as_deref(), now);
+        // Embedded once: it ranks the tools (through the query adapter) and
+        // matches past queries by meaning (the model's own vector).
+        let (vector, own) = search.query_vectors(query).unzip();
+        let adjustments = store.embedded_adjustments(tenant, query, own.as_deref(), now);
         let manifest = self.index.manifest();
         let hits: Vec<(ViewTool<'_>, f32)> = search
             .search_embedded_in(&self.subset, query, vector.as_deref(), limit, |doc| {
@@ -338,7 +339,7 @@ impl ToolView {
             .collect();
         if record {
             let shown: Vec<String> = hits.iter().map(|(t, _)| signal_key(t.tool)).collect();
-            store.record_embedded_search(tenant, query, vector.as_deref(), &shown, now);
+            store.record_embedded_search(tenant, query, own.as_deref(), &shown, now);
         }
         hits
     }

@@ -74,7 +74,7 @@ pub fn options(root: &Path) -> anyhow::Result<Options> {
     let mut o = Options {
         out: root.join("view/adapter/query-adapter.bin"),
         leave_out: Vec::new(),
-        epochs: 8,
+        epochs: 5,
         l2: vec![1e-3, 1e-2, 3e-2, 1e-1],
         lr: 1e-3,
         max_queries: usize::MAX,
@@ -240,6 +240,10 @@ pub fn run(root: &Path, o: &Options) -> anyhow::Result<Outcome> {
     }
     let mut dev = Vec::new();
     for name in PUBLIC {
+        // A source left out is left out of the choice of epoch too.
+        if o.leave_out.iter().any(|l| l == name) {
+            continue;
+        }
         let folder = data.join("public").join(name);
         let set = load_set(
             &model,

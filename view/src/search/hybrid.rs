@@ -290,8 +290,14 @@ impl HybridIndex {
     /// The query's unit vector, or `None` without a model (or when the
     /// query cannot be embedded; that is logged).
     pub fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
+        self.query_vectors(query).map(|(ranked, _)| ranked)
+    }
+
+    /// The vector the query is ranked with and the model's own, for
+    /// comparing it with past queries ([`SemanticModel::query_vectors`]).
+    pub fn query_vectors(&self, query: &str) -> Option<(Vec<f32>, Vec<f32>)> {
         let vectors = self.vectors.vectors.get()?;
-        match vectors.model.query_vector(query) {
+        match vectors.model.query_vectors(query) {
             Ok(q) => Some(q),
             Err(e) => {
                 tracing::warn!("search: query not embedded, ranking lexically: {e}");

@@ -268,9 +268,29 @@ impl SemanticModel {
             .len()
     }
 
-    /// The vector of a query.
-    /// Repeated queries come from a small cache of recent ones.
+    /// The vector a query is ranked with: the model's, through the query
+    /// adapter when there is one.
     pub fn query_vector(&self, query: &str) -> Result<Vec<f32>, EmbedderError> {
+        Ok(self.query_vectors(query)?.0)
+    }
+
+    /// The vector a query is ranked with and the model's own (the same
+    /// without an adapter). Queries are compared with past queries (search
+    /// signals) by the model's own vectors: the adapter is learned for
+    /// queries against tools, and its signal settings were chosen on the
+    /// model's space.
+    pub fn query_vectors(&self, query: &str) -> Result<(Vec<f32>, Vec<f32>), EmbedderError> {
+        let raw = self.raw_query_vector(query)?;
+        let ranked = match &self.adapter {
+            Some(adapter) => adapter.apply(&raw),
+            None => raw.clone(),
+        };
+        Ok((ranked, raw))
+    }
+
+    /// The model's vector of a query. Repeated queries come from a small
+    /// cache of recent ones.
+    fn raw_query_vector(&self, query: &str) -> Result<Vec<f32>, EmbedderError> {
         if self.query_cache_size > 0 {
             let queries = self.queries.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(vector) = queries.vectors.get(query) {
@@ -282,10 +302,6 @@ impl SemanticModel {
             self.embedder.embed_one(query)?
         } else {
             self.embedder.embed_one(&format!("{prefix}{query}"))?
-        };
-        let vector = match &self.adapter {
-            Some(adapter) => adapter.apply(&vector),
-            None => vector,
         };
         if self.query_cache_size > 0 && query.len() <= MAX_CACHED_QUERY {
             let mut queries = self.queries.lock().unwrap_or_else(|e| e.into_inner());
