@@ -30,6 +30,7 @@ fn a_short_training_run_learns_and_its_file_loads() -> anyhow::Result<()> {
         lr: 3e-3,
         max_queries: 600,
         report: false,
+        check: false,
         allowance: 1.0,
     };
     let outcome = train::run(&root, &options)?;

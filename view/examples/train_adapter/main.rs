@@ -27,7 +27,9 @@
 //! (5),
 //! `--l2 X,Y,…` (strengths tried; 0.001,0.01,0.03,0.1), `--lr X`,
 //! `--max-queries N` (per source and split; a short run),
-//! `--allowance X` (dev MRR any dev set may lose; 0.01), `--no-report`.
+//! `--allowance X` (dev MRR any dev set may lose; 0.01), `--no-report`,
+//! `--check` (train, then compare with the file at `--out` instead of
+//! writing it).
 //! A source left out is also left out of the dev sets that choose the
 //! epoch, so its test figures are a clean leave-one-source-out.
 

@@ -65,6 +65,8 @@ pub struct Options {
     pub max_queries: usize,
     /// Print the test-split table at the end.
     pub report: bool,
+    /// Compare with the file at `out` instead of writing it.
+    pub check: bool,
     /// How much dev MRR an adapter may cost any dev set.
     pub allowance: f64,
 }
@@ -79,6 +81,7 @@ pub fn options(root: &Path) -> anyhow::Result<Options> {
         lr: 1e-3,
         max_queries: usize::MAX,
         report: true,
+        check: false,
         allowance: ALLOWANCE,
     };
     let mut args = std::env::args().skip(1);
@@ -97,6 +100,7 @@ pub fn options(root: &Path) -> anyhow::Result<Options> {
             "--lr" => o.lr = value()?.parse()?,
             "--max-queries" => o.max_queries = value()?.parse()?,
             "--no-report" => o.report = false,
+            "--check" => o.check = true,
             "--allowance" => o.allowance = value()?.parse()?,
             other => anyhow::bail!("unknown option {other}"),
         }
@@ -270,10 +274,32 @@ pub fn run(root: &Path, o: &Options) -> anyhow::Result<Outcome> {
         l2,
     } = best.context("no epoch kept every dev set within the allowance")?;
     let adapter = QueryAdapter::new(NAME, model.embedder().id(), dim, matrix);
-    std::fs::write(&o.out, adapter.to_bytes())
-        .with_context(|| format!("writing {}", o.out.display()))?;
+    if o.check {
+        let shipped = QueryAdapter::from_bytes(
+            &std::fs::read(&o.out).with_context(|| format!("reading {}", o.out.display()))?,
+        )?;
+        let most = shipped
+            .matrix()
+            .iter()
+            .zip(adapter.matrix())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        eprintln!(
+            "{}: largest difference from this training {most:e} ({})",
+            o.out.display(),
+            if shipped == adapter {
+                "identical"
+            } else {
+                "not identical"
+            }
+        );
+    } else {
+        std::fs::write(&o.out, adapter.to_bytes())
+            .with_context(|| format!("writing {}", o.out.display()))?;
+    }
     eprintln!(
-        "kept l2 {l2}, epoch {epoch} (mean dev MRR {mean:.4}); wrote {} in {:.0} s",
+        "kept l2 {l2}, epoch {epoch} (mean dev MRR {mean:.4}); {} {} in {:.0} s",
+        if o.check { "checked" } else { "wrote" },
         o.out.display(),
         started.elapsed().as_secs_f64()
     );
