@@ -121,24 +121,36 @@ fn model_again() -> anyhow::Result<Option<Arc<SemanticModel>>> {
     model()
 }
 
-/// On the frozen test split of both public benchmarks, the hybrid must beat
-/// our lexical ranking and the model alone on MRR.
+/// The test-split rows of a public benchmark ranked with `model`.
+fn test_row(name: &str, model: &Arc<SemanticModel>) -> anyhow::Result<eval::EvalRow> {
+    let path = project_root().join(format!("tests/data/search/public/{name}/queries.json"));
+    let report = eval::run(
+        &project_root().join("../shared/datasets"),
+        &path,
+        Some(model),
+    )?;
+    println!("{report}");
+    Ok(report
+        .rows
+        .into_iter()
+        .find(|r| r.split == "test")
+        .expect("test row"))
+}
+
+/// On the frozen test split of both public benchmarks, the hybrid of the
+/// model's own vectors beats our lexical ranking and the model alone on MRR
+/// (how the blend earns its place). With the query adapter, as served, the
+/// hybrid still beats the lexical side on both, and on MetaTool (whose
+/// other queries the adapter learned from) beats the hybrid without it.
+/// There the adapted cosine alone ranks better still (docs/benchmarks.md,
+/// "Issue 55"): the blend was kept because it serves every set best.
 #[test]
 fn hybrid_beats_each_side_on_the_public_test_splits() -> anyhow::Result<()> {
     let Some(model) = model()? else { return Ok(()) };
+    let dir = default_model_dir().expect("HOME or QUIVER_SEARCH_MODEL_DIR is set");
+    let raw = Arc::new(SemanticModel::load(&dir, None)?.with_adapter(None));
     for name in ["azure-mcp", "metatool"] {
-        let path = project_root().join(format!("tests/data/search/public/{name}/queries.json"));
-        let report = eval::run(
-            &project_root().join("../shared/datasets"),
-            &path,
-            Some(&model),
-        )?;
-        println!("{report}");
-        let row = report
-            .rows
-            .iter()
-            .find(|r| r.split == "test")
-            .expect("test row");
+        let row = test_row(name, &raw)?;
         let m = |r| row.get(r).expect("ranker ran");
         let (lexical, semantic, hybrid) =
             (m(Ranker::Lexical), m(Ranker::Semantic), m(Ranker::Hybrid));
@@ -150,6 +162,18 @@ fn hybrid_beats_each_side_on_the_public_test_splits() -> anyhow::Result<()> {
             hybrid.mrr > semantic.mrr,
             "{name}: hybrid {hybrid:?} semantic {semantic:?}"
         );
+        let served = test_row(name, &model)?;
+        let adapted = served.get(Ranker::Hybrid).expect("ranker ran");
+        assert!(
+            adapted.mrr > served.get(Ranker::Lexical).expect("ranker ran").mrr,
+            "{name}: hybrid with the adapter {adapted:?}"
+        );
+        if name == "metatool" {
+            assert!(
+                adapted.mrr > hybrid.mrr + 0.05,
+                "{name}: the adapter's hybrid {adapted:?} against {hybrid:?}"
+            );
+        }
     }
     Ok(())
 }

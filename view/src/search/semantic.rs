@@ -471,11 +471,11 @@ fn load_for(
                 }
             };
             let line = format!(
-                "hybrid (lexical + semantic, model {}, encoder {}, {queries}, {} tool vectors cached)",
+                "hybrid (lexical + semantic, model {}, {queries}, {} tool vectors cached)",
                 dir.display(),
-                model.embedder().kernel(),
                 model.cache().len()
             );
+            tracing::debug!("search: encoder kernels {}", model.embedder().kernel());
             tracing::info!("search: {line}");
             let model = Arc::new(model);
             let counted = Arc::downgrade(&model);
