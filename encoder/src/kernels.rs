@@ -56,16 +56,16 @@ impl Dense {
 
     /// `y[t] = x[t] Wᵀ + b` for every token `t` (`x`: tokens × input,
     /// `y`: tokens × output, both row-major).
-    pub(super) fn apply(&self, x: &[f32], y: &mut [f32]) {
+    pub(super) fn apply(&self, isa: &Isa, x: &[f32], y: &mut [f32]) {
         let tokens = x.len() / self.input;
         assert_eq!(x.len(), tokens * self.input, "input shape");
         assert_eq!(y.len(), tokens * self.output, "output shape");
-        (isa().dense)(self, x, y, tokens);
+        (isa.dense)(self, x, y, tokens);
     }
 }
 
 /// The kernels compiled for one instruction set.
-struct Isa {
+pub(super) struct Isa {
     name: &'static str,
     dense: fn(&Dense, &[f32], &mut [f32], usize),
 }
@@ -96,14 +96,17 @@ fn available() -> Vec<Isa> {
     isas
 }
 
-/// What this CPU runs, decided once.
-fn isa() -> &'static Isa {
-    static ISA: OnceLock<Isa> = OnceLock::new();
-    ISA.get_or_init(|| available().swap_remove(0))
+/// The kernels this CPU can run, best first, found once.
+pub(super) fn kernels() -> &'static [Isa] {
+    static ISAS: OnceLock<Vec<Isa>> = OnceLock::new();
+    ISAS.get_or_init(available)
 }
 
-pub(super) fn isa_name() -> &'static str {
-    isa().name
+impl Isa {
+    /// Its name (`avx512`, `avx2+fma`, `portable`).
+    pub(super) fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 fn dense_portable(layer: &Dense, x: &[f32], y: &mut [f32], tokens: usize) {

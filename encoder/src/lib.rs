@@ -104,6 +104,8 @@ pub struct Encoder {
     positions: Vec<f32>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
+    /// The kernels in use: the best this CPU runs unless chosen.
+    isa: &'static kernels::Isa,
 }
 
 /// Named tensors as flat `f32` values.
@@ -192,6 +194,7 @@ impl Encoder {
             positions,
             embedding_norm,
             layers,
+            isa: &kernels::kernels()[0],
         })
     }
 
@@ -200,10 +203,22 @@ impl Encoder {
         self.hidden
     }
 
-    /// Which instruction set the dense layers use on this CPU (`avx512`,
-    /// `avx2+fma` or `portable`).
+    /// Which instruction set the dense layers use (`avx512`, `avx2+fma`
+    /// or `portable`).
     pub fn kernel(&self) -> &'static str {
-        kernels::isa_name()
+        self.isa.name()
+    }
+
+    /// The kernels this CPU can run, best first.
+    pub fn kernels() -> Vec<&'static str> {
+        kernels::kernels().iter().map(kernels::Isa::name).collect()
+    }
+
+    /// The same encoder with the kernels named `name` (one of
+    /// [`Encoder::kernels`]); `None` when this CPU cannot run them.
+    pub fn with_kernel(mut self, name: &str) -> Option<Encoder> {
+        self.isa = kernels::kernels().iter().find(|k| k.name() == name)?;
+        Some(self)
     }
 
     /// Mean-pooled, unit-length vectors of token-id sequences, in order,
@@ -320,14 +335,16 @@ impl Encoder {
 
     fn layer(&self, layer: &Layer, x: &mut [f32], lens: &[usize], s: &mut Scratch) {
         let h = self.hidden;
-        layer.qkv.apply(x, &mut s.qkv);
+        layer.qkv.apply(self.isa, x, &mut s.qkv);
         self.attention(&s.qkv, lens, &mut s.context, &mut s.scores);
-        layer.attention_out.apply(&s.context, &mut s.projected);
+        layer
+            .attention_out
+            .apply(self.isa, &s.context, &mut s.projected);
         add(&mut s.projected, x);
         self.norm(&mut s.projected, &layer.attention_norm);
-        layer.up.apply(&s.projected, &mut s.inner);
+        layer.up.apply(self.isa, &s.projected, &mut s.inner);
         kernels::gelu(&mut s.inner);
-        layer.down.apply(&s.inner, x);
+        layer.down.apply(self.isa, &s.inner, x);
         add(x, &s.projected);
         self.norm(x, &layer.output_norm);
         debug_assert_eq!(x.len() % h, 0);
@@ -448,4 +465,64 @@ fn dense(
         exact(tensors, &format!("{prefix}.weight"), input * output)?,
         exact(tensors, &format!("{prefix}.bias"), output)?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel this CPU runs gives the whole model's vectors within
+    /// rounding of each other. Needs the installed model
+    /// (scripts/install-model.sh), unless QUIVER_PARTIAL_TESTS=1 marks a
+    /// local partial run.
+    #[test]
+    fn every_kernel_gives_the_same_vectors() {
+        let dir = std::env::var_os("QUIVER_SEARCH_MODEL_DIR").map_or_else(
+            || {
+                std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+                    .join(".cache/quiver/models/all-MiniLM-L6-v2")
+            },
+            std::path::PathBuf::from,
+        );
+        let (Ok(config), Ok(weights)) = (
+            std::fs::read_to_string(dir.join("config.json")),
+            std::fs::read(dir.join("model.safetensors")),
+        ) else {
+            assert!(
+                std::env::var_os("QUIVER_PARTIAL_TESTS").is_some_and(|v| v == "1"),
+                "no model at {}: run scripts/install-model.sh",
+                dir.display()
+            );
+            return;
+        };
+        let batch: Vec<Vec<u32>> = vec![
+            vec![101, 2862, 2026, 2330, 4139, 11186, 102],
+            vec![101, 102],
+            (0..70).map(|i| 1000 + i * 37).collect(),
+        ];
+        let ids: Vec<&[u32]> = batch.iter().map(Vec::as_slice).collect();
+        let best = Encoder::load(&config, &weights).expect("the model loads");
+        let reference = best.embed_ids(&ids, 1);
+        for name in Encoder::kernels() {
+            let encoder = Encoder::load(&config, &weights)
+                .expect("the model loads")
+                .with_kernel(name)
+                .expect("a listed kernel");
+            assert_eq!(encoder.kernel(), name);
+            for (got, want) in encoder.embed_ids(&ids, 2).iter().zip(&reference) {
+                let most = got
+                    .iter()
+                    .zip(want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0f32, f32::max);
+                assert!(most < 1e-5, "{name}: {most}");
+            }
+        }
+        assert!(
+            Encoder::load(&config, &weights)
+                .expect("the model loads")
+                .with_kernel("no-such-kernel")
+                .is_none()
+        );
+    }
 }
