@@ -243,13 +243,13 @@ mod tests {
         out
     }
 
-    async fn read_all(bytes: Vec<u8>, max: usize) -> Vec<Result<Option<Bytes>, String>> {
+    async fn read_all(bytes: Vec<u8>, max: usize) -> Vec<Result<Option<Bytes>, FrameError>> {
         let mut reader = FrameReader::with_max_frame(&bytes[..], max);
         let mut out = Vec::new();
         loop {
             let next = reader.read_frame().await;
             let stop = !matches!(next, Ok(Some(_)));
-            out.push(next.map_err(|e| e.to_string()));
+            out.push(next);
             if stop {
                 return out;
             }
@@ -294,7 +294,7 @@ mod tests {
         let results = read_all(bytes, MAX_FRAME_BYTES).await;
         assert_eq!(results.len(), 1);
         assert!(
-            results[0].as_ref().unwrap_err().contains("over the"),
+            matches!(results[0], Err(FrameError::TooLarge { .. })),
             "{results:?}"
         );
     }
@@ -304,11 +304,17 @@ mod tests {
         let mut bytes = frame(b"{\"type\":\"ping\"}");
         bytes.truncate(bytes.len() - 3);
         let results = read_all(bytes, MAX_FRAME_BYTES).await;
-        assert!(results[0].as_ref().unwrap_err().contains("ended inside"));
+        assert!(
+            matches!(results[0], Err(FrameError::Truncated { .. })),
+            "{results:?}"
+        );
 
         // Even a cut length prefix.
         let results = read_all(vec![0, 0], MAX_FRAME_BYTES).await;
-        assert!(results[0].as_ref().unwrap_err().contains("ended inside"));
+        assert!(
+            matches!(results[0], Err(FrameError::Truncated { .. })),
+            "{results:?}"
+        );
     }
 
     #[tokio::test]
