@@ -42,6 +42,15 @@ fn installed_model() -> Option<std::path::PathBuf> {
     Some(dir)
 }
 
+/// Starts `quiver dev` with a configuration file holding `toml` (kept
+/// for as long as the server runs).
+fn dev_with_config(toml: &str) -> (QuiverDev, tempfile::NamedTempFile) {
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), toml).unwrap();
+    let dev = QuiverDev::start(&["--config", config.path().to_str().unwrap()]);
+    (dev, config)
+}
+
 /// Starts `quiver dev` with `QUIVER_SEARCH_MODEL_DIR=model_dir`, which
 /// cannot serve the model; its start-up line must say lexical and `why`, and
 /// it must still find what shares words with a tool.
@@ -122,10 +131,7 @@ async fn search_semantic_false_turns_the_model_off() {
     if installed_model().is_none() {
         return;
     }
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[edge]\nsearch_semantic = false\n").unwrap();
-    let path = config.path().to_str().unwrap();
-    let dev = QuiverDev::start(&["--config", path]);
+    let (dev, _config) = dev_with_config("[edge]\nsearch_semantic = false\n");
     assert!(
         dev.banner
             .contains("search lexical (semantic ranking turned off"),
@@ -139,10 +145,7 @@ async fn search_adapter_false_turns_the_query_adapter_off() {
     if installed_model().is_none() {
         return;
     }
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(config.path(), "[edge]\nsearch_adapter = false\n").unwrap();
-    let path = config.path().to_str().unwrap();
-    let dev = QuiverDev::start(&["--config", path]);
+    let (dev, _config) = dev_with_config("[edge]\nsearch_adapter = false\n");
     assert!(
         dev.banner.contains("search hybrid")
             && dev

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use quiver_view::search::{QueryAdapter, SemanticModel, eval, semantic::default_model_dir};
+use quiver_view::search::{QueryAdapter, SemanticModel};
+
+use crate::installed_model::model_dir;
 
 #[allow(dead_code)]
 #[path = "../examples/train_adapter/train.rs"]
@@ -12,13 +14,9 @@ mod train;
 
 #[test]
 fn a_short_training_run_learns_and_its_file_loads() -> anyhow::Result<()> {
-    let dir = default_model_dir().expect("HOME or QUIVER_SEARCH_MODEL_DIR is set");
-    if !eval::test_input_present(
-        &dir.join("model.safetensors"),
-        "run scripts/install-model.sh",
-    )? {
+    let Some(dir) = model_dir()? else {
         return Ok(());
-    }
+    };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let scratch = tempfile::tempdir()?;
     let out = scratch.path().join("adapter.bin");
@@ -62,13 +60,9 @@ fn a_short_training_run_learns_and_its_file_loads() -> anyhow::Result<()> {
 
 #[test]
 fn the_shipped_adapter_is_on_by_default_for_its_model() -> anyhow::Result<()> {
-    let dir = default_model_dir().expect("HOME or QUIVER_SEARCH_MODEL_DIR is set");
-    if !eval::test_input_present(
-        &dir.join("model.safetensors"),
-        "run scripts/install-model.sh",
-    )? {
+    let Some(dir) = model_dir()? else {
         return Ok(());
-    }
+    };
     let model = SemanticModel::load(&dir, None)?;
     let adapter = model.adapter().expect("the shipped adapter applies");
     assert_eq!(Some(adapter), QueryAdapter::shipped().ok().as_ref());

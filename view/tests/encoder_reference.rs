@@ -6,7 +6,9 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
-use quiver_view::search::{Embedder, eval, semantic::default_model_dir};
+use quiver_view::search::Embedder;
+
+use crate::installed_model::model_dir;
 
 /// Texts of every length a query or a tool text has, with words outside
 /// the vocabulary, other scripts and punctuation.
@@ -47,13 +49,9 @@ fn candle_vectors(dir: &std::path::Path, ids: &[Vec<u32>]) -> anyhow::Result<Vec
 
 #[test]
 fn the_encoder_gives_the_reference_vectors() -> anyhow::Result<()> {
-    let dir = default_model_dir().expect("HOME or QUIVER_SEARCH_MODEL_DIR is set");
-    if !eval::test_input_present(
-        &dir.join("model.safetensors"),
-        "run scripts/install-model.sh",
-    )? {
+    let Some(dir) = model_dir()? else {
         return Ok(());
-    }
+    };
     let embedder = Embedder::load(&dir)?;
     let mut tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
         .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -5,6 +5,7 @@
 
 mod adapter_training;
 mod encoder_reference;
+mod installed_model;
 mod semantic_search;
 mod shared_index;
 mod tenant_views_property;

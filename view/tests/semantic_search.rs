@@ -14,16 +14,7 @@ fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn model() -> anyhow::Result<Option<Arc<SemanticModel>>> {
-    let dir = default_model_dir().expect("HOME or QUIVER_SEARCH_MODEL_DIR is set");
-    if !eval::test_input_present(
-        &dir.join("model.safetensors"),
-        "run scripts/install-model.sh",
-    )? {
-        return Ok(None);
-    }
-    Ok(Some(Arc::new(SemanticModel::load(&dir, None)?)))
-}
+use crate::installed_model::model;
 
 fn doc(name: &str, description: &str) -> SearchDoc {
     SearchDoc {

@@ -17,10 +17,9 @@ use quiver_proto::{
 use quiver_view::{
     TenantViews, ToolSet,
     search::{
-        HybridIndex, SearchDoc, SearchHit, SearchIndex, SemanticModel,
+        HybridIndex, SearchDoc, SearchHit, SearchIndex,
         corpus::Corpus,
         eval::{self, load_queries},
-        semantic::default_model_dir,
     },
 };
 use serde_json::json;
@@ -49,16 +48,7 @@ fn queries() -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
-fn model() -> anyhow::Result<Option<Arc<SemanticModel>>> {
-    let dir = default_model_dir().expect("HOME or QUIVER_SEARCH_MODEL_DIR is set");
-    if !eval::test_input_present(
-        &dir.join("model.safetensors"),
-        "run scripts/install-model.sh",
-    )? {
-        return Ok(None);
-    }
-    Ok(Some(Arc::new(SemanticModel::load(&dir, None)?)))
-}
+use crate::installed_model::model;
 
 /// A small seeded generator, so the subsets are the same on every run.
 struct SplitMix64(u64);
