@@ -24,16 +24,24 @@ const FORMAT: &str = "quiver-query-adapter-1";
 #[non_exhaustive]
 pub enum AdapterError {
     /// No header line.
-    #[error("not a query adapter: no header line (retrain with the train_adapter example)")]
+    #[error(
+        "not a query adapter: no header line; retrain with `cargo run --release -p quiver-view --example train_adapter`"
+    )]
     NoHeader,
     /// The header is not the expected JSON.
-    #[error("query adapter header: {0}")]
+    #[error(
+        "query adapter header: {0}; retrain with `cargo run --release -p quiver-view --example train_adapter`"
+    )]
     Header(#[from] serde_json::Error),
     /// Another format or version.
-    #[error("query adapter format `{0}`, expected `{FORMAT}`")]
+    #[error(
+        "query adapter format `{0}`, expected `{FORMAT}`: retrain with `cargo run --release -p quiver-view --example train_adapter`"
+    )]
     Format(String),
     /// The matrix is not `dim × dim` 32-bit floats.
-    #[error("query adapter holds {got} bytes of weights, expected {want}")]
+    #[error(
+        "query adapter holds {got} bytes of weights, expected {want} (truncated or damaged): retrain with `cargo run --release -p quiver-view --example train_adapter`"
+    )]
     Size {
         /// Bytes after the header.
         got: usize,
