@@ -561,9 +561,15 @@ async fn a_waiting_script_process_killed_before_its_job_costs_nothing() {
         .status()
         .unwrap();
     assert!(status.success());
-    // Once it is dead (a zombie, or reaped), the next execution finds it so,
-    // forks another and runs.
-    support::wait_for("the spare stopped", || !alive(spare)).await;
+    // Once it is dead (reaped, or a zombie whose other threads have gone
+    // too: the waiting process already runs its I/O threads, and its pipes
+    // close with the last of them), the next execution finds it so, forks
+    // another and runs.
+    let gone = |pid: u32| {
+        !alive(pid)
+            && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |t| t.count() <= 1)
+    };
+    support::wait_for("the spare stopped", || gone(spare)).await;
     assert_eq!(
         ok_value(&run(&pool, "return 'after';").await),
         json!("after")

@@ -150,6 +150,53 @@ async fn an_infinite_loop_is_stopped_at_the_wall_limit() {
     }
 }
 
+/// A runtime prepared ahead (as a forked script process prepares while it
+/// waits for its job) keeps every limit: its watchdog, started unarmed
+/// before the job, stops busy code at the job's own limit, counted from when
+/// the script starts, not from the preparation; and what preparing set up
+/// (the `tools` namespace, the frozen global scope, `Math.random`) is there.
+#[tokio::test]
+async fn a_runtime_prepared_ahead_keeps_the_time_limit_from_the_scripts_start() {
+    let limits = Limits {
+        wall_ms: 300,
+        ..Limits::default()
+    };
+    let names = ToolNames::complete(tools());
+    let mut spinning = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    spinning.prepare().expect("prepared ahead");
+    spinning.prepare().expect("a second prepare does nothing");
+    // Longer than the limit passes between preparing and the job.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let started = std::time::Instant::now();
+    let outcome = spinning
+        .execute(
+            "while (true) {}",
+            &limits,
+            &names,
+            Arc::new(SlowHost::default()),
+        )
+        .await;
+    assert_eq!(kind(&outcome), Some("timeout"), "{outcome:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "the limit counts from the script's start, not from the preparation"
+    );
+
+    let mut quick = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+    quick.prepare().expect("prepared ahead");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let outcome = quick
+        .execute(
+            "return [typeof tools, Object.isFrozen(globalThis), Math.random() < 1];",
+            &limits,
+            &names,
+            Arc::new(SlowHost::default()),
+        )
+        .await;
+    assert_eq!(outcome.error, None, "{outcome:?}");
+    assert_eq!(outcome.result, Some(json!(["object", true, true])));
+}
+
 #[tokio::test]
 async fn a_host_that_never_answers_times_out() {
     let limits = Limits {

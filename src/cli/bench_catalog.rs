@@ -26,6 +26,21 @@ pub(crate) fn scaled_catalog(
     tools: usize,
     dir: &Path,
 ) -> anyhow::Result<Option<PathBuf>> {
+    scaled_catalog_on(source, tools, dir, 1)
+}
+
+/// [`scaled_catalog`], with the copies of each real server spread over up
+/// to `groups` upstream servers of their own (copy `k` on server
+/// `(k - 1) % groups`; the first keeps the real name, the others are named
+/// `<name> gN`, the name cut to 40 characters), so a large catalogue is also many processes,
+/// not only many tools per process. `groups` 1 is [`scaled_catalog`].
+pub(crate) fn scaled_catalog_on(
+    source: &Path,
+    tools: usize,
+    dir: &Path,
+    groups: usize,
+) -> anyhow::Result<Option<PathBuf>> {
+    let groups = groups.max(1);
     let demo: Value = serde_json::from_str(demo::CATALOG).context("the demo catalogue")?;
     let base = tools_of(&demo).map(|(_, n)| n).sum::<usize>();
     if tools == base {
@@ -58,16 +73,17 @@ pub(crate) fn scaled_catalog(
         if wanted == 0 {
             break;
         }
-        let mut server = server.clone();
-        let Some(entries) = server.get_mut("tools").and_then(Value::as_object_mut) else {
+        // One copy of the server per group, each keeping its tool groups.
+        let mut spread: Vec<Value> = vec![server.clone(); groups];
+        let Some(entries) = server.get("tools").and_then(Value::as_object) else {
             continue;
         };
-        for entry in entries.values_mut() {
-            let Some(list) = entry.get_mut("tools").and_then(Value::as_array_mut) else {
+        for (key, entry) in entries {
+            let Some(list) = entry.get("tools").and_then(Value::as_array) else {
                 continue;
             };
-            let mut scaled = Vec::new();
-            for tool in list.iter() {
+            let mut scaled: Vec<Vec<Value>> = vec![Vec::new(); groups];
+            for tool in list {
                 let times = copies + usize::from(position < extra);
                 position += 1;
                 for copy in 1..=times.min(wanted) {
@@ -78,21 +94,47 @@ pub(crate) fn scaled_catalog(
                         let renamed = format!("{name}_v{copy}");
                         tool["name"] = Value::String(renamed);
                     }
-                    scaled.push(tool);
+                    scaled[(copy - 1) % groups].push(tool);
                 }
                 wanted -= times.min(wanted);
             }
-            *list = scaled;
+            for (copy, tools) in spread.iter_mut().zip(scaled) {
+                copy["tools"][key.as_str()]["tools"] = Value::Array(tools);
+            }
         }
-        servers.push(server);
+        for (group, mut copy) in spread.into_iter().enumerate() {
+            let count: usize = tools_of(&Value::Array(vec![copy.clone()]))
+                .map(|(_, n)| n)
+                .sum();
+            if group > 0 {
+                if count == 0 {
+                    continue;
+                }
+                let name = copy.get("name").and_then(Value::as_str).unwrap_or("server");
+                // Ids have at most 48 characters.
+                let short: String = name.chars().take(40).collect();
+                copy["name"] = Value::String(format!("{short} g{}", group + 1));
+            }
+            servers.push(copy);
+        }
     }
-    let path = dir.join(format!("catalog-{tools}.json"));
+    let path = if groups == 1 {
+        dir.join(format!("catalog-{tools}.json"))
+    } else {
+        dir.join(format!("catalog-{tools}-on-{groups}-groups.json"))
+    };
     std::fs::write(&path, serde_json::to_vec(&servers)?)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(Some(path))
 }
 
 /// `(server entry, tool count)` of every server in a LiveMCPBench-style list.
+/// How many upstream servers the demo catalogue has.
+pub(crate) fn demo_servers() -> anyhow::Result<usize> {
+    let demo: Value = serde_json::from_str(demo::CATALOG).context("the demo catalogue")?;
+    Ok(demo.as_array().map_or(0, Vec::len))
+}
+
 fn tools_of(catalog: &Value) -> impl Iterator<Item = (&Value, usize)> {
     catalog.as_array().into_iter().flatten().map(|server| {
         let count = server
@@ -140,5 +182,45 @@ mod tests {
             }
         }
         assert!(scaled_catalog(&source, base - 1, dir.path()).is_err());
+    }
+
+    #[test]
+    fn spread_copies_make_more_servers_with_the_same_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_SOURCE);
+        let one = scaled_catalog(&source, 2_000, dir.path()).unwrap().unwrap();
+        let one = Catalog::load(&one, "default").unwrap();
+        let four = scaled_catalog_on(&source, 2_000, dir.path(), 4)
+            .unwrap()
+            .unwrap();
+        let four = Catalog::load(&four, "default").unwrap();
+        assert_eq!(four.tool_count(), 2_000);
+        assert!(
+            four.servers.len() > 3 * one.servers.len() - 3 * 5,
+            "{} servers spread against {} not spread",
+            four.servers.len(),
+            one.servers.len()
+        );
+        let names = |catalog: &Catalog| {
+            let mut names: Vec<String> = catalog
+                .servers
+                .iter()
+                .flat_map(|s| s.tools.iter().map(|t| t.name.clone()))
+                .collect();
+            names.sort_unstable();
+            names
+        };
+        assert_eq!(
+            names(&one),
+            names(&four),
+            "the same tools, only on more servers"
+        );
+        for server in &four.servers {
+            let mut names: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).collect();
+            let count = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), count, "duplicate tool names on {}", server.id);
+        }
     }
 }

@@ -46,6 +46,34 @@ pub struct ExecuteVsCallArgs {
     /// machine then lands on every size); each size's samples are pooled.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
+    /// Sizes measured a second time with the real servers' copies spread
+    /// over more upstream servers (`--spread-groups` per real server), so
+    /// the catalogue is also hundreds of processes.
+    #[arg(long, value_delimiter = ',', default_value = "2000,10000")]
+    spread_sizes: Vec<usize>,
+    /// Upstream servers each real server's copies are spread over in the
+    /// `--spread-sizes` runs.
+    #[arg(long, default_value_t = 4)]
+    spread_groups: usize,
+    /// The pause between an answer and the next request in the paced
+    /// measurement (an agent thinks between calls; the machine is idle then).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pause: Duration,
+}
+
+/// One catalogue a run serves: its size and how many servers it is spread on.
+struct Setup {
+    tools: usize,
+    catalog: Option<PathBuf>,
+    /// Upstream servers (processes) it has.
+    servers: usize,
+}
+
+impl Setup {
+    /// `visible` of its tools listed, on its servers.
+    fn label(&self, visible: usize) -> String {
+        format!("{visible} ({} servers)", self.servers)
+    }
 }
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
@@ -168,6 +196,37 @@ impl Dev {
         largest.map(|kib| kib as f64 / 1024.0)
     }
 
+    /// Waits until the dev process's own CPU time holds still (under 5 % of
+    /// a core for three seconds in a row, at most five minutes): background
+    /// work (the catalogue's embedding, discovery) has settled and does not
+    /// share the machine with the measurements.
+    pub(crate) async fn settle_cpu(&self) {
+        let Some(pid) = self.child.id() else {
+            return;
+        };
+        let cpu_seconds = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+            // utime and stime are the 14th and 15th fields: 12th and 13th after `)`.
+            let utime: f64 = fields.nth(11)?.parse().ok()?;
+            let stime: f64 = fields.next()?.parse().ok()?;
+            // In clock ticks of USER_HZ, which Linux reports as 100 a second.
+            Some((utime + stime) / 100.0)
+        };
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let mut quiet = 0;
+        let mut last = cpu_seconds();
+        while quiet < 3 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = cpu_seconds();
+            quiet = match (last, now) {
+                (Some(before), Some(after)) if after - before < 0.05 => quiet + 1,
+                _ => 0,
+            };
+            last = now;
+        }
+    }
+
     /// Process ids of the dev process's workers.
     fn worker_pids(&self) -> Vec<u32> {
         let Some(parent) = self.child.id() else {
@@ -282,8 +341,10 @@ where
 
 /// What one run (one catalogue size) measured.
 struct SizeRun {
-    tools: usize,
+    label: String,
     direct: Vec<Duration>,
+    direct_paced: Vec<Duration>,
+    one_paced: Vec<Duration>,
     one: Vec<Duration>,
     parallel: Vec<Duration>,
     sequential: Vec<Duration>,
@@ -304,6 +365,8 @@ impl SizeRun {
             a
         };
         self.direct = pool(self.direct, other.direct);
+        self.direct_paced = pool(self.direct_paced, other.direct_paced);
+        self.one_paced = pool(self.one_paced, other.one_paced);
         self.one = pool(self.one, other.one);
         self.parallel = pool(self.parallel, other.parallel);
         self.sequential = pool(self.sequential, other.sequential);
@@ -328,27 +391,43 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     }
     quiver_upstream::install_crypto_provider();
     let dir = tempfile::tempdir().context("a directory for the catalogues")?;
-    let mut catalogs = Vec::new();
-    for &tools in &args.tools {
-        catalogs.push(super::bench_catalog::scaled_catalog(
-            &args.catalog,
+    let mut setups = Vec::new();
+    let spread = args.tools.iter().map(|&tools| (tools, 1)).chain(
+        args.spread_sizes
+            .iter()
+            .map(|&tools| (tools, args.spread_groups)),
+    );
+    for (tools, groups) in spread {
+        let catalog =
+            super::bench_catalog::scaled_catalog_on(&args.catalog, tools, dir.path(), groups)?;
+        let servers = match &catalog {
+            Some(path) => quiver_proto::catalog::Catalog::load(path, "default")
+                .with_context(|| format!("reading back {}", path.display()))?
+                .servers
+                .len(),
+            None => super::bench_catalog::demo_servers()?,
+        };
+        setups.push(Setup {
             tools,
-            dir.path(),
-        )?);
+            catalog,
+            servers,
+        });
     }
-    let mut runs: Vec<Option<SizeRun>> = args.tools.iter().map(|_| None).collect();
+    let mut runs: Vec<Option<SizeRun>> = setups.iter().map(|_| None).collect();
     for round in 0..args.rounds.max(1) {
-        let mut order: Vec<usize> = (0..args.tools.len()).collect();
+        let mut order: Vec<usize> = (0..setups.len()).collect();
         if round % 2 == 1 {
             order.reverse();
         }
         for i in order {
-            let tools = args.tools[i];
+            let setup = &setups[i];
             eprintln!(
-                "bench execute-vs-call: round {}, {tools} visible tools",
-                round + 1
+                "bench execute-vs-call: round {}, {} visible tools on {} servers",
+                round + 1,
+                setup.tools,
+                setup.servers
             );
-            let measured = run_size(&args, tools, catalogs[i].as_deref()).await?;
+            let measured = run_size(&args, setup).await?;
             runs[i] = Some(match runs[i].take() {
                 Some(earlier) => earlier.pooled_with(measured),
                 None => measured,
@@ -363,16 +442,16 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
         args.rounds.max(1)
     );
     println!(
-        "| visible tools | passthrough call | `execute`, 1 call | × | `execute`, 10 parallel | × | per call in a script | trivial `execute` | trivial executions/s | p99 at that rate | idle worker RSS | script process (private) |"
+        "| visible tools (upstream servers) | passthrough call | `execute`, 1 call | × | `execute`, 10 parallel | × | per call in a script | trivial `execute` | trivial executions/s | p99 at that rate | idle worker RSS | script process (private) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let p50 = |s: &[Duration]| percentile(s, 0.5);
     for r in &runs {
         let ratio = |s: &[Duration]| p50(s).as_secs_f64() / p50(&r.direct).as_secs_f64().max(1e-9);
         let per_call = p50(&r.sequential).saturating_sub(p50(&r.one)) / 9;
         println!(
             "| {} | {} ms | {} ms | {:.1}× | {} ms | {:.1}× | {} ms | {} ms | {:.0} | {} ms | {:.1} MiB (×{}) | {} |",
-            r.tools,
+            r.label,
             ms(p50(&r.direct)),
             ms(p50(&r.one)),
             ratio(&r.one),
@@ -388,10 +467,25 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
                 .map_or("-".to_string(), |m| format!("{m:.1} MiB")),
         );
     }
+    println!(
+        "\n## Paced: {} between an answer and the next request (an agent between calls), p50 of {n}\n",
+        humantime::format_duration(args.pause)
+    );
+    println!("| visible tools (upstream servers) | passthrough call | `execute`, 1 call | × |");
+    println!("|---|---:|---:|---:|");
+    for r in &runs {
+        println!(
+            "| {} | {} ms | {} ms | {:.1}× |",
+            r.label,
+            ms(p50(&r.direct_paced)),
+            ms(p50(&r.one_paced)),
+            p50(&r.one_paced).as_secs_f64() / p50(&r.direct_paced).as_secs_f64().max(1e-9)
+        );
+    }
     if let Some(base) = runs.first() {
         println!(
-            "\n## Against the smallest catalogue ({} tools) in the same run: within 10 %\n",
-            base.tools
+            "\n## Against the smallest catalogue ({}) in the same run: within 10 %\n",
+            base.label
         );
         println!(
             "| visible tools | `execute`, 1 call | `execute`, 10 parallel | trivial executions/s | within 10 % |"
@@ -408,7 +502,7 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
             let met = one <= 10.0 && parallel <= 10.0 && rate >= -10.0;
             println!(
                 "| {} | {one:+.1} % | {parallel:+.1} % | {rate:+.1} % | {} |",
-                r.tools,
+                r.label,
                 if met { "yes" } else { "no" }
             );
         }
@@ -423,7 +517,7 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
         let ratio = |s: &[Duration]| p50(s).as_secs_f64() / p50(&r.direct).as_secs_f64().max(1e-9);
         println!(
             "| {} | {} ({:.1}×) | {} ({:.1}×) | {} ({:.0}/s) | {} ({} ms) |",
-            r.tools,
+            r.label,
             yes(ratio(&r.one) <= 2.0),
             ratio(&r.one),
             yes(ratio(&r.parallel) <= 3.0),
@@ -453,24 +547,46 @@ pub(crate) async fn wait_for_tools(passthrough: &Client, tools: usize) -> anyhow
     }
 }
 
-/// One `quiver dev` over `catalog` (the demo when `None`), measured.
-async fn run_size(
-    args: &ExecuteVsCallArgs,
-    tools: usize,
-    catalog: Option<&std::path::Path>,
-) -> anyhow::Result<SizeRun> {
+/// Waits until passthrough lists `tools` tools, or holds still at nine
+/// tenths of them or more for 20 s (screening holds back copies whose
+/// descriptions name tools that copying put on another server); how many
+/// it lists.
+async fn wait_for_most_tools(passthrough: &Client, tools: usize) -> anyhow::Result<usize> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut last = (0, Instant::now());
+    loop {
+        let listed = passthrough.list_all_tools().await.map_or(0, |t| t.len());
+        if listed >= tools {
+            return Ok(listed);
+        }
+        if listed != last.0 {
+            last = (listed, Instant::now());
+        } else if listed * 10 >= tools * 9 && last.1.elapsed() > Duration::from_secs(20) {
+            return Ok(listed);
+        }
+        if Instant::now() > deadline {
+            bail!("quiver dev listed {listed} of {tools} tools after 300 s");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// One `quiver dev` over the setup's catalogue (the demo when it has none), measured.
+async fn run_size(args: &ExecuteVsCallArgs, setup: &Setup) -> anyhow::Result<SizeRun> {
+    let tools = setup.tools;
     let mut extra: Vec<String> = Vec::new();
-    if let Some(catalog) = catalog {
+    if let Some(catalog) = &setup.catalog {
         extra.push("--catalog".into());
         extra.push(catalog.display().to_string());
     }
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let dev = Dev::start_with(&extra).await?;
     let passthrough = dev.connect("passthrough").await?;
-    wait_for_tools(&passthrough, tools).await?;
+    let visible = wait_for_most_tools(&passthrough, tools).await?;
     let code = dev.connect("code").await?;
     let n = args.iterations.max(1);
 
+    dev.settle_cpu().await;
     // Warm both paths (connections, the worker pool, the upstream's process,
     // the view's indexes).
     for _ in 0..20 {
@@ -483,6 +599,11 @@ async fn run_size(
     let parallel = one_at_a_time(n, || execute(&code, TEN_PARALLEL)).await?;
     let sequential = one_at_a_time(n, || execute(&code, TEN_SEQUENTIAL)).await?;
     let trivial = one_at_a_time(n, || execute(&code, TRIVIAL)).await?;
+    let direct_paced = paced(n, args.pause, || {
+        call(&passthrough, TOOL, json!({ "city": "Rome" }))
+    })
+    .await?;
+    let one_paced = paced(n, args.pause, || execute(&code, ONE_CALL)).await?;
     let idle_rss = dev.worker_rss();
     let script_private_mib = dev.script_process_private_mib(&code).await;
 
@@ -512,8 +633,10 @@ async fn run_size(
     let _ = code.cancel().await;
     drop(dev);
     Ok(SizeRun {
-        tools,
+        label: setup.label(visible),
         direct,
+        direct_paced,
+        one_paced,
         one,
         parallel,
         sequential,

@@ -88,11 +88,16 @@ fn claim_runtime_slot() -> Result<(), EngineError> {
 /// ```
 pub struct ScriptRuntime {
     js: JsRuntime,
+    prepare: v8::Global<v8::Function>,
     install: v8::Global<v8::Function>,
     finish: v8::Global<v8::Function>,
     heap_bytes: u64,
     cause: Arc<TerminationCause>,
     used: bool,
+    /// Whether [`ScriptRuntime::prepare`] ran.
+    prepared: bool,
+    /// Started by [`ScriptRuntime::prepare`], armed when the script starts.
+    watchdog: Option<Watchdog>,
 }
 
 /// How the script's promise ended, as reported by the bootstrap's `finish`.
@@ -156,13 +161,14 @@ impl ScriptRuntime {
         let hooks = js
             .execute_script(BOOTSTRAP_NAME, BOOTSTRAP)
             .map_err(|e| EngineError::Bootstrap(e.exception_message.clone()))?;
-        let (install, finish) = {
+        let (prepare, install, finish) = {
             deno_core::scope!(scope, js);
             let hooks = v8::Local::new(scope, hooks);
             let hooks = hooks
                 .to_object(scope)
                 .ok_or_else(|| EngineError::Bootstrap("it returned no hooks".into()))?;
             (
+                hook(scope, hooks, "prepare")?,
                 hook(scope, hooks, "install")?,
                 hook(scope, hooks, "finish")?,
             )
@@ -186,12 +192,50 @@ impl ScriptRuntime {
 
         Ok(ScriptRuntime {
             js,
+            prepare,
             install,
             finish,
             heap_bytes: heap,
             cause,
             used: false,
+            prepared: false,
+            watchdog: None,
         })
+    }
+
+    /// Does ahead of the job what does not depend on it: seeds
+    /// `Math.random` with fresh entropy, builds the `tools` namespace,
+    /// freezes the global scope and starts the watchdog's thread (unarmed).
+    /// A forked script process calls it while it waits for its job, so the
+    /// job starts with that work done; [`ScriptRuntime::execute`] does it
+    /// itself otherwise. Call it in the process (and on the thread) that
+    /// will run the script: the seed must be drawn there. Once only; a
+    /// second call does nothing.
+    pub fn prepare(&mut self) -> Result<(), EngineError> {
+        if self.prepared || self.used {
+            return Ok(());
+        }
+        let seed = serde_json::to_string(&random_seed())
+            .map_err(|e| EngineError::Bootstrap(e.to_string()))?;
+        let seed = self
+            .string(&seed)
+            .ok_or_else(|| EngineError::Bootstrap("the seed could not be handed over".into()))?;
+        match self
+            .js
+            .call_with_args(&self.prepare, &[seed])
+            .now_or_never()
+        {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(EngineError::Bootstrap(e.exception_message)),
+            None => return Err(EngineError::Bootstrap("preparing did not finish".into())),
+        }
+        self.prepared = true;
+        let isolate = self.js.v8_isolate().thread_safe_handle();
+        self.watchdog =
+            Some(Watchdog::waiting(isolate, self.cause.clone()).map_err(|e| {
+                EngineError::Bootstrap(format!("could not start the watchdog: {e}"))
+            })?);
+        Ok(())
     }
 
     /// The heap cap this runtime was built with (after raising to the minimum).
@@ -314,10 +358,20 @@ impl ScriptRuntime {
         }
 
         let deadline = Instant::now() + Duration::from_millis(limits.wall_ms);
-        let isolate = self.js.v8_isolate().thread_safe_handle();
-        let _watchdog = match Watchdog::start(isolate, deadline, self.cause.clone()) {
-            Ok(watchdog) => watchdog,
-            Err(e) => return Ending::Internal(format!("could not start the watchdog: {e}")),
+        let _watchdog = match self.watchdog.take() {
+            Some(watchdog) => {
+                watchdog.arm(deadline);
+                watchdog
+            }
+            None => {
+                let isolate = self.js.v8_isolate().thread_safe_handle();
+                match Watchdog::start(isolate, deadline, self.cause.clone()) {
+                    Ok(watchdog) => watchdog,
+                    Err(e) => {
+                        return Ending::Internal(format!("could not start the watchdog: {e}"));
+                    }
+                }
+            }
         };
 
         // One line: user line N is line N of the compiled script.

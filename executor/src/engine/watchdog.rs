@@ -3,11 +3,9 @@
 
 use std::{
     sync::{
-        Arc,
+        Arc, Condvar, Mutex, MutexGuard,
         atomic::{AtomicU8, Ordering},
-        mpsc,
     },
-    thread::JoinHandle,
     time::Instant,
 };
 
@@ -40,41 +38,93 @@ impl TerminationCause {
     }
 }
 
-/// Terminates the isolate at `deadline`; dropping it first stops the thread
-/// (and waits for it, so it can never touch a runtime that is gone).
+/// Terminates the isolate at its deadline unless it is stopped first.
+///
+/// Its thread can start before the deadline is known ([`Watchdog::waiting`],
+/// then [`Watchdog::arm`]): a forked script process starts it while it waits
+/// for its job, so the job does not wait for a thread to start. Dropping the
+/// watchdog stops it: the thread decides whether to terminate under the same
+/// lock the drop takes, so once the drop returns it can never terminate
+/// anything, and the drop does not wait for the thread to wake (it ends on
+/// its own right after).
 pub(crate) struct Watchdog {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    shared: Arc<(Mutex<Countdown>, Condvar)>,
+}
+
+/// What the watchdog's thread waits for.
+#[derive(Default)]
+struct Countdown {
+    deadline: Option<Instant>,
+    stopped: bool,
 }
 
 impl Watchdog {
+    /// A watchdog that terminates the isolate at `deadline`.
     pub(crate) fn start(
         isolate: v8::IsolateHandle,
         deadline: Instant,
         cause: Arc<TerminationCause>,
     ) -> std::io::Result<Watchdog> {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
+        let watchdog = Watchdog::waiting(isolate, cause)?;
+        watchdog.arm(deadline);
+        Ok(watchdog)
+    }
+
+    /// A watchdog whose thread runs but waits for [`Watchdog::arm`]; it
+    /// never terminates anything before it is armed.
+    pub(crate) fn waiting(
+        isolate: v8::IsolateHandle,
+        cause: Arc<TerminationCause>,
+    ) -> std::io::Result<Watchdog> {
+        let shared = Arc::new((Mutex::new(Countdown::default()), Condvar::new()));
+        let watched = shared.clone();
+        std::thread::Builder::new()
             .name("quiver-js-watchdog".into())
             .spawn(move || {
-                let wait = deadline.saturating_duration_since(Instant::now());
-                if let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
-                    cause.set(Cause::Timeout);
-                    isolate.terminate_execution();
+                let (countdown, changed) = &*watched;
+                let mut state = lock(countdown);
+                loop {
+                    if state.stopped {
+                        return;
+                    }
+                    state = match state.deadline {
+                        None => changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+                        Some(deadline) => {
+                            let now = Instant::now();
+                            if now >= deadline {
+                                // Under the lock: a drop that returned first
+                                // has set `stopped`, checked above.
+                                cause.set(Cause::Timeout);
+                                isolate.terminate_execution();
+                                return;
+                            }
+                            changed
+                                .wait_timeout(state, deadline - now)
+                                .unwrap_or_else(|p| p.into_inner())
+                                .0
+                        }
+                    };
                 }
             })?;
-        Ok(Watchdog {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        Ok(Watchdog { shared })
     }
+
+    /// Starts the countdown to `deadline`.
+    pub(crate) fn arm(&self, deadline: Instant) {
+        let (countdown, changed) = &*self.shared;
+        lock(countdown).deadline = Some(deadline);
+        changed.notify_one();
+    }
+}
+
+fn lock(countdown: &Mutex<Countdown>) -> MutexGuard<'_, Countdown> {
+    countdown.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let (countdown, changed) = &*self.shared;
+        lock(countdown).stopped = true;
+        changed.notify_one();
     }
 }

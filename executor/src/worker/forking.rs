@@ -7,9 +7,12 @@
 //! locks itself down, and for each `Execute` forks: the child is a copy of a
 //! runtime no script has touched, runs the one script, reports and exits; the
 //! parent's copy stays pristine for the next fork. While idle, the worker
-//! forks the next execution's process ahead: it locks itself down and waits
-//! for its job (the first frame on its pipe), so an execution does not wait
-//! for the fork, and one that died waiting is replaced by a fresh fork.
+//! forks the next execution's process ahead: it locks itself down,
+//! starts its threads and does the part of the runtime's set-up that does not
+//! depend on the job ([`ScriptRuntime::prepare`]: the random seed, the
+//! `tools` namespace, the frozen global scope), then waits for its job (the
+//! first frame on its pipe). So an execution waits for none of that, and one
+//! that died waiting is replaced by a fresh fork.
 //! Nothing a script does
 //! (globals, prototypes, timers, pending promises, memory, the engine's own
 //! hidden state) can outlive its process, and an engine crash costs one
@@ -253,7 +256,9 @@ impl Forking {
                 if let Some(job) = queued.pop_front() {
                     running = Some(self.start(job)?);
                 } else if host_open && self.spare.is_none() {
-                    // Idle: have the next execution's process ready.
+                    // Idle: have the next execution's process ready. Not
+                    // while a script runs: on a machine of few cores its
+                    // set-up would take the running script's time.
                     self.spare = self.fork_spare().ok();
                 }
             }
@@ -645,13 +650,14 @@ fn timed_out(wall_ms: u64) -> ScriptOutcome {
     }
 }
 
-/// The child: locks down, waits for its job (the first frame on
-/// `replies`), runs it on its copy of the prepared runtime (or on a new one
-/// when the job wants another heap cap), reports, exits.
+/// The child: locks down, starts its I/O threads and prepares its copy of
+/// the runtime ([`ScriptRuntime::prepare`]) before it waits for its job (the
+/// first frame on `replies`), then runs it on that copy (or on a new
+/// runtime when the job wants another heap cap), reports, exits.
 fn run_child(
     runtime: &mut ScriptRuntime,
     tokio: &tokio::runtime::Runtime,
-    mut replies: File,
+    replies: File,
     frames: File,
     first_id: u64,
     lock_down: bool,
@@ -661,12 +667,6 @@ fn run_child(
         // SAFETY: ends the child; the parent reports the missing outcome.
         unsafe { libc::_exit(1) };
     }
-    let mut buffered = BytesMut::new();
-    let Some(job) = read_job(&mut replies, &mut buffered) else {
-        // The worker is gone or stopped us before a job came: nothing ran.
-        // SAFETY: ends the child without running destructors.
-        unsafe { libc::_exit(0) };
-    };
     let (outgoing, mut to_host) = tokio::sync::mpsc::unbounded_channel();
     let link = HostLink::numbering_from(outgoing, first_id);
     let writer = {
@@ -702,12 +702,18 @@ fn run_child(
         // SAFETY: as above.
         unsafe { libc::_exit(1) };
     };
+    // The replies reader starts now and waits for the pipe: this thread
+    // reads the job itself (one wake-up between the job and the script, not
+    // two), then hands the pipe over.
+    let (hand_over, handed) = std::sync::mpsc::sync_channel::<(File, BytesMut)>(1);
     {
         let link = link.clone();
-        let mut replies = replies;
         let spawned = std::thread::Builder::new()
             .name("quiver-js-in".into())
             .spawn(move || {
+                let Ok((mut replies, mut buffered)) = handed.recv() else {
+                    return;
+                };
                 let decoder = FrameDecoder::default();
                 loop {
                     while let Ok(Some(body)) = decoder.decode(&mut buffered) {
@@ -726,6 +732,22 @@ fn run_child(
             // SAFETY: as above.
             unsafe { libc::_exit(1) };
         }
+    }
+    // While no job is here yet. A copy that cannot be prepared is prepared
+    // by `execute` itself, which reports what fails.
+    if let Err(e) = runtime.prepare() {
+        tracing::debug!(error = %e, "preparing the script runtime ahead failed");
+    }
+    let mut replies = replies;
+    let mut buffered = BytesMut::new();
+    let Some(job) = read_job(&mut replies, &mut buffered) else {
+        // The worker is gone or stopped us before a job came: nothing ran.
+        // SAFETY: ends the child without running destructors.
+        unsafe { libc::_exit(0) };
+    };
+    if hand_over.send((replies, buffered)).is_err() {
+        // SAFETY: as above (the reader is gone: no reply could reach us).
+        unsafe { libc::_exit(1) };
     }
     let bridge = Arc::new(link.clone());
     let local = tokio::task::LocalSet::new();

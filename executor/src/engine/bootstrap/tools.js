@@ -122,16 +122,19 @@
   }
 
   // --- the Rust side ----------------------------------------------------------
-  // Called once, right before the user code: `config` is
-  // `{"wallMs": n, "logBytes": n, ...}` as JSON.
-  function install(config) {
-    const parsed = JSONParse(config);
-    wallMs = parsed.wallMs;
-    logBytes = parsed.logBytes;
-    parallelCalls = parsed.parallelCalls;
-    requestBytes = parsed.requestBytes;
-    const seed = parsed.seed;
-    for (let i = 0; i < 4; i++) randomState[i] = seed[i];
+  // What does not depend on the job: `Math.random`'s seed (`seed` is
+  // `[n, n, n, n]` as JSON, fresh entropy drawn in the process that will run
+  // the script), the `tools` namespace and the frozen global scope. A forked
+  // script process calls it while it waits for its job; otherwise `install`
+  // does. Once only.
+  let prepared = false;
+  function prepare(seed) {
+    prepareWith(JSONParse(seed));
+  }
+  function prepareWith(words) {
+    if (prepared) return;
+    prepared = true;
+    for (let i = 0; i < 4; i++) randomState[i] = words[i];
     if ((randomState[0] | randomState[1] | randomState[2] | randomState[3]) === 0) {
       randomState[0] = 1; // the all-zero state would only ever yield zeros
     }
@@ -144,6 +147,18 @@
     );
     defineFixed(globalThis, "tools", tools);
     ObjectFreeze(globalThis);
+  }
+
+  // Called once, right before the user code: `config` is
+  // `{"wallMs": n, "logBytes": n, ..., "seed": [n, n, n, n]}` as JSON (the
+  // seed is used only when `prepare` has not run).
+  function install(config) {
+    const parsed = JSONParse(config);
+    wallMs = parsed.wallMs;
+    logBytes = parsed.logBytes;
+    parallelCalls = parsed.parallelCalls;
+    requestBytes = parsed.requestBytes;
+    prepareWith(parsed.seed);
   }
 
   function describeThrown(thrown) {
@@ -183,5 +198,5 @@
     return "r" + (text === undefined ? "null" : text);
   }
 
-  return { install, finish };
+  return { prepare, install, finish };
 })(globalThis);
