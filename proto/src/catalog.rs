@@ -121,6 +121,69 @@ impl Catalog {
         Ok(Catalog { servers })
     }
 
+    /// Reads one server of a catalogue file, by its id: what one mock
+    /// upstream of a large catalogue needs. For a list of servers (the
+    /// LiveMCPBench shape) only the server asked for is built and the others
+    /// are read for their names (their ids depend on each other), so
+    /// hundreds of processes serving one 10,000-tool file each hold their own
+    /// tools, not the whole catalogue. `None` when no server has that id;
+    /// other shapes are read whole.
+    pub fn load_server(
+        path: &Path,
+        default_server: &str,
+        id: &str,
+    ) -> Result<Option<CatalogServer>, CatalogError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io {
+            path: origin.clone(),
+            source,
+        })?;
+        let format_error = |message: String| CatalogError::Format {
+            path: origin.clone(),
+            message,
+        };
+        /// What ids are made from, ignoring the rest of an entry.
+        #[derive(Deserialize)]
+        struct Named {
+            name: Option<String>,
+            tools: Option<serde::de::IgnoredAny>,
+        }
+        let entries: Option<Vec<&serde_json::value::RawValue>> = serde_json::from_str(&text).ok();
+        let listed = entries.as_ref().and_then(|entries| {
+            let named: Vec<Named> = entries
+                .iter()
+                .map(|entry| serde_json::from_str(entry.get()).ok())
+                .collect::<Option<_>>()?;
+            named
+                .iter()
+                .all(|n| n.name.is_some() && n.tools.is_some())
+                .then_some(named)
+        });
+        let (Some(entries), Some(named)) = (entries, listed) else {
+            let catalog = Catalog::parse(&text, &origin, default_server)?;
+            return Ok(catalog.servers.into_iter().find(|s| s.id == id));
+        };
+        let mut taken = HashSet::new();
+        let Some(index) = named.iter().position(|n| {
+            unique_id(
+                sanitise_server_id(n.name.as_deref().unwrap_or_default()),
+                &mut taken,
+            ) == id
+        }) else {
+            return Ok(None);
+        };
+        let entry: Value = serde_json::from_str(entries[index].get())
+            .map_err(|e| format_error(format!("not a JSON catalogue: {e}")))?;
+        let raw = server_list(std::slice::from_ref(&entry))
+            .map_err(|e| format_error(e.to_string()))?
+            .pop();
+        Ok(raw.map(|server| CatalogServer {
+            id: id.to_string(),
+            description: first_sentence(&server.description, MAX_SERVER_DESCRIPTION_CHARS),
+            tools: server.tools,
+        }))
+    }
+
     /// Total number of tools.
     pub fn tool_count(&self) -> usize {
         self.servers.iter().map(|s| s.tools.len()).sum()
@@ -389,6 +452,37 @@ mod tests {
             Err(CatalogError::Format { message, .. }) => message,
             other => panic!("expected a format error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn one_server_of_a_list_is_the_same_as_in_the_whole_catalogue() {
+        let dir = std::env::temp_dir().join(format!("quiver-catalog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("servers.json");
+        // Two names that sanitise alike: the second's id depends on the first.
+        let text = r#"[
+            {"name": "Bing CN", "description": "Search. More.", "tools": {"bing": {"tools": [{"name": "a"}]}}},
+            {"name": "Bing/CN", "description": "Other.", "tools": [{"name": "b", "description": "B."}]},
+            {"name": "Maps", "tools": [{"name": "c"}, {"name": "d"}]}
+        ]"#;
+        std::fs::write(&path, text).unwrap();
+        let whole = Catalog::load(&path, "default").unwrap();
+        assert_eq!(whole.servers.len(), 3);
+        for server in &whole.servers {
+            let one = Catalog::load_server(&path, "default", &server.id).unwrap();
+            assert_eq!(one.as_ref(), Some(server), "{}", server.id);
+        }
+        assert_eq!(
+            Catalog::load_server(&path, "default", "nope").unwrap(),
+            None
+        );
+        // Another shape is read whole, with the same answer.
+        std::fs::write(&path, r#"[{"name": "echo"}]"#).unwrap();
+        let plain = Catalog::load_server(&path, "demo", "demo")
+            .unwrap()
+            .unwrap();
+        assert_eq!(plain.tools[0].name, "echo");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -74,11 +74,23 @@ pub struct MockUpstreamArgs {
 /// Runs the mock upstream until its client goes away.
 pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
     let _telemetry = logging::init("mock-upstream", &Default::default(), "warn")?;
-    let catalog = match (&args.catalog, args.demo) {
-        (Some(path), _) => Catalog::load(path, "default")?,
-        (None, _) => Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?,
+    // One server of a large file is read without building the others: a
+    // catalogue spread over hundreds of mock processes is then held once per
+    // server, not once per process.
+    let one = match (&args.catalog, args.server.as_deref()) {
+        (Some(path), Some(id)) => Catalog::load_server(path, "default", id)?,
+        _ => None,
     };
-    let server = select_server(&catalog, args.server.as_deref())?;
+    let server = match one {
+        Some(server) => server,
+        None => {
+            let catalog = match (&args.catalog, args.demo) {
+                (Some(path), _) => Catalog::load(path, "default")?,
+                (None, _) => Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?,
+            };
+            select_server(&catalog, args.server.as_deref())?
+        }
+    };
     let mut mock = MockServer::new(server, args.page_size.max(1), args.test_hooks);
     mock.stateless = args.stateless;
     let listener = match (args.listen, args.listen_fd) {
