@@ -74,21 +74,19 @@ pub struct MockUpstreamArgs {
 /// Runs the mock upstream until its client goes away.
 pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
     let _telemetry = logging::init("mock-upstream", &Default::default(), "warn")?;
-    // One server of a large file is read without building the others: a
-    // catalogue spread over hundreds of mock processes is then held once per
-    // server, not once per process.
+    // One server read alone: hundreds of mocks of a large file hold one each.
     let one = match (&args.catalog, args.server.as_deref()) {
         (Some(path), Some(id)) => Catalog::load_server(path, "default", id)?,
         _ => None,
     };
-    let server = match one {
-        Some(server) => server,
-        None => {
-            let catalog = match (&args.catalog, args.demo) {
-                (Some(path), _) => Catalog::load(path, "default")?,
-                (None, _) => Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?,
-            };
-            select_server(&catalog, args.server.as_deref())?
+    let server = match (one, &args.catalog) {
+        (Some(server), _) => server,
+        (None, Some(path)) => {
+            select_server(&Catalog::load(path, "default")?, args.server.as_deref())?
+        }
+        (None, None) => {
+            let demo = Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?;
+            select_server(&demo, args.server.as_deref())?
         }
     };
     let mut mock = MockServer::new(server, args.page_size.max(1), args.test_hooks);
