@@ -162,11 +162,15 @@ async fn a_runtime_prepared_ahead_keeps_the_time_limit_from_the_scripts_start() 
         ..Limits::default()
     };
     let names = ToolNames::complete(tools());
-    let mut spinning = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
-    spinning.prepare().expect("prepared ahead");
-    spinning.prepare().expect("a second prepare does nothing");
     // Longer than the limit passes between preparing and the job.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let prepared_long_ago = || async {
+        let mut runtime = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
+        runtime.prepare().expect("prepared ahead");
+        runtime.prepare().expect("a second prepare does nothing");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        runtime
+    };
+    let mut spinning = prepared_long_ago().await;
     let started = std::time::Instant::now();
     let outcome = spinning
         .execute(
@@ -182,10 +186,8 @@ async fn a_runtime_prepared_ahead_keeps_the_time_limit_from_the_scripts_start() 
         "the limit counts from the script's start, not from the preparation"
     );
 
-    let mut quick = ScriptRuntime::new(limits.heap_bytes).expect("a fresh runtime");
-    quick.prepare().expect("prepared ahead");
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let outcome = quick
+    let outcome = prepared_long_ago()
+        .await
         .execute(
             "return [typeof tools, Object.isFrozen(globalThis), Math.random() < 1];",
             &limits,

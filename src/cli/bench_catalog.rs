@@ -75,6 +75,7 @@ pub(crate) fn scaled_catalog_on(
         }
         // One copy of the server per group, each keeping its tool groups.
         let mut spread: Vec<Value> = vec![server.clone(); groups];
+        let mut counts = vec![0usize; groups];
         let Some(entries) = server.get("tools").and_then(Value::as_object) else {
             continue;
         };
@@ -98,14 +99,12 @@ pub(crate) fn scaled_catalog_on(
                 }
                 wanted -= times.min(wanted);
             }
-            for (copy, tools) in spread.iter_mut().zip(scaled) {
+            for ((copy, count), tools) in spread.iter_mut().zip(&mut counts).zip(scaled) {
+                *count += tools.len();
                 copy["tools"][key.as_str()]["tools"] = Value::Array(tools);
             }
         }
-        for (group, mut copy) in spread.into_iter().enumerate() {
-            let count: usize = tools_of(&Value::Array(vec![copy.clone()]))
-                .map(|(_, n)| n)
-                .sum();
+        for (group, (mut copy, count)) in spread.into_iter().zip(counts).enumerate() {
             if group > 0 {
                 if count == 0 {
                     continue;
@@ -128,13 +127,13 @@ pub(crate) fn scaled_catalog_on(
     Ok(Some(path))
 }
 
-/// `(server entry, tool count)` of every server in a LiveMCPBench-style list.
 /// How many upstream servers the demo catalogue has.
 pub(crate) fn demo_servers() -> anyhow::Result<usize> {
     let demo: Value = serde_json::from_str(demo::CATALOG).context("the demo catalogue")?;
     Ok(demo.as_array().map_or(0, Vec::len))
 }
 
+/// `(server entry, tool count)` of every server in a LiveMCPBench-style list.
 fn tools_of(catalog: &Value) -> impl Iterator<Item = (&Value, usize)> {
     catalog.as_array().into_iter().flatten().map(|server| {
         let count = server
@@ -162,6 +161,17 @@ mod tests {
         Ok(tools_of(&demo).map(|(_, n)| n).sum())
     }
 
+    /// No server of `catalog` lists a tool name twice.
+    fn assert_unique_tool_names(catalog: &Catalog) {
+        for server in &catalog.servers {
+            let mut names: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).collect();
+            let count = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), count, "duplicate tool names on {}", server.id);
+        }
+    }
+
     #[test]
     fn a_scaled_catalogue_has_exactly_the_tools_asked_for_with_unique_names() {
         let dir = tempfile::tempdir().unwrap();
@@ -173,13 +183,7 @@ mod tests {
             let catalog = Catalog::load(&path, "default").unwrap();
             assert_eq!(catalog.tool_count(), tools);
             assert_eq!(catalog.servers[0].id, "weather", "the demo comes first");
-            for server in &catalog.servers {
-                let mut names: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).collect();
-                let count = names.len();
-                names.sort_unstable();
-                names.dedup();
-                assert_eq!(names.len(), count, "duplicate tool names on {}", server.id);
-            }
+            assert_unique_tool_names(&catalog);
         }
         assert!(scaled_catalog(&source, base - 1, dir.path()).is_err());
     }
@@ -215,12 +219,6 @@ mod tests {
             names(&four),
             "the same tools, only on more servers"
         );
-        for server in &four.servers {
-            let mut names: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).collect();
-            let count = names.len();
-            names.sort_unstable();
-            names.dedup();
-            assert_eq!(names.len(), count, "duplicate tool names on {}", server.id);
-        }
+        assert_unique_tool_names(&four);
     }
 }

@@ -602,17 +602,7 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
 /// Waits until every upstream was discovered (passthrough lists `tools`
 /// tools), so no measurement runs while the manifest is still changing.
 pub(crate) async fn wait_for_tools(passthrough: &Client, tools: usize) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let listed = passthrough.list_all_tools().await.map_or(0, |t| t.len());
-        if listed >= tools {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("quiver dev listed {listed} of {tools} tools after 300 s");
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    listed_tools(passthrough, tools, false).await.map(|_| ())
 }
 
 /// Waits until passthrough lists `tools` tools, or holds still at nine
@@ -620,6 +610,12 @@ pub(crate) async fn wait_for_tools(passthrough: &Client, tools: usize) -> anyhow
 /// descriptions name tools that copying put on another server); how many
 /// it lists.
 async fn wait_for_most_tools(passthrough: &Client, tools: usize) -> anyhow::Result<usize> {
+    listed_tools(passthrough, tools, true).await
+}
+
+/// How many tools passthrough lists once it lists `tools`, or (with
+/// `most`) once it has held still at nine tenths of them or more for 20 s.
+async fn listed_tools(passthrough: &Client, tools: usize, most: bool) -> anyhow::Result<usize> {
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut last = (0, Instant::now());
     loop {
@@ -629,7 +625,7 @@ async fn wait_for_most_tools(passthrough: &Client, tools: usize) -> anyhow::Resu
         }
         if listed != last.0 {
             last = (listed, Instant::now());
-        } else if listed * 10 >= tools * 9 && last.1.elapsed() > Duration::from_secs(20) {
+        } else if most && listed * 10 >= tools * 9 && last.1.elapsed() > Duration::from_secs(20) {
             return Ok(listed);
         }
         if Instant::now() > deadline {
