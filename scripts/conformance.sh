@@ -9,7 +9,7 @@
 # fail; any other failure makes this script exit 1.
 #
 # Then the client scenarios of the same requirement sets run against Quiver's own
-# upstream client (`quiver __conformance-client`, see src/cli/conformance_client.rs),
+# upstream client (`quiver-test-kit conformance-client`, see test-kit/src/conformance_client.rs),
 # named `client/<revision>/<scenario>`, with their own baseline
 # (tests/conformance/client-baseline.txt); scenarios the suite does not score for a
 # revision (extensions, scenarios added after its release) are reported, not counted.
@@ -44,6 +44,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-${repo_root}/target}"
 fixture_bin="${target_dir}/debug/quiver-conformance-upstream"
 quiver_bin="${target_dir}/debug/quiver"
+test_kit_bin="${target_dir}/debug/quiver-test-kit"
 baseline="${QUIVER_CONFORMANCE_BASELINE:-${repo_root}/tests/conformance/baseline.txt}"
 client_baseline="${QUIVER_CONFORMANCE_CLIENT_BASELINE:-${repo_root}/tests/conformance/client-baseline.txt}"
 startup_secs="${QUIVER_CONFORMANCE_STARTUP_SECS:-60}"
@@ -117,7 +118,7 @@ else
         build=(-p quiver-conformance-upstream --bin quiver-conformance-upstream)
         # A custom server command may not need the gateway binary at all.
         [[ -z "${QUIVER_CONFORMANCE_GATEWAY_CMD:-}" || "${QUIVER_CONFORMANCE_CLIENT:-1}" == 1 ]] &&
-            build+=(-p quiver --bin quiver)
+            build+=(-p quiver --bin quiver --bin quiver-test-kit)
         log "cargo build ${build[*]}"
         (cd "${repo_root}" && cargo build "${build[@]}") >&2 || die "cargo build failed"
     fi
@@ -351,14 +352,14 @@ server_unexpected=${unexpected}
 # --- client scenarios: Quiver's upstream client against the suite's servers
 client_unexpected=0
 if [[ "${QUIVER_CONFORMANCE_CLIENT:-1}" == 1 && -z "${QUIVER_CONFORMANCE_SCENARIO:-}" ]]; then
-    [[ -x "${quiver_bin}" ]] || die "${quiver_bin} is missing; build the quiver binary (or QUIVER_CONFORMANCE_CLIENT=0)"
+    [[ -x "${test_kit_bin}" ]] || die "${test_kit_bin} is missing; build the quiver-test-kit binary (or QUIVER_CONFORMANCE_CLIENT=0)"
     client_dir="${run_dir}/client"
     for revision in ${QUIVER_CONFORMANCE_REQUIREMENTS:-2025-11-25 2026-07-28}; do
         out="${client_dir}/${revision}"
         mkdir -p "${out}"
         log "running (client/${revision}): node dist/index.js client --requirements ${revision}"
         (cd "${out}" && "${node_bin}" "${conformance_js}" client \
-            --command "${quiver_bin} __conformance-client" --requirements "${revision}" \
+            --command "${test_kit_bin} conformance-client" --requirements "${revision}" \
             --output-dir "${out}") >"${out}/suite.log" 2>&1 || true
     done
     # One line per scenario: client/revision/name, verdict, scored (yes|no), notes.

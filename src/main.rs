@@ -2,7 +2,6 @@
 
 mod cli;
 mod config;
-mod demo;
 
 use clap::{Parser, Subcommand};
 
@@ -26,7 +25,7 @@ enum Command {
     ControlPlane(cli::control_plane::ControlPlaneArgs),
     /// Operate a cluster: membership, upstreams, tenants, keys, manifests.
     Ctl(cli::ctl::CtlArgs),
-    /// Serve tools from a catalog file as an MCP server (deterministic answers).
+    /// Serve one server of a catalog file (or of the demo catalog) as an MCP server (deterministic answers).
     MockUpstream(cli::mock_upstream::MockUpstreamArgs),
     /// Ask a role's admin listener whether it is ready (exit 0 on 2xx): the image's healthcheck.
     Probe(cli::probe::ProbeArgs),
@@ -34,16 +33,17 @@ enum Command {
     Tokens(cli::tokens::TokensArgs),
     /// Print a shell completion script: `quiver completions bash > ~/.local/share/bash-completion/completions/quiver`.
     Completions(cli::completions::CompletionsArgs),
-    /// Benchmarks (release builds for numbers).
-    #[command(subcommand)]
-    Bench(cli::bench::BenchCommand),
+    /// Benchmarks: runs `quiver-bench` from this binary's folder (built
+    /// beside it by `cargo build --release`; release builds for numbers).
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// What `quiver-bench` takes: a benchmark and its options (`quiver bench --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// A sandbox worker process (started by the executor; speaks frames on stdin/stdout).
     #[command(name = "__worker", hide = true)]
     Worker(WorkerArgs),
-    /// The client the MCP conformance suite drives (Quiver's upstream client;
-    /// see scripts/conformance.sh).
-    #[command(name = "__conformance-client", hide = true)]
-    ConformanceClient(cli::conformance_client::ConformanceClientArgs),
 }
 
 /// Arguments of the hidden worker command (set only by the executor host).
@@ -104,11 +104,8 @@ fn main() -> std::process::ExitCode {
     if let Command::Worker(args) = &cli.command {
         return run_worker(args);
     }
-    if let Command::ConformanceClient(_) = &cli.command
-        && let Some((name, secret)) = cli::conformance_client::context_secret()
-    {
-        // SAFETY: still the only thread; see above.
-        unsafe { std::env::set_var(name, secret) };
+    if let Command::Bench { args } = &cli.command {
+        return cli::bench::run(args);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -131,9 +128,7 @@ fn main() -> std::process::ExitCode {
             Command::Probe(args) => cli::probe::run(args).await,
             Command::Tokens(args) => cli::tokens::run(args).await,
             Command::Completions(args) => cli::completions::run::<Cli>(args),
-            Command::Bench(command) => cli::bench::run(command).await,
-            Command::Worker(_) => Ok(()),
-            Command::ConformanceClient(args) => cli::conformance_client::run(args).await,
+            Command::Worker(_) | Command::Bench { .. } => Ok(()),
         }
     });
     match result {

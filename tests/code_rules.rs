@@ -407,3 +407,52 @@ fn the_shipped_worker_has_no_benchmark_flag() {
         assert!(stderr.contains("unexpected argument"), "{flag}: {stderr}");
     }
 }
+
+/// Where `needle` first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, rest) = needle.split_first()?;
+    let mut at = 0;
+    while let Some(offset) = haystack.get(at..)?.iter().position(|&b| b == first) {
+        let start = at + offset;
+        if haystack.get(start + 1..start + needle.len()) == Some(rest) {
+            return Some(start);
+        }
+        at = start + 1;
+    }
+    None
+}
+
+/// The shipped `quiver` holds none of the benchmarks' or the test kit's
+/// code: they are binaries of their own beside it (`quiver bench` runs
+/// `quiver-bench`), and nothing of their crates is linked into it. Checked on
+/// the built binaries, by the crates' symbols and source paths, which the
+/// binaries that do hold them show (so the check can see them).
+#[test]
+fn the_shipped_binary_holds_no_benchmark_or_test_kit_code() {
+    let read = |path: &str| std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let quiver = read(crate::support::quiver_bin());
+    let kits = [
+        (
+            env!("CARGO_BIN_EXE_quiver-bench"),
+            ["quiver_bench", "bench/src/"],
+        ),
+        (
+            env!("CARGO_BIN_EXE_quiver-test-kit"),
+            ["quiver_test_kit", "test-kit/src/"],
+        ),
+    ];
+    for (binary, marks) in kits {
+        let kit = read(binary);
+        for mark in marks {
+            assert!(
+                find(&kit, mark.as_bytes()).is_some(),
+                "{binary} does not show `{mark}`: the check would see nothing"
+            );
+            assert_eq!(
+                find(&quiver, mark.as_bytes()),
+                None,
+                "the shipped quiver holds `{mark}`"
+            );
+        }
+    }
+}

@@ -21,19 +21,19 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, Progres
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
 use support::{
-    call, quiver_bin,
+    call,
     session_client::{
         Seen, Session, answer, call_with_token, first_items, open, rendezvous, via_script,
     },
-    start_with_config, text,
+    start_with_config, test_kit_bin, text,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// One stdio upstream `w` (the weather mock with the test hooks).
 fn config() -> String {
     format!(
-        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n",
+        test_kit_bin()
     )
 }
 

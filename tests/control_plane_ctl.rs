@@ -7,7 +7,7 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use support::{
-    ExecutorProcess, QuiverDev, connect_watching, ctl, ctl_json, demo_upstream_flags, quiver_bin,
+    ExecutorProcess, QuiverDev, connect_watching, ctl, ctl_json, hooks_upstream_flags, quiver_bin,
     tool_names, write_file,
 };
 
@@ -91,7 +91,7 @@ async fn ctl_manages_tenants_and_upstreams_of_quiver_dev_and_verify_names_a_dive
     let before = tool_names(&client).await;
     assert!(!before.iter().any(|n| n.starts_with("extra__")));
     let mut add = vec!["upstream", "add", "extra"];
-    let flags = demo_upstream_flags("notes", &["--test-hooks"]);
+    let flags = hooks_upstream_flags("notes", &[]);
     add.extend(flags.iter().map(String::as_str));
     let (ok, _, err) = ctl(&cp, &add);
     assert!(ok, "{err}");

@@ -9,13 +9,13 @@
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::json;
 
-use crate::support::{call, connect, quiver_bin, start_with_config, text, tool_names};
+use crate::support::{call, connect, start_with_config, test_kit_bin, text, tool_names};
 
 /// One stdio upstream `w` (the weather mock with its test resource and prompt).
 fn config() -> String {
     format!(
-        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n",
+        test_kit_bin()
     )
 }
 

@@ -131,8 +131,7 @@ async fn an_executor_with_another_catalogue_is_fenced_and_the_rest_keep_serving(
     // An executor built from a catalogue of its own (the demo's, with one
     // tool described differently): its stub hash is one the control plane
     // never published.
-    let mut weather: Vec<Value> =
-        serde_json::from_str(include_str!("../src/demo/catalog.json")).expect("demo catalog");
+    let mut weather: Vec<Value> = serde_json::from_str(quiver_demo::CATALOG).expect("demo catalog");
     weather[0]["tools"]["weather"]["tools"][0]["description"] =
         json!("A forecast, described by an executor that drifted.");
     let catalog = support::write_file(
@@ -205,7 +204,7 @@ async fn resources_pass_through_the_edge_to_a_remote_executor() {
     let dev = QuiverDev::start(&["--data", data.path().to_str().unwrap()]);
     // An upstream with a resource (the mock's test hooks).
     let mut add = vec!["upstream", "add", "extra"];
-    let flags = support::demo_upstream_flags("notes", &["--test-hooks"]);
+    let flags = support::hooks_upstream_flags("notes", &[]);
     add.extend(flags.iter().map(String::as_str));
     let (ok, _, err) = support::ctl(&dev.control_plane, &add);
     assert!(ok, "{err}");

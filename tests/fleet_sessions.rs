@@ -316,13 +316,13 @@ async fn an_sdk_clients_session_follows_its_connection_to_another_edge() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_the_server_sends_a_session_reaches_it_through_any_edge() {
-    use crate::support::{ControlPlaneProcess, add_demo_upstream};
+    use crate::support::{ControlPlaneProcess, add_hooks_upstream};
 
     let Some(binary) = Etcd::binary() else { return };
     let data = tempfile::tempdir().unwrap();
     let etcd = Etcd::start(&binary, &data.path().join("etcd")).await;
     let cp = ControlPlaneProcess::start(1, &data.path().join("cp"), &["--bootstrap"]);
-    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+    add_hooks_upstream(&cp.addr, "w", "weather", &[]);
     let endpoint = etcd.endpoint();
     let _executor = executor(&cp.addr, &endpoint, &[]);
     let flags = |name: &'static str| ["--etcd", endpoint.as_str(), "--node-name", name];

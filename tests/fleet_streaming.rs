@@ -10,7 +10,7 @@
 use crate::support;
 
 use support::{
-    ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_demo_upstream,
+    ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_hooks_upstream,
     session_client::{Seen, answer, call_with_token, first_items, open, rendezvous, via_script},
 };
 
@@ -28,9 +28,9 @@ impl Fleet {
     async fn start(extra: &[(&str, &[&str])]) -> Fleet {
         let dir = tempfile::tempdir().unwrap();
         let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
-        add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+        add_hooks_upstream(&cp.addr, "w", "weather", &[]);
         for (id, flags) in extra {
-            add_demo_upstream(&cp.addr, id, "weather", flags);
+            add_hooks_upstream(&cp.addr, id, "weather", flags);
         }
         let executor =
             ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
@@ -155,7 +155,7 @@ async fn a_stateless_client_answers_input_required_through_a_remote_executor() {
 
     // `w` speaks 2025-11-25 (it asks with a server-to-client request); `s`
     // speaks 2026-07-28 (it answers `input_required` itself).
-    let fleet = Fleet::start(&[("s", &["--test-hooks", "--stateless"])]).await;
+    let fleet = Fleet::start(&[("s", &["--stateless"])]).await;
     let edge = &fleet.edge;
     let client = connect_stateless(&edge.url("passthrough"), json!({"elicitation": {}})).await;
     until_both_upstreams_listed(&client).await;
@@ -298,7 +298,7 @@ async fn an_answer_to_input_required_may_land_on_another_edge() {
     use rmcp::model::{CallToolRequestParams, CallToolResponse};
     use serde_json::json;
 
-    let fleet = Fleet::start(&[("s", &["--test-hooks", "--stateless"])]).await;
+    let fleet = Fleet::start(&[("s", &["--stateless"])]).await;
     let mut other = EdgeProcess::start(&fleet.cp.addr);
     other
         .until("the executor takes work", |e| {

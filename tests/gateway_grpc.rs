@@ -24,7 +24,7 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use support::{QuiverDev, TestCa, call, ctl, ctl_json, quiver_bin, write_file};
+use support::{QuiverDev, TestCa, call, ctl, ctl_json, write_file};
 use tokio_stream::StreamExt;
 use tonic::{
     Code, Request, Status, Streaming,

@@ -20,13 +20,13 @@ use rmcp::{
     transport::StreamableHttpClientTransport,
 };
 use serde_json::{Value, json};
-use support::{call, quiver_bin, spawn_with_banner, start_with_config, text};
+use support::{call, spawn_with_banner, start_with_config, test_kit_bin, text};
 
 /// A mock upstream process serving on the test's socket (killed on drop).
 struct UpstreamProcess(Child);
 
 impl UpstreamProcess {
-    /// Starts `quiver mock-upstream --listen-fd` on `socket`: only this child
+    /// Starts `quiver-test-kit mock-upstream --listen-fd` on `socket`: only this child
     /// inherits it (the flag is cleared again once it is spawned).
     fn serve_on(socket: &TcpListener) -> UpstreamProcess {
         let fd = socket.as_fd();
@@ -39,14 +39,8 @@ impl UpstreamProcess {
             nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFD(flags))
                 .expect("set the socket's close-on-exec flag");
         };
-        let mut command = Command::new(quiver_bin());
-        command.args([
-            "mock-upstream",
-            "--demo",
-            "--server",
-            "weather",
-            "--test-hooks",
-        ]);
+        let mut command = Command::new(test_kit_bin());
+        command.args(["mock-upstream", "--demo", "--server", "weather"]);
         command.args(["--listen-fd", &fd.as_raw_fd().to_string()]);
         inheritable(true);
         let (child, banner) = spawn_with_banner(&mut command, "mock-upstream");

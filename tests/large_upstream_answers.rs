@@ -6,7 +6,7 @@
 use crate::support;
 
 use serde_json::{Value, json};
-use support::{MockHttpUpstream, call, connect, quiver_bin, start_with_config, text};
+use support::{MockHttpUpstream, call, connect, start_with_config, test_kit_bin, text};
 
 /// What a script may receive at once (`Limits::reply_bytes`, default 4 MiB).
 const REPLY_LIMIT: u64 = 4 * 1024 * 1024;
@@ -46,8 +46,8 @@ fn assert_numbered_lines(got: &str, bytes: usize, from: &str) {
 /// `s`: the weather mock over stdio; `h`: the same over Streamable HTTP at `http_url`.
 fn config(http_url: &str) -> String {
     format!(
-        "[[upstream]]\nid = \"s\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n\n[[upstream]]\nid = \"h\"\ntransport = \"http\"\nurl = \"{http_url}\"\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"s\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n\n[[upstream]]\nid = \"h\"\ntransport = \"http\"\nurl = \"{http_url}\"\n",
+        test_kit_bin()
     )
 }
 

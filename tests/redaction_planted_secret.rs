@@ -6,7 +6,7 @@
 use crate::support;
 
 use serde_json::json;
-use support::{call, connect, quiver_bin, start_with_config, text};
+use support::{call, connect, start_with_config, test_kit_bin, text};
 
 const SECRET: &str = "planted-Secret-4242";
 
@@ -27,8 +27,8 @@ fn assert_clean(message: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_secret_planted_in_an_upstream_error_never_reaches_the_caller() {
     let config = format!(
-        "[[upstream]]\nid = \"files\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"notes\", \"--test-hooks\", \"--stdio\"]\nenv = {{ QUIVER_TEST_SECRET = \"{SECRET}\" }}\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"files\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"notes\", \"--stdio\"]\nenv = {{ QUIVER_TEST_SECRET = \"{SECRET}\" }}\n",
+        test_kit_bin()
     );
     let (dev, _dir) = start_with_config(&config, &[]);
 

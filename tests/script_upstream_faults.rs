@@ -7,12 +7,12 @@ use crate::support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{call, connect, quiver_bin, start_with_config, text};
+use support::{call, connect, start_with_config, test_kit_bin, text};
 
 fn config(extra: &str) -> String {
     format!(
-        "[edge]\ndefault_mode = \"code\"\n[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n{extra}\n",
-        quiver_bin()
+        "[edge]\ndefault_mode = \"code\"\n[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n{extra}\n",
+        test_kit_bin()
     )
 }
 

@@ -161,13 +161,13 @@ async fn a_cut_stream_resumes_with_what_it_missed_including_the_result() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cut_standalone_stream_resumes_after_its_last_event() {
-    use support::{ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_demo_upstream};
+    use support::{ControlPlaneProcess, EdgeProcess, ExecutorProcess, add_hooks_upstream};
 
     // An upstream that logs (the weather mock's test hooks), behind a
     // control plane, one executor and one edge.
     let dir = tempfile::tempdir().unwrap();
     let cp = ControlPlaneProcess::start(1, &dir.path().join("n1"), &["--bootstrap"]);
-    add_demo_upstream(&cp.addr, "w", "weather", &["--test-hooks"]);
+    add_hooks_upstream(&cp.addr, "w", "weather", &[]);
     let _executor = ExecutorProcess::start(&["--control-plane", &cp.addr, "--node-name", "exec"]);
     let edge = EdgeProcess::start(&cp.addr);
     edge.until("the executor takes work", |e| {

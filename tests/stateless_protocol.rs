@@ -23,7 +23,7 @@ use rmcp::{
     transport::StreamableHttpClientTransport,
 };
 use serde_json::{Value, json};
-use support::{QuiverDev, call, connect, ctl, http, quiver_bin, start_with_config, text};
+use support::{QuiverDev, call, connect, ctl, http, start_with_config, test_kit_bin, text};
 
 /// A client of MCP 2026-07-28 that declares `capabilities`.
 #[derive(Clone)]
@@ -344,8 +344,8 @@ fn dev_with_asking_upstream() -> (QuiverDev, tempfile::TempDir) {
 fn dev_with_mock(extra: &[&str]) -> (QuiverDev, tempfile::TempDir) {
     let extra: String = extra.iter().map(|f| format!("\"{f}\", ")).collect();
     let config = format!(
-        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", {extra}\"--stdio\"]\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", {extra}\"--stdio\"]\n",
+        test_kit_bin()
     );
     start_with_config(&config, &[])
 }
@@ -700,8 +700,8 @@ async fn a_2026_upstream_asking_reaches_clients_of_both_generations() {
 async fn a_2026_upstream_is_heard_when_its_tools_change() {
     // No periodic re-listing: only the upstream's notification can tell.
     let config = format!(
-        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nrefresh_interval_secs = 0\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stateless\", \"--stdio\"]\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nrefresh_interval_secs = 0\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stateless\", \"--stdio\"]\n",
+        test_kit_bin()
     );
     let (dev, _dir) = start_with_config(&config, &[]);
     let (client, mut changed) = support::connect_watching(&dev.mode_url("passthrough")).await;

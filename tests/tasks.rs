@@ -17,14 +17,15 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use crate::support::{
-    TaskClient, call, connect, connect_taking_tasks, ctl_until, quiver_bin, start_with_config, text,
+    TaskClient, call, connect, connect_taking_tasks, ctl_until, start_with_config, test_kit_bin,
+    text,
 };
 
 /// One stdio upstream `w` (the weather mock with its test hooks).
 fn config() -> String {
     format!(
-        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n",
+        test_kit_bin()
     )
 }
 

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use support::{
     MockHttpUpstream, QuiverDev, connect,
     otlp::{OtlpReceiver, ReceivedSpan, kind},
-    quiver_bin, text, write_file,
+    test_kit_bin, text, write_file,
 };
 
 /// The caller's trace and span, as its `traceparent` names them.
@@ -447,8 +447,8 @@ async fn upstreams_receive_the_trace_in_meta_and_http_upstreams_in_headers_too()
         dir.path(),
         "quiver.toml",
         &format!(
-            "[[upstream]]\nid = \"s\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n\n[[upstream]]\nid = \"h\"\ntransport = \"http\"\nurl = \"{}\"\n",
-            quiver_bin(),
+            "[[upstream]]\nid = \"s\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n\n[[upstream]]\nid = \"h\"\ntransport = \"http\"\nurl = \"{}\"\n",
+            test_kit_bin(),
             http.url
         ),
     );

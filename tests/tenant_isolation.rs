@@ -24,8 +24,7 @@ fn tenant_with_key(cp: &str, id: &str, server: &str) -> (String, String) {
 
 /// Writes the demo catalog restricted to `servers` and returns its path.
 fn demo_catalog(dir: &std::path::Path, name: &str, servers: &[&str]) -> String {
-    let all: Vec<Value> =
-        serde_json::from_str(include_str!("../src/demo/catalog.json")).expect("demo catalog");
+    let all: Vec<Value> = serde_json::from_str(quiver_demo::CATALOG).expect("demo catalog");
     let kept: Vec<Value> = all
         .into_iter()
         .filter(|s| servers.contains(&s["name"].as_str().unwrap_or_default()))

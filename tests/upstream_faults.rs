@@ -9,13 +9,13 @@ use std::time::Duration;
 use serde_json::json;
 use support::{
     HeldPort, QuiverDev, call, connect, connect_watching, quiver_bin, spawn_with_banner,
-    start_with_config, text, tool_names, write_file,
+    start_with_config, test_kit_bin, text, tool_names, write_file,
 };
 
 fn hooks_upstream(id: &str, server: &str, extra: &str) -> String {
     format!(
-        "[[upstream]]\nid = \"{id}\"\ntransport = \"stdio\"\ncommand = \"{bin}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"{server}\", \"--test-hooks\", \"--stdio\"]\n{extra}\n",
-        bin = quiver_bin()
+        "[[upstream]]\nid = \"{id}\"\ntransport = \"stdio\"\ncommand = \"{bin}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"{server}\", \"--stdio\"]\n{extra}\n",
+        bin = test_kit_bin()
     )
 }
 

@@ -33,7 +33,7 @@ use super::{
     cluster_key::{ClusterKeyArgs, KeyOrigin},
     logging, readiness,
 };
-use crate::{config::DevConfig, demo};
+use crate::config::DevConfig;
 
 /// Arguments of `quiver dev`.
 #[derive(Args, Debug)]
@@ -699,7 +699,7 @@ pub(crate) fn add_upstreams(
     }
     let using_demo = config.upstreams.is_empty();
     if using_demo {
-        let catalog = Catalog::parse(demo::CATALOG, demo::ORIGIN, "demo")?;
+        let catalog = quiver_demo::demo_catalog()?;
         config
             .upstreams
             .extend(mock_upstreams(&catalog, &exe, &["--demo".to_string()]));

@@ -1,27 +1,8 @@
 //! The subcommands of `quiver`.
 
 pub mod bench;
-pub mod bench_backup;
-mod bench_catalog;
-pub mod bench_console;
-pub mod bench_control_plane;
-pub mod bench_execute_vs_call;
-pub mod bench_executor;
-pub mod bench_fleet;
-pub mod bench_lexicon;
-pub mod bench_manifest;
-pub mod bench_revisions;
-pub mod bench_revocation;
-pub mod bench_screening;
-mod bench_screening_contextual;
-mod bench_screening_detector;
-pub mod bench_sessions;
-pub mod bench_telemetry;
-pub mod bench_tenants;
-mod bench_tenants_http;
 pub mod cluster_key;
 pub mod completions;
-pub mod conformance_client;
 mod console_link;
 pub mod control_plane;
 pub mod ctl;

@@ -8,8 +8,8 @@ use super::*;
 /// test hooks (rendezvous, sleep, stats).
 fn dev_with_test_hooks() -> (QuiverDev, tempfile::TempDir) {
     let config = format!(
-        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--test-hooks\", \"--stdio\"]\n",
-        quiver_bin()
+        "[[upstream]]\nid = \"w\"\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"mock-upstream\", \"--demo\", \"--server\", \"weather\", \"--stdio\"]\n",
+        support::test_kit_bin()
     );
     support::start_with_config(&config, &["--grpc-listen", "127.0.0.1:0"])
 }

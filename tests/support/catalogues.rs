@@ -44,13 +44,8 @@ pub fn flat_tools(server: &Value) -> Vec<Value> {
 /// `servers` servers (`catalogue-1`, …: few mock upstreams, each quick to
 /// start). Its path.
 pub fn scaled_catalogue(dir: &Path, tools: usize, servers: usize) -> String {
-    let demo: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo/catalog.json"),
-        )
-        .expect("the demo catalogue"),
-    )
-    .expect("the demo catalogue is JSON");
+    let demo: Vec<Value> =
+        serde_json::from_str(quiver_demo::CATALOG).expect("the demo catalogue is JSON");
     let flat = flat_tools;
     let mut count: usize = demo.iter().map(|s| flat(s).len()).sum();
     let datasets = datasets().expect("the shared datasets");

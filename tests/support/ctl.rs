@@ -41,9 +41,20 @@ pub fn ctl_until(endpoints: &str, args: &[&str], done: impl Fn(bool, &str) -> bo
 }
 
 /// `ctl upstream add` flags that run one server of the demo catalogue as a
-/// stdio mock upstream (`extra` go to `mock-upstream`, e.g. `--test-hooks`).
+/// stdio demo upstream (`quiver mock-upstream`; `extra` go to it).
 pub fn demo_upstream_flags(server: &str, extra: &[&str]) -> Vec<String> {
-    let mut flags = vec!["--command".to_string(), quiver_bin().to_string()];
+    upstream_flags(quiver_bin(), server, extra)
+}
+
+/// The same through the test kit's mock upstream, with its test hooks
+/// (`quiver-test-kit mock-upstream`; `extra` go to it, e.g. `--stateless`).
+pub fn hooks_upstream_flags(server: &str, extra: &[&str]) -> Vec<String> {
+    upstream_flags(super::test_kit_bin(), server, extra)
+}
+
+/// `--command bin --arg mock-upstream --arg --demo …` for one demo server.
+fn upstream_flags(bin: &str, server: &str, extra: &[&str]) -> Vec<String> {
+    let mut flags = vec!["--command".to_string(), bin.to_string()];
     for arg in ["mock-upstream", "--demo", "--server", server]
         .iter()
         .chain(extra)
@@ -55,12 +66,21 @@ pub fn demo_upstream_flags(server: &str, extra: &[&str]) -> Vec<String> {
     flags
 }
 
-/// `ctl upstream add <id>` of the demo mock upstream `server` (`extra` go to
+/// `ctl upstream add <id>` of the demo upstream `server` (`extra` go to
 /// `mock-upstream`), repeated while the cluster cannot take it yet (a
 /// cluster just started or restarted may still be electing; an attempt that
 /// committed but lost its answer leaves it existing).
 pub fn add_demo_upstream(endpoints: &str, id: &str, server: &str, extra: &[&str]) {
-    let flags = demo_upstream_flags(server, extra);
+    add_upstream(endpoints, id, &demo_upstream_flags(server, extra));
+}
+
+/// [`add_demo_upstream`] through the test kit's mock, with its test hooks.
+pub fn add_hooks_upstream(endpoints: &str, id: &str, server: &str, extra: &[&str]) {
+    add_upstream(endpoints, id, &hooks_upstream_flags(server, extra));
+}
+
+/// `ctl upstream add <id> <flags>`, repeated as [`add_demo_upstream`] says.
+fn add_upstream(endpoints: &str, id: &str, flags: &[String]) {
     let mut args = vec!["upstream", "add", id];
     args.extend(flags.iter().map(String::as_str));
     ctl_until(endpoints, &args, |ok, out| {

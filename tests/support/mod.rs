@@ -83,6 +83,12 @@ pub fn quiver_bin() -> &'static str {
     env!("CARGO_BIN_EXE_quiver")
 }
 
+/// The test kit built beside it (`quiver-test-kit`): the mock upstream with
+/// test hooks (`mock-upstream`) and the conformance suite's client.
+pub fn test_kit_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_quiver-test-kit")
+}
+
 /// The shared datasets folder. When it is absent the test fails, unless
 /// `QUIVER_PARTIAL_TESTS=1` marks a local partial run: then `None` (skip).
 pub fn datasets() -> Option<PathBuf> {
@@ -503,7 +509,7 @@ impl Drop for EdgeProcess {
     }
 }
 
-/// `quiver mock-upstream --demo --test-hooks` over Streamable HTTP on a free
+/// `quiver-test-kit mock-upstream --demo` over Streamable HTTP on a free
 /// loopback port (killed on drop).
 pub struct MockHttpUpstream {
     child: Child,
@@ -514,9 +520,9 @@ pub struct MockHttpUpstream {
 impl MockHttpUpstream {
     /// Starts it with `extra` arguments (e.g. `--server weather`).
     pub fn start(extra: &[&str]) -> MockHttpUpstream {
-        let mut command = Command::new(quiver_bin());
+        let mut command = Command::new(test_kit_bin());
         command
-            .args(["mock-upstream", "--demo", "--test-hooks"])
+            .args(["mock-upstream", "--demo"])
             .args(["--listen", "127.0.0.1:0"])
             .args(extra);
         let (child, banner) = spawn_with_banner(&mut command, "mock-upstream");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use crate::demo;
+use quiver_demo as demo;
 
 /// The public catalogue the benchmarks scale by default.
 pub(crate) const DEFAULT_SOURCE: &str = "examples/catalogs/livemcpbench/tools.json";

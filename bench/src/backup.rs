@@ -32,9 +32,9 @@ use quiver_proto::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    bench_executor::percentile,
-    bench_tenants::{load_catalog, replicated_entries},
+use crate::{
+    executor::percentile,
+    tenants::{load_catalog, replicated_entries},
 };
 
 /// Servers the catalogue's tools are spread over.
@@ -300,7 +300,7 @@ pub async fn run(args: BackupBenchArgs) -> anyhow::Result<()> {
         size = bytes.len();
     }
     // The same through the real CLI, a process of its own.
-    let exe = std::env::current_exe()?;
+    let exe = crate::quiver::binary()?;
     let mut cli_saves = Vec::new();
     for _ in 0..args.runs {
         let t = Instant::now();

@@ -14,9 +14,9 @@ use quiver_control_plane::{
     tenant::TenantPatch,
 };
 
-use super::{
-    bench_execute_vs_call::Dev,
-    bench_executor::{ms, percentile},
+use crate::{
+    execute_vs_call::Dev,
+    executor::{ms, percentile},
 };
 
 /// Arguments of `quiver bench revocation`.

@@ -1,4 +1,4 @@
-//! `quiver __conformance-client URL`: the command the official MCP
+//! `quiver-test-kit conformance-client URL`: the command the official MCP
 //! conformance suite launches for its client scenarios. It is Quiver's own
 //! upstream client, not a client of its own: the scenario's server becomes
 //! an HTTP upstream ([`UpstreamConfig::http`]) and is used as the executor
@@ -40,7 +40,7 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Arguments of the hidden `__conformance-client` command.
+/// Arguments of `quiver-test-kit conformance-client`.
 #[derive(clap::Args)]
 pub struct ConformanceClientArgs {
     /// The scenario server's MCP endpoint (the suite appends it).

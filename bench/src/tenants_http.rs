@@ -23,7 +23,7 @@ use quiver_control_plane::{
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::bench_executor::{percentile, rss_kib};
+use crate::executor::{percentile, rss_kib};
 
 /// Settings of the HTTP scale measurement.
 #[derive(Debug, Clone)]
@@ -91,7 +91,7 @@ impl ScaleDev {
         catalog: &Path,
         max_views: Option<usize>,
     ) -> anyhow::Result<ScaleDev> {
-        let exe = std::env::current_exe().context("locating the quiver binary")?;
+        let exe = crate::quiver::binary()?;
         let mut command = tokio::process::Command::new(exe);
         command
             .args(["dev", "--listen", "127.0.0.1:0", "--auth", "required"])
@@ -441,9 +441,8 @@ struct Row {
 pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
     quiver_upstream::install_crypto_provider();
     let dir = tempfile::tempdir().context("a directory for the catalogue and data")?;
-    let catalog =
-        super::bench_catalog::scaled_catalog(&settings.catalog, settings.tools, dir.path())?
-            .context("the catalogue must be larger than the demo's")?;
+    let catalog = crate::catalog::scaled_catalog(&settings.catalog, settings.tools, dir.path())?
+        .context("the catalogue must be larger than the demo's")?;
     let queries: Vec<String> = quiver_view::search::eval::load_queries(&settings.queries)?
         .into_iter()
         .map(|q| q.query)

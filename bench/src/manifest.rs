@@ -9,7 +9,7 @@ use clap::Args;
 use prost::Message as _;
 use quiver_proto::{Manifest, delta, manifest::ServerEntry};
 
-use super::bench_tenants::{load_catalog, replicated_entries};
+use crate::tenants::{load_catalog, replicated_entries};
 
 /// Arguments of `quiver bench manifest`.
 #[derive(Args, Debug)]

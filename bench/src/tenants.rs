@@ -32,7 +32,7 @@ use quiver_view::{
 };
 use serde_json::{Value, json};
 
-use super::bench_executor::{percentile, rss_kib};
+use crate::executor::{percentile, rss_kib};
 
 /// Arguments of `quiver bench tenants`.
 #[derive(Args, Debug)]
@@ -70,7 +70,7 @@ pub struct TenantsBenchArgs {
     #[arg(long, default_value_t = 10_000)]
     http_tools: usize,
     /// The public catalogue the HTTP measurement's tools are copied from.
-    #[arg(long, default_value = super::bench_catalog::DEFAULT_SOURCE)]
+    #[arg(long, default_value = crate::catalog::DEFAULT_SOURCE)]
     http_catalog: PathBuf,
     /// The small view cap of the HTTP measurement's eviction scenario.
     #[arg(long, default_value_t = 100)]
@@ -89,7 +89,7 @@ pub async fn run(args: TenantsBenchArgs) -> anyhow::Result<()> {
             );
         }
         anyhow::ensure!(args.http_tenants > 0, "--http-tenants must be at least 1");
-        super::bench_tenants_http::run(&super::bench_tenants_http::ScaleSettings {
+        crate::tenants_http::run(&crate::tenants_http::ScaleSettings {
             tenants: args.http_tenants,
             tools: args.http_tools,
             catalog: args.http_catalog.clone(),
@@ -663,7 +663,7 @@ fn memory(args: &TenantsBenchArgs) -> anyhow::Result<()> {
     let mut manifest_kib = 0;
     for (index, scenario) in memory_scenarios(args.tenants).into_iter().enumerate() {
         let output = Command::new(&exe)
-            .args(["bench", "tenants", "--tenants", &args.tenants.to_string()])
+            .args(["tenants", "--tenants", &args.tenants.to_string()])
             .args(["--tools", &args.tools.to_string()])
             .args(["--seed", &args.seed.to_string(), "--catalog"])
             .arg(&args.catalog)

@@ -20,10 +20,10 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::{
-    bench_execute_vs_call::Dev,
-    bench_executor::{ms, percentile},
-    bench_fleet::{Role, until_routing},
+use crate::{
+    execute_vs_call::Dev,
+    executor::{ms, percentile},
+    fleet::{Role, until_routing},
 };
 
 /// Arguments of `quiver bench sessions`.

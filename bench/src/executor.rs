@@ -351,10 +351,10 @@ async fn isolation_cost(
 pub async fn run(args: ExecutorBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench executor` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench executor` for numbers"
         );
     }
-    let exe = std::env::current_exe().context("finding the quiver binary")?;
+    let exe = crate::quiver::binary()?;
     let command = WorkerCommand::quiver(exe.clone());
     let upstream = Upstream::new(UpstreamConfig::stdio(
         "weather",

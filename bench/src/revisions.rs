@@ -18,9 +18,9 @@ use rmcp::{
 };
 use serde_json::json;
 
-use super::{
-    bench_execute_vs_call::{Client, Dev, call},
-    bench_executor::{ms, percentile},
+use crate::{
+    execute_vs_call::{Client, Dev, call},
+    executor::{ms, percentile},
 };
 
 /// Arguments of `quiver bench revisions`.
@@ -75,7 +75,7 @@ async fn calls(client: &Client, n: usize) -> anyhow::Result<Vec<Duration>> {
 pub async fn run(args: RevisionsBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench revisions` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench revisions` for numbers"
         );
     }
     quiver_upstream::install_crypto_provider();

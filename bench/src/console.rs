@@ -16,9 +16,9 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use reqwest::header;
 
-use super::{
-    bench_execute_vs_call::{Dev, wait_for_tools},
-    bench_executor::{ms, percentile},
+use crate::{
+    execute_vs_call::{Dev, wait_for_tools},
+    executor::{ms, percentile},
 };
 
 /// Arguments of `quiver bench console`.
@@ -29,7 +29,7 @@ pub struct ConsoleBenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "16,527,2000,10000")]
     tools: Vec<usize>,
     /// The real catalogue the larger sizes are made of.
-    #[arg(long, default_value = super::bench_catalog::DEFAULT_SOURCE)]
+    #[arg(long, default_value = crate::catalog::DEFAULT_SOURCE)]
     catalog: PathBuf,
     /// Measurements of each request.
     #[arg(long, default_value_t = 50)]
@@ -147,14 +147,14 @@ async fn measure(dev: &Dev, tools: usize, iterations: usize) -> anyhow::Result<M
 pub async fn run(args: ConsoleBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench console` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench console` for numbers"
         );
     }
     quiver_upstream::install_crypto_provider();
     let dir = tempfile::tempdir().context("a directory for the catalogues")?;
     let mut results = Vec::new();
     for &tools in &args.tools {
-        let catalog = super::bench_catalog::scaled_catalog(&args.catalog, tools, dir.path())?;
+        let catalog = crate::catalog::scaled_catalog(&args.catalog, tools, dir.path())?;
         let mut extra: Vec<String> = Vec::new();
         if let Some(catalog) = &catalog {
             extra.push("--catalog".into());

@@ -21,7 +21,7 @@ use rmcp::{
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::bench_executor::{ms, percentile, rss_kib};
+use crate::executor::{ms, percentile, rss_kib};
 
 /// Arguments of `quiver bench execute-vs-call`.
 #[derive(Args, Debug)]
@@ -31,7 +31,7 @@ pub struct ExecuteVsCallArgs {
     #[arg(long, value_delimiter = ',', default_value = "16,527,2000,10000")]
     tools: Vec<usize>,
     /// The real catalogue the larger sizes are made of.
-    #[arg(long, default_value = super::bench_catalog::DEFAULT_SOURCE)]
+    #[arg(long, default_value = crate::catalog::DEFAULT_SOURCE)]
     catalog: PathBuf,
     /// Requests per latency measurement.
     #[arg(long, default_value_t = 200)]
@@ -118,7 +118,7 @@ impl Dev {
         env: &[(&str, &str)],
     ) -> anyhow::Result<Dev> {
         let data = tempfile::tempdir().context("temporary data directory")?;
-        let exe = std::env::current_exe().context("locating the quiver binary")?;
+        let exe = crate::quiver::binary()?;
         let mut child = tokio::process::Command::new(exe)
             .args(["dev", "--listen", "127.0.0.1:0"])
             .args(["--control-plane-listen", "127.0.0.1:0", "--data"])
@@ -421,7 +421,7 @@ impl SizeRun {
 pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench execute-vs-call` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench execute-vs-call` for numbers"
         );
     }
     quiver_upstream::install_crypto_provider();
@@ -433,14 +433,13 @@ pub async fn run(args: ExecuteVsCallArgs) -> anyhow::Result<()> {
             .map(|&tools| (tools, args.spread_groups)),
     );
     for (tools, groups) in spread {
-        let catalog =
-            super::bench_catalog::scaled_catalog_on(&args.catalog, tools, dir.path(), groups)?;
+        let catalog = crate::catalog::scaled_catalog_on(&args.catalog, tools, dir.path(), groups)?;
         let servers = match &catalog {
             Some(path) => quiver_proto::catalog::Catalog::load(path, "default")
                 .with_context(|| format!("reading back {}", path.display()))?
                 .servers
                 .len(),
-            None => super::bench_catalog::demo_servers()?,
+            None => crate::catalog::demo_servers()?,
         };
         setups.push(Setup {
             tools,

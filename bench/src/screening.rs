@@ -62,7 +62,7 @@ fn real_tools(datasets: &std::path::Path) -> anyhow::Result<Vec<(String, Vec<Too
 pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench screening` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench screening` for numbers"
         );
     }
     let poisoned = corpus_file(&args.corpus.join("poisoned.jsonl"))?;
@@ -145,7 +145,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         "| real tools, ../shared/datasets | {} | {} | {:.1} % | {} | {real_by_detector} |",
         real_flagged.0,
         real_flagged.1,
-        super::bench_screening_detector::percent(real_flagged.0, real_flagged.1),
+        crate::screening_detector::percent(real_flagged.0, real_flagged.1),
         real_flagged.2
     );
     for split in ["test", "train"] {
@@ -166,7 +166,7 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         println!(
             "| corpus benign, {split} | {flagged} | {} | {:.1} % | {lower} | {alone} |",
             cases.len(),
-            super::bench_screening_detector::percent(flagged, cases.len())
+            crate::screening_detector::percent(flagged, cases.len())
         );
     }
 
@@ -237,12 +237,12 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
         args.tools
     );
     let root = args.corpus.join("../..");
-    let judges = super::bench_screening_detector::Judges {
+    let judges = crate::screening_detector::Judges {
         screen,
         catalogue: &catalogue,
     };
-    super::bench_screening_detector::run(&root, &judges, &poisoned)?;
-    super::bench_screening_contextual::run(
+    crate::screening_detector::run(&root, &judges, &poisoned)?;
+    crate::screening_contextual::run(
         &root,
         &|c: &Case| judges.rules(&c.group, &c.tool),
         &poisoned,
@@ -253,6 +253,6 @@ pub fn run(args: ScreeningBenchArgs) -> anyhow::Result<()> {
 fn row(split: &str, source: &str, held: usize, of: usize) {
     println!(
         "| {split} | {source} | {held} | {of} | {:.1} % |",
-        super::bench_screening_detector::percent(held, of)
+        crate::screening_detector::percent(held, of)
     );
 }

@@ -19,7 +19,7 @@ use quiver_proto::manifest::ServerEntry;
 use quiver_upstream::UpstreamConfig;
 use tokio::time::Instant;
 
-use super::bench_executor::percentile;
+use crate::executor::percentile;
 use tokio_util::sync::CancellationToken;
 
 /// Arguments of `quiver bench control-plane`.
@@ -315,7 +315,7 @@ async fn failover(
 pub async fn run(args: ControlPlaneBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench control-plane` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench control-plane` for numbers"
         );
     }
     println!(

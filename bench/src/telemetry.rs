@@ -18,9 +18,9 @@ use axum::{Router, body::Bytes, extract::State, routing::post};
 use clap::Args;
 use serde_json::json;
 
-use super::{
-    bench_execute_vs_call::{Dev, call, execute, one_at_a_time},
-    bench_executor::{ms, percentile},
+use crate::{
+    execute_vs_call::{Dev, call, execute, one_at_a_time},
+    executor::{ms, percentile},
 };
 
 /// Arguments of `quiver bench telemetry`.
@@ -60,7 +60,7 @@ async fn accept(State(received): State<Arc<Received>>, body: Bytes) -> &'static 
 pub async fn run(args: TelemetryBenchArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench telemetry` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench telemetry` for numbers"
         );
     }
     quiver_upstream::install_crypto_provider();

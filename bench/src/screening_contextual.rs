@@ -109,7 +109,7 @@ pub(super) fn run(
         "| threshold | corpus test, detector | paraphrases, detector | paraphrases, both | real tools (held-out half) flagged |"
     );
     println!("|---:|---:|---:|---:|---:|");
-    let pct = |n: usize, of: usize| super::bench_screening_detector::percent(n, of);
+    let pct = |n: usize, of: usize| crate::screening_detector::percent(n, of);
     for t in [0.80f32, 0.90, 0.95, classifier.high] {
         let held = |s: &[Scored], with_rules: bool| {
             s.iter()

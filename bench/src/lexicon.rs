@@ -56,7 +56,7 @@ pub fn run(args: LexiconBenchArgs) -> anyhow::Result<()> {
     }
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo run --release -- bench lexicon` for numbers"
+            "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench lexicon` for numbers"
         );
     }
     let exe = std::env::current_exe()?;
@@ -65,7 +65,7 @@ pub fn run(args: LexiconBenchArgs) -> anyhow::Result<()> {
         eprintln!("measuring with the synonym table {synonyms}…");
         let mut child = Command::new(&exe);
         child
-            .args(["bench", "lexicon", "--one", "--datasets"])
+            .args(["lexicon", "--one", "--datasets"])
             .arg(&args.datasets)
             .arg("--public")
             .arg(&args.public)

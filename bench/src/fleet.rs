@@ -18,9 +18,9 @@ use clap::Args;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
-use super::{
-    bench_execute_vs_call::{Client, Dev, call, execute, one_at_a_time},
-    bench_executor::{ms, percentile},
+use crate::{
+    execute_vs_call::{Client, Dev, call, execute, one_at_a_time},
+    executor::{ms, percentile},
 };
 
 /// Arguments of `quiver bench fleet`.
@@ -49,7 +49,7 @@ pub struct FleetBenchArgs {
     #[arg(long, default_value_t = 16)]
     tools: usize,
     /// The real catalogue larger sizes are made of.
-    #[arg(long, default_value = super::bench_catalog::DEFAULT_SOURCE)]
+    #[arg(long, default_value = crate::catalog::DEFAULT_SOURCE)]
     catalog: std::path::PathBuf,
 }
 
@@ -61,7 +61,7 @@ pub(super) struct Role {
 
 impl Role {
     pub(super) async fn start(args: &[&str]) -> anyhow::Result<Role> {
-        let exe = std::env::current_exe().context("locating the quiver binary")?;
+        let exe = crate::quiver::binary()?;
         let mut child = tokio::process::Command::new(exe)
             .args(args)
             .env("RUST_LOG", "warn")
@@ -133,8 +133,7 @@ async fn throughput(
 ) -> anyhow::Result<(f64, Vec<Duration>)> {
     let mut sessions: Vec<Client> = Vec::new();
     for _ in 0..concurrency.max(1) {
-        sessions
-            .push(super::bench_execute_vs_call::connect_url(&format!("{base}/code/mcp")).await?);
+        sessions.push(crate::execute_vs_call::connect_url(&format!("{base}/code/mcp")).await?);
     }
     // Warm every route once.
     for session in &sessions {
@@ -238,7 +237,7 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
         eprintln!("warning: a debug build; numbers are only meaningful from a release build");
     }
     let catalogs = tempfile::tempdir().context("a directory for the catalogue")?;
-    let catalog = super::bench_catalog::scaled_catalog(&args.catalog, args.tools, catalogs.path())?;
+    let catalog = crate::catalog::scaled_catalog(&args.catalog, args.tools, catalogs.path())?;
     let catalog_args: Vec<String> = catalog
         .iter()
         .flat_map(|path| ["--catalog".to_string(), path.display().to_string()])
@@ -246,8 +245,7 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     let catalog_args: Vec<&str> = catalog_args.iter().map(String::as_str).collect();
     eprintln!("bench fleet: {} visible tools", args.tools);
     let dev = Dev::start_with(&catalog_args).await?;
-    super::bench_execute_vs_call::wait_for_tools(&dev.connect("passthrough").await?, args.tools)
-        .await?;
+    crate::execute_vs_call::wait_for_tools(&dev.connect("passthrough").await?, args.tools).await?;
     let control_plane = dev.control_plane()?;
     let etcd = args.etcd.join(",");
     let membership: Vec<&str> = if etcd.is_empty() {
@@ -304,7 +302,7 @@ pub async fn run(args: FleetBenchArgs) -> anyhow::Result<()> {
     // progress token: the streamed hop) and one that hears nothing (plain
     // stateless POSTs: the unary hop).
     let through_edge =
-        super::bench_execute_vs_call::connect_url(&format!("{base}/passthrough/mcp")).await?;
+        crate::execute_vs_call::connect_url(&format!("{base}/passthrough/mcp")).await?;
     let in_process = dev.connect("passthrough").await?;
     let mut plain_edge = PlainCaller::new(format!("{base}/passthrough/mcp"));
     let mut plain_dev = PlainCaller::new(dev.mode_url("passthrough"));
