@@ -139,7 +139,7 @@ fn print_tables(results: &[(&str, Vec<Row>)]) {
 
 /// Measures the public test splits with this process's synonym table.
 fn measure_this_process(args: &LexiconBenchArgs) -> anyhow::Result<()> {
-    use quiver_edge::search::{
+    use quiver_view::search::{
         SemanticModel,
         eval::{self, Ranker},
         semantic,

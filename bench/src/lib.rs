@@ -165,7 +165,7 @@ async fn run(command: BenchCommand) -> anyhow::Result<()> {
 }
 
 fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
-    use quiver_edge::search::{SemanticModel, bench, eval, semantic};
+    use quiver_view::search::{SemanticModel, bench, eval, semantic};
     if cfg!(debug_assertions) {
         eprintln!(
             "warning: this is a debug build; build with `cargo build --release` and run `target/release/quiver bench search` for numbers"
