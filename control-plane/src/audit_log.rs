@@ -10,23 +10,7 @@ use std::collections::VecDeque;
 use quiver_proto::audit::AuditRecord;
 use serde::{Deserialize, Serialize};
 
-/// How long and how many records are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditRetention {
-    /// Records older than this many days are dropped.
-    pub max_age_days: u32,
-    /// At most this many records are kept (the oldest go first).
-    pub max_records: u32,
-}
-
-impl Default for AuditRetention {
-    fn default() -> Self {
-        AuditRetention {
-            max_age_days: 30,
-            max_records: 100_000,
-        }
-    }
-}
+pub use quiver_admin::audit::{AuditQuery, AuditRetention};
 
 /// The replicated audit log.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -38,20 +22,6 @@ pub struct AuditLog {
     /// The retention setting.
     #[serde(default)]
     pub retention: AuditRetention,
-}
-
-/// Which records a query wants.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditQuery {
-    /// Only this tenant's.
-    #[serde(default)]
-    pub tenant: Option<String>,
-    /// Only those at or after this time (ms since the epoch).
-    #[serde(default)]
-    pub since_ms: Option<u64>,
-    /// At most this many, the newest (default 1,000).
-    #[serde(default)]
-    pub limit: Option<u32>,
 }
 
 impl AuditLog {

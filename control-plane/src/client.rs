@@ -9,7 +9,8 @@ use tonic::{Code, transport::Channel};
 
 use crate::{
     admin::{
-        AdminAnswer, AdminRequest, LEADER_METADATA, NOT_LEADER,
+        AdminAnswer, AdminError, AdminFuture, AdminRequest, AdminTransport, LEADER_METADATA,
+        NOT_LEADER,
         wire::{Message, WireError},
     },
     error_chain::with_causes,
@@ -50,6 +51,36 @@ pub enum ClientError {
         /// What was wrong.
         message: String,
     },
+}
+
+impl From<ClientError> for AdminError {
+    /// A node's refusal read back over the wire is the refusal it made;
+    /// anything else (no endpoint answered, no leader, an unreadable answer)
+    /// is the cluster being unavailable to this client.
+    fn from(error: ClientError) -> AdminError {
+        match error {
+            ClientError::Status { code, message } => AdminError::from_status(code, message),
+            other => AdminError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+/// [`AdminClient`] as an [`AdminTransport`]: each request goes to the leader
+/// (one at a time; give a caller whose requests must not wait behind
+/// another's a transport of its own).
+pub struct RemoteAdmin(tokio::sync::Mutex<AdminClient>);
+
+impl RemoteAdmin {
+    /// A transport to the cluster at `endpoints`.
+    pub fn new(endpoints: Vec<String>, tls: Option<TlsMaterial>) -> RemoteAdmin {
+        RemoteAdmin(tokio::sync::Mutex::new(AdminClient::new(endpoints, tls)))
+    }
+}
+
+impl AdminTransport for RemoteAdmin {
+    fn call(&self, request: AdminRequest) -> AdminFuture<'_> {
+        Box::pin(async move { Ok(self.0.lock().await.call(&request).await?) })
+    }
 }
 
 /// A client of the operator API.

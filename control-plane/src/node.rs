@@ -11,7 +11,7 @@ use quiver_upstream::UpstreamSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    admin::{AdminAnswer, AdminError, AdminRequest, Committed},
+    admin::{AdminAnswer, AdminError, AdminFuture, AdminRequest, AdminTransport, Committed},
     cluster_key::ClusterKey,
     command::Command,
     discovery::Discovery,
@@ -218,7 +218,7 @@ impl ControlPlaneNode {
         if let Some(schedule) = config.backups.clone() {
             crate::backup_schedule::run(schedule, &operator, raft.clone(), &shutdown);
         }
-        upstreams.set_grant_refresher(Arc::new(NodeRefresher(Arc::downgrade(&operator))));
+        upstreams.renew_grants_through(Arc::new(WeakOperator(Arc::downgrade(&operator))));
         service::serve(
             raft.clone(),
             ControlPlaneService {
@@ -359,29 +359,27 @@ fn renew_grants(operator: &Arc<Operator>, shutdown: &CancellationToken) {
     );
 }
 
-/// Renews a refused OAuth token through this node's operator (for this
-/// node's discovery, and for an executor in the same process).
-struct NodeRefresher(std::sync::Weak<Operator>);
+/// This node's operator as a transport, held weakly: the node's own
+/// upstreams renew refused OAuth tokens through it (for this node's
+/// discovery, and for an executor in the same process), and the operator
+/// owns the discovery over those upstreams.
+struct WeakOperator(std::sync::Weak<Operator>);
 
-impl quiver_upstream::GrantRefresher for NodeRefresher {
-    fn refresh<'a>(
-        &'a self,
-        tenant: &'a str,
-        upstream: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<(), quiver_upstream::RenewalError>> {
+impl AdminTransport for WeakOperator {
+    fn call(&self, request: AdminRequest) -> AdminFuture<'_> {
         Box::pin(async move {
             let operator = self
                 .0
                 .upgrade()
-                .ok_or(quiver_upstream::RenewalError::Stopped)?;
-            operator
-                .serve(crate::admin::AdminRequest::GrantRenew {
-                    upstream: upstream.to_string(),
-                    tenant: tenant.to_string(),
-                })
-                .await
-                .map(drop)
-                .map_err(|e| quiver_upstream::RenewalError::ControlPlane(Box::new(e)))
+                .ok_or_else(|| AdminError::Unavailable("the control-plane node stopped".into()))?;
+            operator.serve(request).await
         })
+    }
+}
+
+/// The node answers in process what `ControlPlane.Admin` answers over gRPC.
+impl AdminTransport for ControlPlaneNode {
+    fn call(&self, request: AdminRequest) -> AdminFuture<'_> {
+        Box::pin(self.admin(request))
     }
 }

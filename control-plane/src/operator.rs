@@ -18,11 +18,11 @@ use rand::RngExt as _;
 use crate::{
     admin::{
         AdminAnswer, AdminError, AdminRequest, ClusterInitialized, ClusterStatus, Committed,
-        DriftReport, ElectionSwitch, FindingsReport, FleetMember, FleetVerification, IssuedKey,
-        LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown, ManifestSummary,
-        MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict, PublicTenant,
-        RefreshStarted, Rescreened, SecretList, SecretSummary, ToolSummary, UpstreamDetail,
-        UpstreamSummary, UsageReport, Verdict, VoterPromoted,
+        ElectionSwitch, FleetMember, FleetVerification, IssuedKey, LeaderTransfer, LearnerAdded,
+        ManifestDiff, ManifestHash, ManifestShown, ManifestSummary, MemberReach, MemberRemoved,
+        MemberRole, MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, Rescreened,
+        SecretList, SecretSummary, ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport,
+        Verdict, VoterPromoted,
     },
     client::AdminClient,
     cluster_key::{CLUSTER_KEY_ENV, CLUSTER_KEY_FILE_ENV, ClusterKey, MAX_SECRET_BYTES},
@@ -251,10 +251,10 @@ impl Operator {
                 })
             }
             AdminRequest::UpstreamDrift { id } => {
-                AdminAnswer::UpstreamDrift(r.read(|s| DriftReport::of(s, id.as_deref())).await?)
+                AdminAnswer::UpstreamDrift(r.read(|s| crate::admin::drift_report(s, id.as_deref())).await?)
             }
             AdminRequest::UpstreamFindings { id } => AdminAnswer::UpstreamFindings(
-                r.read(|s| FindingsReport::of(s, id.as_deref())).await?,
+                r.read(|s| crate::admin::findings_report(s, id.as_deref())).await?,
             ),
             AdminRequest::UpstreamApprove { id, tool } => {
                 // A named tool that screening holds back is approved as it is;

@@ -1,16 +1,14 @@
 //! What links the web console (`crate::console`) to the rest of the edge
 //! and to the binary: its configuration, the operator token, and the
-//! requests it makes of the control plane through a [`ConsoleBackend`]. It
+//! control plane it asks ([`ConsoleLink::control_plane`], typed answers). It
 //! knows nothing of the gateway, so the gateway and the configuration can
 //! hold these without importing the console.
 
 use std::{path::PathBuf, sync::Arc};
 
 use base64::Engine as _;
-use futures::future::BoxFuture;
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// `[edge.console]`: the web console.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,78 +113,14 @@ pub(crate) fn random_token(random: &SystemRandom, bytes: usize) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buffer)
 }
 
-/// What the console asks the control plane; answers are the JSON
-/// `quiver ctl -o json` prints for the same request. Tenant requests carry
-/// the signed-in tenant, never one the page names.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ConsoleCall {
-    /// Issues an API key for `tenant`.
-    KeyIssue {
-        /// Tenant id.
-        tenant: String,
-    },
-    /// Revokes `tenant`'s key `key_id`.
-    KeyRevoke {
-        /// Tenant id.
-        tenant: String,
-        /// Key id.
-        key_id: String,
-    },
-    /// `tenant`'s budget and spending.
-    Usage {
-        /// Tenant id.
-        tenant: String,
-    },
-    /// Audit records, newest last.
-    Audit {
-        /// Only this tenant's (every tenant's for the operator).
-        tenant: Option<String>,
-        /// Only those at or after this time (ms since the epoch).
-        since_ms: Option<u64>,
-        /// At most this many, the newest.
-        limit: u32,
-    },
-    /// What screening found in every upstream's tools.
-    Findings,
-    /// Every tenant (key ids, never hashes).
-    Tenants,
-    /// Every upstream and its state.
-    Upstreams,
-    /// Drift events and quarantined changes.
-    Drift,
-    /// Accepts `id`'s quarantined changes (only `tool`'s when set).
-    Approve {
-        /// Upstream id.
-        id: String,
-        /// Only this tool.
-        tool: Option<String>,
-    },
-    /// Control-plane members and every node's stub hash.
-    ClusterStatus,
-    /// Tenants' OAuth grants of upstreams (never a token).
-    Grants,
-    /// Starts a person's OAuth grant of `upstream` for `tenant`: the link
-    /// they open.
-    Authorize {
-        /// Upstream id.
-        upstream: String,
-        /// Tenant id.
-        tenant: String,
-    },
-}
-
-/// Where the console's control-plane requests go (the binary supplies it).
-pub trait ConsoleBackend: Send + Sync {
-    /// Answers `call` with its JSON (what `quiver ctl -o json` prints).
-    fn call(&self, call: ConsoleCall) -> BoxFuture<'_, Result<Value, crate::RelayError>>;
-}
-
 /// What the binary links the console to: the control plane and the
 /// operator's token.
 #[derive(Clone)]
 pub struct ConsoleLink {
-    /// Where control-plane requests go.
-    pub backend: Arc<dyn ConsoleBackend>,
+    /// The control plane: in process on a node, over the admin API
+    /// otherwise (a transport of its own, so console requests never wait
+    /// behind budget leases or audit records).
+    pub control_plane: Arc<dyn quiver_admin::AdminTransport>,
     /// SHA-256 of the operator token ([`read_operator_token`]); `None`: no
     /// operator sign-in on this edge.
     pub operator_token_sha256: Option<[u8; 32]>,

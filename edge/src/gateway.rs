@@ -52,7 +52,7 @@ pub struct Gateway {
     session_records: Option<Arc<quiver_fleet::session_records::SessionRecords>>,
     /// Where `/oauth/callback` relays the people coming back from an
     /// upstream's authorization server (the control plane).
-    grant_callback: Option<Arc<dyn crate::oauth_callback::GrantCallback>>,
+    grant_callback: Option<Arc<dyn quiver_admin::AdminTransport>>,
     /// What the web console asks the control plane, and the operator token.
     console: Option<crate::console_link::ConsoleLink>,
 }
@@ -69,7 +69,7 @@ pub struct GatewayBuilder {
     session_records: Option<Arc<quiver_fleet::session_records::SessionRecords>>,
     task_records: Option<TaskRecording>,
     task_audit: Option<crate::tasks::TaskAudit>,
-    grant_callback: Option<Arc<dyn crate::oauth_callback::GrantCallback>>,
+    grant_callback: Option<Arc<dyn quiver_admin::AdminTransport>>,
     console: Option<crate::console_link::ConsoleLink>,
 }
 
@@ -123,9 +123,10 @@ impl GatewayBuilder {
         self
     }
 
-    /// Relays `/oauth/callback` to `sink`.
-    pub fn grant_callback(mut self, sink: Arc<dyn crate::oauth_callback::GrantCallback>) -> Self {
-        self.grant_callback = Some(sink);
+    /// Relays `/oauth/callback` to `control_plane`, which completes the
+    /// grant.
+    pub fn grant_callback(mut self, control_plane: Arc<dyn quiver_admin::AdminTransport>) -> Self {
+        self.grant_callback = Some(control_plane);
         self
     }
 
@@ -549,7 +550,7 @@ impl Gateway {
     }
 
     /// Where `/oauth/callback` is relayed, if anywhere.
-    pub(crate) fn grant_callback(&self) -> Option<Arc<dyn crate::oauth_callback::GrantCallback>> {
+    pub(crate) fn grant_callback(&self) -> Option<Arc<dyn quiver_admin::AdminTransport>> {
         self.grant_callback.clone()
     }
 

@@ -15,31 +15,24 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
-use futures::future::BoxFuture;
 
-use quiver_proto::tenant::GrantKey;
+use quiver_admin::{AdminTransport, outcome::OAuthGrantChanged};
+use quiver_proto::secret_value::SecretValue;
 
 use crate::RelayError;
-
-/// Where the edge relays the callback (the control plane).
-pub trait GrantCallback: Send + Sync {
-    /// Completes the flow `url` (the callback URL, query included) names;
-    /// resolves to the grant it made.
-    fn complete(&self, url: String) -> BoxFuture<'_, Result<GrantKey, RelayError>>;
-}
 
 /// The path the route serves.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 
-/// The route, relaying to `sink` (none: the page says this edge relays no
+/// The route, relaying to `control_plane` (none: the page says this edge relays no
 /// callbacks).
-pub(crate) fn routes(sink: Option<Arc<dyn GrantCallback>>) -> Router {
+pub(crate) fn routes(control_plane: Option<Arc<dyn AdminTransport>>) -> Router {
     Router::new().route(
         CALLBACK_PATH,
         get(move |RawQuery(query): RawQuery| {
-            let sink = sink.clone();
+            let control_plane = control_plane.clone();
             async move {
-                let Some(sink) = sink else {
+                let Some(control_plane) = control_plane else {
                     return page(
                         StatusCode::SERVICE_UNAVAILABLE,
                         "Not completed",
@@ -57,8 +50,12 @@ pub(crate) fn routes(sink: Option<Arc<dyn GrantCallback>>) -> Router {
                     );
                 }
                 let url = format!("http://quiver.invalid{CALLBACK_PATH}?{query}");
-                match sink.complete(url).await {
-                    Ok(GrantKey { tenant, upstream }) => page(
+                let completed = control_plane
+                    .complete_authorization(SecretValue::new(url))
+                    .await
+                    .map_err(RelayError::from);
+                match completed {
+                    Ok(OAuthGrantChanged { tenant, upstream }) => page(
                         StatusCode::OK,
                         "Authorized",
                         &format!("Quiver can now use upstream `{upstream}` for tenant `{tenant}`. You can close this page."),

@@ -32,6 +32,27 @@ pub enum RelayError {
     },
 }
 
+impl From<quiver_admin::AdminError> for RelayError {
+    /// A refusal stays a refusal (a missing thing `NotFound`), an answer of
+    /// the wrong kind stays unexpected, and anything else (not the leader,
+    /// no quorum, unreachable, shutting down) is the control plane being
+    /// unavailable.
+    fn from(error: quiver_admin::AdminError) -> RelayError {
+        use quiver_admin::{AdminError, outcome::RefusalCode};
+        match error {
+            AdminError::Refused {
+                code: RefusalCode::NotFound,
+                message,
+            } => RelayError::NotFound(message),
+            AdminError::Refused { message, .. } | AdminError::Invalid(message) => {
+                RelayError::Refused(message)
+            }
+            AdminError::Unexpected { asked, got } => RelayError::Unexpected { asked, got },
+            other => RelayError::Unavailable(other.to_string()),
+        }
+    }
+}
+
 impl RelayError {
     /// The HTTP status that says this failure.
     pub fn status(&self) -> StatusCode {

@@ -12,12 +12,11 @@ use std::{
 };
 
 use futures::future::BoxFuture;
+use quiver_admin::AdminTransport;
 use quiver_contract::{ExecuteError, ExecuteRequest, ScriptOutcome, Scripts};
 use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord, Decision, script_digest};
 use quiver_upstream::CallSink;
 use tokio_util::sync::CancellationToken;
-
-use crate::control_plane_error::ControlPlaneError;
 
 /// How often buffered records are shipped.
 pub const SHIP_EVERY: Duration = Duration::from_secs(1);
@@ -26,17 +25,12 @@ pub const MAX_BUFFERED: usize = 100_000;
 /// Records per shipment.
 const BATCH: usize = 500;
 
-/// Where records go: the control plane.
-pub trait AuditShipper: Send + Sync {
-    /// Appends `records` to the cluster's audit log.
-    fn ship(&self, records: Vec<AuditRecord>) -> BoxFuture<'_, Result<(), ControlPlaneError>>;
-}
-
 /// Buffers this executor's records and ships them.
 pub struct Auditor {
     node: String,
     buffer: Mutex<VecDeque<AuditRecord>>,
-    shipper: Option<Arc<dyn AuditShipper>>,
+    /// Where records go (the cluster's audit log).
+    control_plane: Option<Arc<dyn AdminTransport>>,
     shipping: tokio::sync::Mutex<()>,
     /// Records waiting to leave as OTel log records (OTLP export on):
     /// encoded and handed to the exporter off the request path.
@@ -44,13 +38,17 @@ pub struct Auditor {
 }
 
 impl Auditor {
-    /// An auditor for executor `node`; without a shipper records are only
+    /// An auditor for executor `node`, shipping to `control_plane`; without
+    /// one records are only
     /// logged at debug level.
-    pub fn new(node: impl Into<String>, shipper: Option<Arc<dyn AuditShipper>>) -> Arc<Auditor> {
+    pub fn new(
+        node: impl Into<String>,
+        control_plane: Option<Arc<dyn AdminTransport>>,
+    ) -> Arc<Auditor> {
         let auditor = Arc::new(Auditor {
             node: node.into(),
             buffer: Mutex::new(VecDeque::new()),
-            shipper,
+            control_plane,
             shipping: tokio::sync::Mutex::new(()),
             exporting: Mutex::new(Vec::new()),
         });
@@ -86,7 +84,7 @@ impl Auditor {
                 exporting.push(record.clone());
             }
         }
-        if self.shipper.is_none() {
+        if self.control_plane.is_none() {
             return;
         }
         let mut buffer = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
@@ -118,7 +116,9 @@ impl Auditor {
     /// Ships everything buffered; what fails to ship stays buffered.
     pub async fn flush(&self) {
         self.export_pending();
-        let Some(shipper) = &self.shipper else { return };
+        let Some(control_plane) = &self.control_plane else {
+            return;
+        };
         let _one_at_a_time = self.shipping.lock().await;
         loop {
             let batch: Vec<AuditRecord> = {
@@ -129,7 +129,7 @@ impl Auditor {
             if batch.is_empty() {
                 return;
             }
-            if let Err(e) = shipper.ship(batch.clone()).await {
+            if let Err(e) = control_plane.append_audit(batch.clone()).await {
                 tracing::warn!(
                     "shipping {} audit records failed: {e}; kept for the next try",
                     batch.len()

@@ -6,7 +6,6 @@
 //! hold no credentials and no connections.
 
 pub mod audit;
-pub mod control_plane_error;
 pub mod engine;
 pub mod ipc;
 mod local_executor;

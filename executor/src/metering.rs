@@ -9,7 +9,7 @@
 //!   times its rate.
 //! - **Budgets**: a call costs its price (the tenant's most specific price
 //!   glob). It is paid from an allowance this executor leased from the
-//!   control plane through a [`LeaseSource`]; the control plane never leases
+//!   control plane through [`Leases`]; the control plane never leases
 //!   more than the budget in total, so the fleet never overspends. Spending
 //!   and call counts are reported with every lease and every
 //!   [`REPORT_EVERY`]; unspent allowance is given back by [`Metered::give_back`]
@@ -24,6 +24,7 @@ use std::{
 
 use futures::future::BoxFuture;
 use opentelemetry::KeyValue;
+use quiver_admin::{AdminError, AdminTransport, usage::LeaseRequest};
 use quiver_contract::{CallOptions, Dispatch, ToolCall, UpstreamError};
 use quiver_proto::{
     audit::{AuditKind, AuditOutcome, AuditRecord, Decision, digest_of},
@@ -33,10 +34,7 @@ use quiver_telemetry::instruments;
 use rmcp::model::{CallToolResult, ClientRequest, ServerResult};
 use tokio::sync::watch;
 
-use crate::{
-    audit::{Auditor, now_ms},
-    control_plane_error::ControlPlaneError,
-};
+use crate::audit::{Auditor, now_ms};
 
 /// How often spending is reported to the control plane when nothing else
 /// reports it.
@@ -59,10 +57,35 @@ pub struct BudgetReport {
     pub stash: Option<StashUsage>,
 }
 
-/// Where allowances come from: the control plane.
-pub trait LeaseSource: Send + Sync {
+/// Where allowances come from: the control plane, asked as one executor.
+#[derive(Clone)]
+pub struct Leases {
+    control_plane: Arc<dyn AdminTransport>,
+    node: String,
+}
+
+impl Leases {
+    /// Leases from `control_plane` as executor `node`.
+    pub fn new(control_plane: Arc<dyn AdminTransport>, node: impl Into<String>) -> Leases {
+        Leases {
+            control_plane,
+            node: node.into(),
+        }
+    }
+
     /// Sends `report` and returns the allowance granted (at most `want`).
-    fn lease(&self, report: BudgetReport) -> BoxFuture<'_, Result<f64, ControlPlaneError>>;
+    pub async fn lease(&self, report: BudgetReport) -> Result<f64, AdminError> {
+        let lease = LeaseRequest {
+            tenant: report.tenant,
+            node: self.node.clone(),
+            want: report.want,
+            spent: report.spent,
+            calls: report.calls,
+            give_back: report.give_back,
+            stash: report.stash,
+        };
+        Ok(self.control_plane.lease(lease).await?.granted)
+    }
 }
 
 /// A [`Dispatch`] that applies each tenant's rate limits and budget before
@@ -73,7 +96,7 @@ pub struct Metered {
     tenants: watch::Receiver<Arc<TenantDirectory>>,
     buckets: Arc<Mutex<HashMap<BucketKey, Bucket>>>,
     accounts: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<Account>>>>>,
-    leases: Option<Arc<dyn LeaseSource>>,
+    leases: Option<Leases>,
 }
 
 /// Which limit refused a call, as `quiver.refusals` names it.
@@ -111,10 +134,7 @@ enum BudgetRefusal {
     NoControlPlane { tenant: String },
     /// The control plane could not lease any.
     #[error("the budget of tenant `{tenant}` could not be checked ({source})")]
-    Unchecked {
-        tenant: String,
-        source: ControlPlaneError,
-    },
+    Unchecked { tenant: String, source: AdminError },
     /// The budget is spent.
     #[error(
         "budget of tenant `{tenant}` exhausted ({budget} spent or leased; `{server}/{tool}` costs {price}); the gateway's operator can raise it with `quiver ctl tenant update {tenant} --budget N`"
@@ -207,7 +227,7 @@ impl Metered {
     pub fn new(
         inner: Arc<dyn Dispatch>,
         tenants: watch::Receiver<Arc<TenantDirectory>>,
-        leases: Option<Arc<dyn LeaseSource>>,
+        leases: Option<Leases>,
     ) -> Arc<Metered> {
         Metered::build(inner, tenants, leases, None)
     }
@@ -215,7 +235,7 @@ impl Metered {
     fn build(
         inner: Arc<dyn Dispatch>,
         tenants: watch::Receiver<Arc<TenantDirectory>>,
-        leases: Option<Arc<dyn LeaseSource>>,
+        leases: Option<Leases>,
         auditor: Option<Arc<Auditor>>,
     ) -> Arc<Metered> {
         let metered = Arc::new(Metered {
@@ -254,7 +274,7 @@ impl Metered {
     pub fn audited(
         inner: Arc<dyn Dispatch>,
         tenants: watch::Receiver<Arc<TenantDirectory>>,
-        leases: Option<Arc<dyn LeaseSource>>,
+        leases: Option<Leases>,
         auditor: Arc<Auditor>,
     ) -> Arc<Metered> {
         Metered::build(inner, tenants, leases, Some(auditor))

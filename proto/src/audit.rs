@@ -27,6 +27,18 @@ pub enum AuditKind {
     Task,
 }
 
+impl AuditKind {
+    /// The snake_case name (`call`, `execute`, `approval`, `task`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditKind::Call => "call",
+            AuditKind::Execute => "execute",
+            AuditKind::Approval => "approval",
+            AuditKind::Task => "task",
+        }
+    }
+}
+
 /// Whether the gateway let it run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

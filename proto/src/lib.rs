@@ -37,6 +37,7 @@ pub mod stub;
 pub mod tenant;
 pub mod tool;
 pub mod upstream_config;
+pub mod upstream_state;
 
 pub use hash::{ParseStubHashError, StubHash};
 pub use manifest::{Manifest, ManifestTool, ServerEntry};

@@ -11,6 +11,7 @@ use clap::Args;
 use quiver_contract::{Dispatch, Limits, Scripts};
 use quiver_control_plane::{
     ControlPlaneNode, Discovery, LocalCatalogue, ManifestStore, NodeConfig, RaftTuning,
+    admin::AdminTransport,
     command::Command,
     node_role::NodeRole,
     watcher::{ReportedHealth, WatchConfig, spawn_watcher},
@@ -18,8 +19,8 @@ use quiver_control_plane::{
 use quiver_edge::{Gateway, auth::AuthMode};
 use quiver_executor::{
     LocalExecutor,
-    audit::{AuditShipper, AuditedScripts, Auditor},
-    metering::{LeaseSource, Metered},
+    audit::{AuditedScripts, Auditor},
+    metering::{Leases, Metered},
     pool::{PoolConfig, WorkerCommand, WorkerPool},
     script::{LocalScripts, ScriptRunner},
     stash::StashStore,
@@ -153,14 +154,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         (remote.clone(), remote, None)
     } else {
         let name = format!("dev-{}", std::process::id());
-        let link = Arc::new(super::leases::NodeLeases {
-            node: control_plane.clone(),
-            name: name.clone(),
-        });
         let (executor, scripts, pool) = local_executor(
             upstreams.clone(),
             store.subscribe_tenants(),
-            link,
+            Some(control_plane.clone()),
             &name,
             (views.clone(), config.edge.auth == AuthMode::None),
             Default::default(),
@@ -203,13 +200,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
     let admin = readiness::open_admin(config.edge.admin_listen, None, &health, &shutdown).await?;
     let edge_name = format!("dev-{}-edge", std::process::id());
-    let edge_link = Arc::new(super::leases::NodeLeases {
-        node: control_plane.clone(),
-        name: edge_name.clone(),
-    });
+    // The node answers the edge's requests in process.
+    let node: Arc<dyn AdminTransport> = control_plane.clone();
     let mut gateway = Gateway::builder(views, dispatch, Some(scripts), config.edge.clone())
-        .task_audit(super::leases::task_audit(&edge_name, edge_link.clone()))
-        .grant_callback(edge_link);
+        .task_audit(super::leases::task_audit(&edge_name, node.clone()))
+        .grant_callback(node.clone());
     let console_line = if config.edge.console.enabled {
         let (token_file, digest) = match &config.edge.console.operator_token_file {
             Some(file) => (
@@ -219,9 +214,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             None => super::console_link::dev_operator_token(&config.control_plane.data)?,
         };
         gateway = gateway.console(quiver_edge::console::ConsoleLink {
-            backend: Arc::new(super::console_link::ConsoleAdmin::Node(
-                control_plane.clone(),
-            )),
+            control_plane: node,
             operator_token_sha256: Some(digest),
             metrics: super::console_link::metrics_links(&admin, config.edge.auth),
         });
@@ -571,22 +564,25 @@ pub(crate) async fn start_discovery(
 /// pass the same meter, are checked against `views` (and whether a tenant
 /// they do not hold sees everything) and keep their stashes in `stash`, and
 /// the worker pool.
-pub(crate) async fn local_executor<L: LeaseSource + AuditShipper + 'static>(
+pub(crate) async fn local_executor(
     upstreams: Arc<UpstreamSet>,
     tenants: tokio::sync::watch::Receiver<Arc<TenantDirectory>>,
-    link: Arc<L>,
+    control_plane: Option<Arc<dyn AdminTransport>>,
     node: &str,
     views: (Arc<quiver_view::LiveViews>, bool),
     stash: Arc<StashStore>,
     task_wall_max: std::time::Duration,
 ) -> anyhow::Result<(Arc<Metered>, Arc<dyn Scripts>, Arc<WorkerPool>)> {
-    let auditor = Auditor::new(node, Some(link.clone() as Arc<dyn AuditShipper>));
+    let auditor = Auditor::new(node, control_plane.clone());
     stash.follow_tenants(tenants.clone());
-    super::leases::report_stash(stash.clone(), link.clone() as Arc<dyn LeaseSource>);
+    let leases = control_plane.map(|control_plane| Leases::new(control_plane, node));
+    if let Some(leases) = &leases {
+        super::leases::report_stash(stash.clone(), leases.clone());
+    }
     let metered = Metered::audited(
         Arc::new(LocalExecutor::new(upstreams)),
         tenants,
-        Some(link as Arc<dyn LeaseSource>),
+        leases,
         auditor.clone(),
     );
     let executor: Arc<dyn Dispatch> = metered.clone();

@@ -11,8 +11,9 @@ use clap::Args;
 use quiver_contract::{Dispatch, Scripts};
 use quiver_control_plane::{
     ManifestStore,
+    admin::AdminTransport,
     admin::{AdminAnswer, AdminRequest},
-    client::AdminClient,
+    client::{AdminClient, RemoteAdmin},
     node_role::NodeRole,
     raft::network::{ClusterTls, TlsMaterial},
     watcher::{ReportedHealth, WatchConfig, spawn_watcher},
@@ -266,14 +267,17 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     }
     let dispatch: Arc<dyn Dispatch> = fleet.clone();
     let scripts: Arc<dyn Scripts> = fleet.clone();
-    let edge_link = Arc::new(super::leases::ClientLeases::new(
+    // Task records and OAuth callbacks share one transport; the console has
+    // its own, so its requests never wait behind theirs.
+    let control_plane: Arc<dyn AdminTransport> = Arc::new(RemoteAdmin::new(
         args.control_plane.clone(),
         control_plane_tls.clone(),
-        node_name.clone(),
     ));
-    let mut gateway = Gateway::builder(views, dispatch, Some(scripts), config.edge.clone())
-        .peers(peers.clone())
-        .task_audit(super::leases::task_audit(&node_name, edge_link.clone()));
+    let mut gateway =
+        Gateway::builder(views, dispatch, Some(scripts), config.edge.clone()).peers(peers.clone());
+    if !args.control_plane.is_empty() {
+        gateway = gateway.task_audit(super::leases::task_audit(&node_name, control_plane.clone()));
+    }
     if !args.etcd.is_empty() {
         // Sessions are recorded in etcd: any edge serves them.
         let members = fleet.clone();
@@ -295,14 +299,14 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
             );
     }
     if !args.control_plane.is_empty() {
-        gateway = gateway.grant_callback(edge_link);
+        gateway = gateway.grant_callback(control_plane);
         if config.edge.console.enabled {
             let operator_token_sha256 = match &config.edge.console.operator_token_file {
                 Some(file) => Some(quiver_edge::console::read_operator_token(file)?),
                 None => None,
             };
             gateway = gateway.console(quiver_edge::console::ConsoleLink {
-                backend: Arc::new(super::console_link::ConsoleAdmin::client(
+                control_plane: Arc::new(RemoteAdmin::new(
                     args.control_plane.clone(),
                     control_plane_tls.clone(),
                 )),

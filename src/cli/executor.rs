@@ -8,6 +8,8 @@ use anyhow::Context as _;
 use clap::Args;
 use quiver_control_plane::{
     ManifestStore,
+    admin::AdminTransport,
+    client::RemoteAdmin,
     node_role::NodeRole,
     raft::network::ClusterTls,
     sealed_secrets::SealedSecretSource,
@@ -222,14 +224,20 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
         }
         (upstreams, store)
     };
-    let link = Arc::new(super::leases::ClientLeases::new(
-        args.control_plane.clone(),
-        lease_tls,
-        lease_name.clone(),
-    ));
+    // Leases, audit records and stash reports share one transport; token
+    // renewals have their own, so a renewal never waits behind them.
+    let control_plane = (!args.control_plane.is_empty()).then(|| {
+        Arc::new(RemoteAdmin::new(
+            args.control_plane.clone(),
+            lease_tls.clone(),
+        )) as Arc<dyn AdminTransport>
+    });
     if from_control_plane {
         // A tenant's OAuth token the upstream refused is renewed by the leader.
-        upstreams.set_grant_refresher(link.clone());
+        upstreams.renew_grants_through(Arc::new(RemoteAdmin::new(
+            args.control_plane.clone(),
+            lease_tls,
+        )));
     }
     // With etcd, stashes live there too: they outlive this executor.
     let mut stash = StashStore::default();
@@ -241,7 +249,7 @@ pub async fn run(args: ExecutorArgs) -> anyhow::Result<()> {
     let (metered, scripts, pool) = local_executor(
         upstreams.clone(),
         store.subscribe_tenants(),
-        link,
+        control_plane,
         &lease_name,
         (views.clone(), anonymous),
         Arc::new(stash),

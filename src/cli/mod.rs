@@ -14,6 +14,5 @@ pub mod logging;
 pub mod mock_upstream;
 pub mod probe;
 pub mod readiness;
-mod relay;
 mod serving;
 pub mod tokens;

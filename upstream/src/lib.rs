@@ -40,7 +40,7 @@ pub use quiver_proto::upstream_config::{
 };
 pub use set::UpstreamSet;
 pub use status::{UpstreamState, UpstreamStatus};
-pub use tenant_credentials::{GrantRefresher, RenewalError, SecretError, TenantSecretSource};
+pub use tenant_credentials::{RenewalError, SecretError, TenantSecretSource};
 pub use trace_headers::HttpClientError;
 pub use upstream::Upstream;
 

@@ -405,10 +405,10 @@ impl UpstreamSet {
         out
     }
 
-    /// Who renews tenants' OAuth grants when an upstream refuses a token
-    /// (the control plane): without one, such a refusal fails the call.
-    pub fn set_grant_refresher(&self, refresher: Arc<dyn crate::GrantRefresher>) {
-        self.secrets.set_renewer(Renewer::Grants(refresher));
+    /// The control plane that renews tenants' OAuth grants when an upstream
+    /// refuses a token: without one, such a refusal fails the call.
+    pub fn renew_grants_through(&self, control_plane: Arc<dyn quiver_admin::AdminTransport>) {
+        self.secrets.set_renewer(Renewer::Grants(control_plane));
     }
 
     /// Closes every connection.

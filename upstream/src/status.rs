@@ -2,43 +2,12 @@
 //! last error, failure count and breaker state, as `quiver dev` and the
 //! control plane show them. Only [`crate::Upstream`] changes it.
 
-use std::{fmt, time::SystemTime};
+use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::breaker::BreakerState;
-
-/// Where an upstream's connection stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UpstreamState {
-    /// Never tried: upstreams connect on first use.
-    Idle,
-    /// A connection attempt is under way.
-    Connecting,
-    /// Connected and initialised.
-    Connected,
-    /// The last attempt failed, or the connection ended.
-    Down,
-}
-
-impl UpstreamState {
-    /// `idle`, `connecting`, `connected` or `down`, as serialised.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UpstreamState::Idle => "idle",
-            UpstreamState::Connecting => "connecting",
-            UpstreamState::Connected => "connected",
-            UpstreamState::Down => "down",
-        }
-    }
-}
-
-impl fmt::Display for UpstreamState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use quiver_proto::upstream_state::UpstreamState;
 
 /// Health of an upstream as last observed.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -68,31 +68,15 @@ pub trait TenantSecretSource: Send + Sync {
     fn open(&self, tenant: &str, name: &str) -> Result<SecretValue, SecretError>;
 }
 
-/// Who renews a tenant's OAuth access token for an upstream (the control
-/// plane, which holds the refresh token): asked when the upstream refuses
-/// the token it has, it resolves once the renewed token is committed; the
-/// node then receives it with the tenants' secrets.
-pub trait GrantRefresher: Send + Sync {
-    /// Renews `tenant`'s token for `upstream`.
-    fn refresh<'a>(
-        &'a self,
-        tenant: &'a str,
-        upstream: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<(), RenewalError>>;
-}
-
 /// Why a refused token could not be renewed. Worded for the operator; never
 /// holds a token.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RenewalError {
-    /// The control plane this node renews through has stopped.
-    #[error("the control plane stopped")]
-    Stopped,
     /// The control plane could not be reached, or did not renew it (its
     /// reason is the source).
     #[error("the control plane did not renew it: {0}")]
-    ControlPlane(#[source] Box<dyn std::error::Error + Send + Sync>),
+    ControlPlane(#[source] quiver_admin::AdminError),
     /// No token of the caller's has been seen to exchange.
     #[error("no caller token to exchange")]
     NoCallerToken,
@@ -113,8 +97,9 @@ pub(crate) trait ExchangedToken: Send + Sync {
 #[derive(Clone)]
 pub(crate) enum Renewer {
     /// The control plane renews the tenant's grant (it holds the refresh
-    /// token); the token arrives with the tenants' secrets.
-    Grants(Arc<dyn GrantRefresher>),
+    /// token); the renewal resolves once the new token is committed, and the
+    /// token arrives with the tenants' secrets.
+    Grants(Arc<dyn quiver_admin::AdminTransport>),
     /// The caller's latest token is exchanged again.
     Exchange(Arc<dyn ExchangedToken>),
 }
@@ -123,7 +108,11 @@ impl Renewer {
     /// A new token for `tenant`'s connection to `upstream`.
     pub(crate) async fn renew(&self, tenant: &str, upstream: &str) -> Result<(), RenewalError> {
         match self {
-            Renewer::Grants(grants) => grants.refresh(tenant, upstream).await,
+            Renewer::Grants(control_plane) => control_plane
+                .renew_grant(quiver_proto::tenant::GrantKey::new(tenant, upstream))
+                .await
+                .map(drop)
+                .map_err(RenewalError::ControlPlane),
             Renewer::Exchange(token) => token.exchange_again().await,
         }
     }

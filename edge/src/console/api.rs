@@ -11,13 +11,14 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
+use quiver_admin::AdminTransport;
 use quiver_proto::secret_value::SecretValue;
 use quiver_view::ToolView;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Console, ConsoleCall, ConsoleLink,
+    Console, ConsoleLink,
     session::{self, CSRF_HEADER, Session, SignedIn},
 };
 use crate::auth::{AuthMode, AuthRefusal, Principal};
@@ -53,7 +54,15 @@ impl IntoResponse for ApiError {
 }
 
 /// A handler's answer.
-pub(crate) type Answer = Result<Json<Value>, ApiError>;
+pub(crate) type Answer<T = Value> = Result<Json<T>, ApiError>;
+
+impl From<quiver_admin::AdminError> for ApiError {
+    /// The control plane's failure with the status that says it.
+    fn from(error: quiver_admin::AdminError) -> ApiError {
+        let error = crate::RelayError::from(error);
+        ApiError(error.status(), error.to_string())
+    }
+}
 
 /// Who a request comes from.
 pub(crate) enum Caller {
@@ -129,14 +138,9 @@ impl Console {
         })
     }
 
-    /// Asks the control plane.
-    pub(crate) async fn ask(&self, call: ConsoleCall) -> Answer {
-        let link = self.link()?;
-        link.backend
-            .call(call)
-            .await
-            .map(Json)
-            .map_err(|e| ApiError(e.status(), e.to_string()))
+    /// The control plane, or the answer saying this edge follows none.
+    pub(crate) fn control_plane(&self) -> Result<&dyn AdminTransport, ApiError> {
+        Ok(self.link()?.control_plane.as_ref())
     }
 
     /// The session of a request, checking its CSRF token and origin when it

@@ -7,7 +7,7 @@
 //! tenant is authenticated again on every request
 //! ([`Gateway::authenticate`]) and sees its own view; what only the control
 //! plane knows (usage, audit, findings, keys, operator data) is asked of it
-//! through a [`ConsoleBackend`] the binary supplies.
+//! through the [`ConsoleLink`]'s transport, as typed answers.
 
 mod api;
 mod apps;
@@ -18,8 +18,8 @@ mod sign_in_limit;
 mod tenant;
 
 pub use crate::console_link::{
-    ConsoleBackend, ConsoleCall, ConsoleConfig, ConsoleLink, MIN_OPERATOR_TOKEN,
-    OperatorTokenError, new_operator_token, operator_digest, read_operator_token,
+    ConsoleConfig, ConsoleLink, MIN_OPERATOR_TOKEN, OperatorTokenError, new_operator_token,
+    operator_digest, read_operator_token,
 };
 
 use std::{sync::Arc, time::Duration};
@@ -83,22 +83,13 @@ pub(crate) fn routes(gateway: Arc<Gateway>, hosts: Arc<[String]>) -> Router {
         .route("/usage", get(tenant::usage))
         .route("/audit", get(tenant::audit))
         .route("/findings", get(tenant::findings))
-        .route("/op/tenants", get(operator::reading(ConsoleCall::Tenants)))
-        .route(
-            "/op/upstreams",
-            get(operator::reading(ConsoleCall::Upstreams)),
-        )
-        .route("/op/drift", get(operator::reading(ConsoleCall::Drift)))
+        .route("/op/tenants", get(operator::tenants))
+        .route("/op/upstreams", get(operator::upstreams))
+        .route("/op/drift", get(operator::drift))
         .route("/op/approve", post(operator::approve))
-        .route(
-            "/op/findings",
-            get(operator::reading(ConsoleCall::Findings)),
-        )
-        .route(
-            "/op/cluster",
-            get(operator::reading(ConsoleCall::ClusterStatus)),
-        )
-        .route("/op/grants", get(operator::reading(ConsoleCall::Grants)))
+        .route("/op/findings", get(operator::findings))
+        .route("/op/cluster", get(operator::cluster))
+        .route("/op/grants", get(operator::grants))
         .route("/op/authorize", post(operator::authorize))
         .route("/op/usage", get(operator::usage))
         .route("/op/audit", get(operator::audit))

@@ -1,7 +1,8 @@
 //! The operator's console API: tenants and their usage and audit,
 //! upstreams, drift and quarantined changes (with approve), findings,
-//! grants and cluster health. Each answer is the control plane's, as
-//! `quiver ctl -o json` prints it.
+//! grants and cluster health. Each handler asks the control plane for one
+//! typed answer and sends it (or the console's own shape of it) as JSON;
+//! the types, not keys read back, decide what a page gets.
 
 use std::sync::Arc;
 
@@ -10,37 +11,86 @@ use axum::{
     extract::{Query, State},
     http::{HeaderMap, Method},
 };
-use futures::future::BoxFuture;
+use quiver_admin::{
+    AdminTransport, AuthorizationLink, ClusterStatus, DriftReport, FindingsReport, GrantSummary,
+    PublicTenant, UpstreamSummary, UsageReport,
+};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{
-    Console, ConsoleCall,
+    Console,
     api::{Answer, ApiError},
-    tenant::{AuditFilter, filtered},
+    tenant::{AuditFilter, Changed, Records},
 };
 
-/// A read-only operator request answered by `call`.
-async fn read(
-    console: &Console,
+/// The control plane, once the request is the operator's.
+async fn operator<'a>(
+    console: &'a Console,
     method: &Method,
     headers: &HeaderMap,
-    call: ConsoleCall,
-) -> Answer {
+) -> Result<&'a dyn AdminTransport, ApiError> {
     console.operator(method, headers).await?;
-    console.ask(call).await
+    console.control_plane()
 }
 
-/// The handler of a `GET` the operator makes that `call` answers as is
-/// (`/op/tenants`, `/op/upstreams`, `/op/drift`, `/op/findings`,
-/// `/op/cluster`, `/op/grants`).
-pub(crate) fn reading(
-    call: ConsoleCall,
-) -> impl Fn(State<Arc<Console>>, Method, HeaderMap) -> BoxFuture<'static, Answer> + Clone {
-    move |State(console), method, headers| {
-        let call = call.clone();
-        Box::pin(async move { read(&console, &method, &headers, call).await })
-    }
+/// `GET /console/api/op/tenants`: every tenant (key ids, never hashes).
+pub(crate) async fn tenants(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer<Vec<PublicTenant>> {
+    let control_plane = operator(&console, &method, &headers).await?;
+    Ok(Json(control_plane.tenants().await?))
+}
+
+/// `GET /console/api/op/upstreams`: every upstream and its state.
+pub(crate) async fn upstreams(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer<Vec<UpstreamSummary>> {
+    let control_plane = operator(&console, &method, &headers).await?;
+    Ok(Json(control_plane.upstreams().await?))
+}
+
+/// `GET /console/api/op/drift`: drift events and quarantined changes.
+pub(crate) async fn drift(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer<DriftReport> {
+    let control_plane = operator(&console, &method, &headers).await?;
+    Ok(Json(control_plane.drift(None).await?))
+}
+
+/// `GET /console/api/op/findings`: what screening found in every upstream.
+pub(crate) async fn findings(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer<FindingsReport> {
+    let control_plane = operator(&console, &method, &headers).await?;
+    Ok(Json(control_plane.findings(None).await?))
+}
+
+/// `GET /console/api/op/cluster`: members and every node's stub hash.
+pub(crate) async fn cluster(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer<ClusterStatus> {
+    let control_plane = operator(&console, &method, &headers).await?;
+    Ok(Json(control_plane.cluster_status().await?))
+}
+
+/// `GET /console/api/op/grants`: tenants' OAuth grants (never a token).
+pub(crate) async fn grants(
+    State(console): State<Arc<Console>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Answer<Vec<GrantSummary>> {
+    let control_plane = operator(&console, &method, &headers).await?;
+    Ok(Json(control_plane.grants(None).await?))
 }
 
 /// Which tenant.
@@ -55,16 +105,9 @@ pub(crate) async fn usage(
     method: Method,
     headers: HeaderMap,
     Query(query): Query<TenantQuery>,
-) -> Answer {
-    read(
-        &console,
-        &method,
-        &headers,
-        ConsoleCall::Usage {
-            tenant: query.tenant,
-        },
-    )
-    .await
+) -> Answer<UsageReport> {
+    let control_plane = operator(&console, &method, &headers).await?;
+    Ok(Json(control_plane.tenant_usage(query.tenant).await?))
 }
 
 /// The query of `GET /console/api/op/audit`: [`AuditFilter`]'s fields and a
@@ -90,18 +133,12 @@ pub(crate) async fn audit(
     method: Method,
     headers: HeaderMap,
     Query(query): Query<OperatorAudit>,
-) -> Answer {
-    console.operator(&method, &headers).await?;
+) -> Answer<Records> {
+    let control_plane = operator(&console, &method, &headers).await?;
     let filter = AuditFilter::new(query.tool, query.outcome, query.kind, query.since);
-    let Json(answer) = console
-        .ask(ConsoleCall::Audit {
-            tenant: (!query.tenant.is_empty()).then_some(query.tenant.clone()),
-            since_ms: filter.since(),
-            limit: 1_000,
-        })
-        .await?;
-    let records = answer.as_array().cloned().unwrap_or_default();
-    Ok(Json(json!({ "records": filtered(records, &filter) })))
+    let tenant = (!query.tenant.is_empty()).then_some(query.tenant);
+    let records = control_plane.audit(filter.query(tenant)).await?;
+    Ok(Json(Records::kept(records, &filter)))
 }
 
 /// An approval.
@@ -119,18 +156,14 @@ pub(crate) async fn approve(
     method: Method,
     headers: HeaderMap,
     Json(approve): Json<Approve>,
-) -> Answer {
-    console.operator(&method, &headers).await?;
+) -> Answer<Changed> {
+    let control_plane = operator(&console, &method, &headers).await?;
     if approve.id.trim().is_empty() {
         return Err(ApiError::bad("name the upstream to approve"));
     }
     let tool = approve.tool.filter(|t| !t.trim().is_empty());
-    console
-        .ask(ConsoleCall::Approve {
-            id: approve.id,
-            tool,
-        })
-        .await
+    let committed = control_plane.approve(approve.id, tool).await?;
+    Ok(Json(Changed::from(committed)))
 }
 
 /// A grant to start.
@@ -147,15 +180,13 @@ pub(crate) async fn authorize(
     method: Method,
     headers: HeaderMap,
     Json(grant): Json<Authorize>,
-) -> Answer {
-    console.operator(&method, &headers).await?;
+) -> Answer<AuthorizationLink> {
+    let control_plane = operator(&console, &method, &headers).await?;
     if grant.upstream.trim().is_empty() || grant.tenant.trim().is_empty() {
         return Err(ApiError::bad("name the upstream and the tenant"));
     }
-    console
-        .ask(ConsoleCall::Authorize {
-            upstream: grant.upstream,
-            tenant: grant.tenant,
-        })
-        .await
+    let link = control_plane
+        .authorize(grant.upstream, grant.tenant, Vec::new())
+        .await?;
+    Ok(Json(link))
 }

@@ -10,17 +10,21 @@ use axum::{
     extract::{Query, State},
     http::{HeaderMap, Method, StatusCode},
 };
+use quiver_admin::{
+    Committed, FindingsReport, IssuedKey, KeyRequester, UsageReport, audit::AuditQuery,
+};
 use quiver_contract::{ExecuteRequest, ScriptOutcome};
+use quiver_proto::audit::{AuditKind, AuditRecord};
 use quiver_view::{
     redact::{redact, redact_for_caller},
     search_telemetry::SearchSurface,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Console, ConsoleCall,
+    Console,
     api::{Answer, ApiError},
 };
 use crate::auth::Credential;
@@ -256,7 +260,7 @@ pub(crate) async fn calls(
     method: Method,
     headers: HeaderMap,
     Query(query): Query<CallsQuery>,
-) -> Answer {
+) -> Answer<Calls> {
     let (principal, _) = console.tenant(&method, &headers).await?;
     let records = tenant_audit(
         &console,
@@ -265,15 +269,21 @@ pub(crate) async fn calls(
     )
     .await?;
     let caller = principal.who();
-    let calls: Vec<Value> = records
+    let calls = records
         .into_iter()
         .filter(|r| {
-            r["kind"] == "call"
-                && r["caller"] == caller.as_str()
-                && r["script_sha256"] == query.script.as_str()
+            r.kind == AuditKind::Call
+                && r.caller == caller
+                && r.script_sha256.as_deref() == Some(query.script.as_str())
         })
         .collect();
-    Ok(Json(json!({ "calls": calls })))
+    Ok(Json(Calls { calls }))
+}
+
+/// The calls of one playground run.
+#[derive(Serialize)]
+pub(crate) struct Calls {
+    calls: Vec<AuditRecord>,
 }
 
 /// The tenant's audit records since `since_ms`.
@@ -281,18 +291,29 @@ async fn tenant_audit(
     console: &Console,
     tenant: &str,
     since_ms: Option<u64>,
-) -> Result<Vec<Value>, ApiError> {
-    let Json(answer) = console
-        .ask(ConsoleCall::Audit {
-            tenant: Some(tenant.to_string()),
-            since_ms,
-            limit: AUDIT_LIMIT,
-        })
-        .await?;
-    match answer {
-        Value::Array(records) => Ok(records),
-        _ => Ok(Vec::new()),
-    }
+) -> Result<Vec<AuditRecord>, ApiError> {
+    let query = AuditQuery {
+        tenant: Some(tenant.to_string()),
+        since_ms,
+        limit: Some(AUDIT_LIMIT),
+    };
+    Ok(console.control_plane()?.audit(query).await?)
+}
+
+/// One of the tenant's keys (never the key or its hash).
+#[derive(Serialize)]
+pub(crate) struct KeyRow {
+    key_id: String,
+    created_ms: u64,
+    /// Whether this session signed in with it.
+    current: bool,
+}
+
+/// The tenant's keys, and whether it may issue and revoke them here.
+#[derive(Serialize)]
+pub(crate) struct Keys {
+    keys: Vec<KeyRow>,
+    self_service: bool,
 }
 
 /// `GET /console/api/keys`: the tenant's key ids (never a key or a hash),
@@ -301,7 +322,7 @@ pub(crate) async fn keys(
     State(console): State<Arc<Console>>,
     method: Method,
     headers: HeaderMap,
-) -> Answer {
+) -> Answer<Keys> {
     let (principal, _) = console.tenant(&method, &headers).await?;
     let current = match &principal.credential {
         Credential::ApiKey { key_id } => Some(key_id.clone()),
@@ -309,17 +330,20 @@ pub(crate) async fn keys(
     };
     let views = console.gateway.views();
     let tenant = views.tenants().get(&principal.tenant);
-    let keys: Vec<Value> = tenant
+    let keys = tenant
         .into_iter()
         .flat_map(|t| t.keys.iter())
-        .map(|(id, key)| {
-            json!({ "key_id": id, "created_ms": key.created_ms, "current": current.as_deref() == Some(id.as_str()) })
+        .map(|(id, key)| KeyRow {
+            key_id: id.clone(),
+            created_ms: key.created_ms,
+            current: current.as_deref() == Some(id.as_str()),
         })
         .collect();
-    Ok(Json(json!({
-        "keys": keys,
-        "self_service": tenant.is_some_and(|t| t.self_service_keys) && console.link.as_ref().is_some(),
-    })))
+    Ok(Json(Keys {
+        keys,
+        self_service: tenant.is_some_and(|t| t.self_service_keys)
+            && console.link.as_ref().is_some(),
+    }))
 }
 
 /// The signed-in tenant, when its operator lets it manage its own keys.
@@ -355,19 +379,36 @@ pub(crate) async fn issue_key(
     State(console): State<Arc<Console>>,
     method: Method,
     headers: HeaderMap,
-) -> Answer {
+) -> Answer<IssuedKey> {
     let principal = key_manager(&console, &method, &headers).await?;
-    console
-        .ask(ConsoleCall::KeyIssue {
-            tenant: principal.tenant.to_string(),
-        })
-        .await
+    let issued = console
+        .control_plane()?
+        .issue_key(principal.tenant.to_string(), KeyRequester::Tenant)
+        .await?;
+    Ok(Json(issued))
 }
 
 /// A key to revoke.
 #[derive(Deserialize)]
 pub(crate) struct Revoke {
     key_id: String,
+}
+
+/// What a change the console asked for became: the manifest version after
+/// it and its place in the control plane's log.
+#[derive(Serialize)]
+pub(crate) struct Changed {
+    manifest_version: u64,
+    log_index: u64,
+}
+
+impl From<Committed> for Changed {
+    fn from(committed: Committed) -> Changed {
+        Changed {
+            manifest_version: committed.manifest_version,
+            log_index: committed.log_index,
+        }
+    }
 }
 
 /// `POST /console/api/keys/revoke`: revokes one of the tenant's keys (not
@@ -377,19 +418,32 @@ pub(crate) async fn revoke_key(
     method: Method,
     headers: HeaderMap,
     Json(revoke): Json<Revoke>,
-) -> Answer {
+) -> Answer<Changed> {
     let principal = key_manager(&console, &method, &headers).await?;
     if matches!(&principal.credential, Credential::ApiKey { key_id } if *key_id == revoke.key_id) {
         return Err(ApiError::bad(
             "this session uses that key: sign in with another key first, then revoke it",
         ));
     }
-    console
-        .ask(ConsoleCall::KeyRevoke {
-            tenant: principal.tenant.to_string(),
-            key_id: revoke.key_id,
-        })
-        .await
+    let committed = console
+        .control_plane()?
+        .revoke_key(
+            principal.tenant.to_string(),
+            revoke.key_id,
+            KeyRequester::Tenant,
+        )
+        .await?;
+    Ok(Json(Changed::from(committed)))
+}
+
+/// The tenant's budget and spending with the limits that apply to it.
+#[derive(Serialize)]
+pub(crate) struct Usage {
+    usage: UsageReport,
+    rate_limit_per_minute: Option<u32>,
+    tool_rate_limits: BTreeMap<String, u32>,
+    prices: BTreeMap<String, f64>,
+    calls_last_minute: usize,
 }
 
 /// `GET /console/api/usage`: budget and spending, and the limits that apply.
@@ -397,25 +451,25 @@ pub(crate) async fn usage(
     State(console): State<Arc<Console>>,
     method: Method,
     headers: HeaderMap,
-) -> Answer {
+) -> Answer<Usage> {
     let (principal, _) = console.tenant(&method, &headers).await?;
-    let Json(usage) = console
-        .ask(ConsoleCall::Usage {
-            tenant: principal.tenant.to_string(),
-        })
+    let usage = console
+        .control_plane()?
+        .tenant_usage(principal.tenant.to_string())
         .await?;
     let views = console.gateway.views();
     let tenant = views.tenants().get(&principal.tenant);
     let minute_ago = super::now_ms().saturating_sub(60_000);
     let recent = tenant_audit(&console, &principal.tenant, Some(minute_ago)).await?;
-    let last_minute = recent.iter().filter(|r| r["kind"] == "call").count();
-    Ok(Json(json!({
-        "usage": usage,
-        "rate_limit_per_minute": tenant.and_then(|t| t.rate_limit_per_minute),
-        "tool_rate_limits": tenant.map(|t| t.tool_rate_limits.clone()).unwrap_or_default(),
-        "prices": tenant.map(|t| t.prices.clone()).unwrap_or_default(),
-        "calls_last_minute": last_minute,
-    })))
+    Ok(Json(Usage {
+        usage,
+        rate_limit_per_minute: tenant.and_then(|t| t.rate_limit_per_minute),
+        tool_rate_limits: tenant
+            .map(|t| t.tool_rate_limits.clone())
+            .unwrap_or_default(),
+        prices: tenant.map(|t| t.prices.clone()).unwrap_or_default(),
+        calls_last_minute: recent.iter().filter(|r| r.kind == AuditKind::Call).count(),
+    }))
 }
 
 /// The query of `GET /console/api/audit`.
@@ -451,9 +505,41 @@ impl AuditFilter {
         }
     }
 
-    /// The earliest time asked for.
-    pub(crate) fn since(&self) -> Option<u64> {
-        self.since
+    /// What to ask the audit log for: `tenant`'s records (every tenant's
+    /// when `None`) since the time asked for.
+    pub(crate) fn query(&self, tenant: Option<String>) -> AuditQuery {
+        AuditQuery {
+            tenant,
+            since_ms: self.since,
+            limit: Some(AUDIT_LIMIT),
+        }
+    }
+
+    /// Whether `record` passes.
+    fn keeps(&self, record: &AuditRecord) -> bool {
+        (self.tool.is_empty()
+            || record
+                .tool
+                .as_deref()
+                .is_some_and(|t| t.contains(&self.tool)))
+            && (self.outcome.is_empty() || record.outcome.as_str() == self.outcome)
+            && (self.kind.is_empty() || record.kind.as_str() == self.kind)
+    }
+}
+
+/// Audit records a filter kept, newest first.
+#[derive(Serialize)]
+pub(crate) struct Records {
+    records: Vec<AuditRecord>,
+}
+
+impl Records {
+    /// The records of `records` (oldest first) that `filter` keeps, newest first.
+    pub(crate) fn kept(records: Vec<AuditRecord>, filter: &AuditFilter) -> Records {
+        let mut records: Vec<AuditRecord> =
+            records.into_iter().filter(|r| filter.keeps(r)).collect();
+        records.reverse();
+        Records { records }
     }
 }
 
@@ -464,24 +550,10 @@ pub(crate) async fn audit(
     method: Method,
     headers: HeaderMap,
     Query(filter): Query<AuditFilter>,
-) -> Answer {
+) -> Answer<Records> {
     let (principal, _) = console.tenant(&method, &headers).await?;
     let records = tenant_audit(&console, &principal.tenant, filter.since).await?;
-    Ok(Json(json!({ "records": filtered(records, &filter) })))
-}
-
-/// The records `filter` keeps, newest first.
-pub(crate) fn filtered(records: Vec<Value>, filter: &AuditFilter) -> Vec<Value> {
-    let mut kept: Vec<Value> = records
-        .into_iter()
-        .filter(|r| {
-            (filter.tool.is_empty() || r["tool"].as_str().is_some_and(|t| t.contains(&filter.tool)))
-                && (filter.outcome.is_empty() || r["outcome"] == filter.outcome.as_str())
-                && (filter.kind.is_empty() || r["kind"] == filter.kind.as_str())
-        })
-        .collect();
-    kept.reverse();
-    kept
+    Ok(Json(Records::kept(records, &filter)))
 }
 
 /// `GET /console/api/findings`: what screening found in the tools the
@@ -490,25 +562,17 @@ pub(crate) async fn findings(
     State(console): State<Arc<Console>>,
     method: Method,
     headers: HeaderMap,
-) -> Answer {
+) -> Answer<FindingsReport> {
     let (_, view) = console.tenant(&method, &headers).await?;
-    let Json(report) = console.ask(ConsoleCall::Findings).await?;
-    let seen: std::collections::HashSet<(String, String)> = view
+    let report = console.control_plane()?.findings(None).await?;
+    let seen: std::collections::HashSet<(&str, &str)> = view
         .iter()
-        .map(|t| (t.tool.id.server.clone(), t.tool.id.tool.clone()))
+        .map(|t| (t.tool.id.server.as_str(), t.tool.id.tool.as_str()))
         .collect();
-    let tools: Vec<Value> = report["tools"]
-        .as_array()
+    let tools = report
+        .tools
         .into_iter()
-        .flatten()
-        .filter(|t| {
-            let key = (
-                t["upstream"].as_str().unwrap_or_default().to_string(),
-                t["tool"].as_str().unwrap_or_default().to_string(),
-            );
-            seen.contains(&key)
-        })
-        .cloned()
+        .filter(|t| seen.contains(&(t.upstream.as_str(), t.tool.as_str())))
         .collect();
-    Ok(Json(json!({ "tools": tools })))
+    Ok(Json(FindingsReport { tools }))
 }

@@ -13,18 +13,18 @@ use quiver_proto::node_role::NodeRole;
 use quiver_proto::tenant::StashUsage;
 use quiver_proto::tool::ToolDef;
 use quiver_proto::upstream_config::UpstreamConfig;
-use quiver_upstream::{SecretValue, UpstreamState};
+use quiver_proto::{secret_value::SecretValue, upstream_state::UpstreamState};
 
 use super::{Message, WireError};
-use crate::admin::*;
-use crate::audit_log::{AuditQuery, AuditRetention};
+use crate::audit::{AuditQuery, AuditRetention};
 use crate::outcome::{
     CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, OAuthGrantChanged, SecretChanged,
     TenantDeleted, UpstreamPut, UpstreamRemoved,
 };
-use crate::state::{Event, EventKind, ManifestRecord, PendingDrift};
+use crate::records::{Event, EventKind, ManifestRecord, PendingDrift};
 use crate::tenant::TenantPatch;
 use crate::usage::{LeaseGranted, LeaseRequest, StashReport, TenantUsage};
+use crate::*;
 
 /// Through bytes and back.
 fn again<M: Message>(value: &M) -> M

@@ -3,14 +3,14 @@
 use quiver_proto::audit::{AuditKind, AuditOutcome, AuditRecord, Decision};
 use quiver_proto::finding::Finding;
 use quiver_proto::pb::{self, admin_request::Call};
+use quiver_proto::secret_value::SecretValue;
 use quiver_proto::tenant::StashUsage;
 use quiver_proto::upstream_config::UpstreamConfig;
-use quiver_upstream::SecretValue;
 
 use super::field::{Field, Message, WireError, enumeration, message, required, required_field};
 use crate::{
-    admin::{AdminRequest, KeyRequester},
-    audit_log::{AuditQuery, AuditRetention},
+    AdminRequest, KeyRequester,
+    audit::{AuditQuery, AuditRetention},
     tenant::{Tenant, TenantPatch},
     usage::LeaseRequest,
 };

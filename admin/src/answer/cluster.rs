@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{node_role::NodeRole, raft::NodeId};
+use quiver_proto::node_role::NodeRole;
+
+use crate::NodeId;
 
 /// [`AdminAnswer::ClusterInit`](super::AdminAnswer::ClusterInit).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -12,9 +12,9 @@ fn an_answer_travels_tagged_and_prints_as_its_own_fields() {
         stub_hash: "ab".into(),
         tools: 2,
     });
-    let wire = crate::admin::wire::Message::to_pb(&answer);
+    let wire = crate::wire::Message::to_pb(&answer);
     assert_eq!(
-        <AdminAnswer as crate::admin::wire::Message>::from_pb(wire).unwrap(),
+        <AdminAnswer as crate::wire::Message>::from_pb(wire).unwrap(),
         answer
     );
     assert_eq!(

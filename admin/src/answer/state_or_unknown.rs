@@ -1,7 +1,7 @@
 //! An upstream's connection state as answers carry it: its name, or
 //! `unknown` when the answering node holds no connection to it.
 
-use quiver_upstream::UpstreamState;
+use quiver_proto::upstream_state::UpstreamState;
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de::IntoDeserializer};
 
 const UNKNOWN: &str = "unknown";
@@ -28,7 +28,7 @@ pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
 
 #[cfg(test)]
 mod tests {
-    use quiver_upstream::UpstreamState;
+    use quiver_proto::upstream_state::UpstreamState;
     use serde_json::json;
 
     #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]

@@ -150,16 +150,16 @@ pub fn required<M: Message>(pb: Option<M::Pb>, name: &'static str) -> Result<M, 
 /// A message-typed field that must be present: `Field` for `$t: Message`.
 macro_rules! required_field {
     ($($t:ty),* $(,)?) => {$(
-        impl $crate::admin::wire::field::Field for $t {
-            type Pb = Option<<$t as $crate::admin::wire::field::Message>::Pb>;
+        impl $crate::wire::field::Field for $t {
+            type Pb = Option<<$t as $crate::wire::field::Message>::Pb>;
             fn to_field(&self) -> Self::Pb {
-                Some($crate::admin::wire::field::Message::to_pb(self))
+                Some($crate::wire::field::Message::to_pb(self))
             }
             fn from_field(
                 pb: Self::Pb,
                 name: &'static str,
-            ) -> Result<Self, $crate::admin::wire::field::WireError> {
-                $crate::admin::wire::field::required(pb, name)
+            ) -> Result<Self, $crate::wire::field::WireError> {
+                $crate::wire::field::required(pb, name)
             }
         }
     )*};
@@ -170,23 +170,23 @@ pub(crate) use required_field;
 /// its protobuf message, field for field by name.
 macro_rules! message {
     ($rust:ident => $pb:path { $($field:ident),* $(,)? }) => {
-        impl $crate::admin::wire::field::Message for $rust {
+        impl $crate::wire::field::Message for $rust {
             type Pb = $pb;
             fn to_pb(&self) -> $pb {
                 $pb {
-                    $($field: $crate::admin::wire::field::Field::to_field(&self.$field),)*
+                    $($field: $crate::wire::field::Field::to_field(&self.$field),)*
                 }
             }
-            fn from_pb(pb: $pb) -> Result<Self, $crate::admin::wire::field::WireError> {
+            fn from_pb(pb: $pb) -> Result<Self, $crate::wire::field::WireError> {
                 Ok($rust {
-                    $($field: $crate::admin::wire::field::Field::from_field(
+                    $($field: $crate::wire::field::Field::from_field(
                         pb.$field,
                         concat!(stringify!($rust), ".", stringify!($field)),
                     )?,)*
                 })
             }
         }
-        $crate::admin::wire::field::required_field!($rust);
+        $crate::wire::field::required_field!($rust);
     };
 }
 pub(crate) use message;
@@ -196,7 +196,7 @@ pub(crate) use message;
 /// is refused.
 macro_rules! enumeration {
     ($rust:ident => $pb:ident { $($variant:ident),* $(,)? }) => {
-        impl $crate::admin::wire::field::Field for $rust {
+        impl $crate::wire::field::Field for $rust {
             type Pb = i32;
             fn to_field(&self) -> i32 {
                 match self {
@@ -206,7 +206,7 @@ macro_rules! enumeration {
             fn from_field(
                 pb: i32,
                 name: &'static str,
-            ) -> Result<Self, $crate::admin::wire::field::WireError> {
+            ) -> Result<Self, $crate::wire::field::WireError> {
                 match quiver_proto::pb::$pb::try_from(pb) {
                     $(Ok(quiver_proto::pb::$pb::$variant) => Ok($rust::$variant),)*
                     _ => Err(quiver_proto::registry::UnknownEnumValue { field: name, value: pb }.into()),

@@ -4,8 +4,8 @@
 use tonic::Status;
 
 use crate::{
+    NodeId,
     outcome::{Refusal, RefusalCode},
-    raft::NodeId,
 };
 
 /// The metadata key carrying the leader's address on a "not the leader" error.
@@ -13,7 +13,7 @@ pub const LEADER_METADATA: &str = "quiver-leader";
 
 /// How the message of a "not the leader" status begins; `AdminClient` follows
 /// such an answer to the leader.
-pub(crate) const NOT_LEADER: &str = "not the leader";
+pub const NOT_LEADER: &str = "not the leader";
 
 /// Why an admin request failed; see `From<AdminError> for Status` for the wire.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +44,56 @@ pub enum AdminError {
     /// A majority of the voters did not answer in time.
     #[error("{0}")]
     NoQuorum(String),
+    /// The answer is not the kind the request asks for (a node of another
+    /// release, or a bug).
+    #[error("the control plane answered a {asked} request with {got}")]
+    Unexpected {
+        /// The answer asked for.
+        asked: &'static str,
+        /// The answer that came.
+        got: String,
+    },
+}
+
+impl AdminError {
+    /// `answer` came where `asked` was expected.
+    pub fn unexpected(asked: &'static str, answer: &crate::AdminAnswer) -> AdminError {
+        let got = serde_json::to_value(answer)
+            .ok()
+            .and_then(|v| v.as_object().and_then(|o| o.keys().next().cloned()))
+            .unwrap_or_else(|| "an unreadable answer".to_string());
+        AdminError::Unexpected { asked, got }
+    }
+
+    /// The error a gRPC status from a node stands for: the inverse of
+    /// `From<AdminError> for Status`, so a refusal read back over the wire
+    /// is the refusal the node made.
+    pub fn from_status(code: tonic::Code, message: String) -> AdminError {
+        use tonic::Code;
+        match code {
+            Code::NotFound => AdminError::Refused {
+                code: RefusalCode::NotFound,
+                message,
+            },
+            Code::AlreadyExists => AdminError::Refused {
+                code: RefusalCode::AlreadyExists,
+                message,
+            },
+            Code::InvalidArgument => AdminError::Invalid(message),
+            Code::FailedPrecondition | Code::PermissionDenied | Code::OutOfRange => {
+                AdminError::Refused {
+                    code: RefusalCode::Unsupported,
+                    message,
+                }
+            }
+            Code::ResourceExhausted => AdminError::Refused {
+                code: RefusalCode::LimitReached,
+                message,
+            },
+            Code::Aborted => AdminError::NoQuorum(message),
+            _ => AdminError::Unavailable(message),
+        }
+    }
 }
 
 impl From<Refusal> for AdminError {
@@ -84,6 +134,7 @@ impl From<AdminError> for Status {
             AdminError::Unavailable(message) => Status::unavailable(message),
             // Not a transport failure: asking another node would not help.
             AdminError::NoQuorum(message) => Status::aborted(message),
+            error @ AdminError::Unexpected { .. } => Status::internal(error.to_string()),
         }
     }
 }

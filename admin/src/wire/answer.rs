@@ -7,24 +7,22 @@ use quiver_proto::node_role::NodeRole;
 use quiver_proto::pb::{self, admin_answer::Answer};
 use quiver_proto::registry::UnknownEnumValue;
 use quiver_proto::tool::ToolDef;
-use quiver_upstream::UpstreamState;
+use quiver_proto::upstream_state::UpstreamState;
 
 use super::field::{Field, Message, WireError, enumeration, message, required_field};
 use crate::{
-    admin::{
-        AdminAnswer, AuthorizationLink, ClusterInitialized, ClusterStatus, Committed, DriftReport,
-        ElectionSwitch, FindingStatus, FindingsReport, FleetMember, FleetVerification,
-        GrantSummary, IssuedKey, KeySummary, LeaderTransfer, LearnerAdded, ManifestDiff,
-        ManifestHash, ManifestShown, ManifestSummary, MemberReach, MemberRemoved, MemberRole,
-        MemberStatus, NodeVerdict, PublicTenant, RefreshStarted, ReportedReadiness, Rescreened,
-        SecretList, SecretSummary, ServerSummary, ToolFindings, ToolSummary, UpstreamDetail,
-        UpstreamSummary, UsageReport, Verdict, VoterPromoted,
-    },
+    AdminAnswer, AuthorizationLink, ClusterInitialized, ClusterStatus, Committed, DriftReport,
+    ElectionSwitch, FindingStatus, FindingsReport, FleetMember, FleetVerification, GrantSummary,
+    IssuedKey, KeySummary, LeaderTransfer, LearnerAdded, ManifestDiff, ManifestHash, ManifestShown,
+    ManifestSummary, MemberReach, MemberRemoved, MemberRole, MemberStatus, NodeVerdict,
+    PublicTenant, RefreshStarted, ReportedReadiness, Rescreened, SecretList, SecretSummary,
+    ServerSummary, ToolFindings, ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport,
+    Verdict, VoterPromoted,
     outcome::{
         CommandResult, DiscoveryRecord, DriftApproved, KeyChanged, OAuthGrantChanged,
         SecretChanged, TenantDeleted, UpstreamPut, UpstreamRemoved,
     },
-    state::{Event, EventKind, ManifestRecord, PendingDrift},
+    records::{Event, EventKind, ManifestRecord, PendingDrift},
     usage::{LeaseGranted, StashReport, TenantUsage},
 };
 

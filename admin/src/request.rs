@@ -5,18 +5,17 @@
 use quiver_proto::audit::AuditRecord;
 use quiver_proto::upstream_config::UpstreamConfig;
 
-use quiver_upstream::SecretValue;
+use quiver_proto::secret_value::SecretValue;
 
 use crate::{
-    audit_log::{AuditQuery, AuditRetention},
-    raft::NodeId,
+    NodeId,
+    audit::{AuditQuery, AuditRetention},
     tenant::TenantPatch,
     usage::LeaseRequest,
 };
 
 /// An operator request.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum AdminRequest {
     /// Makes the receiving node a one-node cluster (a fresh node only).
     ClusterInit,

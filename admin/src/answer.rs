@@ -6,14 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use quiver_proto::{Manifest, audit::AuditRecord, manifest::ValidationMode};
-use quiver_upstream::{UpstreamConfig, UpstreamState};
+use quiver_proto::{upstream_config::UpstreamConfig, upstream_state::UpstreamState};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    audit_log::AuditRetention,
+    audit::AuditRetention,
     outcome::CommandResult,
-    state::{Event, ManifestRecord, PendingDrift},
+    records::{Event, ManifestRecord, PendingDrift},
     tenant::Tenant,
     usage::LeaseGranted,
 };
@@ -21,7 +21,6 @@ use crate::{
 /// The answer to one operator request, named like the request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum AdminAnswer {
     /// [`super::AdminRequest::ClusterInit`].
     ClusterInit(ClusterInitialized),
@@ -326,27 +325,6 @@ pub struct DriftReport {
     pub events: Vec<Event>,
     /// Quarantined tools by upstream.
     pub pending: BTreeMap<String, Vec<String>>,
-}
-
-impl DriftReport {
-    /// The drift events and quarantined changes of `s` (only `id`'s when given).
-    pub(crate) fn of(s: &crate::state::ControlState, id: Option<&str>) -> DriftReport {
-        DriftReport {
-            events: s
-                .events
-                .iter()
-                .filter(|e| e.kind == crate::state::EventKind::Drift)
-                .filter(|e| id.is_none() || e.upstream.as_deref() == id)
-                .cloned()
-                .collect(),
-            pending: s
-                .pending
-                .iter()
-                .filter(|(u, _)| id.is_none_or(|i| i == u.as_str()))
-                .map(|(u, p)| (u.clone(), p.keys().cloned().collect()))
-                .collect(),
-        }
-    }
 }
 
 /// A tenant as operators see it: key ids and dates, never key hashes.

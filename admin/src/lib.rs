@@ -2,14 +2,34 @@
 //! ([`AdminRequest`]) and one typed answer per operation ([`AdminAnswer`]),
 //! travelling as the protobuf messages of admin.proto ([`wire`]), so
 //! `quiver ctl`, the nodes and any other gRPC client agree on every
-//! operation by type. Serving the requests is
-//! `operator.rs`'s job; nothing here touches Raft.
+//! operation by type; failures are one typed [`AdminError`].
+//!
+//! [`AdminTransport`] is the one way every part of Quiver reaches the
+//! control plane: a control-plane node answers in process, the admin client
+//! over gRPC, and the executor (budget leases, audit records, token
+//! renewals), the edge (OAuth callbacks, the web console) and `quiver ctl`
+//! hold one without knowing which. Its methods (on `dyn AdminTransport`) ask for one
+//! operation each and check the answer's kind in one place.
+//!
+//! This crate depends on `quiver-proto` alone: the types an answer carries
+//! (tenants' settings, usage, records of the replicated state) live here or
+//! in proto. Serving the requests is the control plane's job; nothing here
+//! touches Raft.
 
 mod answer;
+pub mod audit;
 mod error;
 mod findings;
+pub mod outcome;
+pub mod records;
 mod request;
+pub mod tenant;
+mod transport;
+pub mod usage;
 pub mod wire;
+
+/// A control-plane node's id.
+pub type NodeId = u64;
 
 pub use answer::{
     AdminAnswer, AuthorizationLink, ClusterInitialized, ClusterStatus, Committed, DriftReport,
@@ -19,7 +39,7 @@ pub use answer::{
     RefreshStarted, ReportedReadiness, Rescreened, SecretList, SecretSummary, ServerSummary,
     ToolSummary, UpstreamDetail, UpstreamSummary, UsageReport, Verdict, VoterPromoted,
 };
-pub(crate) use error::NOT_LEADER;
-pub use error::{AdminError, LEADER_METADATA};
+pub use error::{AdminError, LEADER_METADATA, NOT_LEADER};
 pub use findings::{FindingStatus, FindingsReport, ToolFindings};
 pub use request::{AdminRequest, KeyRequester};
+pub use transport::{AdminFuture, AdminTransport};
