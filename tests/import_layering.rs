@@ -23,6 +23,7 @@ pub(crate) const CRATES: &[&str] = &[
     "telemetry/src",
     "contract/src",
     "fleet/src",
+    "admin/src",
     "control-plane/src",
     "executor/src",
     "edge/src",
