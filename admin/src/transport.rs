@@ -80,3 +80,72 @@ operations! {
     /// The OAuth grants kept (one tenant's, or all).
     grants(tenant: Option<String>) -> GrantList(Vec<GrantSummary>) = AdminRequest::GrantList { tenant };
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::outcome::{CommandResult, OAuthGrantChanged};
+
+    /// Answers every request with one fixed answer and keeps what it was asked
+    /// (a stand-in for the node: what is tested is the checking here).
+    struct Fixed(AdminAnswer, Mutex<Vec<AdminRequest>>);
+
+    impl AdminTransport for Fixed {
+        fn call(&self, request: AdminRequest) -> AdminFuture<'_> {
+            self.1.lock().unwrap().push(request);
+            let answer = self.0.clone();
+            Box::pin(async move { Ok(answer) })
+        }
+    }
+
+    fn block_on<F: Future>(future: F) -> F::Output {
+        let waker = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+                return output;
+            }
+        }
+    }
+
+    #[test]
+    fn an_operation_sends_its_request_and_returns_its_answer() {
+        let kept = OAuthGrantChanged {
+            tenant: "acme".into(),
+            upstream: "github".into(),
+        };
+        let fixed = Fixed(
+            AdminAnswer::UpstreamAuthorized(kept.clone()),
+            Mutex::default(),
+        );
+        let transport: &dyn AdminTransport = &fixed;
+        let url = SecretValue::new("http://x/oauth/callback?code=c".into());
+        assert_eq!(
+            block_on(transport.complete_authorization(url.clone())).unwrap(),
+            kept
+        );
+        assert_eq!(
+            *fixed.1.lock().unwrap(),
+            [AdminRequest::UpstreamAuthorized { url }]
+        );
+    }
+
+    #[test]
+    fn an_answer_of_another_kind_is_an_error_naming_both() {
+        let committed = Committed {
+            result: CommandResult::Nothing,
+            manifest_version: 1,
+            log_index: 2,
+        };
+        let fixed = Fixed(AdminAnswer::AuditAppend(committed), Mutex::default());
+        let transport: &dyn AdminTransport = &fixed;
+        let error = block_on(transport.tenants()).unwrap_err();
+        assert!(
+            matches!(&error, AdminError::Unexpected { asked: "TenantList", got } if got == "audit_append"),
+            "{error:?}"
+        );
+    }
+}

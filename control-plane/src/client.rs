@@ -326,3 +326,50 @@ fn status_error(addr: &str, status: tonic::Status) -> ClientError {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use quiver_admin::outcome::RefusalCode;
+    use tonic::Status;
+
+    use super::*;
+
+    /// A node's refusal read back over the wire is the refusal it made, and
+    /// what no node answered is the cluster being unavailable.
+    #[test]
+    fn a_refusal_read_back_is_the_refusal_the_node_made() {
+        let made = [
+            AdminError::Refused {
+                code: RefusalCode::NotFound,
+                message: "no tenant `t`".into(),
+            },
+            AdminError::Refused {
+                code: RefusalCode::AlreadyExists,
+                message: "tenant `t` exists".into(),
+            },
+            AdminError::Refused {
+                code: RefusalCode::LimitReached,
+                message: "at most 3 keys".into(),
+            },
+            AdminError::Invalid("bad id".into()),
+            AdminError::NoQuorum("no quorum".into()),
+            AdminError::Unavailable("shutting down".into()),
+        ];
+        for error in made {
+            let shown = format!("{error:?}");
+            let status = Status::from(error);
+            let read = AdminError::from(ClientError::Status {
+                code: status.code(),
+                message: status.message().to_string(),
+            });
+            assert_eq!(format!("{read:?}"), shown);
+        }
+        let down = AdminError::from(ClientError::Unreachable {
+            tried: "127.0.0.1:1: refused".into(),
+        });
+        assert!(
+            matches!(down, AdminError::Unavailable(ref m) if m.contains("127.0.0.1:1")),
+            "{down:?}"
+        );
+    }
+}

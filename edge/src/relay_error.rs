@@ -95,4 +95,32 @@ mod tests {
         assert_eq!(odd.status(), StatusCode::BAD_GATEWAY);
         assert!(odd.to_string().contains("tenant list"), "{odd}");
     }
+
+    #[test]
+    fn refusals_stay_refusals_and_outages_stay_outages() {
+        use quiver_admin::{AdminError, outcome::RefusalCode};
+        let missing = RelayError::from(AdminError::Refused {
+            code: RefusalCode::NotFound,
+            message: "no tenant `t`".into(),
+        });
+        assert!(matches!(missing, RelayError::NotFound(ref m) if m == "no tenant `t`"));
+        let capped = RelayError::from(AdminError::Refused {
+            code: RefusalCode::LimitReached,
+            message: "at most 3 keys".into(),
+        });
+        assert!(matches!(capped, RelayError::Refused(ref m) if m == "at most 3 keys"));
+        assert!(matches!(
+            RelayError::from(AdminError::NoQuorum("no quorum".into())),
+            RelayError::Unavailable(_)
+        ));
+        assert!(matches!(
+            RelayError::from(AdminError::Unavailable("cluster unreachable".into())),
+            RelayError::Unavailable(_)
+        ));
+        let odd = RelayError::from(AdminError::Unexpected {
+            asked: "TenantList",
+            got: "audit".into(),
+        });
+        assert_eq!(odd.status(), StatusCode::BAD_GATEWAY);
+    }
 }

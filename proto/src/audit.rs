@@ -227,6 +227,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_kind_is_named_as_it_is_serialised() {
+        for kind in [
+            AuditKind::Call,
+            AuditKind::Execute,
+            AuditKind::Approval,
+            AuditKind::Task,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
+
+    #[test]
     fn outcomes_keep_their_names_through_json_and_unknown_ones_survive() {
         let every = [
             AuditOutcome::Ok,
