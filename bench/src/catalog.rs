@@ -175,7 +175,9 @@ mod tests {
     #[test]
     fn a_scaled_catalogue_has_exactly_the_tools_asked_for_with_unique_names() {
         let dir = tempfile::tempdir().unwrap();
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_SOURCE);
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(DEFAULT_SOURCE);
         let base = demo_tools().unwrap();
         assert_eq!(scaled_catalog(&source, base, dir.path()).unwrap(), None);
         for tools in [base + 1, 527, 2_000, 10_000] {
@@ -191,7 +193,9 @@ mod tests {
     #[test]
     fn spread_copies_make_more_servers_with_the_same_tools() {
         let dir = tempfile::tempdir().unwrap();
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_SOURCE);
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(DEFAULT_SOURCE);
         let one = scaled_catalog(&source, 2_000, dir.path()).unwrap().unwrap();
         let one = Catalog::load(&one, "default").unwrap();
         let four = scaled_catalog_on(&source, 2_000, dir.path(), 4)
