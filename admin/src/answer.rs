@@ -107,6 +107,53 @@ pub enum AdminAnswer {
 }
 
 impl AdminAnswer {
+    /// The operation this answers, named like its variant (`TenantList`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AdminAnswer::ClusterInit(_) => "ClusterInit",
+            AdminAnswer::ClusterStatus(_) => "ClusterStatus",
+            AdminAnswer::AddLearner(_) => "AddLearner",
+            AdminAnswer::Promote(_) => "Promote",
+            AdminAnswer::Remove(_) => "Remove",
+            AdminAnswer::TransferLeader(_) => "TransferLeader",
+            AdminAnswer::Verify(_) => "Verify",
+            AdminAnswer::SetElection(_) => "SetElection",
+            AdminAnswer::Fleet(_) => "Fleet",
+            AdminAnswer::UpstreamAdd(_) => "UpstreamAdd",
+            AdminAnswer::UpstreamList(_) => "UpstreamList",
+            AdminAnswer::UpstreamShow(_) => "UpstreamShow",
+            AdminAnswer::UpstreamRemove(_) => "UpstreamRemove",
+            AdminAnswer::UpstreamRefresh(_) => "UpstreamRefresh",
+            AdminAnswer::UpstreamRescreen(_) => "UpstreamRescreen",
+            AdminAnswer::UpstreamDrift(_) => "UpstreamDrift",
+            AdminAnswer::UpstreamFindings(_) => "UpstreamFindings",
+            AdminAnswer::UpstreamApprove(_) => "UpstreamApprove",
+            AdminAnswer::TenantCreate(_) => "TenantCreate",
+            AdminAnswer::TenantList(_) => "TenantList",
+            AdminAnswer::TenantShow(_) => "TenantShow",
+            AdminAnswer::TenantUpdate(_) => "TenantUpdate",
+            AdminAnswer::TenantDelete(_) => "TenantDelete",
+            AdminAnswer::KeyIssue(_) => "KeyIssue",
+            AdminAnswer::KeyRevoke(_) => "KeyRevoke",
+            AdminAnswer::TenantUsage(_) => "TenantUsage",
+            AdminAnswer::BudgetLease(_) => "BudgetLease",
+            AdminAnswer::AuditAppend(_) => "AuditAppend",
+            AdminAnswer::Audit(_) => "Audit",
+            AdminAnswer::AuditRetention(_) => "AuditRetention",
+            AdminAnswer::SecretSet(_) => "SecretSet",
+            AdminAnswer::SecretList(_) => "SecretList",
+            AdminAnswer::SecretDelete(_) => "SecretDelete",
+            AdminAnswer::UpstreamAuthorize(_) => "UpstreamAuthorize",
+            AdminAnswer::UpstreamAuthorized(_) => "UpstreamAuthorized",
+            AdminAnswer::UpstreamDeauthorize(_) => "UpstreamDeauthorize",
+            AdminAnswer::GrantRenew(_) => "GrantRenew",
+            AdminAnswer::GrantList(_) => "GrantList",
+            AdminAnswer::ManifestShow(_) => "ManifestShow",
+            AdminAnswer::ManifestDiff(_) => "ManifestDiff",
+            AdminAnswer::ManifestHash(_) => "ManifestHash",
+        }
+    }
+
     /// The answer's own fields as JSON, without the variant name: what
     /// `quiver ctl -o json` prints.
     pub fn to_json(&self) -> Value {

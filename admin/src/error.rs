@@ -46,7 +46,7 @@ pub enum AdminError {
     NoQuorum(String),
     /// The answer is not the kind the request asks for (a node of another
     /// release, or a bug).
-    #[error("the control plane answered a {asked} request with {got}")]
+    #[error("the control plane answered a {asked} request with a {got} answer")]
     Unexpected {
         /// The answer asked for.
         asked: &'static str,
@@ -56,18 +56,20 @@ pub enum AdminError {
 }
 
 impl AdminError {
-    /// `answer` came where `asked` was expected.
+    /// `answer` came where an answer of kind `asked` was expected.
     pub fn unexpected(asked: &'static str, answer: &crate::AdminAnswer) -> AdminError {
-        let got = serde_json::to_value(answer)
-            .ok()
-            .and_then(|v| v.as_object().and_then(|o| o.keys().next().cloned()))
-            .unwrap_or_else(|| "an unreadable answer".to_string());
-        AdminError::Unexpected { asked, got }
+        AdminError::Unexpected {
+            asked,
+            got: answer.kind().to_string(),
+        }
     }
 
-    /// The error a gRPC status from a node stands for: the inverse of
-    /// `From<AdminError> for Status`, so a refusal read back over the wire
-    /// is the refusal the node made.
+    /// The error a gRPC status from a node stands for, so a refusal read
+    /// back over the wire is the refusal the node made. It undoes
+    /// `From<AdminError> for Status` for every refusal but one: a refusal
+    /// coded `Invalid` reads back as [`AdminError::Invalid`] (the same status;
+    /// the admin client follows "not the leader" itself, so that one never
+    /// reaches here).
     pub fn from_status(code: tonic::Code, message: String) -> AdminError {
         use tonic::Code;
         match code {

@@ -4,12 +4,14 @@
 //! `quiver ctl`, the nodes and any other gRPC client agree on every
 //! operation by type; failures are one typed [`AdminError`].
 //!
-//! [`AdminTransport`] is the one way every part of Quiver reaches the
-//! control plane: a control-plane node answers in process, the admin client
-//! over gRPC, and the executor (budget leases, audit records, token
-//! renewals), the edge (OAuth callbacks, the web console) and `quiver ctl`
-//! hold one without knowing which. Its methods (on `dyn AdminTransport`) ask for one
-//! operation each and check the answer's kind in one place.
+//! [`AdminTransport`] is the one way the parts of Quiver reach the control
+//! plane: a control-plane node answers in process, the control plane's
+//! `RemoteAdmin` over gRPC, and the executor (budget leases, audit records,
+//! token renewals) and the edge (task records, OAuth callbacks, the web
+//! console) hold one without knowing which. Its methods (on
+//! `dyn AdminTransport`) ask for one operation each and check the answer's
+//! kind in one place. `quiver ctl`, which renders every answer, sends
+//! requests with the admin client directly.
 //!
 //! This crate depends on `quiver-proto` alone: the types an answer carries
 //! (tenants' settings, usage, records of the replicated state) live here or
@@ -28,7 +30,7 @@ mod transport;
 pub mod usage;
 pub mod wire;
 
-/// A control-plane node's id.
+/// A control-plane node id (operator-chosen, stable for the node's lifetime).
 pub type NodeId = u64;
 
 pub use answer::{

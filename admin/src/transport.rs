@@ -1,6 +1,6 @@
 //! [`AdminTransport`]: how any part of Quiver reaches the control plane.
-//! A control-plane node answers in process; the admin client carries the
-//! same request over gRPC to the leader. The operations other parts ask for
+//! A control-plane node answers in process; `RemoteAdmin` (the admin
+//! client's transport) carries the same request over gRPC to the leader. The operations other parts ask for
 //! are methods on `dyn AdminTransport`, each sending its request and
 //! checking that the answer is the one asked for, here and nowhere else.
 
@@ -22,8 +22,9 @@ pub type AdminFuture<'a> =
     Pin<Box<dyn Future<Output = Result<AdminAnswer, AdminError>> + Send + 'a>>;
 
 /// Sends operator requests to the control plane and returns their typed
-/// answers. Implemented by the control-plane node (in process) and by the
-/// admin client (over gRPC, following the leader).
+/// answers. Implemented by the control-plane node (in process), its
+/// operator as the node's own upstreams hold it, and `RemoteAdmin` (over
+/// gRPC, following the leader).
 pub trait AdminTransport: Send + Sync {
     /// Sends `request`; its answer or why there is none.
     fn call(&self, request: AdminRequest) -> AdminFuture<'_>;
@@ -144,7 +145,7 @@ mod tests {
         let transport: &dyn AdminTransport = &fixed;
         let error = block_on(transport.tenants()).unwrap_err();
         assert!(
-            matches!(&error, AdminError::Unexpected { asked: "TenantList", got } if got == "audit_append"),
+            matches!(&error, AdminError::Unexpected { asked: "TenantList", got } if got == "AuditAppend"),
             "{error:?}"
         );
     }

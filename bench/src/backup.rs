@@ -264,7 +264,7 @@ pub async fn run(args: BackupBenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo build --release --bin quiver` for numbers"
+            "warning: this is a debug build; use `cargo build --release --bin quiver --bin quiver-bench` for numbers"
         );
     }
     let key = Arc::new(ClusterKey::from_base64(BENCH_KEY, "bench")?);

@@ -85,7 +85,7 @@ pub async fn run(args: TenantsBenchArgs) -> anyhow::Result<()> {
     if args.memory_scenario.is_none() && args.only != "in-process" {
         if cfg!(debug_assertions) {
             eprintln!(
-                "warning: this is a debug build; use `cargo build --release --bin quiver` for numbers"
+                "warning: this is a debug build; use `cargo build --release --bin quiver --bin quiver-bench` for numbers"
             );
         }
         anyhow::ensure!(args.http_tenants > 0, "--http-tenants must be at least 1");
@@ -117,7 +117,7 @@ fn in_process(args: TenantsBenchArgs) -> anyhow::Result<()> {
     }
     if cfg!(debug_assertions) {
         eprintln!(
-            "warning: this is a debug build; use `cargo build --release --bin quiver` for numbers"
+            "warning: this is a debug build; use `cargo build --release --bin quiver --bin quiver-bench` for numbers"
         );
     }
     per_request(&args, &catalog)?;
@@ -658,7 +658,7 @@ fn memory_scenario(args: &TenantsBenchArgs, catalog: Catalog, index: usize) -> a
 
 /// The parent side: every scenario in a fresh child process, one table.
 fn memory(args: &TenantsBenchArgs) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("locating the quiver binary")?;
+    let exe = std::env::current_exe().context("locating quiver-bench")?;
     let mut rows = Vec::new();
     let mut manifest_kib = 0;
     for (index, scenario) in memory_scenarios(args.tenants).into_iter().enumerate() {

@@ -611,7 +611,7 @@ pub(crate) async fn run(settings: &ScaleSettings) -> anyhow::Result<()> {
     println!(
         "## Tenants at scale over HTTP: {} tenants × {} tools, model loaded\n\n\
          One `quiver dev --auth required` (release build) over the {}-tool catalogue of \
-         `bench_catalog` (demo + LiveMCPBench definitions, ~75 mock-upstream processes); the \
+         `bench/src/catalog.rs` (demo + LiveMCPBench definitions, ~75 mock-upstream processes); the \
          sentence model loaded and every tool vector in before any tenant comes. {} tenants in \
          search mode, one API key each, created through the admin API. A request is a new \
          client's `initialize` + `notifications/initialized` + `search_tools` (a query from \

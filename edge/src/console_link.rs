@@ -119,7 +119,7 @@ pub(crate) fn random_token(random: &SystemRandom, bytes: usize) -> String {
 pub struct ConsoleLink {
     /// The control plane: in process on a node, over the admin API
     /// otherwise (a transport of its own, so console requests never wait
-    /// behind budget leases or audit records).
+    /// behind task records or OAuth callbacks).
     pub control_plane: Arc<dyn quiver_admin::AdminTransport>,
     /// SHA-256 of the operator token ([`read_operator_token`]); `None`: no
     /// operator sign-in on this edge.

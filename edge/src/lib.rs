@@ -33,8 +33,6 @@ mod traced_session;
 pub use config::EdgeConfig;
 pub use gateway::Gateway;
 pub use mode::Mode;
-// `quiver bench search` reaches the search engine through the edge.
-pub use quiver_view::search;
 pub use relay_error::RelayError;
 pub use serve_error::ServeError;
 pub use tls::TlsError;

@@ -23,7 +23,7 @@ pub enum RelayError {
     Unavailable(String),
     /// The control plane answered, but not with an answer to this request
     /// (another release on the other side).
-    #[error("the control plane answered a {got} request to a {asked} request")]
+    #[error("the control plane answered a {asked} request with a {got} answer")]
     Unexpected {
         /// What was asked.
         asked: &'static str,

@@ -39,8 +39,7 @@ pub struct Auditor {
 
 impl Auditor {
     /// An auditor for executor `node`, shipping to `control_plane`; without
-    /// one records are only
-    /// logged at debug level.
+    /// one records are only logged at debug level.
     pub fn new(
         node: impl Into<String>,
         control_plane: Option<Arc<dyn AdminTransport>>,

@@ -1,9 +1,10 @@
 //! `quiver bench …`: the benchmarks live in a binary of their own,
 //! `quiver-bench` (the `bench/` crate), so the shipped `quiver` holds none
 //! of their code. This command runs the `quiver-bench` beside this binary
-//! with the same arguments; `cargo build --release` builds both.
+//! with the same arguments (in its place, on Unix); `cargo build --release`
+//! builds both.
 
-use std::{ffi::OsString, os::unix::process::CommandExt as _, process::ExitCode};
+use std::{ffi::OsString, process::ExitCode};
 
 /// The benchmarks' binary, looked for in this binary's folder.
 const BENCH_BINARY: &str = "quiver-bench";
@@ -22,7 +23,23 @@ pub fn run(args: &[OsString]) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
-    let error = std::process::Command::new(&bench).args(args).exec();
+    let mut command = std::process::Command::new(&bench);
+    command.args(args);
+    // Where a process can be replaced, the benchmark takes this one's place
+    // (its signals and exit status are the caller's directly).
+    #[cfg(unix)]
+    let error = std::os::unix::process::CommandExt::exec(&mut command);
+    #[cfg(not(unix))]
+    let error = match command.status() {
+        Ok(status) => {
+            return match status.code() {
+                Some(0) => ExitCode::SUCCESS,
+                Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+                None => ExitCode::FAILURE,
+            };
+        }
+        Err(error) => error,
+    };
     eprintln!("error: cannot run {}: {error}", bench.display());
     ExitCode::FAILURE
 }

@@ -203,7 +203,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     // The node answers the edge's requests in process.
     let node: Arc<dyn AdminTransport> = control_plane.clone();
     let mut gateway = Gateway::builder(views, dispatch, Some(scripts), config.edge.clone())
-        .task_audit(super::leases::task_audit(&edge_name, node.clone()))
+        .task_audit(super::reports::task_audit(&edge_name, node.clone()))
         .grant_callback(node.clone());
     let console_line = if config.edge.console.enabled {
         let (token_file, digest) = match &config.edge.console.operator_token_file {
@@ -560,7 +560,9 @@ pub(crate) async fn start_discovery(
 }
 
 /// The in-process executor's parts: calls (metered: rate limits and budgets of the
-/// tenants in `tenants`, allowances leased from `leases`), scripts whose calls
+/// tenants in `tenants`, allowances leased from `control_plane`, which also
+/// keeps the audit records; without one, a tenant with a budget is refused
+/// and records are only logged), scripts whose calls
 /// pass the same meter, are checked against `views` (and whether a tenant
 /// they do not hold sees everything) and keep their stashes in `stash`, and
 /// the worker pool.
@@ -577,7 +579,7 @@ pub(crate) async fn local_executor(
     stash.follow_tenants(tenants.clone());
     let leases = control_plane.map(|control_plane| Leases::new(control_plane, node));
     if let Some(leases) = &leases {
-        super::leases::report_stash(stash.clone(), leases.clone());
+        super::reports::report_stash(stash.clone(), leases.clone());
     }
     let metered = Metered::audited(
         Arc::new(LocalExecutor::new(upstreams)),

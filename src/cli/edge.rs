@@ -257,27 +257,21 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
     )
     .await?;
     reported_health.set(health.clone(), admin.clone());
-    if config.edge.console.enabled
-        && args.control_plane.is_empty()
-        && config.edge.console.operator_token_file.is_some()
-    {
-        tracing::warn!(
-            "[edge.console] operator_token_file is ignored: an edge without --control-plane has no operator pages to serve"
-        );
-    }
     let dispatch: Arc<dyn Dispatch> = fleet.clone();
     let scripts: Arc<dyn Scripts> = fleet.clone();
-    // Task records and OAuth callbacks share one transport; the console has
-    // its own, so its requests never wait behind theirs.
-    let control_plane: Arc<dyn AdminTransport> = Arc::new(RemoteAdmin::new(
-        args.control_plane.clone(),
-        control_plane_tls.clone(),
-    ));
-    let mut gateway =
-        Gateway::builder(views, dispatch, Some(scripts), config.edge.clone()).peers(peers.clone());
-    if !args.control_plane.is_empty() {
-        gateway = gateway.task_audit(super::leases::task_audit(&node_name, control_plane.clone()));
-    }
+    // Task records, OAuth callbacks and the console each have a transport of
+    // their own: a person's callback (which waits on the authorization
+    // server) and the console's pages never wait behind audit shipments.
+    let transport = || -> Arc<dyn AdminTransport> {
+        Arc::new(RemoteAdmin::new(
+            args.control_plane.clone(),
+            control_plane_tls.clone(),
+        ))
+    };
+    let mut gateway = Gateway::builder(views, dispatch, Some(scripts), config.edge.clone())
+        .peers(peers.clone())
+        .task_audit(super::reports::task_audit(&node_name, transport()))
+        .grant_callback(transport());
     if !args.etcd.is_empty() {
         // Sessions are recorded in etcd: any edge serves them.
         let members = fleet.clone();
@@ -298,22 +292,16 @@ pub async fn run(args: EdgeArgs) -> anyhow::Result<()> {
                 Arc::new(move |node: &str| members.states().iter().any(|m| m.node == node)),
             );
     }
-    if !args.control_plane.is_empty() {
-        gateway = gateway.grant_callback(control_plane);
-        if config.edge.console.enabled {
-            let operator_token_sha256 = match &config.edge.console.operator_token_file {
-                Some(file) => Some(quiver_edge::console::read_operator_token(file)?),
-                None => None,
-            };
-            gateway = gateway.console(quiver_edge::console::ConsoleLink {
-                control_plane: Arc::new(RemoteAdmin::new(
-                    args.control_plane.clone(),
-                    control_plane_tls.clone(),
-                )),
-                operator_token_sha256,
-                metrics: super::console_link::metrics_links(&admin, config.edge.auth),
-            });
-        }
+    if config.edge.console.enabled {
+        let operator_token_sha256 = match &config.edge.console.operator_token_file {
+            Some(file) => Some(quiver_edge::console::read_operator_token(file)?),
+            None => None,
+        };
+        gateway = gateway.console(quiver_edge::console::ConsoleLink {
+            control_plane: transport(),
+            operator_token_sha256,
+            metrics: super::console_link::metrics_links(&admin, config.edge.auth),
+        });
     }
     let gateway = gateway.build();
     super::serving::serve_grpc(&gateway, &config.edge, &shutdown).await?;

@@ -89,6 +89,7 @@ pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
 }
 
 /// The listening socket a parent passed as file descriptor `fd`.
+#[cfg(unix)]
 fn inherited_listener(fd: i32) -> anyhow::Result<tokio::net::TcpListener> {
     // SAFETY: `fd` is only borrowed for the `dup` below, which fails cleanly
     // (EBADF) if it is not open; this process never closes it.
@@ -102,6 +103,11 @@ fn inherited_listener(fd: i32) -> anyhow::Result<tokio::net::TcpListener> {
         .with_context(|| format!("--listen-fd {fd}"))?;
     tokio::net::TcpListener::from_std(socket)
         .with_context(|| format!("--listen-fd {fd} is not a listening TCP socket"))
+}
+
+#[cfg(not(unix))]
+fn inherited_listener(fd: i32) -> anyhow::Result<tokio::net::TcpListener> {
+    anyhow::bail!("--listen-fd {fd}: inherited sockets are supported on Unix only")
 }
 
 /// A client subscribed to a resource URI.

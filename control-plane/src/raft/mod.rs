@@ -11,7 +11,7 @@ use std::io::Cursor;
 use crate::{command::Envelope, outcome::Outcome};
 
 /// A control-plane node id (operator-chosen, stable for the node's lifetime).
-pub type NodeId = u64;
+pub use quiver_admin::NodeId;
 
 openraft::declare_raft_types!(
     /// openraft's types for the control plane.

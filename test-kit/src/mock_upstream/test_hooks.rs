@@ -1,4 +1,4 @@
-//! What `quiver mock-upstream --test-hooks` adds for Quiver's own tests:
+//! What the test kit's mock upstream adds to the demo for Quiver's own tests:
 //! tools (crash, sleep, fail, rendezvous, large answers and the like), one
 //! subscribable resource and one prompt.
 
