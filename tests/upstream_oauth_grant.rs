@@ -223,6 +223,40 @@ async fn grant_flow(dev_args: &[&str]) {
         "renewed once"
     );
 
+    // A token revoked while no connection holds it: beta's first connection
+    // is refused at initialize; the token is renewed and it connects again.
+    *seen.person.lock().unwrap() = "bob".into();
+    let (status, page) = open_link(&authorize_link(&cp, "beta")).await;
+    assert_eq!(status, 200, "{page}");
+    let refreshes = seen.refreshes.load(Ordering::SeqCst);
+    seen.revoked_through
+        .store(seen.tokens_issued.load(Ordering::SeqCst), Ordering::SeqCst);
+    let whoami = json!({"name": "tracker__whoami", "arguments": {}});
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let answered = loop {
+        let answered = call(&other, "call_tool", whoami.clone()).await;
+        // Until the grant reaches the executor with the tenants' secrets.
+        if !text(&answered).contains("nobody granted yet") {
+            break answered;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "beta's grant never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(text(&answered).contains("user bob"), "{}", text(&answered));
+    assert!(
+        seen.refreshes.load(Ordering::SeqCst) > refreshes,
+        "beta's revoked token was renewed"
+    );
+    let (ok, _, err) = ctl(
+        &cp,
+        &["upstream", "deauthorize", "tracker", "--tenant", "beta"],
+    );
+    assert!(ok, "deauthorize: {err}");
+    *seen.person.lock().unwrap() = "alice".into();
+
     // The server revokes the refresh token too: the grant is dropped and
     // calls say how to authorize again.
     seen.refresh_revoked.store(true, Ordering::SeqCst);

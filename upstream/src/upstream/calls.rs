@@ -98,8 +98,16 @@ impl Upstream {
         let mut grants = 0;
         loop {
             attempt += 1;
-            let peer = self.peer().await?;
             let seen = self.oauth_generation();
+            let peer = match self.peer().await {
+                Ok(peer) => peer,
+                // The connection itself was refused for want of authorization.
+                Err(UpstreamError::Unauthorized { reason, .. }) => {
+                    self.authorize_again(&reason, &mut grants, seen).await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             match self.list_pages(&peer).await {
                 Ok(tools) => {
                     self.set_status(|s| s.tools = tools.len());

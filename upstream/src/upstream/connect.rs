@@ -103,6 +103,19 @@ enum ConnectError {
     Task(#[source] tokio::task::JoinError),
 }
 
+impl ConnectError {
+    /// The `WWW-Authenticate` challenge of the 401 or 403 that refused the
+    /// connection's initialize, if that is why it failed.
+    fn auth_challenge(&self) -> Option<&str> {
+        match self {
+            ConnectError::Serve(ServeFailure::Initialize(e) | ServeFailure::NoCommonVersion(e)) => {
+                e.auth_challenge()
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Upstream {
     /// The live peer, connecting first if needed. Nothing is sent to the server
     /// before this returns, so a failure here never loses a call.
@@ -138,7 +151,22 @@ impl Upstream {
             .map(|joined| joined.unwrap_or_else(|e| Err(ConnectError::Task(e))));
         let result = match connected {
             Ok(Ok(l)) => l,
-            Ok(Err(reason)) => return Err(self.failed(reason.to_string())),
+            Ok(Err(reason)) => {
+                let failed = self.failed(reason.to_string());
+                // Behind OAuth, a connection refused for want of
+                // authorization (a token revoked or expired while no
+                // connection was open) is a refusal like a call's: the
+                // caller renews the grant and connects again.
+                return Err(
+                    match reason.auth_challenge().filter(|_| self.oauth.is_some()) {
+                        Some(challenge) => UpstreamError::Unauthorized {
+                            id: self.config.id.clone(),
+                            reason: challenge.to_string(),
+                        },
+                        None => failed,
+                    },
+                );
+            }
             Err(_) => {
                 return Err(self.failed(format!(
                     "no answer to initialize within {} ms",
