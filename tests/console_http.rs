@@ -198,6 +198,30 @@ async fn sessions_csrf_roles_and_headers_hold() {
         .await;
     assert_eq!(status, StatusCode::OK, "{issued}");
     assert!(issued["key"].as_str().unwrap().starts_with("qk_"));
+    // The page's next read of the list shows the change at once: the answer
+    // waits for this edge's views to follow the commit.
+    let issued_id = issued["key_id"].as_str().unwrap().to_string();
+    let listed = |keys: &Value| {
+        keys["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["key_id"] == issued_id.as_str())
+    };
+    let (_, keys) = console.get(&cookie, "/keys").await;
+    assert!(listed(&keys), "the issued key is listed: {keys}");
+    let (status, _) = console
+        .post(
+            &cookie,
+            Some(&csrf),
+            None,
+            "/keys/revoke",
+            json!({"key_id": issued_id}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, keys) = console.get(&cookie, "/keys").await;
+    assert!(!listed(&keys), "the revoked key is gone: {keys}");
 
     // The session cannot revoke its own key; the tenant's operator tools are closed to it.
     let own = key.split('_').nth(1).unwrap();

@@ -385,6 +385,7 @@ pub(crate) async fn issue_key(
         .control_plane()?
         .issue_key(principal.tenant.to_string(), KeyRequester::Tenant)
         .await?;
+    key_shown(&console, &principal.tenant, &issued.key_id, true).await;
     Ok(Json(issued))
 }
 
@@ -429,11 +430,38 @@ pub(crate) async fn revoke_key(
         .control_plane()?
         .revoke_key(
             principal.tenant.to_string(),
-            revoke.key_id,
+            revoke.key_id.clone(),
             KeyRequester::Tenant,
         )
         .await?;
+    key_shown(&console, &principal.tenant, &revoke.key_id, false).await;
     Ok(Json(Changed::from(committed)))
+}
+
+/// How long a key change waits for this edge's views to show it.
+const KEY_CHANGE_SHOWN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits, at most [`KEY_CHANGE_SHOWN`], until this edge's views hold
+/// `tenant`'s key `key_id` (or no longer do, when `present` is false): the
+/// change is committed when the control plane answers, and the key list the
+/// page asks for next is read from the views, which follow the commit a
+/// moment later.
+async fn key_shown(console: &Console, tenant: &str, key_id: &str, present: bool) {
+    let mut installed = console.gateway.views_installed();
+    let shown = async {
+        loop {
+            installed.borrow_and_update();
+            let views = console.gateway.views();
+            let holds = views
+                .tenants()
+                .get(tenant)
+                .is_some_and(|t| t.keys.contains_key(key_id));
+            if holds == present || installed.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(KEY_CHANGE_SHOWN, shown).await;
 }
 
 /// The tenant's budget and spending with the limits that apply to it.
