@@ -7,7 +7,11 @@
 //! The pieces are public so Quiver's test kit can build its mock upstream
 //! (with fault-injection tools) on the same listing and answers.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use quiver_proto::catalog::{Catalog, CatalogError, CatalogServer};
 use rmcp::{
@@ -57,6 +61,37 @@ pub enum DemoError {
         /// Why it failed.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+}
+
+/// What to serve and where: the flags `quiver mock-upstream` and the test
+/// kit's mock share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Catalog file (livemcpbench, oslook, or a plain list of tools).
+    #[arg(long, required_unless_present = "demo")]
+    pub catalog: Option<PathBuf>,
+    /// Serve the built-in demo catalog instead of a file.
+    #[arg(long, conflicts_with = "catalog")]
+    pub demo: bool,
+    /// Which server of the catalog to serve (default: the first; a plain list is `default`).
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Serve MCP on stdin/stdout (the default).
+    #[arg(long, conflicts_with = "listen")]
+    pub stdio: bool,
+    /// Serve MCP Streamable HTTP at http://ADDR/mcp instead.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Tools per `tools/list` page (pagination is always exercised above this).
+    #[arg(long, default_value_t = 100)]
+    pub page_size: usize,
+}
+
+impl ServeArgs {
+    /// The server these flags name.
+    pub fn load(&self) -> Result<CatalogServer, DemoError> {
+        load_server(self.catalog.as_deref(), self.server.as_deref())
+    }
 }
 
 /// The built-in demo catalogue, parsed.

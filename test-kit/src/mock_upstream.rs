@@ -5,14 +5,13 @@
 //! carried; one subscribable resource and one prompt besides.
 
 use std::{
-    net::SocketAddr,
-    path::PathBuf,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use anyhow::{Context as _, anyhow};
 use clap::Args;
+use quiver_demo::ServeArgs;
 use quiver_proto::{StubHash, catalog::CatalogServer};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -27,29 +26,13 @@ use serde_json::{Value, json};
 /// Arguments of `quiver-test-kit mock-upstream`.
 #[derive(Args, Debug)]
 pub struct MockUpstreamArgs {
-    /// Catalog file (livemcpbench, oslook, or a plain list of tools).
-    #[arg(long, required_unless_present = "demo")]
-    catalog: Option<PathBuf>,
-    /// Serve the built-in demo catalog instead of a file.
-    #[arg(long, conflicts_with = "catalog")]
-    demo: bool,
-    /// Which server of the catalog to serve (default: the first; a plain list is `default`).
-    #[arg(long)]
-    server: Option<String>,
-    /// Serve MCP on stdin/stdout (the default).
-    #[arg(long, conflicts_with = "listen")]
-    stdio: bool,
-    /// Serve MCP Streamable HTTP at http://ADDR/mcp instead.
-    #[arg(long)]
-    listen: Option<SocketAddr>,
+    #[command(flatten)]
+    serve: ServeArgs,
     /// Serve MCP Streamable HTTP on a listening TCP socket inherited as this
     /// file descriptor (an upstream restarted on the socket keeps its
     /// address, and no other process can take the port in between).
     #[arg(long, conflicts_with_all = ["listen", "stdio"])]
     listen_fd: Option<i32>,
-    /// Tools per `tools/list` page (pagination is always exercised above this).
-    #[arg(long, default_value_t = 100)]
-    page_size: usize,
     /// Also speak MCP 2026-07-28 (stateless), where the rendezvous tool asks
     /// with `input_required` instead of a request to the client.
     #[arg(long)]
@@ -60,10 +43,9 @@ pub struct MockUpstreamArgs {
 pub async fn run(args: MockUpstreamArgs) -> anyhow::Result<()> {
     let _telemetry = quiver_telemetry::init("mock-upstream", &Default::default(), "warn")
         .map_err(|e| anyhow!("telemetry: {e}"))?;
-    let server = quiver_demo::load_server(args.catalog.as_deref(), args.server.as_deref())?;
-    let mut mock = MockServer::new(server, args.page_size.max(1));
+    let mut mock = MockServer::new(args.serve.load()?, args.serve.page_size.max(1));
     mock.stateless = args.stateless;
-    let listener = match (args.listen, args.listen_fd) {
+    let listener = match (args.serve.listen, args.listen_fd) {
         (Some(addr), _) => Some(
             tokio::net::TcpListener::bind(addr)
                 .await
